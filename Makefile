@@ -1,0 +1,28 @@
+# make demo | test | test-deep | jars
+VENV := .venv
+PY := $(VENV)/bin/python
+HYPOTHESIS_PROFILE ?= ci
+
+.PHONY: demo test test-deep jars
+
+demo test test-deep: export SPARK_LOCAL_IP ?= 127.0.0.1
+
+$(PY):
+	python3 -m venv $(VENV)
+
+# Re-installs whenever pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml | $(PY)
+	$(VENV)/bin/pip install -e '.[test]'
+	touch $@
+
+jars: $(VENV)/.installed
+	$(PY) -m ivm.runtime.jars
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/ivm demo
+
+test: $(VENV)/.installed jars
+	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest
+
+test-deep:
+	$(MAKE) test HYPOTHESIS_PROFILE=deep

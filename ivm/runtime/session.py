@@ -1,0 +1,253 @@
+"""A SparkSession with Delta Lake and a persistent embedded catalog.
+
+``spark_session(home)`` keeps everything that must survive a restart under one directory:
+
+* ``<home>/metastore_db``: the embedded Derby database of the Hive metastore (table names,
+  schemas, locations),
+* ``<home>/warehouse``: the data of managed tables (Delta tables created with ``CREATE TABLE``),
+* ``<home>/derby.log``: Derby's log, so that nothing is written into the working directory.
+
+Settings the user already gave win over our defaults: ``spark-submit --conf``/``--master``,
+``spark-defaults.conf`` (in ``$SPARK_CONF_DIR`` or ``$SPARK_HOME/conf``), ``--conf`` in
+``PYSPARK_SUBMIT_ARGS``, or the configuration of an already running SparkContext.  The explicit
+``conf`` argument wins over all of them.  List-valued settings are merged instead of replaced:
+Delta's packages are added to ``spark.jars.packages``, Delta's extension to
+``spark.sql.extensions`` and the Derby log flag to ``spark.driver.extraJavaOptions``.
+
+Delta's jars come from Maven through Spark's Ivy (``spark.jars.packages``).  Once Ivy has
+fetched them into ``~/.ivy2.5.2/jars``, and unless the user asked for packages or an Ivy
+directory of their own, the cached jars go straight into ``spark.jars`` instead: same
+classpath, but no Ivy resolution (and its report on stderr) at every start.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+from pyspark import SparkConf
+from pyspark.sql import SparkSession
+
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+DERBY_LOG_FLAG = "derby.stream.error.file"
+
+# Applied only when the master is local; sized for a small (2-core) machine.
+LOCAL_DEFAULTS = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    "spark.databricks.delta.snapshotPartitions": "2",
+}
+
+# spark-submit options that are shorthands for Spark properties.
+_SUBMIT_OPTIONS = {
+    "--master": "spark.master",
+    "--name": "spark.app.name",
+    "--packages": "spark.jars.packages",
+    "--driver-java-options": "spark.driver.extraJavaOptions",
+}
+
+# Defaults this module handed to a previous session in this process.  When the JVM outlives a
+# stopped session, its system properties still hold them; they are ours, not the user's.
+_applied: dict[str, str] = {}
+
+
+def resolve_home(home: str | os.PathLike | None = None) -> Path:
+    """The absolute ivm home: ``home``, else ``$IVM_HOME``, else ``./ivm_home``.
+
+    >>> resolve_home("/tmp/x/../y")
+    PosixPath('/tmp/y')
+    """
+    if home is None:
+        home = os.environ.get("IVM_HOME") or "ivm_home"
+    return Path(os.path.abspath(os.path.expanduser(os.fspath(home))))
+
+
+def _merge_list(current: str | None, extra: list[str], key=lambda item: item) -> str:
+    """Comma-separated ``current`` plus the ``extra`` items it lacks (compared by ``key``).
+
+    >>> _merge_list("a:b:1, c:d:2", ["c:d:3", "e:f:1"], key=lambda c: c.rsplit(":", 1)[0])
+    'a:b:1,c:d:2,e:f:1'
+    """
+    items = [item.strip() for item in (current or "").split(",") if item.strip()]
+    seen = {key(item) for item in items}
+    return ",".join(items + [item for item in extra if key(item) not in seen])
+
+
+def _package_key(coordinate: str) -> str:
+    return coordinate.rsplit(":", 1)[0]  # group:artifact, any version
+
+
+def _read_properties(path: Path) -> dict[str, str]:
+    """Spark's properties-file format: ``key value`` or ``key=value`` lines, ``#`` comments."""
+    result = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        parts = line.replace("=", " ", 1).split(None, 1)
+        result[parts[0]] = parts[1].strip() if len(parts) > 1 else ""
+    return result
+
+
+def _submit_args_conf(submit_args: str) -> dict[str, str]:
+    """Spark properties given in a ``PYSPARK_SUBMIT_ARGS`` string.
+
+    >>> _submit_args_conf("--master local[1] --conf spark.x=1 -c spark.y=a=b pyspark-shell")
+    {'spark.master': 'local[1]', 'spark.x': '1', 'spark.y': 'a=b'}
+    """
+    result: dict[str, str] = {}
+    args = shlex.split(submit_args)
+    for option, value in zip(args, args[1:] + [""]):
+        if option in ("--conf", "-c") and "=" in value:
+            k, v = value.split("=", 1)
+            result[k] = v
+        elif option in _SUBMIT_OPTIONS:
+            result[_SUBMIT_OPTIONS[option]] = value
+    return result
+
+
+def ambient_conf() -> dict[str, str]:
+    """Spark settings the user already gave outside of ``spark_session``'s arguments."""
+    from pyspark import SparkContext
+
+    found: dict[str, str] = {}
+    # spark-defaults.conf (spark-submit applies it below anything given on the command line).
+    import pyspark
+
+    spark_home = os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or (spark_home and os.path.join(spark_home, "conf"))
+    if conf_dir and os.path.isfile(os.path.join(conf_dir, "spark-defaults.conf")):
+        found.update(_read_properties(Path(conf_dir, "spark-defaults.conf")))
+    found.update(_submit_args_conf(os.environ.get("PYSPARK_SUBMIT_ARGS", "")))
+
+    active = SparkContext._active_spark_context
+    if active is not None:
+        found.update(active.getConf().getAll())
+    else:
+        if "PYSPARK_GATEWAY_PORT" in os.environ:
+            # Launched by spark-submit: the JVM already runs and holds `--conf` values as
+            # system properties.  Connecting to it is cheap and starts nothing.
+            SparkContext._ensure_initialized()
+        found.update(SparkConf().getAll())  # empty while no JVM runs
+    return {k: v for k, v in found.items() if _applied.get(k) != v}
+
+
+def session_conf(
+    home: Path,
+    *,
+    app_name: str = "ivm",
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+    ambient: dict[str, str] | None = None,
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The settings ``spark_session`` applies: ``(defaults, final)``.
+
+    ``defaults`` are ours (only keys the user did not set); ``final`` is everything to put on
+    the builder: defaults, then merged list settings, then the explicit ``conf``.
+
+    >>> d, f = session_conf(Path("/h"), ambient={"spark.sql.shuffle.partitions": "8"})
+    >>> f["spark.sql.warehouse.dir"], "spark.sql.shuffle.partitions" in f
+    ('/h/warehouse', False)
+    >>> d, f = session_conf(Path("/h"), master="yarn", conf={"spark.sql.shuffle.partitions": "9"})
+    >>> f["spark.master"], f["spark.sql.shuffle.partitions"], "spark.ui.enabled" in f
+    ('yarn', '9', False)
+    """
+    from ivm.runtime import jars  # not at import time: keeps `python -m ivm.runtime.jars` clean
+
+    conf = {k: str(v) for k, v in (conf or {}).items()}
+    ambient = ambient or {}
+    if master is not None:
+        conf.setdefault("spark.master", master)
+    effective_master = conf.get("spark.master") or ambient.get("spark.master") or "local[*]"
+
+    ours = {
+        "spark.master": "local[*]",
+        "spark.app.name": app_name,
+        "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
+        "spark.sql.warehouse.dir": str(home / "warehouse"),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
+        ),
+    }
+    if effective_master.startswith("local"):
+        ours.update(LOCAL_DEFAULTS)
+    defaults = {k: v for k, v in ours.items() if k not in ambient}
+
+    def current(key: str) -> str | None:
+        return conf.get(key, ambient.get(key))
+
+    merged = {
+        "spark.sql.extensions": _merge_list(current("spark.sql.extensions"), [DELTA_EXTENSION])
+    }
+    cached = jars.cached_jars()
+    user_packages = current("spark.jars.packages")
+    if cached and not user_packages and "spark.jars.ivy" not in {**ambient, **conf}:
+        # Ivy already fetched them: put the jars on the classpath directly.  Same result as
+        # resolving the packages, minus Ivy's ~20-line report on every JVM start.
+        merged["spark.jars"] = _merge_list(current("spark.jars"), [str(j) for j in cached])
+    else:
+        merged["spark.jars.packages"] = _merge_list(
+            user_packages, jars.delta_packages(), key=_package_key
+        )
+    java_options = current("spark.driver.extraJavaOptions") or ""
+    if DERBY_LOG_FLAG not in java_options:
+        flag = f"-D{DERBY_LOG_FLAG}={home / 'derby.log'}"
+        merged["spark.driver.extraJavaOptions"] = f"{java_options} {flag}".strip()
+    return defaults, {**defaults, **conf, **merged}
+
+
+def spark_session(
+    home: str | os.PathLike | None = None,
+    *,
+    app_name: str = "ivm",
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+) -> SparkSession:
+    """Get or create the SparkSession ivm runs on: Delta Lake plus a persistent Hive catalog.
+
+    ``home`` holds the catalog and the warehouse (default: ``$IVM_HOME``, else ``./ivm_home``).
+    ``master`` defaults to ``local[*]``; on a local master the UI is off and partition counts
+    are small.  Settings the user already gave (spark-submit, spark-defaults.conf, a running
+    SparkContext) win over these defaults and ``conf`` wins over everything.  If a session is
+    already active it is returned, with ``conf`` applied to it.
+
+    The first start fetches the Delta jars through Spark's Ivy (see ``ivm.runtime.jars``).
+    Under ``spark-submit`` the driver JVM already runs, so Delta must be on its classpath from
+    the start: ``spark-submit --packages io.delta:delta-spark_2.13:<delta version> ...``.
+
+    >>> spark = spark_session("/tmp/ivm_home")  # doctest: +SKIP
+    >>> spark.sql("CREATE TABLE t (x INT) USING delta").collect()  # doctest: +SKIP
+    []
+    """
+    from pyspark import SparkContext
+
+    home_path = resolve_home(home)
+    if SparkContext._active_spark_context is not None:
+        builder = SparkSession.builder
+        if conf:
+            builder = builder.config(map={k: str(v) for k, v in conf.items()})
+        return builder.getOrCreate()
+
+    ambient = ambient_conf()
+    defaults, final = session_conf(
+        home_path, app_name=app_name, master=master, conf=conf, ambient=ambient
+    )
+    home_path.mkdir(parents=True, exist_ok=True)
+    builder = SparkSession.builder
+    if "spark.sql.catalogImplementation" not in ambient:
+        builder = builder.enableHiveSupport()
+    spark = builder.config(map=final).getOrCreate()
+    _applied.clear()
+    _applied.update(defaults)
+
+    spark.sparkContext.setLogLevel("ERROR")
+    # Derby reads its log location when it boots (lazily, on first catalog access); this
+    # covers JVMs launched without our extraJavaOptions (e.g. by spark-submit).
+    system = spark.sparkContext._jvm.java.lang.System
+    if system.getProperty(DERBY_LOG_FLAG) is None:
+        system.setProperty(DERBY_LOG_FLAG, str(home_path / "derby.log"))
+    return spark

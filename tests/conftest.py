@@ -1,0 +1,53 @@
+"""Shared fixtures: one SparkSession for the whole run, a fresh database per test, and the
+Hypothesis profiles (chosen with ``HYPOTHESIS_PROFILE``: ``ci`` by default, ``deep``, ``dev``)."""
+
+import os
+import uuid
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+_common = dict(
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.data_too_large,
+    ],
+    derandomize=False,
+    print_blob=True,
+)
+settings.register_profile("ci", max_examples=15, **_common)
+settings.register_profile("deep", max_examples=200, **_common)
+settings.register_profile("dev", max_examples=5, **_common)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="session")
+def spark_home(tmp_path_factory):
+    """The ivm home (catalog + warehouse) of the test session's SparkSession."""
+    return tmp_path_factory.mktemp("ivm_home")
+
+
+@pytest.fixture(scope="session")
+def spark(spark_home):
+    from ivm.runtime.session import spark_session
+
+    session = spark_session(home=spark_home)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def fresh_db(spark):
+    """A new, empty database made current for the test; dropped afterwards."""
+    name = f"t_{uuid.uuid4().hex[:8]}"
+    spark.sql(f"CREATE DATABASE {name}")
+    spark.sql(f"USE {name}")
+    try:
+        yield name
+    finally:
+        spark.sql("USE default")
+        spark.sql(f"DROP DATABASE IF EXISTS {name} CASCADE")
