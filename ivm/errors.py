@@ -1,0 +1,90 @@
+"""Errors a user can act on: what was wrong, where in the SQL, and what to do instead.
+
+Every error ivm raises on purpose is an :class:`IvmError`. Those about a query carry the
+SQL text and a :class:`Position`, and render the offending line with a caret under it.
+
+>>> sql = "SELECT a\\nFROM t ORDER BY a"
+>>> print(UnsupportedQuery("ORDER BY", sql, Position(2, 8),
+...                        hint="order the rows when you query the view"))
+ORDER BY is not supported in a materialized view (line 2, column 8)
+  FROM t ORDER BY a
+         ^
+Hint: order the rows when you query the view
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Position:
+    """A 1-based line and column in the SQL text (column of the first character)."""
+
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"line {self.line}, column {self.column}"
+
+
+class IvmError(Exception):
+    """Base class of every error ivm raises on purpose."""
+
+    def __init__(self, message: str, sql: str | None = None,
+                 position: Position | None = None, hint: str | None = None):
+        self.message = message
+        self.sql = sql
+        self.position = position
+        self.hint = hint
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        text = self.message
+        if self.position is not None:
+            text += f" ({self.position})"
+            if self.sql is not None:
+                lines = self.sql.splitlines()
+                if 0 < self.position.line <= len(lines):
+                    line = lines[self.position.line - 1]
+                    text += f"\n  {line}\n  {' ' * (self.position.column - 1)}^"
+        if self.hint:
+            text += f"\nHint: {self.hint}"
+        return text
+
+
+class SqlSyntaxError(IvmError):
+    """The SQL text does not parse."""
+
+
+class CatalogError(IvmError):
+    """A table or column the query names does not exist, or is ambiguous."""
+
+
+class UnsupportedQuery(IvmError):
+    """The query uses a construct that ivm cannot maintain incrementally (yet)."""
+
+    def __init__(self, construct: str, sql: str | None = None,
+                 position: Position | None = None, hint: str | None = None,
+                 reason: str | None = None):
+        self.construct = construct
+        message = f"{construct} is not supported in a materialized view"
+        if reason:
+            message += f": {reason}"
+        super().__init__(message, sql, position, hint)
+
+
+class SourceError(IvmError):
+    """A source table cannot feed a materialized view (not Delta, no change data feed, …)."""
+
+
+class ViewExists(IvmError):
+    """CREATE of a name that already exists."""
+
+
+class ViewNotFound(IvmError):
+    """REFRESH / DROP of a materialized view that does not exist."""
+
+
+class StateError(IvmError):
+    """The stored view is inconsistent with its sources; a full refresh repairs it."""

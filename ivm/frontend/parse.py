@@ -1,0 +1,97 @@
+"""Parse Spark SQL with sqlglot and qualify every name against a schema.
+
+The schema maps table names to ``{column: type}``, nested by database as sqlglot's
+``MappingSchema`` accepts (``{"orders": {...}}`` or ``{"shop": {"orders": {...}}}``). Errors
+carry the position of the offending name.
+
+>>> q = qualify_query(parse_query("SELECT amount FROM orders"), "SELECT amount FROM orders",
+...                   {"orders": {"id": "INT", "amount": "INT"}})
+>>> q.sql("spark")
+'SELECT orders.amount AS amount FROM orders AS orders'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import OptimizeError, ParseError, TokenError
+from sqlglot.optimizer.qualify import qualify
+from sqlglot.schema import MappingSchema
+
+from ivm.errors import CatalogError, Position, SqlSyntaxError, UnsupportedQuery
+from ivm.frontend.positions import position_of
+
+DIALECT = "spark"
+
+
+def parse_query(sql: str) -> exp.Expression:
+    """Parse one query; raise :class:`SqlSyntaxError` with the line and column of the fault."""
+    try:
+        statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
+    except ParseError as error:
+        detail = error.errors[0] if error.errors else {}
+        highlight = detail.get("highlight") or ""
+        position = None
+        if "line" in detail and "col" in detail:
+            position = Position(detail["line"], max(1, detail["col"] - len(highlight) + 1))
+        message = detail.get("description") or str(error)
+        raise SqlSyntaxError(f"syntax error: {message}", sql, position,
+                             hint="check the SQL near the marked position") from None
+    except TokenError as error:
+        raise SqlSyntaxError(f"syntax error: {error}", sql) from None
+    if len(statements) != 1:
+        raise SqlSyntaxError(f"expected one query, found {len(statements)} statements", sql)
+    query = statements[0]
+    if not isinstance(query, exp.Query):
+        raise UnsupportedQuery(f"{query.key.upper()} statement", sql, position_of(query),
+                               hint="a materialized view is defined by a SELECT query")
+    return query
+
+
+def referenced_tables(query: exp.Expression) -> list[exp.Table]:
+    """The base tables ``query`` reads (not CTE names), in order of appearance."""
+    cte_names = {cte.alias_or_name for cte in query.find_all(exp.CTE)}
+    return [t for t in query.find_all(exp.Table)
+            if t.name and not (not t.db and t.name in cte_names)]
+
+
+def qualify_query(query: exp.Expression, sql: str, schema: Mapping,
+                  default_db: str | None = None) -> exp.Expression:
+    """Qualify tables and columns of ``query`` against ``schema``; expand ``*``.
+
+    Raises :class:`CatalogError` for an unknown table or column, with its position.
+    """
+    mapping = MappingSchema(dict(schema), dialect=DIALECT)
+    for table in referenced_tables(query):
+        lookup = table.copy()
+        if default_db and not lookup.args.get("db"):
+            lookup.set("db", exp.to_identifier(default_db))
+        if mapping.find(lookup) is None:
+            raise CatalogError(f"table or view not found: {table.sql(DIALECT)}", sql,
+                               position_of(table),
+                               hint="check the name, or create the source table first")
+    try:
+        return qualify(query.copy(), schema=mapping, db=default_db, dialect=DIALECT,
+                       quote_identifiers=False, validate_qualify_columns=True)
+    except OptimizeError as error:
+        raise _catalog_error(str(error), query, sql) from None
+
+
+def _catalog_error(text: str, query: exp.Expression, sql: str) -> CatalogError:
+    """Turn sqlglot's message into one that points at the offending column."""
+    name = None
+    for marker in ("Unknown column: ", "Column '"):
+        if marker in text:
+            name = text.split(marker, 1)[1].split("'")[0].split(" ")[0].strip()
+    position = None
+    if name:
+        for column in query.find_all(exp.Column):
+            if column.name == name:
+                position = position_of(column)
+                break
+    if name:
+        return CatalogError(f"column not found: {name}", sql, position,
+                            hint="check the column name and the table it comes from")
+    return CatalogError(f"cannot resolve the query's names: {text}", sql, position)

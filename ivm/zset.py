@@ -1,0 +1,45 @@
+"""The vocabulary of Z-sets, fixed once.
+
+A *Z-set* is a multiset whose rows carry an integer *weight*: +1 an insert, -1 a delete, an
+update is -1 of the old row and +1 of the new. A change to a table is a Z-set, and applying a
+change is addition. In SQL a Z-set is a relation with one extra BIGINT column, :data:`WEIGHT`.
+
+The delta of a query reads each source table three ways, each bound to a relation name by the
+runtime before the delta query runs:
+
+* ``DELTA``  - the net change of the source since the view last consumed it (a Z-set),
+* ``BEFORE`` - the source as of the version the view last consumed (a snapshot, weight 1),
+* ``AFTER``  - the source as of the version being consumed now (a snapshot, weight 1).
+
+>>> relation_name("default.orders", Read.DELTA)
+'delta__default__orders'
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+WEIGHT = "_ivm_weight"
+"""The weight column of every Z-set relation (BIGINT)."""
+
+COUNT = "_ivm_count"
+"""The store column holding how many input rows a stored row stands for (BIGINT)."""
+
+BOOKKEEPING_PREFIX = "_ivm_"
+"""Every column ivm adds to a store starts with this; user columns may not."""
+
+
+class Read(Enum):
+    """How a scan reads its table."""
+
+    TABLE = "table"     # the live table: the query as the user wrote it
+    DELTA = "delta"     # the change since the last refresh, weighted
+    BEFORE = "before"   # snapshot at the version last consumed
+    AFTER = "after"     # snapshot at the version consumed now
+
+
+def relation_name(table: str, read: Read) -> str:
+    """The name a delta query uses for ``table`` read as ``read`` (not for ``Read.TABLE``)."""
+    if read is Read.TABLE:
+        raise ValueError("the live table is named by its own name")
+    return "__".join([read.value, *table.split(".")])
