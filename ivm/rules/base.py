@@ -1,0 +1,77 @@
+"""What every rule shares: its declared traits, and the Z-set algebra on plan terms.
+
+A delta is a formal sum of *terms*, held as a :class:`~ivm.ir.Union`. Each term is an
+ordinary plan over scans that read ``DELTA``, ``BEFORE`` or ``AFTER``; every term reads at
+least one ``DELTA`` scan. The weight of a row of a term is the product of the weights of the
+``DELTA`` rows it came from (snapshot rows weigh 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Callable
+
+from sqlglot import exp
+
+from ivm.ir import Filter, Join, Project, Scan, Union
+from ivm.zset import WEIGHT, Read
+
+
+class Kind(Enum):
+    """How a rule's cost and state relate to the change (cheapest first)."""
+
+    LINEAR = "linear"              # Δop(R) = op(ΔR); no state
+    BILINEAR = "bilinear"          # Δ(R ⋈ S) = ΔR ⋈ S + R' ⋈ ΔS; snapshots of the inputs
+    INVERTIBLE = "invertible"      # group state ⊕ aggregate of ΔR; the view's own rows
+    COUNTING = "counting"          # a count per row; the view's own rows
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A derivative rule: the operator it applies to, its traits, and its derivation."""
+
+    operator: type
+    name: str
+    kind: Kind
+    formula: str
+    reads: str
+    derive: Callable
+
+
+def terms(delta: Union) -> tuple:
+    """The terms of a delta."""
+    return delta.inputs
+
+
+def weight_of(term) -> exp.Expression | None:
+    """The weight of a row of ``term``; None where every row weighs 1.
+
+    >>> print(weight_of(Scan("t", "a", ("x",), Read.DELTA)).sql())
+    a._ivm_weight
+    >>> weight_of(Scan("t", "a", ("x",), Read.BEFORE)) is None
+    True
+    """
+    if isinstance(term, Scan):
+        return exp.column(WEIGHT, table=term.alias) if term.read is Read.DELTA else None
+    if isinstance(term, Join):
+        factors = [w for w in map(weight_of, term.inputs) if w is not None]
+        if not factors:
+            return None
+        product = factors[0]
+        for factor in factors[1:]:
+            product = exp.Mul(this=product, expression=factor)
+        return product
+    if isinstance(term, Filter):
+        return weight_of(term.input)
+    if isinstance(term, (Project, Union)):
+        return exp.column(WEIGHT)
+    raise TypeError(f"no Z-set weight for {type(term).__name__}")
+
+
+def weighted_project(term, columns) -> Project:
+    """Project ``term`` onto ``columns`` and carry its weight along as :data:`WEIGHT`."""
+    weight = weight_of(term)
+    if weight is None:
+        raise ValueError("a delta term reads at least one change")
+    return Project(term, tuple(columns) + ((WEIGHT, weight),))

@@ -1,0 +1,21 @@
+"""The output of the rules for a whole view: its store, and how to fill and update it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ivm.ir import Relation
+from ivm.rules.base import Rule
+from ivm.store import Store
+
+
+@dataclass(frozen=True)
+class Maintenance:
+    """``full`` computes every store row from the live tables; ``delta`` computes, per
+    affected store key, the change of each accumulator from the sources' changes. Folding
+    ``delta`` into the store (``Accumulator.fold``) gives ``full`` over the new sources."""
+
+    store: Store
+    full: Relation
+    delta: Relation
+    rule: Rule
