@@ -1,0 +1,148 @@
+"""Statements on a view's store: the MERGE that folds a change in, and the view over it.
+
+The MERGE reads the change per store key (the delta query) as ``change`` and the stored row
+as ``stored``; a key matches with null-safe equality, as NULL is a key like any other::
+
+    count'   = stored._ivm_count + change._ivm_count
+    count' < 0  → the store disagrees with its sources: fail, apply nothing
+    count' = 0  → DELETE (unless the view is a global aggregate: it keeps its one row)
+    matched     → UPDATE accumulators to their folded values, view columns recomputed
+    not matched → INSERT when change._ivm_count > 0
+
+``types`` (store column → type), where known, makes every assigned value a CAST to the
+stored type, so the arithmetic of a fold does not widen the store's types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sqlglot import exp
+
+from ivm.store import Store, parenthesized
+from ivm.zset import COUNT
+
+STORED, CHANGE = "stored", "change"
+NEGATIVE_COUNT = ("ivm: a refresh would give a row a negative count: the view's store "
+                  "disagrees with its sources. Run REFRESH MATERIALIZED VIEW ... FULL.")
+
+
+def _cast(value: exp.Expression, column: str, types: Mapping | None) -> exp.Expression:
+    if not types or column not in types:
+        return value
+    return exp.Cast(this=value, to=exp.DataType.build(types[column], dialect="spark"))
+
+
+def _folded(store: Store, old_of, change_of, types) -> dict[str, exp.Expression]:
+    """Store column → its new value, given the old and change value of each accumulator."""
+    new: dict[str, exp.Expression] = {}
+    for acc in store.accumulators:  # a sum's guard is folded before the sum
+        guard = new[acc.guard].copy() if acc.guard else None
+        new[acc.name] = _cast(acc.fold(old_of(acc.name), change_of(acc.name), guard),
+                              acc.name, types)
+    return new
+
+
+def _view_values(store: Store, key_of, new, types) -> dict[str, exp.Expression]:
+    def replace(node):
+        if isinstance(node, exp.Column) and not node.table:
+            if store.is_key(node.name):
+                return key_of(node.name)
+            if node.name in new:
+                return parenthesized(new[node.name].copy())
+        return node
+    return {name: _cast(e.copy().transform(replace), name, types)
+            for name, e in store.visible if not store.is_key(name)}
+
+
+def merge_statement(store: Store, target: str, change: exp.Query,
+                    types: Mapping | None = None) -> exp.Merge:
+    """``MERGE INTO target`` folding the rows of ``change`` (keys + accumulator changes)."""
+    stored = lambda name: exp.column(name, STORED)  # noqa: E731
+    changed = lambda name: exp.column(name, CHANGE)  # noqa: E731
+    on = exp.and_(*(exp.NullSafeEQ(this=stored(k), expression=changed(k)) for k in store.keys)) \
+        if store.keys else exp.true()
+
+    updated = _folded(store, stored, changed, types)
+    inserted = _folded(store, lambda name: None, changed, types)
+    new_count = updated[COUNT]
+    fail = exp.Cast(this=exp.func("raise_error", exp.Literal.string(NEGATIVE_COUNT)),
+                    to=exp.DataType.build("BIGINT"))
+
+    whens = [exp.When(matched=True, condition=exp.LT(this=new_count.copy(),
+                                                     expression=exp.Literal.number(0)),
+                      then=exp.Update(expressions=[exp.EQ(this=exp.column(COUNT),
+                                                          expression=fail.copy())]))]
+    if not store.single_row:
+        whens.append(exp.When(matched=True, condition=exp.EQ(this=new_count.copy(),
+                                                             expression=exp.Literal.number(0)),
+                              then=exp.var("DELETE")))
+    assignments = {**_view_values(store, stored, updated, types), **updated}
+    whens.append(exp.When(matched=True, then=exp.Update(expressions=[
+        exp.EQ(this=exp.column(name), expression=value) for name, value in assignments.items()])))
+
+    values = {**{k: changed(k) for k in store.keys},
+              **_view_values(store, changed, inserted, types), **inserted}
+    whens.append(exp.When(matched=False, condition=exp.LT(this=changed(COUNT),
+                                                          expression=exp.Literal.number(0)),
+                          then=exp.Insert(this=exp.Tuple(expressions=[exp.column(COUNT)]),
+                                          expression=exp.Tuple(expressions=[fail.copy()]))))
+    whens.append(exp.When(matched=False, condition=exp.GT(this=changed(COUNT),
+                                                          expression=exp.Literal.number(0)),
+                          then=exp.Insert(
+                              this=exp.Tuple(expressions=[exp.column(c) for c in store.columns]),
+                              expression=exp.Tuple(expressions=[values[c] for c in store.columns]))))
+    return exp.Merge(
+        this=exp.alias_(exp.to_table(target, dialect="spark"), STORED, table=True),
+        using=exp.Subquery(this=change, alias=exp.TableAlias(this=exp.to_identifier(CHANGE))),
+        on=on, whens=exp.Whens(expressions=whens))
+
+
+def view_query(store: Store, target: str) -> exp.Select:
+    """The query behind the view: its columns from the store, each row repeated as counted.
+
+    >>> from ivm.store import ROWS, Store
+    >>> s = Store(("a",), (("a", exp.column("a")),), (ROWS,), repeat_rows=True)
+    >>> view_query(s, "db.v__ivm_store").sql("spark")
+    'SELECT a FROM db.v__ivm_store LATERAL VIEW EXPLODE(SEQUENCE(1, _ivm_count)) copies AS copy'
+    """
+    select = exp.select(*(exp.column(name) for name in store.view_columns)).from_(
+        exp.to_table(target, dialect="spark"))
+    if store.repeat_rows:
+        explode = exp.Explode(this=exp.func("SEQUENCE", exp.Literal.number(1),
+                                            exp.column(COUNT)))
+        select.set("laterals", [exp.Lateral(this=explode, view=True, alias=exp.TableAlias(
+            this=exp.to_identifier("copies"), columns=[exp.to_identifier("copy")]))])
+    return select
+
+
+def _properties(properties: Mapping[str, str], delta: bool) -> exp.Properties:
+    items = [exp.FileFormatProperty(this=exp.var("DELTA"))] if delta else []
+    items += [exp.Property(this=exp.Literal.string(k), value=exp.Literal.string(v))
+              for k, v in properties.items()]
+    return exp.Properties(expressions=items)
+
+
+def create_table_statement(target: str, query: exp.Query,
+                           properties: Mapping[str, str]) -> exp.Create:
+    """``CREATE TABLE target USING DELTA TBLPROPERTIES (...) AS query``."""
+    return exp.Create(this=exp.to_table(target, dialect="spark"), kind="TABLE",
+                      expression=query, properties=_properties(properties, delta=True))
+
+
+def create_view_statement(name: str, query: exp.Query,
+                          properties: Mapping[str, str]) -> exp.Create:
+    """``CREATE VIEW name TBLPROPERTIES (...) AS query``."""
+    return exp.Create(this=exp.to_table(name, dialect="spark"), kind="VIEW",
+                      expression=query, properties=_properties(properties, delta=False))
+
+
+def overwrite_statement(target: str, query: exp.Query) -> exp.Insert:
+    """``INSERT OVERWRITE TABLE target query``: replace every row in one commit."""
+    return exp.Insert(this=exp.to_table(target, dialect="spark"), expression=query,
+                      overwrite=True)
+
+
+def drop_statement(kind: str, name: str) -> exp.Drop:
+    """``DROP <kind> IF EXISTS name``."""
+    return exp.Drop(tables=[exp.to_table(name, dialect="spark")], kind=kind, exists=True)

@@ -1,0 +1,107 @@
+"""compile(sql): a view definition → its delta query, store layout and explain.
+
+>>> q = compile("SELECT k, COUNT(*) AS n FROM t GROUP BY k", schema={"t": {"k": "INT"}})
+>>> q.store.columns
+('k', 'n', '_ivm_count')
+>>> print(q.delta_sql)
+WITH change_rows AS (
+  SELECT
+    t.k AS k,
+    t._ivm_weight AS _ivm_weight
+  FROM delta__t AS t
+)
+SELECT
+  k AS k,
+  SUM(_ivm_weight) AS _ivm_count
+FROM change_rows
+GROUP BY
+  k
+HAVING
+  COALESCE(SUM(_ivm_weight), 0) <> 0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+from sqlglot import exp
+
+from ivm import codegen
+from ivm.circuit import explain
+from ivm.frontend import lower, parse_query, qualify_query
+from ivm.ir import Relation, reading, scans
+from ivm.rules import Maintenance, maintain
+from ivm.zset import Read
+
+
+@dataclass(frozen=True)
+class CompiledView:
+    """A compiled view definition: everything a refresh needs, and how to inspect it."""
+
+    sql: str
+    plan: Relation
+    maintenance: Maintenance
+
+    @property
+    def store(self):
+        return self.maintenance.store
+
+    @cached_property
+    def sources(self) -> dict[str, tuple[str, ...]]:
+        """Each source table and the columns the view reads of it (over all its aliases)."""
+        used: dict[str, list[str]] = {}
+        for scan in scans(self.plan):
+            cols = used.setdefault(scan.table, [])
+            cols += [c for c in scan.columns if c not in cols]
+        return {table: tuple(cols) for table, cols in used.items()}
+
+    @property
+    def delta_query(self) -> exp.Query:
+        """Per affected store key, the change of every accumulator (see :mod:`ivm.store`)."""
+        return codegen.to_select(self.maintenance.delta)
+
+    @property
+    def full_query(self) -> exp.Query:
+        """Every store row, computed from the sources as of the version being consumed."""
+        return codegen.to_select(reading(self.maintenance.full, Read.AFTER))
+
+    @property
+    def delta_sql(self) -> str:
+        return codegen.to_sql(self.maintenance.delta)
+
+    @property
+    def full_sql(self) -> str:
+        return codegen.to_sql(reading(self.maintenance.full, Read.AFTER))
+
+    def merge_sql(self, target: str, types: Mapping | None = None) -> str:
+        """The MERGE folding the delta query's rows into the store ``target``."""
+        statement = codegen.merge_statement(self.store, target, self.delta_query, types)
+        return statement.sql(codegen.DIALECT, pretty=True)
+
+    def view_sql(self, target: str) -> str:
+        """The query the catalog view runs over the store ``target``."""
+        return codegen.view_query(self.store, target).sql(codegen.DIALECT)
+
+    def explain(self) -> str:
+        return explain(self.plan, self.maintenance)
+
+
+def compile(sql: str, schema: Mapping | None = None, *, spark=None,
+            default_db: str | None = None) -> CompiledView:
+    """Compile a view's SELECT into its delta query and store layout.
+
+    Names are resolved against ``schema`` (``{table: {column: type}}``, optionally nested by
+    database) or, given a SparkSession, against its catalog. Raises
+    :class:`~ivm.errors.IvmError` subclasses for bad or unsupported SQL.
+    """
+    query = parse_query(sql)
+    if schema is None:
+        if spark is None:
+            raise ValueError("compile needs a schema mapping or a SparkSession")
+        from ivm.runtime.catalog import source_schema
+        schema, default_db = source_schema(spark, query, sql)
+    qualified = qualify_query(query, sql, schema, default_db)
+    plan = lower(qualified, sql)
+    return CompiledView(sql, plan, maintain(plan))
