@@ -1,0 +1,17 @@
+"""ivm: incremental view maintenance for Apache Spark and Delta Lake.
+
+``compile(sql)`` turns a view's SELECT into its delta query; ``sql(spark, statement)`` runs
+CREATE / REFRESH / DROP MATERIALIZED VIEW (and passes other statements to Spark);
+``spark_session()`` starts local Spark with Delta and a persistent catalog.
+"""
+
+from ivm.compiler import CompiledView, compile
+from ivm.errors import (CatalogError, IvmError, SourceError, SqlSyntaxError, StateError,
+                        UnsupportedQuery, ViewExists, ViewNotFound)
+from ivm.runtime.session import spark_session
+from ivm.runtime.statements import sql
+from ivm.runtime.views import RefreshResult
+
+__all__ = ["CatalogError", "CompiledView", "IvmError", "RefreshResult", "SourceError",
+           "SqlSyntaxError", "StateError", "UnsupportedQuery", "ViewExists", "ViewNotFound",
+           "compile", "spark_session", "sql"]

@@ -1,0 +1,85 @@
+"""A guided run: sample Delta sources, a materialized view, changes, refreshes.
+
+Run with ``ivm demo`` (or ``make demo``). It works in the database ``ivm_demo`` of the
+embedded catalog, recreated on each run, and checks after every refresh that the view equals
+the query run from scratch.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ivm.compiler import compile
+from ivm.runtime.session import spark_session
+from ivm.runtime.statements import sql
+
+DATABASE = "ivm_demo"
+VIEW = f"{DATABASE}.sales_by_region"
+QUERY = f"""SELECT c.region, COUNT(*) AS orders, SUM(o.amount) AS total, AVG(o.amount) AS average
+FROM {DATABASE}.orders o JOIN {DATABASE}.customers c ON o.cust_id = c.id
+WHERE o.status <> 'void'
+GROUP BY c.region"""
+
+SETUP = [
+    f"DROP DATABASE IF EXISTS {DATABASE} CASCADE",
+    f"CREATE DATABASE {DATABASE}",
+    f"CREATE TABLE {DATABASE}.customers (id INT, name STRING, region STRING) USING DELTA "
+    "TBLPROPERTIES (delta.enableChangeDataFeed = true)",
+    f"CREATE TABLE {DATABASE}.orders (id INT, cust_id INT, amount DECIMAL(10,2), status STRING) "
+    "USING DELTA TBLPROPERTIES (delta.enableChangeDataFeed = true)",
+    f"INSERT INTO {DATABASE}.customers VALUES (1, 'Ada', 'EU'), (2, 'Grace', 'US'), "
+    "(3, 'Edsger', 'EU'), (4, 'Barbara', NULL)",
+    f"INSERT INTO {DATABASE}.orders VALUES (1, 1, 120.00, 'paid'), (2, 2, 80.50, 'paid'), "
+    "(3, 3, 42.00, 'void'), (4, 4, 19.99, 'paid'), (5, 2, NULL, 'open')",
+]
+
+CHANGES = [
+    ("new orders arrive", [
+        f"INSERT INTO {DATABASE}.orders VALUES (6, 3, 300.00, 'paid'), (7, 1, 15.00, 'open')"]),
+    ("an order is voided, another corrected, one deleted", [
+        f"UPDATE {DATABASE}.orders SET status = 'void' WHERE id = 1",
+        f"UPDATE {DATABASE}.orders SET amount = 90.50 WHERE id = 2",
+        f"DELETE FROM {DATABASE}.orders WHERE id = 4"]),
+    ("a customer moves and a new one signs up with an order (MERGE)", [
+        f"MERGE INTO {DATABASE}.customers t USING (SELECT 2 AS id, 'Grace' AS name, "
+        "'APAC' AS region UNION ALL SELECT 5, 'Alan', 'EU') s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+        f"INSERT INTO {DATABASE}.orders VALUES (8, 5, 64.00, 'paid')"]),
+]
+
+
+def _show(spark, title: str) -> None:
+    print(f"\n{title}")
+    spark.sql(f"SELECT * FROM {VIEW} ORDER BY region").show(truncate=False)
+
+
+def _check(spark) -> None:
+    view, query = spark.table(VIEW), spark.sql(QUERY)
+    missing, extra = query.exceptAll(view).count(), view.exceptAll(query).count()
+    if missing or extra:
+        raise SystemExit(f"the view differs from its query: {missing} rows missing, "
+                         f"{extra} extra")
+    print("check: the view equals its query run from scratch")
+
+
+def run(home=None) -> None:
+    started = time.perf_counter()
+    spark = spark_session(home)
+    for statement in SETUP:
+        spark.sql(statement)
+    print(f"sources {DATABASE}.orders and {DATABASE}.customers created "
+          "(Delta, change data feed on)")
+    print(f"\nthe view:\n{QUERY}\n")
+    print(compile(QUERY, spark=spark).explain())
+    print(sql(spark, f"CREATE MATERIALIZED VIEW {VIEW} AS {QUERY}"))
+    _show(spark, "the view after CREATE:")
+    for what, statements in CHANGES:
+        print(f"\n== {what}:")
+        for statement in statements:
+            print(f"   {statement}")
+            spark.sql(statement)
+        print(sql(spark, f"REFRESH MATERIALIZED VIEW {VIEW}"))
+        _show(spark, "the view after REFRESH:")
+        _check(spark)
+    print(sql(spark, f"REFRESH MATERIALIZED VIEW {VIEW}"))
+    print(f"\ndemo finished in {time.perf_counter() - started:.0f}s")

@@ -1,0 +1,1 @@
+"""Runtime: Spark sessions, sources as Z-sets, and the lifecycle of materialized views."""

@@ -1,0 +1,36 @@
+"""Names and schemas from the Spark catalog."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ivm.errors import CatalogError
+from ivm.frontend.parse import referenced_tables
+from ivm.frontend.positions import position_of
+
+
+def current_database(spark) -> str:
+    return spark.catalog.currentDatabase()
+
+
+def qualified_name(spark, name: str) -> str:
+    """``db.name``: ``name`` with the current database where it has none."""
+    table = exp.to_table(name, dialect="spark")
+    db = table.db or current_database(spark)
+    return f"{db}.{table.name}"
+
+
+def source_schema(spark, query: exp.Expression, sql: str) -> tuple[dict, str]:
+    """``({db: {table: {column: type}}}, current database)`` for the tables ``query`` reads."""
+    default_db = current_database(spark)
+    schema: dict[str, dict[str, dict[str, str]]] = {}
+    for table in referenced_tables(query):
+        db = table.db or default_db
+        if not spark.catalog.tableExists(f"{db}.{table.name}"):
+            raise CatalogError(f"table or view not found: {db}.{table.name}", sql,
+                               position_of(table),
+                               hint="check the name, or create the source table first")
+        fields = spark.table(f"{db}.{table.name}").schema.fields
+        schema.setdefault(db, {})[table.name] = {f.name: f.dataType.simpleString()
+                                                for f in fields}
+    return schema, default_db

@@ -1,0 +1,141 @@
+"""``ivm.sql``: materialized-view statements, and everything else passed to Spark.
+
+    CREATE [OR REPLACE] MATERIALIZED {VIEW|TABLE} [IF NOT EXISTS] name AS <select>
+    REFRESH MATERIALIZED {VIEW|TABLE} name [FULL]
+    DROP MATERIALIZED {VIEW|TABLE} [IF EXISTS] name
+
+``MATERIALIZED TABLE`` is Flink's spelling of the same thing. The query keeps its place in
+the statement text, so errors in it point at the statement's own lines and columns.
+
+>>> s = parse_statement("CREATE MATERIALIZED TABLE s.v AS SELECT 1 AS x")
+>>> s.action, s.name, s.query.strip()
+('create', 's.v', 'SELECT 1 AS x')
+>>> parse_statement("SELECT 1") is None
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot.errors import TokenError
+from sqlglot.tokens import Token, Tokenizer, TokenType
+
+from ivm.errors import SqlSyntaxError
+from ivm.frontend.positions import position_at_offset
+from ivm.runtime.views import create_view, drop_view, refresh_view
+
+
+@dataclass(frozen=True)
+class Statement:
+    action: str                 # create | refresh | drop
+    name: str
+    query: str | None = None
+    replace: bool = False
+    if_exists: bool = False     # IF NOT EXISTS for create, IF EXISTS for drop
+    full: bool = False
+
+
+class _Tokens:
+    def __init__(self, sql: str, tokens: list[Token]):
+        self.sql, self.tokens, self.i = sql, tokens, 0
+
+    def peek(self, *words: str) -> bool:
+        ahead = self.tokens[self.i:self.i + len(words)]
+        return len(ahead) == len(words) and all(t.text.upper() == w for t, w in zip(ahead, words))
+
+    def accept(self, *words: str) -> bool:
+        if self.peek(*words):
+            self.i += len(words)
+            return True
+        return False
+
+    def expect(self, what: str, *words: str) -> None:
+        if not self.accept(*words):
+            self.fail(f"expected {what}")
+
+    def fail(self, message: str):
+        if self.i < len(self.tokens):
+            token = self.tokens[self.i]
+            position = position_at_offset(self.sql, token.start)
+            message += f", found {token.text!r}"
+        else:
+            position = position_at_offset(self.sql, len(self.sql.rstrip()))
+            message += " at the end of the statement"
+        raise SqlSyntaxError(message, self.sql, position)
+
+    def name(self) -> str:
+        parts = []
+        while True:
+            if self.i >= len(self.tokens) or self.tokens[self.i].token_type not in (
+                    TokenType.VAR, TokenType.IDENTIFIER) and not self.tokens[self.i].text.isidentifier():
+                self.fail("expected a view name")
+            parts.append(self.tokens[self.i].text)
+            self.i += 1
+            if not self.accept("."):
+                return ".".join(parts)
+
+    def end(self) -> None:
+        while self.accept(";"):
+            pass
+        if self.i < len(self.tokens):
+            self.fail("expected the end of the statement")
+
+
+def parse_statement(sql: str) -> Statement | None:
+    """The materialized-view statement in ``sql``, or None if it is not one."""
+    try:
+        tokens = _Tokens(sql, Tokenizer(dialect="spark").tokenize(sql))
+    except TokenError:
+        return None
+    if tokens.accept("CREATE"):
+        replace = tokens.accept("OR", "REPLACE")
+        if not _materialized(tokens):
+            return None
+        if_not_exists = tokens.accept("IF", "NOT", "EXISTS")
+        name = tokens.name()
+        if tokens.peek("FRESHNESS") or tokens.peek("PARTITIONED"):
+            tokens.fail("FRESHNESS and PARTITIONED BY are not supported yet")
+        tokens.expect("AS before the query", "AS")
+        if tokens.i >= len(tokens.tokens):
+            tokens.fail("expected the view's query")
+        start = tokens.tokens[tokens.i].start
+        # Blank out the statement's head so positions in the query stay the statement's own.
+        query = "".join(c if c == "\n" else " " for c in sql[:start]) + sql[start:]
+        return Statement("create", name, query, replace=replace, if_exists=if_not_exists)
+    if tokens.accept("REFRESH"):
+        if not _materialized(tokens):
+            return None
+        name = tokens.name()
+        full = tokens.accept("FULL")
+        tokens.end()
+        return Statement("refresh", name, full=full)
+    if tokens.accept("DROP"):
+        if not _materialized(tokens):
+            return None
+        if_exists = tokens.accept("IF", "EXISTS")
+        name = tokens.name()
+        tokens.end()
+        return Statement("drop", name, if_exists=if_exists)
+    return None
+
+
+def _materialized(tokens: _Tokens) -> bool:
+    return tokens.accept("MATERIALIZED", "VIEW") or tokens.accept("MATERIALIZED", "TABLE")
+
+
+def sql(spark, statement: str):
+    """Run ``statement``: a materialized-view statement, or any Spark SQL.
+
+    Returns a :class:`~ivm.runtime.views.RefreshResult` for CREATE and REFRESH, None for
+    DROP, and ``spark.sql(statement)`` (a DataFrame) for anything else.
+    """
+    parsed = parse_statement(statement)
+    if parsed is None:
+        return spark.sql(statement)
+    if parsed.action == "create":
+        return create_view(spark, parsed.name, parsed.query, replace=parsed.replace,
+                           if_not_exists=parsed.if_exists)
+    if parsed.action == "refresh":
+        return refresh_view(spark, parsed.name, full=parsed.full)
+    return drop_view(spark, parsed.name, if_exists=parsed.if_exists)
