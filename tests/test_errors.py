@@ -1,0 +1,106 @@
+"""Bad input gets a clear error: what was wrong, where in the SQL, and what to do."""
+
+import pytest
+
+import ivm
+from ivm.errors import CatalogError, Position, SqlSyntaxError, UnsupportedQuery
+from ivm.runtime.statements import parse_statement
+
+SCHEMA = {"orders": {"id": "INT", "cust_id": "INT", "amount": "INT", "status": "STRING"},
+          "customers": {"id": "INT", "region": "STRING"}}
+
+
+def error_of(sql, kind=ivm.IvmError):
+    with pytest.raises(kind) as caught:
+        ivm.compile(sql, SCHEMA)
+    return caught.value
+
+
+def test_syntax_error_has_line_and_column():
+    error = error_of("SELECT id,\n  amount +\nFROM orders WHERE", SqlSyntaxError)
+    assert error.position is not None and error.position.line == 3
+    assert "syntax error" in str(error) and "^" in str(error)
+
+
+def test_unknown_table_points_at_it():
+    error = error_of("SELECT id\nFROM orders JOIN nope n ON n.id = orders.id", CatalogError)
+    assert "nope" in error.message and error.position == Position(2, 18)
+
+
+def test_unknown_column_points_at_it():
+    error = error_of("SELECT o.id, o.colour FROM orders o", CatalogError)
+    assert "colour" in error.message and error.position == Position(1, 14)
+
+
+def test_unqualified_unknown_column():
+    error = error_of("SELECT colour FROM orders", CatalogError)
+    assert "colour" in error.message and error.position == Position(1, 8)
+
+
+@pytest.mark.parametrize("sql, construct, position", [
+    ("SELECT o.id FROM orders o LEFT JOIN customers c ON o.cust_id = c.id",
+     "LEFT JOIN", Position(1, 37)),
+    ("SELECT status, MAX(amount) AS m FROM orders GROUP BY status",
+     "aggregate function MAX", Position(1, 16)),
+    ("SELECT status, COUNT(DISTINCT id) AS m FROM orders GROUP BY status",
+     "COUNT(DISTINCT …)", Position(1, 16)),
+    ("SELECT id FROM orders ORDER BY id", "ORDER BY", Position(1, 32)),
+    ("SELECT id FROM orders LIMIT 5", "LIMIT", Position(1, 29)),
+    ("SELECT status, COUNT(*) AS n FROM orders GROUP BY status HAVING COUNT(*) > 1",
+     "HAVING", Position(1, 65)),
+    ("SELECT id, rand() AS r FROM orders", "non-deterministic function rand()",
+     Position(1, 12)),
+    ("SELECT id FROM orders WHERE id IN (SELECT id FROM customers)", "subquery",
+     Position(1, 43)),
+    ("SELECT id FROM orders UNION SELECT id FROM customers", "UNION", Position(1, 36)),
+    ("SELECT id, ROW_NUMBER() OVER (PARTITION BY status ORDER BY id) AS r FROM orders",
+     "window function", Position(1, 12)),
+    ("WITH x AS (SELECT id FROM orders) SELECT id FROM x", "WITH (common table expression)",
+     Position(1, 6)),
+])
+def test_unsupported_construct_is_refused_by_name_and_place(sql, construct, position):
+    error = error_of(sql, UnsupportedQuery)
+    assert error.construct == construct
+    assert error.position == position
+    assert error.hint, "every refusal says what to do instead"
+
+
+def test_column_neither_grouped_nor_aggregated():
+    error = error_of("SELECT status, amount, COUNT(*) AS n FROM orders GROUP BY status",
+                     CatalogError)
+    assert "amount" in error.message and "GROUP BY" in error.message
+
+
+def test_computed_column_needs_a_name():
+    error = error_of("SELECT status, COUNT(*) FROM orders GROUP BY status", CatalogError)
+    assert "needs a name" in error.message and error.position == Position(1, 16)
+
+
+def test_duplicate_column_names_are_refused():
+    error = error_of("SELECT o.id, c.id FROM orders o JOIN customers c ON o.cust_id = c.id",
+                     CatalogError)
+    assert "two columns named id" in error.message
+
+
+def test_bookkeeping_column_names_are_reserved():
+    error = error_of("SELECT id AS _ivm_count FROM orders", CatalogError)
+    assert "reserved" in error.message
+
+
+def test_statement_errors_point_into_the_statement():
+    with pytest.raises(SqlSyntaxError) as caught:
+        parse_statement("CREATE MATERIALIZED VIEW v\nSELECT 1")
+    assert caught.value.position == Position(2, 1)
+
+
+def test_query_errors_keep_the_statement_positions():
+    statement = parse_statement("CREATE MATERIALIZED VIEW v AS\nSELECT colour FROM orders")
+    with pytest.raises(CatalogError) as caught:
+        ivm.compile(statement.query, SCHEMA)
+    assert caught.value.position == Position(2, 8)
+
+
+def test_error_text_shows_the_line_and_a_caret():
+    text = str(error_of("SELECT id FROM orders ORDER BY id"))
+    assert "ORDER BY is not supported in a materialized view (line 1, column 32)" in text
+    assert "\n  SELECT id FROM orders ORDER BY id\n" in text and "Hint:" in text

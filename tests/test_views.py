@@ -1,0 +1,160 @@
+"""Materialized views on Spark + Delta: lifecycle, bookkeeping, and the errors users meet."""
+
+import json
+
+import pytest
+from delta.tables import DeltaTable
+
+import ivm
+from ivm.runtime.views import consumed_versions, store_name
+
+CDF = "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+SALES = ("SELECT c.region, COUNT(*) AS n, SUM(o.amount) AS total FROM orders o "
+         "JOIN customers c ON o.cust_id = c.id WHERE o.status <> 'void' GROUP BY c.region")
+
+
+@pytest.fixture
+def shop(spark, fresh_db):
+    spark.sql(f"CREATE TABLE orders (id INT, cust_id INT, amount DECIMAL(10,2), "
+              f"status STRING) USING DELTA {CDF}")
+    spark.sql(f"CREATE TABLE customers (id INT, region STRING) USING DELTA {CDF}")
+    spark.sql("INSERT INTO customers VALUES (1, 'EU'), (2, 'US'), (3, NULL)")
+    spark.sql("INSERT INTO orders VALUES (1, 1, 10.00, 'ok'), (2, 2, NULL, 'ok'), "
+              "(3, 3, 2.50, 'void'), (4, 3, 4.00, 'ok')")
+    return fresh_db
+
+
+def assert_equals_query(spark, view, query):
+    got, want = spark.table(view), spark.sql(query)
+    assert got.columns == want.columns
+    extra, missing = got.exceptAll(want).collect(), want.exceptAll(got).collect()
+    assert not extra and not missing, f"extra rows {extra}, missing rows {missing}"
+
+
+def history(spark, table):
+    return DeltaTable.forName(spark, table).history().orderBy("version").collect()
+
+
+def test_view_shows_exactly_the_query_columns_and_rows(spark, shop):
+    result = ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    assert result.mode == "create"
+    assert spark.table("sales").columns == ["region", "n", "total"]
+    assert_equals_query(spark, "sales", SALES)
+
+
+def test_refresh_applies_changes_in_one_commit_with_consumed_versions(spark, shop):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    spark.sql("INSERT INTO orders VALUES (5, 1, 1.00, 'ok')")
+    spark.sql("UPDATE customers SET region = 'APAC' WHERE id = 3")
+    before = len(history(spark, store_name(f"{shop}.sales")))
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
+    assert result.mode == "incremental"
+    assert_equals_query(spark, "sales", SALES)
+    commits = history(spark, store_name(f"{shop}.sales"))
+    assert len(commits) == before + 1 and commits[-1].operation == "MERGE"
+    recorded = json.loads(commits[-1].userMetadata)["ivm"]["sources"]
+    assert recorded == {f"{shop}.orders": 2, f"{shop}.customers": 2}
+    assert consumed_versions(spark, f"{shop}.sales") == recorded
+
+
+def test_refresh_without_source_change_commits_nothing(spark, shop):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    before = len(history(spark, store_name(f"{shop}.sales")))
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales").mode == "noop"
+    assert len(history(spark, store_name(f"{shop}.sales"))) == before
+
+
+def test_full_refresh_recomputes(spark, shop):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    spark.sql("DELETE FROM orders WHERE id = 1")
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales FULL").mode == "full"
+    assert_equals_query(spark, "sales", SALES)
+
+
+def test_materialized_table_is_a_synonym_and_drop_removes_everything(spark, shop):
+    ivm.sql(spark, "CREATE MATERIALIZED TABLE regions AS SELECT DISTINCT region FROM customers")
+    ivm.sql(spark, "REFRESH MATERIALIZED TABLE regions")
+    ivm.sql(spark, "DROP MATERIALIZED TABLE regions")
+    assert not spark.catalog.tableExists(f"{shop}.regions")
+    assert not spark.catalog.tableExists(store_name(f"{shop}.regions"))
+
+
+def test_other_statements_go_to_spark(spark, shop):
+    assert ivm.sql(spark, "SELECT COUNT(*) AS n FROM orders").first().n == 4
+
+
+def test_duplicates_and_nulls_survive_in_a_view_without_keys(spark, shop):
+    query = "SELECT o.status, o.amount FROM orders o"
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW statuses AS {query}")
+    spark.sql("INSERT INTO orders VALUES (7, 1, NULL, 'ok'), (8, 1, NULL, 'ok')")
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW statuses")
+    assert spark.table("statuses").where("amount IS NULL").count() == 3
+    assert_equals_query(spark, "statuses", query)
+
+
+def test_create_or_replace_redefines(spark, shop):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    query = "SELECT status, COUNT(*) AS n FROM orders GROUP BY status"
+    ivm.sql(spark, f"CREATE OR REPLACE MATERIALIZED VIEW sales AS {query}")
+    assert_equals_query(spark, "sales", query)
+    assert ivm.sql(spark, f"CREATE MATERIALIZED VIEW IF NOT EXISTS sales AS {SALES}").mode \
+        == "noop"
+    assert_equals_query(spark, "sales", query)
+
+
+def test_existing_name_is_refused(spark, shop):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    with pytest.raises(ivm.ViewExists, match="already exists") as caught:
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    assert "CREATE OR REPLACE" in caught.value.hint
+    with pytest.raises(ivm.ViewExists):
+        ivm.sql(spark, f"CREATE OR REPLACE MATERIALIZED VIEW orders AS {SALES}")
+    assert spark.table("orders").count() == 4, "a user's table is never replaced"
+
+
+def test_refresh_or_drop_of_a_missing_view(spark, shop):
+    with pytest.raises(ivm.ViewNotFound, match="does not exist"):
+        ivm.sql(spark, "REFRESH MATERIALIZED VIEW nope")
+    with pytest.raises(ivm.ViewNotFound):
+        ivm.sql(spark, "DROP MATERIALIZED VIEW nope")
+    ivm.sql(spark, "DROP MATERIALIZED VIEW IF EXISTS nope")
+    with pytest.raises(ivm.ViewNotFound):
+        ivm.sql(spark, "REFRESH MATERIALIZED VIEW orders")
+
+
+def test_source_without_change_data_feed_says_how_to_enable_it(spark, shop):
+    spark.sql("CREATE TABLE plain (id INT) USING DELTA")
+    with pytest.raises(ivm.SourceError, match="change data feed") as caught:
+        ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS SELECT id FROM plain")
+    assert "delta.enableChangeDataFeed = true" in caught.value.hint
+    assert not spark.catalog.tableExists(f"{shop}.v")
+
+
+def test_source_that_is_not_delta(spark, shop):
+    spark.sql("CREATE TABLE pq (id INT) USING PARQUET")
+    with pytest.raises(ivm.SourceError, match="not a Delta table"):
+        ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS SELECT id FROM pq")
+
+
+def test_unknown_table_in_a_statement_points_into_it(spark, shop):
+    with pytest.raises(ivm.CatalogError) as caught:
+        ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS\nSELECT id FROM missing")
+    assert caught.value.position == ivm.errors.Position(2, 16)
+
+
+def test_a_store_that_disagrees_with_its_sources_is_caught(spark, shop):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    spark.sql(f"DELETE FROM {store_name('sales')} WHERE region = 'EU'")  # corrupt it
+    spark.sql("DELETE FROM orders WHERE id = 1")
+    with pytest.raises(ivm.StateError, match="disagrees") as caught:
+        ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
+    assert "FULL" in caught.value.hint
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales FULL")
+    assert_equals_query(spark, "sales", SALES)
+
+
+def test_a_source_schema_change_is_reported(spark, shop):
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW everything AS SELECT * FROM customers")
+    spark.sql("ALTER TABLE customers ADD COLUMNS (tier INT)")
+    with pytest.raises(ivm.StateError, match="no longer matches"):
+        ivm.sql(spark, "REFRESH MATERIALIZED VIEW everything")
