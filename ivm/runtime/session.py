@@ -219,9 +219,10 @@ def spark_session(
     Under ``spark-submit`` the driver JVM already runs, so Delta must be on its classpath from
     the start: ``spark-submit --packages io.delta:delta-spark_2.13:<delta version> ...``.
 
-    >>> spark = spark_session("/tmp/ivm_home")  # doctest: +SKIP
-    >>> spark.sql("CREATE TABLE t (x INT) USING delta").collect()  # doctest: +SKIP
-    []
+    For example (it starts a JVM, so it is no doctest)::
+
+        spark = spark_session("/tmp/ivm_home")
+        spark.sql("CREATE TABLE t (x INT) USING delta")
     """
     from pyspark import SparkContext
 

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from ivm.errors import SourceError
+from ivm.runtime.delta_log import DeltaLogReader
 from ivm.zset import WEIGHT, Read, relation_name
 
 INSERTED = ("insert", "update_postimage")
@@ -24,13 +25,13 @@ CDF_PROPERTY = "delta.enableChangeDataFeed"
 def check_source(spark, table: str) -> None:
     """Raise :class:`SourceError` unless ``table`` is a Delta table with change data feed."""
     try:
-        detail = DeltaTable.forName(spark, table).detail().select("properties").first()
+        DeltaTable.forName(spark, table)
     except AnalysisException:
         raise SourceError(
             f"source {table} is not a Delta table",
             hint=f"a materialized view reads Delta tables; convert it, e.g. "
                  f"CREATE TABLE {table}_delta USING DELTA AS SELECT * FROM {table}") from None
-    if (detail.properties or {}).get(CDF_PROPERTY, "false").lower() != "true":
+    if DeltaLogReader(spark, table).properties().get(CDF_PROPERTY, "false").lower() != "true":
         raise SourceError(
             f"source {table} does not have change data feed enabled",
             hint=f"enable it: ALTER TABLE {table} SET TBLPROPERTIES "
@@ -39,7 +40,7 @@ def check_source(spark, table: str) -> None:
 
 def table_version(spark, table: str) -> int:
     """The latest committed version of the Delta table ``table``."""
-    return DeltaTable.forName(spark, table).history(1).select("version").first()[0]
+    return DeltaLogReader(spark, table).version()
 
 
 def snapshot(spark, table: str, columns, version: int) -> DataFrame:

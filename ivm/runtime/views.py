@@ -20,7 +20,6 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from delta.tables import DeltaTable
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 
@@ -29,6 +28,7 @@ from ivm.codegen.store import NEGATIVE_COUNT
 from ivm.compiler import CompiledView, compile
 from ivm.errors import IvmError, SourceError, StateError, ViewExists, ViewNotFound
 from ivm.runtime.catalog import qualified_name
+from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.sources import bind, check_source, table_version, unbind
 
 STORE_SUFFIX = "__ivm_store"
@@ -68,13 +68,20 @@ def store_name(view: str) -> str:
 
 
 @contextmanager
-def _commit_metadata(spark, metadata: dict):
-    """Attach ``metadata`` to the Delta commits made inside the block."""
-    spark.conf.set(USER_METADATA, json.dumps({"ivm": metadata}, sort_keys=True))
+def _session_conf(spark, settings: dict[str, str]):
+    """Apply Spark settings for the statements run inside the block."""
+    for key, value in settings.items():
+        spark.conf.set(key, value)
     try:
         yield
     finally:
-        spark.conf.unset(USER_METADATA)
+        for key in settings:
+            spark.conf.unset(key)
+
+
+def _commit(spark, metadata: dict):
+    """Settings for a store write: ``metadata`` goes into the Delta commit's userMetadata."""
+    return _session_conf(spark, {USER_METADATA: json.dumps({"ivm": metadata}, sort_keys=True)})
 
 
 @contextmanager
@@ -98,30 +105,34 @@ def _execute(spark, statement) -> list:
     return spark.sql(statement.sql(codegen.DIALECT)).collect()
 
 
-def _is_materialized_view(spark, view: str) -> bool:
+def _store_properties(spark, view: str) -> dict[str, str] | None:
+    """The properties of the store of ``view``; None if ``view`` is no materialized view."""
     store = store_name(view)
     if not spark.catalog.tableExists(store):
-        return False
-    try:
-        properties = DeltaTable.forName(spark, store).detail().first().properties or {}
-    except PySparkException:
-        return False
-    return properties.get(VIEW) == view
+        return None
+    properties = DeltaLogReader(spark, store).properties()
+    return properties if properties.get(VIEW) == view else None
+
+
+def _is_materialized_view(spark, view: str) -> bool:
+    return _store_properties(spark, view) is not None
 
 
 def _definition(spark, view: str) -> str:
-    if not _is_materialized_view(spark, view):
+    properties = _store_properties(spark, view)
+    if properties is None:
         raise ViewNotFound(f"materialized view {view} does not exist",
                            hint="create it with CREATE MATERIALIZED VIEW")
-    return DeltaTable.forName(spark, store_name(view)).detail().first().properties[DEFINITION]
+    return properties[DEFINITION]
 
 
 def consumed_versions(spark, view: str) -> dict[str, int]:
     """The source versions the store of ``view`` reflects, from its latest ivm commit."""
-    history = DeltaTable.forName(spark, store_name(view)).history(HISTORY_SCAN)
-    for row in history.select("userMetadata").collect():
+    log = DeltaLogReader(spark, store_name(view))
+    latest = log.version()
+    for version in range(latest, max(-1, latest - HISTORY_SCAN), -1):
         try:
-            metadata = json.loads(row.userMetadata or "")
+            metadata = json.loads(log.user_metadata(version) or "")
         except ValueError:
             continue
         if isinstance(metadata, dict) and "ivm" in metadata:
@@ -130,9 +141,7 @@ def consumed_versions(spark, view: str) -> dict[str, int]:
                      hint=f"run REFRESH MATERIALIZED VIEW {view} FULL")
 
 
-def _sources_at_latest(spark, compiled: CompiledView) -> dict[str, int]:
-    for table in compiled.sources:
-        check_source(spark, table)
+def _latest_versions(spark, compiled: CompiledView) -> dict[str, int]:
     return {table: table_version(spark, table) for table in compiled.sources}
 
 
@@ -142,7 +151,9 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
     start = time.perf_counter()
     view = qualified_name(spark, name)
     compiled = compile(sql, spark=spark)
-    versions = _sources_at_latest(spark, compiled)
+    for table in compiled.sources:
+        check_source(spark, table)
+    versions = _latest_versions(spark, compiled)
     if spark.catalog.tableExists(view):
         if if_not_exists and _is_materialized_view(spark, view):
             return RefreshResult(view, "noop", consumed_versions(spark, view))
@@ -158,8 +169,7 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
     store = store_name(view)
     names = bind(spark, compiled.sources, None, versions)
     try:
-        with _spark_errors(view), _commit_metadata(spark, {"mode": "create",
-                                                           "sources": versions}):
+        with _spark_errors(view), _commit(spark, {"mode": "create", "sources": versions}):
             _execute(spark, codegen.create_table_statement(store, compiled.full_query, {
                 "delta.enableChangeDataFeed": "true", VIEW: view, DEFINITION: sql}))
         try:
@@ -176,19 +186,25 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
 
 
 def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
-    """Bring the materialized view ``name`` up to its sources' latest versions."""
+    """Bring the materialized view ``name`` up to its sources' latest versions.
+
+    Incremental unless ``full``: the change of every source since the versions the store
+    records is folded into the store by one MERGE. ``full`` recomputes the store instead,
+    which also repairs a store that disagrees with its sources.
+    """
     start = time.perf_counter()
     view = qualified_name(spark, name)
     compiled = compile(_definition(spark, view), spark=spark)
     store = store_name(view)
-    stored_columns = tuple(spark.table(store).columns)
-    if stored_columns != compiled.store.columns:
+    schema = spark.table(store).schema
+    if tuple(schema.names) != compiled.store.columns:
         raise StateError(f"the definition of {view} no longer matches its store (did a "
                          f"source's schema change?)",
                          hint=f"recreate it: CREATE OR REPLACE MATERIALIZED VIEW {view} AS ...")
-    previous = consumed_versions(spark, view)
-    current = _sources_at_latest(spark, compiled)
-    if set(previous) != set(current):
+    with _spark_errors(view):
+        current = _latest_versions(spark, compiled)
+        previous = {} if full else consumed_versions(spark, view)
+    if not full and set(previous) != set(current):
         raise StateError(f"the store of {view} records other sources than its definition reads",
                          hint=f"run REFRESH MATERIALIZED VIEW {view} FULL")
     if not full and previous == current:
@@ -198,13 +214,13 @@ def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
     mode = "full" if full else "incremental"
     names = bind(spark, compiled.sources, None if full else previous, current)
     try:
-        with _spark_errors(view), _commit_metadata(spark, {"mode": mode, "sources": current}):
+        with _spark_errors(view), _commit(spark, {"mode": mode, "sources": current}):
             if full:
                 _execute(spark, codegen.overwrite_statement(store, compiled.full_query))
                 result = RefreshResult(view, mode, current, previous,
                                        rows_inserted=spark.table(store).count())
             else:
-                types = {f.name: f.dataType.simpleString() for f in spark.table(store).schema}
+                types = {f.name: f.dataType.simpleString() for f in schema}
                 merge = codegen.merge_statement(compiled.store, store, compiled.delta_query,
                                                 types)
                 metrics = _execute(spark, merge)[0]
