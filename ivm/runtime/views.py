@@ -58,8 +58,8 @@ class RefreshResult:
             else f"{t} v{v}" for t, v in self.consumed.items())
         text = f"{self.mode} refresh of {self.view} in {self.seconds:.2f}s; sources: {versions}"
         if self.mode in ("incremental", "full", "create"):
-            text += (f"; view rows: +{self.rows_inserted} inserted, ~{self.rows_updated} "
-                     f"updated, -{self.rows_deleted} deleted (distinct rows of the store)")
+            text += (f"; store rows: +{self.rows_inserted} inserted, ~{self.rows_updated} "
+                     f"updated, -{self.rows_deleted} deleted")
         return text
 
 

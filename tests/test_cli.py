@@ -1,0 +1,75 @@
+"""The ivm command, run as a user runs it: in its own process."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+IVM = str(Path(sys.executable).with_name("ivm"))
+SCHEMA = {"orders": {"id": "INT", "status": "STRING", "amount": "INT"}}
+
+
+def run(*args, cwd, env=None):
+    return subprocess.run([IVM, *args], cwd=cwd, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **(env or {})})
+
+
+def test_compile_prints_explain_and_sql(tmp_path):
+    (tmp_path / "schema.json").write_text(json.dumps(SCHEMA))
+    (tmp_path / "view.sql").write_text(
+        "CREATE MATERIALIZED VIEW totals AS\n"
+        "SELECT status, SUM(amount) AS total FROM orders GROUP BY status")
+    result = run("compile", "view.sql", "--schema", "schema.json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "rule aggregate (invertible)" in result.stdout
+    assert "FROM delta__orders AS orders" in result.stdout
+
+
+def test_compile_error_is_a_message_not_a_traceback(tmp_path):
+    (tmp_path / "schema.json").write_text(json.dumps(SCHEMA))
+    (tmp_path / "view.sql").write_text("SELECT status,\n  MAX(amount) AS m\nFROM orders "
+                                       "GROUP BY status")
+    result = run("compile", "view.sql", "--schema", "schema.json", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "aggregate function MAX is not supported" in result.stderr
+    assert "line 2, column 3" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_missing_file(tmp_path):
+    result = run("compile", "nope.sql", "--schema", "schema.json", cwd=tmp_path)
+    assert result.returncode == 1 and "nope.sql" in result.stderr
+
+
+@pytest.mark.slow
+def test_views_survive_a_restart_and_refresh_from_the_shell(tmp_path):
+    """Create sources and a view in one process; refresh and read it from two more."""
+    setup = (
+        "import ivm\n"
+        "spark = ivm.spark_session()\n"
+        "spark.sql('CREATE TABLE orders (id INT, status STRING, amount INT) USING DELTA "
+        "TBLPROPERTIES (delta.enableChangeDataFeed = true)')\n"
+        "spark.sql(\"INSERT INTO orders VALUES (1, 'paid', 10), (2, 'open', 5)\")\n"
+        "ivm.sql(spark, 'CREATE MATERIALIZED VIEW totals AS SELECT status, SUM(amount) AS "
+        "total FROM orders GROUP BY status')\n"
+        "spark.sql(\"INSERT INTO orders VALUES (3, 'paid', 7)\")\n")
+    env = {"IVM_HOME": str(tmp_path / "home")}
+    created = subprocess.run([sys.executable, "-c", setup], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=600, env={**os.environ, **env})
+    assert created.returncode == 0, created.stderr[-2000:]
+
+    refreshed = run("sql", "REFRESH MATERIALIZED VIEW totals", cwd=tmp_path, env=env)
+    assert refreshed.returncode == 0, refreshed.stderr[-2000:]
+    assert "incremental refresh of default.totals" in refreshed.stdout
+    assert "default.orders v1→v2" in refreshed.stdout
+
+    shown = run("sql", "SELECT * FROM totals WHERE status = 'paid'", cwd=tmp_path, env=env)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "|paid  |17   |" in shown.stdout
+
+    missing = run("sql", "REFRESH MATERIALIZED VIEW nope", cwd=tmp_path, env=env)
+    assert missing.returncode == 1
+    assert "materialized view default.nope does not exist" in missing.stderr
+    assert "Traceback" not in missing.stderr
