@@ -69,7 +69,9 @@ def explain(plan, maintenance: Maintenance) -> str:
         inputs = ", ".join(f"[{numbers[c]}]" for c in children(node))
         rule = maintenance.rule if node is plan else rule_for(node)
         lines.append(f"  [{numbers[node]}] {describe(node)}" + (f"  ← {inputs}" if inputs else ""))
-        if rule is not None:
+        if isinstance(node, Project) and isinstance(node.input, Aggregate):
+            lines.append("      view columns computed from the group accumulators")
+        elif rule is not None:
             lines.append(f"      rule {rule.name} ({rule.kind.value}): {rule.formula}")
             lines.append(f"      reads {rule.reads}")
         if isinstance(node, Join):

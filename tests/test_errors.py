@@ -82,6 +82,11 @@ def test_duplicate_column_names_are_refused():
     assert "two columns named id" in error.message
 
 
+def test_column_names_differing_only_in_case_are_duplicates():
+    error = error_of("SELECT id AS Key, cust_id AS key FROM orders", CatalogError)
+    assert "two columns named key" in error.message
+
+
 def test_bookkeeping_column_names_are_reserved():
     error = error_of("SELECT id AS _ivm_count FROM orders", CatalogError)
     assert "reserved" in error.message

@@ -176,7 +176,7 @@ def _output_columns(select: exp.Select, sql: str) -> list[tuple[str, exp.Express
         if name.startswith(BOOKKEEPING_PREFIX):
             raise CatalogError(f"column name {name} is reserved for ivm's bookkeeping", sql,
                                position_of(item), hint="rename the column")
-        if any(name == seen for seen, _ in outputs):
+        if any(name.lower() == seen.lower() for seen, _ in outputs):  # Delta ignores case
             raise CatalogError(f"the view would have two columns named {name}", sql,
                                position_of(item), hint="give one of them an alias")
         outputs.append((name, expression.copy()))
