@@ -171,7 +171,7 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
     try:
         with _spark_errors(view), _commit(spark, {"mode": "create", "sources": versions}):
             _execute(spark, codegen.create_table_statement(store, compiled.full_query, {
-                "delta.enableChangeDataFeed": "true", VIEW: view, DEFINITION: sql}))
+                "delta.enableChangeDataFeed": "true", VIEW: view, DEFINITION: sql.strip()}))
         try:
             _execute(spark, codegen.create_view_statement(
                 view, codegen.view_query(compiled.store, store), {STORE: store}))
