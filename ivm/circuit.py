@@ -64,12 +64,15 @@ def explain(plan, maintenance: Maintenance) -> str:
     store = maintenance.store
     lines = ["delta circuit (inputs first):"]
     numbers = {}
+    # The root rule handles the aggregate under a finishing projection, else the root itself.
+    rooted = plan.input if isinstance(plan, Project) and isinstance(plan.input, Aggregate) \
+        and maintenance.rule.operator is Aggregate else plan
     for node in nx.topological_sort(graph):
         numbers[node] = len(numbers) + 1
         inputs = ", ".join(f"[{numbers[c]}]" for c in children(node))
-        rule = maintenance.rule if node is plan else rule_for(node)
+        rule = maintenance.rule if node is rooted else rule_for(node)
         lines.append(f"  [{numbers[node]}] {describe(node)}" + (f"  ← {inputs}" if inputs else ""))
-        if isinstance(node, Project) and isinstance(node.input, Aggregate):
+        if node is plan and rooted is not plan:
             lines.append("      view columns computed from the group accumulators")
         elif rule is not None:
             lines.append(f"      rule {rule.name} ({rule.kind.value}): {rule.formula}")

@@ -39,16 +39,36 @@ class Scan:
 
 
 @dataclass(frozen=True)
-class Join:
-    """Inner join of aliased scans on ``condition`` (None: a cross product)."""
+class Subquery:
+    """A derived table: ``input``'s columns under ``alias`` (``alias.column``)."""
 
-    inputs: tuple[Scan, ...]
+    input: "Relation"
+    alias: str
+
+
+JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti")
+
+
+@dataclass(frozen=True)
+class Join:
+    """Join of relations on ``condition`` (None: a cross product).
+
+    An inner join may have any number of inputs; the other kinds (outer, semi, anti) have two.
+    Every input but the first is a scan or a derived table (a FROM clause reads left to right).
+    """
+
+    inputs: tuple["Relation", ...]
     condition: exp.Expression | None = None
+    kind: str = "inner"
 
     def __post_init__(self):
         if len(self.inputs) < 2:
             raise ValueError("a join has at least two inputs")
-        aliases = [scan.alias for scan in self.inputs]
+        if self.kind not in JOIN_KINDS:
+            raise ValueError(f"unknown join kind {self.kind}")
+        if self.kind != "inner" and len(self.inputs) != 2:
+            raise ValueError(f"a {self.kind} join has two inputs")
+        aliases = [a for i in self.inputs for a in aliases_of(i)]
         if len(set(aliases)) != len(aliases):
             raise ValueError(f"join inputs need distinct aliases, got {aliases}")
 
@@ -72,14 +92,29 @@ class Project:
             raise ValueError(f"duplicate output column names in {names}")
 
 
+INVERTIBLE_AGGREGATES = ("count", "sum", "avg")
+
+
 @dataclass(frozen=True)
 class AggregateCall:
-    """``function(argument)``; function is lower-case (count, sum, avg); argument None is ``*``."""
+    """``function(argument)``, function lower-case; argument None is ``*``.
+
+    ``call``, where given, is the aggregate as the user wrote it (``MAX(x)``,
+    ``COUNT(DISTINCT x)``, ``SUM(x) FILTER (WHERE …)``): rules that recompute a group run it as is.
+    """
 
     function: str
     argument: exp.Expression | None = None
+    call: exp.Expression | None = None
+
+    @property
+    def invertible(self) -> bool:
+        """A group's value follows from additive accumulators (see :mod:`ivm.store`)."""
+        return self.function in INVERTIBLE_AGGREGATES and self.call is None
 
     def to_sql(self) -> exp.Expression:
+        if self.call is not None:
+            return self.call.copy()
         arg = exp.Star() if self.argument is None else self.argument.copy()
         return {"count": exp.Count, "sum": exp.Sum, "avg": exp.Avg}[self.function](this=arg)
 
@@ -110,7 +145,28 @@ class Union:
     inputs: tuple["Relation", ...]
 
 
-Relation = Scan | Join | Filter | Project | Aggregate | Distinct | Union
+@dataclass(frozen=True)
+class Restrict:
+    """The rows of ``input`` whose ``keys`` equal, null-safely, a row of ``affected``.
+
+    ``affected`` has one column per key. This is the ``R ⋉ K`` of affected-key recompute.
+    """
+
+    input: "Relation"
+    keys: tuple[exp.Expression, ...]
+    affected: "Relation"
+
+
+@dataclass(frozen=True)
+class Weighted:
+    """``input`` read as a Z-set in which every row weighs ``weight`` (+1 or -1)."""
+
+    input: "Relation"
+    weight: int
+
+
+Relation = (Scan | Subquery | Join | Filter | Project | Aggregate | Distinct | Union | Restrict
+            | Weighted)
 """Any plan node: each denotes a relation (under a delta plan, a Z-set)."""
 
 
@@ -118,9 +174,12 @@ def columns(node) -> tuple[str, ...]:
     """Output column names of ``node`` (qualified ``alias.column`` for scans and joins)."""
     if isinstance(node, Scan):
         return tuple(f"{node.alias}.{c}" for c in node.columns)
+    if isinstance(node, Subquery):
+        return tuple(f"{node.alias}.{c}" for c in columns(node.input))
     if isinstance(node, Join):
-        return tuple(c for scan in node.inputs for c in columns(scan))
-    if isinstance(node, (Filter, Distinct)):
+        kept = node.inputs[:1] if node.kind in ("semi", "anti") else node.inputs
+        return tuple(c for i in kept for c in columns(i))
+    if isinstance(node, (Filter, Distinct, Restrict, Weighted)):
         return columns(node.input)
     if isinstance(node, Project):
         return tuple(name for name, _ in node.columns)
@@ -131,15 +190,36 @@ def columns(node) -> tuple[str, ...]:
     raise TypeError(f"not a relation: {node!r}")
 
 
+def aliases_of(node) -> tuple[str, ...]:
+    """The table aliases that qualify ``node``'s columns (none for named columns)."""
+    if isinstance(node, (Scan, Subquery)):
+        return (node.alias,)
+    if isinstance(node, Join):
+        kept = node.inputs[:1] if node.kind in ("semi", "anti") else node.inputs
+        return tuple(a for i in kept for a in aliases_of(i))
+    if isinstance(node, (Filter, Restrict, Weighted)):
+        return aliases_of(node.input)
+    return ()
+
+
 def children(node) -> tuple:
     """The input relations of ``node``."""
     if isinstance(node, Scan):
         return ()
-    if isinstance(node, Join):
+    if isinstance(node, (Join, Union)):
         return node.inputs
-    if isinstance(node, Union):
-        return node.inputs
+    if isinstance(node, Restrict):
+        return (node.input, node.affected)
     return (node.input,)
+
+
+def with_children(node, new: tuple):
+    """``node`` reading ``new`` instead of its inputs (in :func:`children`'s order)."""
+    if isinstance(node, (Join, Union)):
+        return replace(node, inputs=tuple(new))
+    if isinstance(node, Restrict):
+        return replace(node, input=new[0], affected=new[1])
+    return replace(node, input=new[0])
 
 
 def scans(node) -> list[Scan]:
@@ -153,8 +233,26 @@ def reading(node, read: Read):
     """``node`` with every scan of a live table reading ``read`` instead."""
     if isinstance(node, Scan):
         return node.reading(read) if node.read is Read.TABLE else node
-    if isinstance(node, Join):
-        return replace(node, inputs=tuple(reading(s, read) for s in node.inputs))
-    if isinstance(node, Union):
-        return replace(node, inputs=tuple(reading(s, read) for s in node.inputs))
-    return replace(node, input=reading(node.input, read))
+    return with_children(node, tuple(reading(c, read) for c in children(node)))
+
+
+def equalities(condition, left, right) -> list[tuple[exp.Expression, exp.Expression]]:
+    """(left, right) expression pairs of ``condition``'s equalities between two relations.
+
+    >>> pairs = equalities(exp.condition("a.k = b.k AND a.x > b.y AND b.j = a.i"),
+    ...                    Scan("t", "a", ("k",)), Scan("u", "b", ("k",)))
+    >>> [(l.sql(), r.sql()) for l, r in pairs]
+    [('a.k', 'b.k'), ('a.i', 'b.j')]
+    """
+    left, right = set(aliases_of(left)), set(aliases_of(right))
+    conjuncts = condition.flatten() if isinstance(condition, exp.And) else [condition]
+    pairs = []
+    for c in conjuncts:
+        if not isinstance(c, exp.EQ):
+            continue
+        sides = [{col.table for col in e.find_all(exp.Column)} for e in (c.this, c.expression)]
+        if sides[0] and sides[1] and sides[0] <= left and sides[1] <= right:
+            pairs.append((c.this, c.expression))
+        elif sides[0] and sides[1] and sides[0] <= right and sides[1] <= left:
+            pairs.append((c.expression, c.this))
+    return pairs

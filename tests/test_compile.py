@@ -135,3 +135,95 @@ def test_self_join_reads_one_source_under_two_aliases():
                     "ON a.cust_id = b.cust_id", SCHEMA)
     assert list(q.sources) == ["orders"]
     assert set(q.sources["orders"]) == {"id", "cust_id"}
+
+
+# Affected-key recompute and the linear rules for derived tables and UNION ALL.
+
+from ivm.circuit import circuit  # noqa: E402
+from ivm.ir import Aggregate, Restrict, Subquery, Union, Weighted, scans  # noqa: E402
+from ivm.rules import maintain  # noqa: E402
+
+
+def signs(delta):
+    """The ±1 weight of each term of a keyed delta."""
+    out = []
+    for term in delta.inputs:
+        if isinstance(term, Weighted):
+            out.append(term.weight)
+        else:
+            out.append(int(dict(term.columns)[WEIGHT].sql()))
+    return out
+
+
+def test_outer_join_recomputes_affected_join_keys_before_and_after():
+    q = ivm.compile("SELECT c.id, o.amount FROM customers c LEFT JOIN orders o "
+                    "ON o.cust_id = c.id", SCHEMA)
+    delta = differentiate(q.plan.input)
+    assert signs(delta) == [1, -1]
+    after, before = (term.input for term in delta.inputs)
+    for join, read in ((after, Read.AFTER), (before, Read.BEFORE)):
+        left, right = join.inputs
+        assert isinstance(left, Restrict) and isinstance(right, Restrict)
+        assert left.input.read is read and right.input.read is read
+        assert [k.sql() for k in left.keys] == ["c.id"]
+        assert [k.sql() for k in right.keys] == ["o.cust_id"]
+        # The affected keys come from the changes of both sides.
+        key_sources = {s.table for s in scans(left.affected)}
+        assert key_sources == {"customers", "orders"}
+        assert all(s.read is Read.DELTA for s in scans(left.affected))
+
+
+def test_min_max_at_the_root_integrate_recomputed_groups():
+    q = ivm.compile("SELECT status, MAX(amount) AS hi FROM orders GROUP BY status", SCHEMA)
+    assert q.maintenance.rule.name == "integrate"
+    assert q.store.repeat_rows
+    aggregates = [t.input for t in differentiate(q.plan.input).inputs]
+    assert all(isinstance(a, Aggregate) and isinstance(a.input, Restrict) for a in aggregates)
+
+
+def test_invertible_aggregates_keep_accumulators_but_others_do_not():
+    invertible = ivm.compile("SELECT status, SUM(amount) AS s FROM orders GROUP BY status",
+                             SCHEMA)
+    distinct_count = ivm.compile("SELECT status, COUNT(DISTINCT amount) AS s FROM orders "
+                                 "GROUP BY status", SCHEMA)
+    assert invertible.maintenance.rule.name == "aggregate"
+    assert distinct_count.maintenance.rule.name == "integrate"
+
+
+def test_having_filters_recomputed_groups():
+    q = ivm.compile("SELECT status, COUNT(*) AS n FROM orders GROUP BY status "
+                    "HAVING COUNT(*) > 1", SCHEMA)
+    assert q.maintenance.rule.name == "integrate"
+    assert "_ivm_agg0 > 1" in q.delta_sql
+
+
+def test_union_all_is_the_sum_of_its_branches_changes():
+    q = ivm.compile("SELECT status AS x FROM orders UNION ALL SELECT region FROM customers",
+                    SCHEMA)
+    assert isinstance(q.plan, Union)
+    tables = [scans(t)[0].table for t in differentiate(q.plan).inputs]
+    assert tables == ["orders", "customers"]
+
+
+def test_union_is_distinct_over_union_all():
+    q = ivm.compile("SELECT status AS x FROM orders UNION SELECT region FROM customers", SCHEMA)
+    assert q.maintenance.rule.name == "distinct" and not q.store.repeat_rows
+
+
+def test_a_cte_read_twice_is_one_plan_read_twice():
+    q = ivm.compile("WITH paid AS (SELECT id, cust_id FROM orders WHERE status = 'paid') "
+                    "SELECT a.id, b.id AS other FROM paid a JOIN paid b "
+                    "ON a.cust_id = b.cust_id", SCHEMA)
+    first, second = q.plan.input.inputs
+    assert isinstance(first, Subquery) and first.input == second.input
+    graph = circuit(q.plan)
+    assert sum(isinstance(n, Subquery) for n in graph) == 2
+    assert graph.in_degree(first) == 1 and graph.out_degree(first.input) == 2
+
+
+def test_global_aggregate_inside_a_plan_is_keyed_on_a_constant():
+    q = ivm.compile("SELECT g.m + 1 AS m1 FROM (SELECT MAX(amount) AS m FROM orders) g",
+                    SCHEMA)
+    restricts = [n for n in circuit(differentiate(q.plan.input.input))
+                 if isinstance(n, Restrict)]
+    assert restricts and all([k.sql() for k in r.keys] == ["1"] for r in restricts)

@@ -38,25 +38,22 @@ def test_unqualified_unknown_column():
 
 
 @pytest.mark.parametrize("sql, construct, position", [
-    ("SELECT o.id FROM orders o LEFT JOIN customers c ON o.cust_id = c.id",
-     "LEFT JOIN", Position(1, 37)),
-    ("SELECT status, MAX(amount) AS m FROM orders GROUP BY status",
-     "aggregate function MAX", Position(1, 16)),
-    ("SELECT status, COUNT(DISTINCT id) AS m FROM orders GROUP BY status",
-     "COUNT(DISTINCT …)", Position(1, 16)),
+    ("SELECT o.id FROM orders o LEFT JOIN customers c ON o.cust_id > c.id",
+     "LEFT JOIN without an equality between its two sides", Position(1, 37)),
+    ("SELECT status, collect_list(amount) AS m FROM orders GROUP BY status",
+     "aggregate function COLLECT_LIST", Position(1, 16)),
     ("SELECT id FROM orders ORDER BY id", "ORDER BY", Position(1, 32)),
     ("SELECT id FROM orders LIMIT 5", "LIMIT", Position(1, 29)),
-    ("SELECT status, COUNT(*) AS n FROM orders GROUP BY status HAVING COUNT(*) > 1",
-     "HAVING", Position(1, 65)),
     ("SELECT id, rand() AS r FROM orders", "non-deterministic function rand()",
      Position(1, 12)),
     ("SELECT id FROM orders WHERE id IN (SELECT id FROM customers)", "subquery",
-     Position(1, 43)),
-    ("SELECT id FROM orders UNION SELECT id FROM customers", "UNION", Position(1, 36)),
+     Position(1, 29)),
+    ("SELECT id FROM orders INTERSECT SELECT id FROM customers", "INTERSECT",
+     Position(1, 40)),
     ("SELECT id, ROW_NUMBER() OVER (PARTITION BY status ORDER BY id) AS r FROM orders",
      "window function", Position(1, 12)),
-    ("WITH x AS (SELECT id FROM orders) SELECT id FROM x", "WITH (common table expression)",
-     Position(1, 6)),
+    ("SELECT id FROM orders UNION ALL SELECT id, status FROM orders",
+     "UNION of queries with different numbers of columns", Position(1, 40)),
 ])
 def test_unsupported_construct_is_refused_by_name_and_place(sql, construct, position):
     error = error_of(sql, UnsupportedQuery)

@@ -20,12 +20,15 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from ivm.ir import Aggregate, Distinct, Filter, Join, Project, Scan, Union
+from ivm.ir import (Aggregate, Distinct, Filter, Join, Project, Restrict, Scan, Subquery, Union,
+                    Weighted, aliases_of, columns)
 from ivm.store import parenthesized
 from ivm.zset import WEIGHT, Read, relation_name
 
 DIALECT = "spark"
 CHANGE_ROWS = "change_rows"
+JOIN_SQL = {"left": ("LEFT", None), "right": ("RIGHT", None), "full": ("FULL", None),
+            "semi": ("LEFT", "SEMI"), "anti": ("LEFT", "ANTI")}
 
 
 def table_name(scan: Scan) -> exp.Table:
@@ -72,42 +75,112 @@ class _Block:
 class _Compiler:
     def __init__(self):
         self.ctes: list[exp.CTE] = []
+        self.cte_names: dict = {}
         self.subqueries = 0
 
     def block(self, node) -> _Block:
         visit = getattr(self, f"visit_{type(node).__name__}")
         return visit(node)
 
-    def wrapped(self, node) -> _Block:
-        """``node`` as a subquery, its columns read unqualified."""
+    def wrapped(self, block: _Block) -> _Block:
+        """``block`` as a subquery, its columns read unqualified."""
         self.subqueries += 1
-        alias = f"q{self.subqueries}"
-        inner = self.block(node).to_select()
-        return _Block(exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias))),
+        alias = exp.TableAlias(this=exp.to_identifier(f"q{self.subqueries}"))
+        return _Block(exp.Subquery(this=block.to_select(), alias=alias),
                       default_columns=[exp.Star()])
 
     def visit_Scan(self, node: Scan) -> _Block:
         names = list(node.columns) + ([WEIGHT] if node.read is Read.DELTA else [])
         return _Block(table_name(node), default_columns=[exp.column(c, node.alias) for c in names])
 
+    def aliased(self, node, alias: str) -> exp.Expression:
+        """``node`` as a FROM item named ``alias``: a table, or a subquery."""
+        if isinstance(node, Scan) and node.alias == alias:
+            return table_name(node)
+        inner = node.input if isinstance(node, Subquery) else node
+        return exp.Subquery(this=self.block(inner).to_select(),
+                            alias=exp.TableAlias(this=exp.to_identifier(alias)))
+
+    def shared(self, node, name: str) -> exp.Table:
+        """``node`` as a common table expression, computed once however often it is read.
+
+        A CTE is listed after the CTEs it reads; names are made unique by a number.
+        """
+        if node not in self.cte_names:
+            query = self.union_select(node) if isinstance(node, Union) else \
+                self.block(node).to_select()
+            taken = set(self.cte_names.values())
+            cte = name if name not in taken else next(
+                f"{name}_{i}" for i in range(1, len(taken) + 2) if f"{name}_{i}" not in taken)
+            self.cte_names[node] = cte
+            self.ctes.append(exp.CTE(this=query, alias=exp.TableAlias(this=exp.to_identifier(cte))))
+        return exp.Table(this=exp.to_identifier(self.cte_names[node]))
+
+    def from_block(self, node, kind: str) -> _Block:
+        """A block whose FROM clause further joins can extend."""
+        block = self.block(node)
+        joinable = block.select is None and block.group is None and not block.distinct and (
+            not block.where or kind in ("inner", "left", "semi", "anti"))
+        if joinable:
+            return block
+        (alias,) = aliases_of(node)  # only a single-alias relation can be wrapped
+        return _Block(self.aliased(node, alias), default_columns=[
+            exp.column(c.split(".", 1)[1], alias) for c in columns(node)])
+
+    def visit_Scan(self, node: Scan) -> _Block:
+        names = list(node.columns) + ([WEIGHT] if node.read is Read.DELTA else [])
+        return _Block(table_name(node), default_columns=[exp.column(c, node.alias) for c in names])
+
+    def visit_Subquery(self, node: Subquery) -> _Block:
+        return _Block(self.aliased(node, node.alias), default_columns=[
+            exp.column(c.split(".", 1)[1], node.alias) for c in columns(node)])
+
+    def visit_Weighted(self, node: Weighted) -> _Block:
+        return self.block(node.input)  # the weight is a factor of the row weight (weight_of)
+
+    def visit_Restrict(self, node: Restrict) -> _Block:
+        block = self.block(node.input)
+        if block.select is not None or block.group is not None or block.distinct:
+            block = self.wrapped(block)
+        affected = self.shared(node.affected, "affected_keys")
+        keys = columns(node.affected)
+        alias = f"affected{len(block.joins)}"
+        on = exp.and_(*(exp.NullSafeEQ(this=key.copy(), expression=exp.column(name, alias))
+                        for key, name in zip(node.keys, keys)))
+        affected.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+        block.joins.append(exp.Join(this=affected, side="LEFT", kind="SEMI", on=on))
+        return block
+
     def visit_Join(self, node: Join) -> _Block:
         # Each conjunct goes to the first JOIN where every alias it names is in scope.
         pending = list(node.condition.flatten()) if isinstance(node.condition, exp.And) else (
             [node.condition] if node.condition is not None else [])
-        first = self.visit_Scan(node.inputs[0])
-        block = _Block(first.source, default_columns=list(first.default_columns))
-        in_scope = {node.inputs[0].alias}
-        for scan in node.inputs[1:]:
-            in_scope.add(scan.alias)
-            ready = [c for c in pending if {col.table for col in c.find_all(exp.Column)} <= in_scope]
-            pending = [c for c in pending if not any(c is r for r in ready)]
-            join = exp.Join(this=table_name(scan))
-            if ready:
-                join.set("on", exp.and_(*(c.copy() for c in ready)))
+        if node.kind != "inner":
+            pending = []
+        block = self.from_block(node.inputs[0], node.kind)
+        block.default_columns = list(block.default_columns)
+        in_scope = set(aliases_of(node.inputs[0]))
+        for right in node.inputs[1:]:
+            (alias,) = aliases_of(right)
+            in_scope.add(alias)
+            join = exp.Join(this=self.aliased(right, alias))
+            if node.kind != "inner":
+                side, kind = JOIN_SQL[node.kind]
+                join.set("side", side)
+                join.set("kind", kind)
+                join.set("on", node.condition.copy())
             else:
-                join.set("kind", "CROSS")
+                ready = [c for c in pending
+                         if {col.table for col in c.find_all(exp.Column)} <= in_scope]
+                pending = [c for c in pending if not any(c is r for r in ready)]
+                if ready:
+                    join.set("on", exp.and_(*(c.copy() for c in ready)))
+                else:
+                    join.set("kind", "CROSS")
             block.joins.append(join)
-            block.default_columns += self.visit_Scan(scan).default_columns
+            if node.kind not in ("semi", "anti"):
+                block.default_columns += [exp.column(c.split(".", 1)[1], alias)
+                                          for c in columns(right)]
         block.where += [c.copy() for c in pending]
         return block
 
@@ -118,14 +191,14 @@ class _Compiler:
         elif block.select is None:
             block.having.append(_substitute(node.predicate, block.grouped))
         else:
-            block = self.wrapped(node.input)
+            block = self.wrapped(block)
             block.where.append(node.predicate.copy())
         return block
 
     def visit_Project(self, node: Project) -> _Block:
         block = self.block(node.input)
         if block.select is not None:
-            block = self.wrapped(node.input)
+            block = self.wrapped(block)
         block.select = [exp.alias_(_substitute(e, block.grouped), name, quoted=None)
                         for name, e in node.columns]
         return block
@@ -133,7 +206,7 @@ class _Compiler:
     def visit_Aggregate(self, node: Aggregate) -> _Block:
         block = self.block(node.input)
         if block.select is not None or block.group is not None:
-            block = self.wrapped(node.input)
+            block = self.wrapped(block)
         block.group = [e.copy() for _, e in node.keys]
         block.grouped = {name: e for name, e in node.keys}
         block.grouped.update({name: call.to_sql() for name, call in node.calls})
@@ -141,19 +214,22 @@ class _Compiler:
 
     def visit_Distinct(self, node: Distinct) -> _Block:
         block = self.block(node.input)
-        if block.distinct or block.select is None:
-            block = self.wrapped(node.input)
+        if block.distinct or block.group is not None:
+            block = self.wrapped(block)
+        if block.select is None:
+            block.select = [c.copy() for c in block.default_columns]
         block.distinct = True
         return block
 
     def visit_Union(self, node: Union) -> _Block:
+        return _Block(self.shared(node, CHANGE_ROWS), default_columns=[exp.Star()])
+
+    def union_select(self, node: Union) -> exp.Query:
         selects = [self.block(term).to_select() for term in node.inputs]
         union = selects[0]
         for select in selects[1:]:
             union = exp.Union(this=union, expression=select, distinct=False)
-        name = CHANGE_ROWS if not self.ctes else f"{CHANGE_ROWS}_{len(self.ctes)}"
-        self.ctes.append(exp.CTE(this=union, alias=exp.TableAlias(this=exp.to_identifier(name))))
-        return _Block(exp.Table(this=exp.to_identifier(name)), default_columns=[exp.Star()])
+        return union
 
 
 def _substitute(expression: exp.Expression, names: dict[str, exp.Expression]) -> exp.Expression:

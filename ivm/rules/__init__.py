@@ -7,15 +7,16 @@ An operator without a rule is refused with :class:`~ivm.errors.UnsupportedQuery`
 
 from __future__ import annotations
 
-from ivm.errors import UnsupportedQuery
-from ivm.ir import Aggregate, Distinct, Project, Union
-from ivm.rules import aggregate, distinct, filter, integrate, join, project, scan
+from ivm.ir import Aggregate, Distinct, Join, Project, Union
+from ivm.rules import (aggregate, distinct, filter, integrate, join, project, scan, subquery,
+                       union)
 from ivm.rules.base import Kind, Rule
 from ivm.rules.maintenance import Maintenance
 
-RULES: dict[type, Rule] = {r.operator: r for r in (scan.RULE, filter.RULE, project.RULE,
-                                                   join.RULE)}
-"""Rules whose delta is a Z-set, usable anywhere in a plan."""
+RULES: dict[type, Rule] = {r.operator: r for r in (
+    scan.RULE, filter.RULE, project.RULE, join.RULE, subquery.RULE, union.RULE,
+    aggregate.KEYED_RULE, distinct.KEYED_RULE)}
+"""Rules whose delta is a Z-set, usable anywhere in a plan (the cheapest that is correct)."""
 
 VIEW_RULES = (aggregate.RULE, distinct.RULE, integrate.RULE)
 """Rules that decide how a view is stored, applied at the root."""
@@ -23,30 +24,27 @@ VIEW_RULES = (aggregate.RULE, distinct.RULE, integrate.RULE)
 
 def differentiate(node) -> Union:
     """The delta of ``node``: a sum of terms over changes and snapshots of its sources."""
-    rule = RULES.get(type(node))
-    if rule is None:
-        construct = {Aggregate: "GROUP BY below another operator",
-                     Distinct: "DISTINCT below another operator"}.get(type(node),
-                                                                     type(node).__name__)
-        raise UnsupportedQuery(construct, hint="nested aggregation is not supported yet")
-    return rule.derive(node, differentiate)
+    return RULES[type(node)].derive(node, differentiate)
 
 
 def maintain(plan) -> Maintenance:
-    """How the view defined by ``plan`` is stored, filled from scratch, and updated."""
+    """How the view defined by ``plan`` is stored, filled from scratch, and updated.
+
+    A GROUP BY at the root whose aggregates are all invertible keeps accumulators in the
+    store; a DISTINCT at the root keeps counts; any other view integrates its delta.
+    """
     if isinstance(plan, Distinct):
         return distinct.maintain_distinct(plan, differentiate)
-    if isinstance(plan, Project) and isinstance(plan.input, Aggregate):
+    if isinstance(plan, Project) and isinstance(plan.input, Aggregate) and all(
+            call.invertible for _, call in plan.input.calls):
         return aggregate.maintain_aggregate(plan, differentiate)
     return integrate.maintain_rows(plan, differentiate)
 
 
 def rule_for(node) -> Rule | None:
     """The rule that handles ``node`` inside a plan (for explain)."""
-    if isinstance(node, Aggregate):
-        return aggregate.RULE
-    if isinstance(node, Distinct):
-        return distinct.RULE
+    if isinstance(node, Join) and node.kind != "inner":
+        return join.KEYED_RULE
     return RULES.get(type(node))
 
 

@@ -32,9 +32,10 @@ from sqlglot import exp
 
 from ivm.ir import Aggregate, Filter, Project, Union
 from ivm.rules.base import Kind, Rule, terms, weighted_project
+from ivm.rules.keyed import affected_keys, restricted, signed
 from ivm.rules.maintenance import Maintenance
 from ivm.store import ROWS, Accumulator, Store
-from ivm.zset import BOOKKEEPING_PREFIX, WEIGHT
+from ivm.zset import BOOKKEEPING_PREFIX, WEIGHT, Read
 
 
 class _Accumulators:
@@ -126,6 +127,20 @@ def maintain_aggregate(plan: Project, differentiate) -> Maintenance:
                                 expression=exp.Literal.number(0)) for acc in accs.all))
     return Maintenance(store, full, Filter(grouped, touched), RULE)
 
+
+def derive_keyed_aggregate(node: Aggregate, differentiate) -> Union:
+    """Δ of a GROUP BY inside a plan: recompute the groups the change touches."""
+    keys = [e for _, e in node.keys]
+    affected = affected_keys([(differentiate(node.input), keys)])
+
+    def at(read: Read) -> Aggregate:
+        return Aggregate(restricted(node.input, read, keys, affected), node.keys, node.calls)
+    return signed(at(Read.BEFORE), at(Read.AFTER))
+
+
+KEYED_RULE = Rule(Aggregate, "aggregate", Kind.KEYED,
+                  "ΔAgg(R) = Agg(R' ⋉ K) − Agg(R ⋉ K), K = groups of ΔR",
+                  "input snapshots at the affected groups", derive_keyed_aggregate)
 
 RULE = Rule(Aggregate, "aggregate", Kind.INVERTIBLE,
             "acc'(g) = acc(g) + Σ_{ΔR, key = g} weight · contribution",

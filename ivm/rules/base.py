@@ -14,7 +14,7 @@ from typing import Callable
 
 from sqlglot import exp
 
-from ivm.ir import Filter, Join, Project, Scan, Union
+from ivm.ir import Filter, Join, Project, Restrict, Scan, Subquery, Union, Weighted, columns
 from ivm.zset import WEIGHT, Read
 
 
@@ -25,6 +25,7 @@ class Kind(Enum):
     BILINEAR = "bilinear"          # Δ(R ⋈ S) = ΔR ⋈ S + R' ⋈ ΔS; snapshots of the inputs
     INVERTIBLE = "invertible"      # group state ⊕ aggregate of ΔR; the view's own rows
     COUNTING = "counting"          # a count per row; the view's own rows
+    KEYED = "affected-key recompute"  # Op(R' ⋉ K) − Op(R ⋉ K); snapshots at affected keys
 
 
 @dataclass(frozen=True)
@@ -62,10 +63,16 @@ def weight_of(term) -> exp.Expression | None:
         for factor in factors[1:]:
             product = exp.Mul(this=product, expression=factor)
         return product
-    if isinstance(term, Filter):
+    if isinstance(term, (Filter, Restrict)):
         return weight_of(term.input)
+    if isinstance(term, Weighted):
+        inner = weight_of(term.input)
+        sign = exp.Literal.number(term.weight)
+        return sign if inner is None else exp.Mul(this=sign, expression=inner)
+    if isinstance(term, Subquery):
+        return exp.column(WEIGHT, term.alias) if WEIGHT in columns(term.input) else None
     if isinstance(term, (Project, Union)):
-        return exp.column(WEIGHT)
+        return exp.column(WEIGHT) if WEIGHT in columns(term) else None
     raise TypeError(f"no Z-set weight for {type(term).__name__}")
 
 

@@ -18,14 +18,33 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ivm.ir import Distinct
+from sqlglot import exp
+
+from ivm.ir import Distinct, Union, columns
 from ivm.rules.base import Kind, Rule
 from ivm.rules.integrate import maintain_rows
+from ivm.rules.keyed import affected_keys, restricted, signed
 from ivm.rules.maintenance import Maintenance
+from ivm.zset import Read
 
 
 def maintain_distinct(plan: Distinct, differentiate) -> Maintenance:
     return replace(maintain_rows(plan.input, differentiate, repeat_rows=False), rule=RULE)
+
+
+def derive_keyed_distinct(node: Distinct, differentiate) -> Union:
+    """Δ of a DISTINCT inside a plan: recompute the rows the change touches."""
+    keys = [exp.column(name) for name in columns(node.input)]
+    affected = affected_keys([(differentiate(node.input), keys)])
+
+    def at(read: Read) -> Distinct:
+        return Distinct(restricted(node.input, read, keys, affected))
+    return signed(at(Read.BEFORE), at(Read.AFTER))
+
+
+KEYED_RULE = Rule(Distinct, "distinct", Kind.KEYED,
+                  "Δdistinct(R) = distinct(R' ⋉ K) − distinct(R ⋉ K), K = rows of ΔR",
+                  "input snapshots at the affected rows", derive_keyed_distinct)
 
 
 RULE = Rule(Distinct, "distinct", Kind.COUNTING,

@@ -18,15 +18,15 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ivm.ir import Aggregate, AggregateCall, Filter, Project
+from ivm.ir import Aggregate, Filter, Project, columns
 from ivm.rules.base import Kind, Rule
 from ivm.rules.maintenance import Maintenance
 from ivm.store import ROWS, Store
 from ivm.zset import COUNT, WEIGHT
 
 
-def maintain_rows(plan: Project, differentiate, repeat_rows: bool = True) -> Maintenance:
-    names = tuple(name for name, _ in plan.columns)
+def maintain_rows(plan, differentiate, repeat_rows: bool = True) -> Maintenance:
+    names = columns(plan)
     keys = tuple((name, exp.column(name)) for name in names)
     store = Store(keys=names, visible=keys, accumulators=(ROWS,), repeat_rows=repeat_rows)
     full = Aggregate(plan, keys, ((COUNT, ROWS.full_call()),))

@@ -1,0 +1,59 @@
+"""Affected-key recompute: the rule for every operator whose output for a key depends only on
+the input rows with that key.
+
+With ``K`` the keys that appear in the change of any input::
+
+    K    = keys(ΔR) ∪ keys(ΔS)
+    ΔOp  = Op(R' ⋉ K, S' ⋉ K) − Op(R ⋉ K, S ⋉ K)
+
+``⋉ K`` keeps the rows whose key equals a key of ``K`` null-safely (a NULL key is a key like
+any other). The terms read the inputs' snapshots after and before the change, restricted to
+the affected keys; what they cost is the rows that share a key with the change. It maintains
+GROUP BY with any aggregate (MIN, MAX, COUNT(DISTINCT), …), DISTINCT, and outer, semi and anti
+equi-joins.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ivm.ir import Distinct, Project, Restrict, Union, Weighted, columns, reading
+from ivm.rules.base import terms
+from ivm.zset import WEIGHT, Read
+
+KEY = "_ivm_k"
+
+
+def key_names(count: int) -> tuple[str, ...]:
+    return tuple(f"{KEY}{i}" for i in range(count))
+
+
+def affected_keys(deltas_and_keys) -> Distinct:
+    """``K``: the distinct keys in the changes, from (delta, key expressions) pairs."""
+    projected = []
+    for delta, keys in deltas_and_keys:
+        # No keys (a global aggregate): one constant key, present when anything changed.
+        keys = tuple(keys) or (exp.Literal.number(1),)
+        projected += [Project(term, tuple(zip(key_names(len(keys)), keys)))
+                      for term in terms(delta)]
+    return Distinct(Union(tuple(projected)))
+
+
+def restricted(node, read: Read, keys, affected):
+    """``node`` as of ``read``, restricted to the affected keys."""
+    return Restrict(reading(node, read), tuple(keys) or (exp.Literal.number(1),), affected)
+
+
+def signed(before, after) -> Union:
+    """``after − before`` as a Z-set: every row of ``after`` weighs +1, of ``before`` −1.
+
+    A relation with named columns carries its weight as a column; one with qualified columns
+    (a join) as a :class:`~ivm.ir.Weighted` wrapper.
+    """
+    def weigh(node, weight):
+        names = columns(node)
+        if all("." not in n for n in names):
+            return Project(node, tuple((n, exp.column(n)) for n in names)
+                           + ((WEIGHT, exp.Literal.number(weight)),))
+        return Weighted(node, weight)
+    return Union((weigh(after, 1), weigh(before, -1)))

@@ -1,0 +1,16 @@
+"""A derived table (a subquery in FROM, or a common table expression) is linear: its change
+is the change of its query, under the same alias.
+
+    Δ (Q AS a) = (ΔQ) AS a
+"""
+
+from ivm.ir import Subquery, Union
+from ivm.rules.base import Kind, Rule, terms
+
+
+def derive_subquery(node: Subquery, differentiate) -> Union:
+    return Union(tuple(Subquery(term, node.alias) for term in terms(differentiate(node.input))))
+
+
+RULE = Rule(Subquery, "subquery", Kind.LINEAR, "Δ(Q AS a) = ΔQ AS a", "nothing but the change",
+            derive_subquery)
