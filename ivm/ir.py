@@ -146,6 +146,21 @@ class Union:
 
 
 @dataclass(frozen=True)
+class SetOperation:
+    """``left INTERSECT right`` or ``left EXCEPT right``, by position; ``all`` keeps counts
+    (INTERSECT ALL: min of the counts, EXCEPT ALL: their difference, at least 0)."""
+
+    left: "Relation"
+    right: "Relation"
+    kind: str
+    all: bool
+
+    def __post_init__(self):
+        if self.kind not in ("intersect", "except"):
+            raise ValueError(f"unknown set operation {self.kind}")
+
+
+@dataclass(frozen=True)
 class Restrict:
     """The rows of ``input`` whose ``keys`` equal, null-safely, a row of ``affected``.
 
@@ -165,8 +180,8 @@ class Weighted:
     weight: int
 
 
-Relation = (Scan | Subquery | Join | Filter | Project | Aggregate | Distinct | Union | Restrict
-            | Weighted)
+Relation = (Scan | Subquery | Join | Filter | Project | Aggregate | Distinct | Union
+            | SetOperation | Restrict | Weighted)
 """Any plan node: each denotes a relation (under a delta plan, a Z-set)."""
 
 
@@ -187,6 +202,8 @@ def columns(node) -> tuple[str, ...]:
         return tuple(name for name, _ in node.keys) + tuple(name for name, _ in node.calls)
     if isinstance(node, Union):
         return columns(node.inputs[0])
+    if isinstance(node, SetOperation):
+        return columns(node.left)
     raise TypeError(f"not a relation: {node!r}")
 
 
@@ -210,6 +227,8 @@ def children(node) -> tuple:
         return node.inputs
     if isinstance(node, Restrict):
         return (node.input, node.affected)
+    if isinstance(node, SetOperation):
+        return (node.left, node.right)
     return (node.input,)
 
 
@@ -219,6 +238,8 @@ def with_children(node, new: tuple):
         return replace(node, inputs=tuple(new))
     if isinstance(node, Restrict):
         return replace(node, input=new[0], affected=new[1])
+    if isinstance(node, SetOperation):
+        return replace(node, left=new[0], right=new[1])
     return replace(node, input=new[0])
 
 

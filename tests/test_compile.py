@@ -227,3 +227,15 @@ def test_global_aggregate_inside_a_plan_is_keyed_on_a_constant():
     restricts = [n for n in circuit(differentiate(q.plan.input.input))
                  if isinstance(n, Restrict)]
     assert restricts and all([k.sql() for k in r.keys] == ["1"] for r in restricts)
+
+
+def test_intersect_and_except_recompute_the_affected_rows():
+    for sql, kind, all_ in (("SELECT id FROM orders INTERSECT SELECT id FROM customers",
+                             "intersect", False),
+                            ("SELECT id FROM orders EXCEPT ALL SELECT id FROM customers",
+                             "except", True)):
+        q = ivm.compile(sql, SCHEMA)
+        assert (q.plan.kind, q.plan.all) == (kind, all_)
+        after = differentiate(q.plan).inputs[0].input
+        assert isinstance(after.left, Restrict) and isinstance(after.right, Restrict)
+        assert after.left.affected == after.right.affected

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from ivm.ir import (Aggregate, Distinct, Filter, Join, Project, Restrict, Scan, Subquery, Union,
-                    Weighted, aliases_of, columns)
+from ivm.ir import (Aggregate, Distinct, Filter, Join, Project, Restrict, Scan, SetOperation,
+                    Subquery, Union, Weighted, aliases_of, columns)
 from ivm.store import parenthesized
 from ivm.zset import WEIGHT, Read, relation_name
 
@@ -223,6 +223,14 @@ class _Compiler:
 
     def visit_Union(self, node: Union) -> _Block:
         return _Block(self.shared(node, CHANGE_ROWS), default_columns=[exp.Star()])
+
+    def visit_SetOperation(self, node: SetOperation) -> _Block:
+        operation = exp.Intersect if node.kind == "intersect" else exp.Except
+        query = operation(this=self.block(node.left).to_select(),
+                          expression=self.block(node.right).to_select(), distinct=not node.all)
+        self.subqueries += 1
+        alias = exp.TableAlias(this=exp.to_identifier(f"q{self.subqueries}"))
+        return _Block(exp.Subquery(this=query, alias=alias), default_columns=[exp.Star()])
 
     def union_select(self, node: Union) -> exp.Query:
         selects = [self.block(term).to_select() for term in node.inputs]

@@ -21,8 +21,8 @@ from sqlglot import exp
 
 from ivm.errors import CatalogError, UnsupportedQuery
 from ivm.frontend.positions import position_of
-from ivm.ir import (Aggregate, AggregateCall, Distinct, Filter, Join, Project, Scan, Subquery,
-                    Union, equalities)
+from ivm.ir import (Aggregate, AggregateCall, Distinct, Filter, Join, Project, Scan,
+                    SetOperation, Subquery, Union, equalities)
 from ivm.zset import BOOKKEEPING_PREFIX
 
 INVERTIBLE = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg"}
@@ -84,10 +84,8 @@ class _Lowering:
                 self.ctes[cte.alias_or_name] = self.query(cte.this)
         if isinstance(query, exp.Union):
             return self.union(query)
-        if isinstance(query, exp.SetOperation):
-            name = {exp.Intersect: "INTERSECT", exp.Except: "EXCEPT"}.get(type(query),
-                                                                          "set operation")
-            self.refuse(name, query.right, "INTERSECT and EXCEPT are not supported yet")
+        if isinstance(query, (exp.Intersect, exp.Except)):
+            return self.set_operation(query)
         if isinstance(query, exp.Subquery):
             return self.query(query.this)
         if not isinstance(query, exp.Select):
@@ -95,10 +93,7 @@ class _Lowering:
         return self.select(query)
 
     def union(self, query: exp.Union):
-        for arg in ("order", "limit", "offset"):
-            if query.args.get(arg):
-                name, hint = REFUSED_CLAUSES[arg]
-                self.refuse(name, query.args[arg], hint)
+        self.refuse_set_clauses(query)
         branches = []
         for side in (query.left, query.right):
             plan = self.query(side)
@@ -109,6 +104,19 @@ class _Lowering:
         aligned = [branches[0]] + [_renamed(b, names, self, query) for b in branches[1:]]
         union = Union(tuple(aligned))
         return union if query.args.get("distinct") is False else Distinct(union)
+
+    def set_operation(self, query: exp.SetOperation):
+        self.refuse_set_clauses(query)
+        left = self.query(query.left)
+        right = _renamed(self.query(query.right), _output_names(left), self, query)
+        kind = "intersect" if isinstance(query, exp.Intersect) else "except"
+        return SetOperation(left, right, kind, all=query.args.get("distinct") is False)
+
+    def refuse_set_clauses(self, query: exp.SetOperation) -> None:
+        for arg in ("order", "limit", "offset"):
+            if query.args.get(arg):
+                name, hint = REFUSED_CLAUSES[arg]
+                self.refuse(name, query.args[arg], hint)
 
     def select(self, select: exp.Select):
         self.refuse_clauses(select)
@@ -310,11 +318,12 @@ def _output_names(plan) -> list[str]:
     return list(columns(plan))
 
 
-def _renamed(plan, names: list[str], lowering: _Lowering, query: exp.Union):
-    """``plan`` with its columns renamed, by position, to ``names`` (a UNION's columns)."""
+def _renamed(plan, names: list[str], lowering: _Lowering, query: exp.SetOperation):
+    """``plan`` with its columns renamed, by position, to ``names`` (a set operation's)."""
     own = _output_names(plan)
     if len(own) != len(names):
-        lowering.refuse("UNION of queries with different numbers of columns", query.right,
+        name = {exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT"}[type(query)]
+        lowering.refuse(f"{name} of queries with different numbers of columns", query.right,
                         "select the same number of columns in every branch")
     if own == names:
         return plan
