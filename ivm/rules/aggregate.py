@@ -32,10 +32,10 @@ from sqlglot import exp
 
 from ivm.ir import Aggregate, Filter, Project, Union
 from ivm.rules.base import Kind, Rule, terms, weighted_project
-from ivm.rules.keyed import affected_keys, restricted, signed
+from ivm.rules.keyed import recompute
 from ivm.rules.maintenance import Maintenance
 from ivm.store import ROWS, Accumulator, Store
-from ivm.zset import BOOKKEEPING_PREFIX, WEIGHT, Read
+from ivm.zset import BOOKKEEPING_PREFIX, WEIGHT
 
 
 class _Accumulators:
@@ -130,12 +130,8 @@ def maintain_aggregate(plan: Project, differentiate) -> Maintenance:
 
 def derive_keyed_aggregate(node: Aggregate, differentiate) -> Union:
     """Δ of a GROUP BY inside a plan: recompute the groups the change touches."""
-    keys = [e for _, e in node.keys]
-    affected = affected_keys([(differentiate(node.input), keys)])
-
-    def at(read: Read) -> Aggregate:
-        return Aggregate(restricted(node.input, read, keys, affected), node.keys, node.calls)
-    return signed(at(Read.BEFORE), at(Read.AFTER))
+    return recompute([(node.input, [e for _, e in node.keys])],
+                     lambda rows: Aggregate(rows, node.keys, node.calls), differentiate)
 
 
 KEYED_RULE = Rule(Aggregate, "aggregate", Kind.KEYED,

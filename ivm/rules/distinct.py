@@ -23,9 +23,8 @@ from sqlglot import exp
 from ivm.ir import Distinct, Union, columns
 from ivm.rules.base import Kind, Rule
 from ivm.rules.integrate import maintain_rows
-from ivm.rules.keyed import affected_keys, restricted, signed
+from ivm.rules.keyed import recompute
 from ivm.rules.maintenance import Maintenance
-from ivm.zset import Read
 
 
 def maintain_distinct(plan: Distinct, differentiate) -> Maintenance:
@@ -34,12 +33,8 @@ def maintain_distinct(plan: Distinct, differentiate) -> Maintenance:
 
 def derive_keyed_distinct(node: Distinct, differentiate) -> Union:
     """Δ of a DISTINCT inside a plan: recompute the rows the change touches."""
-    keys = [exp.column(name) for name in columns(node.input)]
-    affected = affected_keys([(differentiate(node.input), keys)])
-
-    def at(read: Read) -> Distinct:
-        return Distinct(restricted(node.input, read, keys, affected))
-    return signed(at(Read.BEFORE), at(Read.AFTER))
+    return recompute([(node.input, [exp.column(name) for name in columns(node.input)])],
+                     Distinct, differentiate)
 
 
 KEYED_RULE = Rule(Distinct, "distinct", Kind.KEYED,

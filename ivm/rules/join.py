@@ -15,22 +15,19 @@ maintained by affected-key recompute (:mod:`ivm.rules.keyed`) on the equalities 
 
 >>> from sqlglot import exp
 >>> from ivm.ir import Join, Scan
+>>> from ivm.rules import differentiate
 >>> r, s, t = (Scan(n, n, ("k",)) for n in "rst")
->>> delta = derive_join(Join((r, s, t), exp.condition("r.k = s.k AND s.k = t.k")), None)
+>>> delta = differentiate(Join((r, s, t), exp.condition("r.k = s.k AND s.k = t.k")))
 >>> [" ⋈ ".join(f"{x.alias}:{x.read.value}" for x in term.inputs) for term in delta.inputs]
 ['r:delta ⋈ s:before ⋈ t:before', 'r:after ⋈ s:delta ⋈ t:before', 'r:after ⋈ s:after ⋈ t:delta']
 """
 
 from __future__ import annotations
 
-from ivm.ir import Join, Scan, Union, equalities, reading
+from ivm.ir import Join, Union, equalities, reading
 from ivm.rules.base import Kind, Rule, terms
-from ivm.rules.keyed import affected_keys, restricted, signed
+from ivm.rules.keyed import recompute
 from ivm.zset import Read
-
-
-def _delta_of(node, differentiate) -> Union:
-    return Union((node.reading(Read.DELTA),)) if isinstance(node, Scan) else differentiate(node)
 
 
 def derive_join(node: Join, differentiate) -> Union:
@@ -41,20 +38,14 @@ def derive_join(node: Join, differentiate) -> Union:
         Join(tuple(reading(x, Read.AFTER) if j < i else term if j == i
                    else reading(x, Read.BEFORE) for j, x in enumerate(inputs)), node.condition)
         for i, changed in enumerate(inputs)
-        for term in terms(_delta_of(changed, differentiate))))
+        for term in terms(differentiate(changed))))
 
 
 def derive_keyed_join(node: Join, differentiate) -> Union:
     left, right = node.inputs
     pairs = equalities(node.condition, left, right)  # lowering ensures there is one
-    left_keys, right_keys = [l for l, _ in pairs], [r for _, r in pairs]
-    affected = affected_keys([(_delta_of(left, differentiate), left_keys),
-                              (_delta_of(right, differentiate), right_keys)])
-
-    def at(read: Read) -> Join:
-        return Join((restricted(left, read, left_keys, affected),
-                     restricted(right, read, right_keys, affected)), node.condition, node.kind)
-    return signed(at(Read.BEFORE), at(Read.AFTER))
+    return recompute([(left, [l for l, _ in pairs]), (right, [r for _, r in pairs])],
+                     lambda l, r: Join((l, r), node.condition, node.kind), differentiate)
 
 
 RULE = Rule(Join, "join", Kind.BILINEAR, "Δ(R ⋈ S) = ΔR ⋈ S + R' ⋈ ΔS",

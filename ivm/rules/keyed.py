@@ -57,3 +57,16 @@ def signed(before, after) -> Union:
                            + ((WEIGHT, exp.Literal.number(weight)),))
         return Weighted(node, weight)
     return Union((weigh(after, 1), weigh(before, -1)))
+
+
+def recompute(inputs_and_keys, rebuild, differentiate) -> Union:
+    """``Op(R' ⋉ K, …) − Op(R ⋉ K, …)`` for (input, key expressions) pairs.
+
+    ``rebuild`` makes the operator over its restricted inputs, in the order given.
+    """
+    affected = affected_keys([(differentiate(node), keys) for node, keys in inputs_and_keys])
+
+    def at(read: Read):
+        return rebuild(*(restricted(node, read, keys, affected)
+                         for node, keys in inputs_and_keys))
+    return signed(at(Read.BEFORE), at(Read.AFTER))

@@ -10,19 +10,14 @@ from sqlglot import exp
 
 from ivm.ir import SetOperation, Union, columns
 from ivm.rules.base import Kind, Rule
-from ivm.rules.keyed import affected_keys, restricted, signed
-from ivm.zset import Read
+from ivm.rules.keyed import recompute
 
 
 def derive_set_operation(node: SetOperation, differentiate) -> Union:
     keys = [exp.column(name) for name in columns(node.left)]
-    affected = affected_keys([(differentiate(node.left), keys),
-                              (differentiate(node.right), keys)])
-
-    def at(read: Read) -> SetOperation:
-        return SetOperation(restricted(node.left, read, keys, affected),
-                            restricted(node.right, read, keys, affected), node.kind, node.all)
-    return signed(at(Read.BEFORE), at(Read.AFTER))
+    return recompute([(node.left, keys), (node.right, keys)],
+                     lambda left, right: SetOperation(left, right, node.kind, node.all),
+                     differentiate)
 
 
 RULE = Rule(SetOperation, "intersect/except", Kind.KEYED,
