@@ -1,0 +1,92 @@
+"""A state machine drives sources and views: any interleaving of changes and refreshes.
+
+Rules insert, delete and update source rows (each change one Delta commit, or a few for a
+row that lives within one step), refresh every view incrementally, or refresh them FULL. After
+each refresh every view must equal its query recomputed on the current sources, and a run that
+ends with changes not yet refreshed gets a last refresh and check. Hypothesis prints a failing
+run as the short program of steps that replays it.
+"""
+
+import sys
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
+
+from harness import check_views, create_sources, create_views, example_database, refresh_views
+from strategies import SCHEMAS, changes, table_rows
+from views import FAMILIES
+
+VIEWS = {name: FAMILIES[family][name] for family, name in (
+    ("aggregates", "by_key"), ("joins", "join3_by_d"), ("rows", "distinct_join"))}
+
+tables = st.sampled_from(sorted(SCHEMAS))
+
+
+class RefreshMachine(RuleBasedStateMachine):
+    """Sources r, s, t and the views of :data:`VIEWS`, in a database of their own."""
+
+    spark = None  # set by the test before the machine runs
+
+    def __init__(self):
+        super().__init__()
+        self.database = None
+        self.known: dict[str, list[tuple]] = {}
+        self.refreshes = 0
+        self.pending = False  # changes since the last refresh
+
+    @initialize(r=table_rows("r"), s=table_rows("s"), t=table_rows("t"))
+    def create(self, r, s, t):
+        self.database = example_database(self.spark)
+        self.database.__enter__()
+        initial = {"r": r, "s": s, "t": t}
+        self.known = {name: list(rows) for name, rows in initial.items()}
+        create_sources(self.spark, initial)
+        create_views(self.spark, VIEWS)
+
+    def _change(self, table, data, kinds):
+        for statement in data.draw(changes(table, self.known[table], kinds), label="DML"):
+            self.spark.sql(statement)
+        self.pending = True
+
+    @rule(table=tables, data=st.data())
+    def insert(self, table, data):
+        self._change(table, data, ("insert", "repeat", "transient"))
+
+    @rule(table=tables, data=st.data())
+    def delete(self, table, data):
+        self._change(table, data, ("delete", "clear"))
+
+    @rule(table=tables, data=st.data())
+    def update(self, table, data):
+        self._change(table, data, ("update",))
+
+    def _refresh(self, full: bool):
+        refresh_views(self.spark, VIEWS, full=full)
+        self.refreshes += 1
+        self.pending = False
+        kind = "full" if full else "incremental"
+        check_views(self.spark, VIEWS, f"after {kind} refresh #{self.refreshes}")
+
+    @rule()
+    def refresh(self):
+        self._refresh(full=False)
+
+    @rule()
+    def refresh_full(self):
+        self._refresh(full=True)
+
+    def teardown(self):
+        if self.database is None:
+            return
+        try:
+            if self.pending and sys.exc_info()[0] is None:  # the run passed so far
+                self._refresh(full=False)
+        finally:
+            self.database.__exit__(None, None, None)
+
+
+def test_any_interleaving_of_changes_and_refreshes(spark):
+    RefreshMachine.spark = spark
+    run_state_machine_as_test(RefreshMachine, settings=settings(
+        settings(), max_examples=max(1, settings().max_examples // 7), stateful_step_count=8))

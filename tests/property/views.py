@@ -1,0 +1,100 @@
+"""Fixed view definitions over the sources of :mod:`strategies`, grouped in families.
+
+A family's views are created over the same generated sources and checked together after every
+refresh. Together the families cover each supported operator alone and in combination; the
+comment above a view says what it is there for.
+"""
+
+FAMILIES: dict[str, dict[str, str]] = {
+    "rows": {
+        # filter only
+        "filtered": "SELECT * FROM r WHERE a > 0 OR s IS NULL",
+        # projection with expressions: arithmetic, CASE, COALESCE, CAST, IS NULL, <=>
+        "projected": (
+            "SELECT k, a * 2 + 1 AS a2, "
+            "CASE WHEN b > 1 THEN 'big' WHEN b IS NULL THEN 'none' ELSE 'small' END AS size, "
+            "COALESCE(s, 'none') AS label, CAST(a AS STRING) AS a_text, "
+            "CAST(b AS INT) AS b_int, a IS NULL AS no_a "
+            "FROM r WHERE NOT (k <=> 2)"),
+        # duplicate rows: no DISTINCT, the key projected away
+        "repeated": "SELECT s, a % 2 AS parity FROM r",
+        # SELECT DISTINCT, with NULLs among the distinct rows
+        "distinct_rows": "SELECT DISTINCT k, s FROM r",
+        # DISTINCT over a join
+        "distinct_join": "SELECT DISTINCT r.s, s.d FROM r JOIN s ON r.k = s.k",
+    },
+    "joins": {
+        # inner join with a residual (non-equi) predicate
+        "join_residual": ("SELECT r.k, r.a, s.c, s.d FROM r JOIN s "
+                          "ON r.k = s.k AND r.a <= s.c + 1"),
+        # three-way join
+        "join3": ("SELECT r.a, r.s, s.d, t.e FROM r JOIN s ON r.k = s.k "
+                  "JOIN t ON s.c = t.c"),
+        # a filter over a join, the join condition itself in WHERE
+        "join_filtered": ("SELECT r.k, r.b, s.d FROM r, s WHERE r.k = s.k "
+                          "AND s.d IS NOT NULL AND (r.b > 0 OR r.a IS NULL)"),
+        # joins under aggregates, grouped and global
+        "join_by_key": ("SELECT r.k, COUNT(*) AS n, SUM(s.c) AS sum_c, AVG(r.b) AS avg_b "
+                        "FROM r JOIN s ON r.k = s.k GROUP BY r.k"),
+        "join3_by_d": ("SELECT s.d, COUNT(*) AS n, SUM(r.b) AS sum_b, AVG(t.e) AS avg_e "
+                       "FROM r JOIN s ON r.k = s.k JOIN t ON s.c = t.c GROUP BY s.d"),
+        "join_global": "SELECT COUNT(*) AS n, SUM(r.a * t.e) AS dot FROM r JOIN t ON r.k = t.c",
+    },
+    "aggregates": {
+        # every aggregate, NULL group keys, groups whose argument is all NULL (SUM is NULL)
+        "by_key": ("SELECT k, COUNT(*) AS n, COUNT(a) AS n_a, SUM(a) AS sum_a, "
+                   "SUM(b) AS sum_b, AVG(a) AS avg_a, AVG(b) AS avg_b FROM r GROUP BY k"),
+        # GROUP BY an expression
+        "by_expr": "SELECT a % 2 AS parity, COUNT(*) AS n, SUM(b) AS sum_b FROM r GROUP BY a % 2",
+        # GROUP BY keys that are not selected (the view repeats rows), under a filter
+        "keys_hidden": ("SELECT COUNT(*) AS n, SUM(a) AS sum_a FROM r WHERE b IS NOT NULL "
+                        "GROUP BY k, s"),
+        # expressions over aggregates
+        "agg_exprs": ("SELECT k, SUM(a) * 2 + COUNT(*) AS score, SUM(b) / COUNT(*) AS mean_b, "
+                      "COUNT(a) - COUNT(*) AS missing_a FROM r GROUP BY k"),
+        # global aggregates: one row always, also over an empty source
+        "totals": ("SELECT COUNT(*) AS n, COUNT(b) AS n_b, SUM(a) AS sum_a, SUM(b) AS sum_b, "
+                   "AVG(a) AS avg_a, AVG(b) AS avg_b, SUM(a) * 2 + COUNT(*) AS score FROM r"),
+        "filtered_totals": "SELECT COUNT(*) AS n, SUM(e) AS sum_e FROM t WHERE e > 0",
+    },
+    "keyed_joins": {
+        # outer joins: NULL-padded rows come and go as matches do
+        "left_join": "SELECT r.k, r.a, s.c, s.d FROM r LEFT JOIN s ON r.k = s.k",
+        "right_join": ("SELECT r.a, s.k, s.d FROM r RIGHT JOIN s "
+                       "ON r.k = s.k AND r.a <= s.c"),
+        "full_join": "SELECT s.c AS sc, t.c AS tc, t.e FROM s FULL OUTER JOIN t ON s.c = t.c",
+        "semi_anti": ("SELECT r.k, r.s FROM r LEFT SEMI JOIN t ON r.k = t.c "
+                      "UNION ALL SELECT r.k, r.s FROM r LEFT ANTI JOIN t ON r.k = t.c"),
+        # an outer join under an inner join and a filter
+        "left_then_inner": ("SELECT r.a, s.d, t.e FROM r LEFT JOIN s ON r.k = s.k "
+                            "JOIN t ON r.k = t.c WHERE t.e IS NOT NULL OR s.d IS NULL"),
+    },
+    "keyed_aggregates": {
+        # aggregates without accumulators: recomputed per affected group
+        "min_max": ("SELECT k, MIN(a) AS lo, MAX(b) AS hi, COUNT(DISTINCT s) AS kinds "
+                    "FROM r GROUP BY k"),
+        "having": "SELECT s, COUNT(*) AS n, SUM(a) AS sum_a FROM r GROUP BY s HAVING COUNT(*) > 1",
+        "global_max": "SELECT MAX(e) AS hi, MIN(e) AS lo FROM t",
+        "join_max": ("SELECT s.d, MAX(r.a) AS hi FROM r JOIN s ON r.k = s.k GROUP BY s.d"),
+    },
+    "nested": {
+        # an aggregate of an aggregate, DISTINCT in a subquery, a CTE read twice
+        "agg_of_agg": ("SELECT n, COUNT(*) AS groups FROM "
+                       "(SELECT k, COUNT(*) AS n FROM r GROUP BY k) g GROUP BY n"),
+        "distinct_sub": ("SELECT d.s, COUNT(*) AS n FROM (SELECT DISTINCT k, s FROM r) d "
+                         "GROUP BY d.s"),
+        "cte_twice": ("WITH big AS (SELECT k, SUM(a) AS total FROM r GROUP BY k) "
+                      "SELECT x.k, x.total, y.total AS other FROM big x JOIN big y "
+                      "ON x.k = y.k"),
+        "agg_join": ("SELECT s.d, g.total FROM (SELECT k, SUM(b) AS total FROM r GROUP BY k) g "
+                     "JOIN s ON g.k = s.k"),
+    },
+    "set_operations": {
+        "intersect": "SELECT k AS x FROM r INTERSECT SELECT c FROM t",
+        "except_all": "SELECT k AS x FROM r EXCEPT ALL SELECT c FROM s",
+        "union_all": "SELECT k AS x FROM r UNION ALL SELECT c FROM s UNION ALL SELECT c FROM t",
+        "union": "SELECT k AS x, s AS y FROM r UNION SELECT k, d FROM s",
+        "union_grouped": ("SELECT u.x, COUNT(*) AS n FROM (SELECT k AS x FROM r UNION ALL "
+                          "SELECT c FROM t) u GROUP BY u.x"),
+    },
+}
