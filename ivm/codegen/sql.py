@@ -89,10 +89,6 @@ class _Compiler:
         return _Block(exp.Subquery(this=block.to_select(), alias=alias),
                       default_columns=[exp.Star()])
 
-    def visit_Scan(self, node: Scan) -> _Block:
-        names = list(node.columns) + ([WEIGHT] if node.read is Read.DELTA else [])
-        return _Block(table_name(node), default_columns=[exp.column(c, node.alias) for c in names])
-
     def aliased(self, node, alias: str) -> exp.Expression:
         """``node`` as a FROM item named ``alias``: a table, or a subquery."""
         if isinstance(node, Scan) and node.alias == alias:
@@ -124,7 +120,9 @@ class _Compiler:
         if joinable:
             return block
         (alias,) = aliases_of(node)  # only a single-alias relation can be wrapped
-        return _Block(self.aliased(node, alias), default_columns=[
+        subquery = exp.Subquery(this=block.to_select(),
+                                alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        return _Block(subquery, default_columns=[
             exp.column(c.split(".", 1)[1], alias) for c in columns(node)])
 
     def visit_Scan(self, node: Scan) -> _Block:

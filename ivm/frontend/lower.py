@@ -22,7 +22,7 @@ from sqlglot import exp
 from ivm.errors import CatalogError, UnsupportedQuery
 from ivm.frontend.positions import position_of
 from ivm.ir import (Aggregate, AggregateCall, Distinct, Filter, Join, Project, Scan,
-                    SetOperation, Subquery, Union, equalities)
+                    SetOperation, Subquery, Union, columns, equalities)
 from ivm.zset import BOOKKEEPING_PREFIX
 
 INVERTIBLE = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg"}
@@ -314,7 +314,6 @@ def _used_columns(select: exp.Select) -> dict[str, list[str]]:
 
 
 def _output_names(plan) -> list[str]:
-    from ivm.ir import columns
     return list(columns(plan))
 
 

@@ -28,12 +28,17 @@ def key_names(count: int) -> tuple[str, ...]:
     return tuple(f"{KEY}{i}" for i in range(count))
 
 
+def _keys(keys) -> tuple[exp.Expression, ...]:
+    """The key expressions; without any (a global aggregate), one constant key: K is then
+    that key when anything changed, and empty when nothing did."""
+    return tuple(keys) or (exp.Literal.number(1),)
+
+
 def affected_keys(deltas_and_keys) -> Distinct:
     """``K``: the distinct keys in the changes, from (delta, key expressions) pairs."""
     projected = []
     for delta, keys in deltas_and_keys:
-        # No keys (a global aggregate): one constant key, present when anything changed.
-        keys = tuple(keys) or (exp.Literal.number(1),)
+        keys = _keys(keys)
         projected += [Project(term, tuple(zip(key_names(len(keys)), keys)))
                       for term in terms(delta)]
     return Distinct(Union(tuple(projected)))
@@ -41,7 +46,7 @@ def affected_keys(deltas_and_keys) -> Distinct:
 
 def restricted(node, read: Read, keys, affected):
     """``node`` as of ``read``, restricted to the affected keys."""
-    return Restrict(reading(node, read), tuple(keys) or (exp.Literal.number(1),), affected)
+    return Restrict(reading(node, read), _keys(keys), affected)
 
 
 def signed(before, after) -> Union:
