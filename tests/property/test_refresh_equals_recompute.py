@@ -5,15 +5,17 @@ Hypothesis draws small Delta sources (NULLs in every column, repeated rows, keys
 is refreshed and compared, as a multiset, with Spark running the view's own SQL on the current
 sources; at the end every view is refreshed FULL and compared again.
 
-Spark costs about a second per statement, so each example checks several views over the same
-sources (a *family*, see :mod:`views`), and each test runs a fraction of the profile's
-``max_examples``: the whole directory stays within ~10 minutes under the ``ci`` profile.
+Spark costs about a second per statement and a refresh several, so each example checks
+several views over the same sources (a *family*, see :mod:`views`), and each test runs a
+fraction of the profile's ``max_examples``. Under ``ci`` each family runs its hand-written
+scenario only (``deep`` adds 10 drawn ones per family), and the drawn queries run over drawn
+scenarios.
 """
 
 from decimal import Decimal
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
 
 from harness import run_scenario
@@ -21,9 +23,11 @@ from strategies import Scenario, queries, scenarios
 from views import FAMILIES
 
 
-def examples(share: int) -> int:
-    """``1/share`` of the profile's ``max_examples`` (at least one)."""
-    return max(1, settings().max_examples // share)
+def examples(share: int) -> dict:
+    """Settings for ``1/share`` of the profile's ``max_examples``; where that is none, only
+    the ``@example`` scenarios run (and failures Hypothesis saved from earlier runs)."""
+    count = settings().max_examples // share
+    return {"max_examples": count} if count else {"phases": (Phase.explicit, Phase.reuse)}
 
 
 EDGE_CASES = Scenario(
@@ -68,14 +72,14 @@ NULL_GROUPS = Scenario(
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-@settings(max_examples=examples(15))
+@settings(**examples(20))
 @example(scenario=EDGE_CASES)
 @given(scenario=scenarios())
 def test_view_families_equal_recompute(spark, family, scenario):
     run_scenario(spark, scenario, FAMILIES[family])
 
 
-@settings(max_examples=examples(7))
+@settings(**examples(5))
 @example(scenario=NULL_GROUPS, drawn=[
     "SELECT r.k AS g0, COUNT(r.a) AS x0, SUM(r.a) AS x1, AVG(r.b) AS x2 FROM r GROUP BY r.k",
     "SELECT DISTINCT COALESCE(s.d, '-') AS x0 FROM r JOIN s ON r.k = s.k AND r.a IS NULL",

@@ -89,4 +89,4 @@ class RefreshMachine(RuleBasedStateMachine):
 def test_any_interleaving_of_changes_and_refreshes(spark):
     RefreshMachine.spark = spark
     run_state_machine_as_test(RefreshMachine, settings=settings(
-        settings(), max_examples=max(1, settings().max_examples // 7), stateful_step_count=8))
+        settings(), max_examples=max(1, settings().max_examples // 5), stateful_step_count=8))
