@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import networkx as nx
 
-from ivm.ir import Aggregate, Distinct, Filter, Join, Project, Scan, children, scans
-from ivm.rules import rule_for
+from ivm.ir import Aggregate, Distinct, Filter, Join, Project, Scan, Window, children, scans
+from ivm.rules import Kind, rule_for
 from ivm.rules.maintenance import Maintenance
 from ivm.zset import Read
 
@@ -46,9 +46,20 @@ def describe(node) -> str:
         keys = ", ".join(e.sql(DIALECT) for _, e in node.keys) or "() (one row)"
         calls = ", ".join(c.to_sql().sql(DIALECT) for _, c in node.calls)
         return f"aggregate GROUP BY {keys}: {calls}"
+    if isinstance(node, Window):
+        partition = ", ".join(e.sql(DIALECT) for e in node.partition) or "() (one partition)"
+        functions = ", ".join(f.sql(DIALECT) for _, f in node.functions)
+        return f"window PARTITION BY {partition}: {functions}"
     if isinstance(node, Distinct):
         return "distinct"
     return type(node).__name__
+
+
+def _recomputed_whole(node, rule) -> bool:
+    """An affected-key rule over an operator without a key recomputes all of it."""
+    keyless = (isinstance(node, Window) and not node.partition) or (
+        isinstance(node, Aggregate) and not node.keys)
+    return rule.kind is Kind.KEYED and keyless
 
 
 def _term_summary(node: Join) -> str:
@@ -63,6 +74,7 @@ def explain(plan, maintenance: Maintenance) -> str:
     graph = circuit(plan)
     store = maintenance.store
     lines = ["delta circuit (inputs first):"]
+    whole: list[int] = []
     numbers = {}
     # The root rule handles the aggregate under a finishing projection, else the root itself.
     rooted = plan.input if isinstance(plan, Project) and isinstance(plan.input, Aggregate) \
@@ -76,7 +88,12 @@ def explain(plan, maintenance: Maintenance) -> str:
             lines.append("      view columns computed from the group accumulators")
         elif rule is not None:
             lines.append(f"      rule {rule.name} ({rule.kind.value}): {rule.formula}")
-            lines.append(f"      reads {rule.reads}")
+            if _recomputed_whole(node, rule):
+                whole.append(numbers[node])
+                lines.append("      reads its whole input before and after the change "
+                             "(no key to restrict it to): a full recompute of this operator")
+            else:
+                lines.append(f"      reads {rule.reads}")
         if isinstance(node, Join):
             lines.append(f"      terms: {_term_summary(node)}")
     reads = sorted({(s.table, s.read.value) for s in scans(maintenance.delta)})
@@ -93,5 +110,7 @@ def explain(plan, maintenance: Maintenance) -> str:
     lines.append(f"  hidden state: {', '.join(hidden)}")
     if store.repeat_rows:
         lines.append("  each stored row stands for _ivm_count identical view rows")
-    lines.append("full recompute: never (every operator is maintained incrementally)")
+    lines.append("full recompute: " + (
+        f"of operator(s) {', '.join(f'[{n}]' for n in whole)} whenever their input changes"
+        if whole else "never (every operator is maintained incrementally)"))
     return "\n".join(lines)

@@ -132,6 +132,20 @@ class Aggregate:
 
 
 @dataclass(frozen=True)
+class Window:
+    """The input's rows, each with window ``functions`` (``name``, ``f(…) OVER (…)``) computed
+    over its partition; all functions share ``PARTITION BY partition`` (none: one partition).
+
+    The input's columns are named (a projection), so the output is those names, then the
+    functions' names.
+    """
+
+    input: "Relation"
+    partition: tuple[exp.Expression, ...]
+    functions: tuple[tuple[str, exp.Window], ...]
+
+
+@dataclass(frozen=True)
 class Distinct:
     """Set semantics: each distinct input row once."""
 
@@ -180,7 +194,7 @@ class Weighted:
     weight: int
 
 
-Relation = (Scan | Subquery | Join | Filter | Project | Aggregate | Distinct | Union
+Relation = (Scan | Subquery | Join | Filter | Project | Aggregate | Window | Distinct | Union
             | SetOperation | Restrict | Weighted)
 """Any plan node: each denotes a relation (under a delta plan, a Z-set)."""
 
@@ -200,6 +214,8 @@ def columns(node) -> tuple[str, ...]:
         return tuple(name for name, _ in node.columns)
     if isinstance(node, Aggregate):
         return tuple(name for name, _ in node.keys) + tuple(name for name, _ in node.calls)
+    if isinstance(node, Window):
+        return columns(node.input) + tuple(name for name, _ in node.functions)
     if isinstance(node, Union):
         return columns(node.inputs[0])
     if isinstance(node, SetOperation):

@@ -30,12 +30,12 @@ def test_compile_prints_explain_and_sql(tmp_path):
 
 def test_compile_error_is_a_message_not_a_traceback(tmp_path):
     (tmp_path / "schema.json").write_text(json.dumps(SCHEMA))
-    (tmp_path / "view.sql").write_text("SELECT status,\n  RANK() OVER (ORDER BY amount) AS r"
-                                       "\nFROM orders")
+    (tmp_path / "view.sql").write_text("SELECT status\nFROM orders\n"
+                                       "WHERE RANK() OVER (ORDER BY amount) = 1")
     result = run("compile", "view.sql", "--schema", "schema.json", cwd=tmp_path)
     assert result.returncode == 1
-    assert "window function is not supported" in result.stderr
-    assert "line 2, column 3" in result.stderr and "Traceback" not in result.stderr
+    assert "window function in WHERE is not supported" in result.stderr
+    assert "line 3, column 7" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_missing_file(tmp_path):

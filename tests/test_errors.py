@@ -42,16 +42,21 @@ def test_unqualified_unknown_column():
      "LEFT JOIN without an equality between its two sides", Position(1, 37)),
     ("SELECT status, collect_list(amount) AS m FROM orders GROUP BY status",
      "aggregate function COLLECT_LIST", Position(1, 16)),
-    ("SELECT id FROM orders ORDER BY id", "ORDER BY", Position(1, 32)),
-    ("SELECT id FROM orders LIMIT 5", "LIMIT", Position(1, 29)),
+    ("SELECT id FROM orders ORDER BY id", "ORDER BY without LIMIT", Position(1, 32)),
+    ("SELECT id FROM orders LIMIT 5", "LIMIT without ORDER BY", Position(1, 29)),
+    ("SELECT DISTINCT status FROM orders ORDER BY id LIMIT 3",
+     "ORDER BY a column not in the SELECT DISTINCT list", Position(1, 45)),
+    ("SELECT id FROM orders ORDER BY id LIMIT 3 OFFSET 2", "OFFSET", Position(1, 50)),
     ("SELECT id, rand() AS r FROM orders", "non-deterministic function rand()",
      Position(1, 12)),
     ("SELECT id FROM orders WHERE id IN (SELECT id FROM customers)", "subquery",
      Position(1, 29)),
     ("SELECT id FROM orders EXCEPT SELECT id, region FROM customers",
      "EXCEPT of queries with different numbers of columns", Position(1, 37)),
-    ("SELECT id, ROW_NUMBER() OVER (PARTITION BY status ORDER BY id) AS r FROM orders",
-     "window function", Position(1, 12)),
+    ("SELECT id FROM orders WHERE ROW_NUMBER() OVER (ORDER BY id) = 1",
+     "window function in WHERE", Position(1, 29)),
+    ("SELECT id FROM orders WINDOW w AS (PARTITION BY status)", "WINDOW clause",
+     Position(1, 30)),
     ("SELECT id FROM orders UNION ALL SELECT id, status FROM orders",
      "UNION of queries with different numbers of columns", Position(1, 40)),
 ])
@@ -104,5 +109,6 @@ def test_query_errors_keep_the_statement_positions():
 
 def test_error_text_shows_the_line_and_a_caret():
     text = str(error_of("SELECT id FROM orders ORDER BY id"))
-    assert "ORDER BY is not supported in a materialized view (line 1, column 32)" in text
+    assert ("ORDER BY without LIMIT is not supported in a materialized view "
+            "(line 1, column 32)") in text
     assert "\n  SELECT id FROM orders ORDER BY id\n" in text and "Hint:" in text

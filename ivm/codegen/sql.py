@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from ivm.ir import (Aggregate, Distinct, Filter, Join, Project, Restrict, Scan, SetOperation,
-                    Subquery, Union, Weighted, aliases_of, columns)
+                    Subquery, Union, Weighted, Window, aliases_of, columns)
 from ivm.store import parenthesized
 from ivm.zset import WEIGHT, Read, relation_name
 
@@ -208,6 +208,14 @@ class _Compiler:
         block.group = [e.copy() for _, e in node.keys]
         block.grouped = {name: e for name, e in node.keys}
         block.grouped.update({name: call.to_sql() for name, call in node.calls})
+        return block
+
+    def visit_Window(self, node: Window) -> _Block:
+        block = self.block(node.input)
+        if block.select is not None or block.group is not None or block.distinct:
+            block = self.wrapped(block)
+        block.select = [c.copy() for c in block.default_columns] + [
+            exp.alias_(function.copy(), name, quoted=None) for name, function in node.functions]
         return block
 
     def visit_Distinct(self, node: Distinct) -> _Block:

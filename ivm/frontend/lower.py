@@ -22,8 +22,13 @@ from sqlglot import exp
 from ivm.errors import CatalogError, UnsupportedQuery
 from ivm.frontend.positions import position_of
 from ivm.ir import (Aggregate, AggregateCall, Distinct, Filter, Join, Project, Scan,
-                    SetOperation, Subquery, Union, columns, equalities)
+                    SetOperation, Subquery, Union, Window, columns, equalities)
+from ivm.rules.window import deterministic
 from ivm.zset import BOOKKEEPING_PREFIX
+
+WINDOW_PREFIX = f"{BOOKKEEPING_PREFIX}win"
+ORDER_PREFIX = f"{BOOKKEEPING_PREFIX}order"
+RANK = f"{BOOKKEEPING_PREFIX}rank"
 
 INVERTIBLE = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg"}
 
@@ -38,11 +43,8 @@ ORDER_DEPENDENT_AGGREGATES = {"first", "last", "first_value", "last_value", "any
 
 # Clauses of a SELECT that this version does not maintain, with what to do instead.
 REFUSED_CLAUSES = {
-    "order": ("ORDER BY", "a view has no order: order the rows when you query the view"),
-    "limit": ("LIMIT", "top-N views are not supported yet; filter on a column instead"),
     "offset": ("OFFSET", "query the view with OFFSET instead"),
-    "qualify": ("QUALIFY", "window filters are not supported yet"),
-    "windows": ("WINDOW clause", "window functions are not supported yet"),
+    "windows": ("WINDOW clause", "write each window's OVER (...) in full instead of naming it"),
     "laterals": ("LATERAL VIEW", "explode the data into a source table first"),
     "pivots": ("PIVOT", "pivot when you query the view, or GROUP BY the pivot column"),
     "sample": ("TABLESAMPLE", "sampling is not deterministic; remove it"),
@@ -103,20 +105,27 @@ class _Lowering:
         names = _output_names(branches[0])
         aligned = [branches[0]] + [_renamed(b, names, self, query) for b in branches[1:]]
         union = Union(tuple(aligned))
-        return union if query.args.get("distinct") is False else Distinct(union)
+        plan = union if query.args.get("distinct") is False else Distinct(union)
+        return self.limited(query, plan)
 
     def set_operation(self, query: exp.SetOperation):
         self.refuse_set_clauses(query)
         left = self.query(query.left)
         right = _renamed(self.query(query.right), _output_names(left), self, query)
         kind = "intersect" if isinstance(query, exp.Intersect) else "except"
-        return SetOperation(left, right, kind, all=query.args.get("distinct") is False)
+        plan = SetOperation(left, right, kind, all=query.args.get("distinct") is False)
+        return self.limited(query, plan)
 
     def refuse_set_clauses(self, query: exp.SetOperation) -> None:
-        for arg in ("order", "limit", "offset"):
-            if query.args.get(arg):
-                name, hint = REFUSED_CLAUSES[arg]
-                self.refuse(name, query.args[arg], hint)
+        if query.args.get("offset"):
+            name, hint = REFUSED_CLAUSES["offset"]
+            self.refuse(name, query.args["offset"], hint)
+
+    def limited(self, query: exp.Query, plan):
+        """``plan`` cut to the query's ``ORDER BY … LIMIT n``, whose keys name its columns."""
+        names = list(columns(plan))
+        ordered = self.ordering(query, [(n, exp.column(n)) for n in names])
+        return self.top_n(query, plan, ordered, names) if ordered is not None else plan
 
     def select(self, select: exp.Select):
         self.refuse_clauses(select)
@@ -127,17 +136,110 @@ class _Lowering:
             relation = Filter(relation, where.this.copy())
 
         outputs = self.output_columns(select)
+        visible = [name for name, _ in outputs]
+        ordered = self.ordering(select, outputs)  # may add hidden outputs to sort by
+        distinct = select.args.get("distinct")
+        if distinct is not None and len(outputs) > len(visible):
+            self.refuse("ORDER BY a column not in the SELECT DISTINCT list",
+                        select.args["order"], "order by the selected columns only")
+        outputs, windows, qualify = _extract_windows(
+            outputs, select.args["qualify"].this if select.args.get("qualify") else None)
         group, having = select.args.get("group"), select.args.get("having")
         if group is not None or having is not None or any(
-                e.find(exp.AggFunc) for _, e in outputs):
-            relation, outputs = self.aggregate(relation, group, having, outputs)
+                e.find(exp.AggFunc) for _, e in outputs) or any(
+                _window_inside(w).find(exp.AggFunc) for _, w in windows):
+            relation, outputs, windows = self.aggregate(relation, group, having, outputs,
+                                                        windows)
+        if windows or qualify is not None:
+            relation, outputs = self.windowed(relation, outputs, windows, qualify)
         plan = Project(relation, tuple(outputs))
-        distinct = select.args.get("distinct")
         if distinct is not None:
             if distinct.args.get("on"):
                 self.refuse("DISTINCT ON", distinct)
-            return Distinct(plan)
-        return plan
+            plan = Distinct(plan)
+        return self.top_n(select, plan, ordered, visible) if ordered is not None else plan
+
+    def ordering(self, query: exp.Query, outputs: list) -> list[exp.Ordered] | None:
+        """The ``ORDER BY`` keys of a query with ``LIMIT``, over output names; None without
+        LIMIT. A key that is no output is appended to ``outputs`` as a hidden column."""
+        order, limit = query.args.get("order"), query.args.get("limit")
+        if order is None and limit is None:
+            return None
+        if limit is None:
+            self.refuse("ORDER BY without LIMIT", order,
+                        "a view has no order: order the rows when you query the view "
+                        "(ORDER BY is kept with LIMIT, as a top-N view)")
+        if order is None:
+            self.refuse("LIMIT without ORDER BY", limit,
+                        reason="which rows LIMIT keeps is arbitrary",
+                        hint="add an ORDER BY that decides which rows to keep")
+        keys = []
+        for item in order.expressions:
+            key = item.this
+            name = next((n for n, e in outputs if e == key), None)
+            if isinstance(key, exp.Column) and not key.table and any(
+                    key.name == n for n, _ in outputs):
+                name = key.name
+            elif isinstance(key, exp.Literal) and not key.is_string:
+                position = int(key.this)
+                if not 1 <= position <= len(outputs):
+                    self.refuse(f"ORDER BY position {position}", key,
+                                f"the query has {len(outputs)} columns")
+                name = outputs[position - 1][0]
+            if name is None:
+                name = f"{ORDER_PREFIX}{len(keys)}"
+                outputs.append((name, key.copy()))
+            keys.append(exp.Ordered(this=exp.column(name), desc=bool(item.args.get("desc")),
+                                    nulls_first=item.args.get("nulls_first")))
+        return keys
+
+    def top_n(self, query: exp.Query, plan, keys: list[exp.Ordered], visible: list[str]):
+        """The first ``LIMIT n`` rows of ``plan`` in the order of ``keys``: a ``ROW_NUMBER()``
+        over one partition, filtered to ``<= n``, then only the visible columns."""
+        limit = query.args["limit"]
+        count = limit.expression
+        if not (isinstance(count, exp.Literal) and not count.is_string and count.this.isdigit()):
+            self.refuse("LIMIT of anything but a number", limit, "write LIMIT as a number")
+        rank = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=keys))
+        ranked = Window(plan, (), ((RANK, deterministic(rank, columns(plan))),))
+        kept = Filter(ranked, exp.LTE(this=exp.column(RANK), expression=count.copy()))
+        return Project(kept, tuple((name, exp.column(name)) for name in visible))
+
+    def windowed(self, relation, outputs, windows, qualify):
+        """Window functions over ``relation``, then QUALIFY; returns the relation and the
+        outputs over it.
+
+        The columns the outputs and windows read are first projected under plain names, so a
+        window's partition is a key of its input (see :mod:`ivm.rules.window`).
+        """
+        used: list[exp.Column] = []
+        for expression in [e for _, e in outputs] + [w for _, w in windows] + [qualify]:
+            for column in (expression.find_all(exp.Column) if expression is not None else ()):
+                placeholder = not column.table and column.name.startswith(WINDOW_PREFIX)
+                if not placeholder and column not in used:
+                    used.append(column)
+        names = {c: c.name if not c.table else f"{BOOKKEEPING_PREFIX}c{i}"
+                 for i, c in enumerate(used)}
+
+        def rename(expression):
+            return expression.copy().transform(
+                lambda n: exp.column(names[n]) if isinstance(n, exp.Column) and n in names
+                else n)
+        named = tuple((names[c], c.copy()) for c in used) or (
+            (f"{BOOKKEEPING_PREFIX}c0", exp.Literal.number(1)),)
+        relation = Project(relation, named)
+        order_by = [name for name, _ in named]
+        partitions: dict[tuple, list] = {}
+        for name, window in windows:
+            window = rename(window)
+            key = tuple(window.args.get("partition_by") or ())
+            window = deterministic(window, [n for n in order_by if exp.column(n) not in key])
+            partitions.setdefault(key, []).append((name, window))
+        for partition, functions in partitions.items():
+            relation = Window(relation, partition, tuple(functions))
+        if qualify is not None:
+            relation = Filter(relation, rename(qualify))
+        return relation, [(name, rename(e)) for name, e in outputs]
 
     def refuse_clauses(self, select: exp.Select) -> None:
         for arg, (name, hint) in REFUSED_CLAUSES.items():
@@ -154,7 +256,12 @@ class _Lowering:
     def refuse_expressions(self, select: exp.Select) -> None:
         for node in _own_nodes(select):
             if isinstance(node, exp.Window):
-                self.refuse("window function", node, "window functions are not supported yet")
+                clause = node.find_ancestor(exp.Where, exp.Group, exp.Having, exp.Join,
+                                            exp.AggFunc, exp.Window)
+                if clause is not None:
+                    self.refuse(f"window function in {_clause_name(clause)}", node,
+                                "compute it in a subquery and filter on its result, "
+                                "or filter with QUALIFY")
             if isinstance(node, (exp.Exists, exp.In)) and node.find(exp.Select) or isinstance(
                     node, exp.Subquery) and not isinstance(node.parent, (exp.From, exp.Join)):
                 self.refuse("subquery", node,
@@ -236,8 +343,9 @@ class _Lowering:
             outputs.append((name, expression.copy()))
         return outputs
 
-    def aggregate(self, relation, group, having, outputs):
-        """Aggregate(keys, calls) [→ Filter(HAVING)] under a Project naming keys and calls."""
+    def aggregate(self, relation, group, having, outputs, windows):
+        """Aggregate(keys, calls) [→ Filter(HAVING)] under a Project naming keys and calls;
+        window functions (evaluated after grouping) read the keys and calls too."""
         keys: list[tuple[str, exp.Expression]] = []
         for expression in (group.expressions if group is not None else []):
             if expression.find(exp.AggFunc):
@@ -258,7 +366,8 @@ class _Lowering:
                 name = f"{BOOKKEEPING_PREFIX}agg{len(calls)}"
                 calls.append((name, call))
                 return exp.column(name)
-            if isinstance(node, exp.Column):
+            if isinstance(node, exp.Column) and not (
+                    not node.table and node.name.startswith(WINDOW_PREFIX)):
                 raise CatalogError(
                     f"column {node.sql('spark')} is neither in GROUP BY nor inside an "
                     "aggregate", self.sql, position_of(node),
@@ -266,11 +375,13 @@ class _Lowering:
             return node
 
         projected = [(name, e.copy().transform(replace)) for name, e in outputs]
+        over_groups = [(name, _window_inside(w, lambda e: e.transform(replace)))
+                       for name, w in windows]
         predicate = having.this.copy().transform(replace) if having is not None else None
         relation = Aggregate(relation, tuple(keys), tuple(calls))
         if predicate is not None:
             relation = Filter(relation, predicate)
-        return relation, projected
+        return relation, projected, over_groups
 
     def aggregate_call(self, node: exp.AggFunc) -> AggregateCall:
         name = (node.sql_name() if not isinstance(node, exp.Anonymous) else node.name).lower()
@@ -293,6 +404,64 @@ class _Lowering:
         if isinstance(argument, exp.Star) or argument is None:
             return AggregateCall("count")
         return AggregateCall(function, argument.copy())
+
+
+def _clause_name(node: exp.Expression) -> str:
+    if isinstance(node, exp.AggFunc):
+        return "an aggregate"
+    if isinstance(node, exp.Window):
+        return "a window function"
+    return {exp.Where: "WHERE", exp.Group: "GROUP BY", exp.Having: "HAVING",
+            exp.Join: "a join condition"}[type(node)]
+
+
+def _extract_windows(outputs, qualify):
+    """Replace each window function in ``outputs`` and ``qualify`` by a column naming it;
+    returns the outputs, the ``(name, window)`` pairs (each distinct window once) and the
+    qualify predicate."""
+    windows: list[tuple[str, exp.Window]] = []
+
+    def replace(node):
+        if not isinstance(node, exp.Window):
+            return node
+        for name, known in windows:
+            if known == node:
+                return exp.column(name)
+        name = f"{WINDOW_PREFIX}{len(windows)}"
+        windows.append((name, node.copy()))
+        return exp.column(name)
+    outputs = [(name, e.transform(replace)) for name, e in outputs]
+    qualify = qualify.copy().transform(replace) if qualify is not None else None
+    return outputs, windows, qualify
+
+
+def _window_inside(window: exp.Window, transform=None) -> exp.Expression:
+    """What a window function reads: its arguments, PARTITION BY and ORDER BY.
+
+    Without ``transform``, those as one tuple expression (to search); with it, ``window``
+    with ``transform`` applied to each of them (not to the function itself).
+    """
+    window = window.copy()
+    function = window.this
+    while isinstance(function, (exp.IgnoreNulls, exp.RespectNulls)):
+        function = function.this
+    parts = [(function, key) for key in function.args] + [
+        (window, key) for key in ("partition_by", "order")]
+    if transform is None:
+        found = []
+        for owner, key in parts:
+            value = owner.args.get(key)
+            found += [v for v in (value if isinstance(value, list) else [value])
+                      if isinstance(v, exp.Expression)]
+        return exp.Tuple(expressions=found)
+    for owner, key in parts:
+        value = owner.args.get(key)
+        if isinstance(value, list):
+            owner.set(key, [transform(v) if isinstance(v, exp.Expression) else v
+                            for v in value])
+        elif isinstance(value, exp.Expression):
+            owner.set(key, transform(value))
+    return window
 
 
 def _own_nodes(select: exp.Select):

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from ivm.ir import Aggregate, Distinct, Join, Project, Union
 from ivm.rules import (aggregate, distinct, filter, integrate, join, project, scan,
-                       set_operation, subquery, union)
+                       set_operation, subquery, union, window)
 from ivm.rules.base import Kind, Rule
 from ivm.rules.maintenance import Maintenance
 
 RULES: dict[type, Rule] = {r.operator: r for r in (
     scan.RULE, filter.RULE, project.RULE, join.RULE, subquery.RULE, union.RULE,
-    aggregate.KEYED_RULE, distinct.KEYED_RULE, set_operation.RULE)}
+    aggregate.KEYED_RULE, distinct.KEYED_RULE, set_operation.RULE, window.RULE)}
 """Rules whose delta is a Z-set, usable anywhere in a plan (the cheapest that is correct)."""
 
 VIEW_RULES = (aggregate.RULE, distinct.RULE, integrate.RULE)

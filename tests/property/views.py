@@ -5,7 +5,9 @@ refresh. Together the families cover each supported operator alone and in combin
 comment above a view says what it is there for.
 """
 
-FAMILIES: dict[str, dict[str, str]] = {
+from harness import Rewritten
+
+FAMILIES: dict[str, dict[str, str | Rewritten]] = {
     "rows": {
         # filter only
         "filtered": "SELECT * FROM r WHERE a > 0 OR s IS NULL",
@@ -88,6 +90,30 @@ FAMILIES: dict[str, dict[str, str]] = {
                       "ON x.k = y.k"),
         "agg_join": ("SELECT s.d, g.total FROM (SELECT k, SUM(b) AS total FROM r GROUP BY k) g "
                      "JOIN s ON g.k = s.k"),
+    },
+    "windows": {
+        # the latest row per key (ties broken by every selected column, so the oracle agrees)
+        "latest": ("SELECT k, a, b, s FROM (SELECT k, a, b, s, ROW_NUMBER() OVER "
+                   "(PARTITION BY k ORDER BY a DESC, b, s) AS rn FROM r) x WHERE rn <= 1"),
+        # the same with QUALIFY, which Spark does not parse: its oracle is the subquery form
+        "qualify": Rewritten(
+            "SELECT r.k, s.d, r.a FROM r JOIN s ON r.k = s.k "
+            "QUALIFY ROW_NUMBER() OVER (PARTITION BY s.d ORDER BY r.a, r.k) <= 2",
+            "SELECT k, d, a FROM (SELECT r.k, s.d, r.a, ROW_NUMBER() OVER "
+            "(PARTITION BY s.d ORDER BY r.a, r.k) AS rn FROM r JOIN s ON r.k = s.k) x "
+            "WHERE rn <= 2"),
+        # running sums and ranks over two different partitionings
+        "running": ("SELECT k, a, SUM(a) OVER (PARTITION BY k ORDER BY a) AS running, "
+                    "RANK() OVER (PARTITION BY k ORDER BY b) AS rk, "
+                    "DENSE_RANK() OVER (PARTITION BY s ORDER BY a DESC) AS drk FROM r"),
+        "lag": ("SELECT k, a, b, LAG(a) OVER (PARTITION BY k ORDER BY a, b) AS prev, "
+                "COUNT(*) OVER (PARTITION BY k) AS in_key FROM r"),
+        # global top-N, of rows and of groups; a window over groups
+        "top3": "SELECT k, a FROM r ORDER BY a DESC, k LIMIT 3",
+        "top_groups": ("SELECT k, SUM(a) AS total FROM r GROUP BY k "
+                       "ORDER BY total DESC NULLS LAST, k LIMIT 2"),
+        "rank_groups": ("SELECT k, COUNT(*) AS n, RANK() OVER (ORDER BY COUNT(*) DESC) AS rk "
+                        "FROM r GROUP BY k"),
     },
     "set_operations": {
         "intersect": "SELECT k AS x FROM r INTERSECT SELECT c FROM t",
