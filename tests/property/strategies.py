@@ -2,8 +2,9 @@
 
 Every strategy is a plain function returning a strategy. Values come from tiny domains with
 NULL in each (keys from ``{0, 1, 2, NULL}``), so joins and groups collide, rows repeat and
-groups empty out. Changes are drawn as the DML text a user would run, so a falsifying example
-reads as a script::
+groups empty out. Queries are nested SELECTs over the sources drawn from a recursive grammar
+of the SQL ivm maintains (:func:`queries`). Changes are drawn as the DML text a user would
+run, so a falsifying example reads as a script::
 
     >>> render((1, None, Decimal("2.50"), "x"))
     "(1, NULL, 2.50, 'x')"
@@ -13,7 +14,8 @@ reads as a script::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import functools
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from hypothesis import strategies as st
@@ -104,50 +106,96 @@ def table_rows(draw, table: str) -> list[tuple]:
 # --- predicates and expressions ------------------------------------------------------------
 
 
-def _typed(table: str, column: str) -> str:
-    return dict(SCHEMAS[table])[column]
+@dataclass(frozen=True)
+class Expr:
+    """A typed SQL expression.
+
+    ``type`` is coarse (``INT``, ``BIGINT``, ``DECIMAL``, ``DOUBLE``, ``STRING``, ``BOOLEAN``);
+    ``domain`` holds non-NULL values it takes, so a literal compared with it matches rows;
+    ``constructs`` names the SQL constructs its text uses (see :data:`CONSTRUCTS`). In a
+    query, ``{0}`` and ``{1}`` in ``sql`` stand for the aliases of the FROM items.
+    """
+
+    sql: str
+    type: str
+    domain: tuple
+    constructs: frozenset = frozenset()
 
 
-def atoms(columns) -> st.SearchStrategy[str]:
-    """A comparison of one column: ``columns`` is ``[(sql name, table, column)]``."""
+def coarse(type_: str) -> str:
+    """A type without its parameters.
 
-    @st.composite
-    def atom(draw):
-        name, table, column = draw(st.sampled_from(columns))
-        domain = [v for v in DOMAINS[table, column] if v is not None]
-        value = literal(draw(st.sampled_from(domain)))
-        if _typed(table, column) == "STRING":
-            form = draw(st.sampled_from(["=", "<>", "null", "notnull", "<=>"]))
-        else:
-            form = draw(st.sampled_from(["=", "<>", "<", ">=", "null", "notnull", "<=>", "in"]))
-        if form == "null":
-            return f"{name} IS NULL"
-        if form == "notnull":
-            return f"{name} IS NOT NULL"
-        if form == "in":
-            other = literal(draw(st.sampled_from(DOMAINS[table, column])))
-            return f"{name} IN ({value}, {other})"
-        return f"{name} {form} {value}"
-
-    return atom()
+    >>> coarse("DECIMAL(10,2)"), coarse("INT")
+    ('DECIMAL', 'INT')
+    """
+    return type_.split("(")[0]
 
 
-def predicates(columns) -> st.SearchStrategy[str]:
-    """A boolean SQL predicate over ``columns``: comparisons under AND / OR / NOT."""
+def table_columns(table: str, qualified: bool = False) -> list[Expr]:
+    """The columns of a source table, with the values of their domains."""
+    return [Expr(f"{table}.{name}" if qualified else name, coarse(type_),
+                 tuple(v for v in DOMAINS[table, name] if v is not None))
+            for name, type_ in SCHEMAS[table]]
+
+
+def _joined(parts) -> frozenset:
+    return frozenset().union(*(p.constructs for p in parts))
+
+
+@st.composite
+def atoms(draw, columns) -> Expr:
+    """A test of one column of ``columns``: a comparison with a literal of its domain, NULL
+    tests, an IN-list, LIKE for strings, the value itself for booleans."""
+    column = draw(st.sampled_from(columns))
+    name, type_ = column.sql, column.type
+    value = literal(draw(st.sampled_from(column.domain)))
+    if type_ == "BOOLEAN":
+        forms = ["is", "null", "notnull", "not", "<=>"]
+    elif type_ == "STRING":
+        forms = ["=", "<>", "null", "notnull", "<=>", "in", "like"]
+    else:
+        forms = ["=", "<>", "<", ">=", "null", "notnull", "<=>", "in"]
+    form = draw(st.sampled_from(forms))
+    used = column.constructs
+    if form == "is":
+        sql = name
+    elif form == "not":
+        sql = f"NOT {name}"
+    elif form == "null":
+        sql = f"{name} IS NULL"
+    elif form == "notnull":
+        sql = f"{name} IS NOT NULL"
+    elif form == "in":
+        other = literal(draw(st.sampled_from(column.domain + (None,))))
+        sql, used = f"{name} IN ({value}, {other})", used | {"IN list"}
+    elif form == "like":
+        text = draw(st.sampled_from(column.domain))
+        pattern = draw(st.sampled_from([text[:1] + "%", "%", "_", "_%"]))
+        negated = draw(st.sampled_from(["", "NOT "]))
+        sql, used = f"{name} {negated}LIKE {literal(pattern)}", used | {"LIKE"}
+    else:
+        sql = f"{name} {form} {value}"
+    return Expr(sql, "BOOLEAN", (True, False), used)
+
+
+def conditions(columns) -> st.SearchStrategy[Expr]:
+    """A boolean :class:`Expr` over ``columns``: tests of columns under AND / OR / NOT."""
     return st.recursive(
         atoms(columns),
         lambda inner: st.one_of(
             st.tuples(inner, st.sampled_from(["AND", "OR"]), inner).map(
-                lambda t: f"({t[0]} {t[1]} {t[2]})"),
-            inner.map(lambda p: f"NOT ({p})"),
+                lambda t: Expr(f"({t[0].sql} {t[1]} {t[2].sql})", "BOOLEAN", (True, False),
+                               t[0].constructs | t[2].constructs)),
+            inner.map(lambda p: Expr(f"NOT ({p.sql})", "BOOLEAN", (True, False),
+                                     p.constructs)),
         ),
         max_leaves=3,
     )
 
 
-def table_columns(table: str, qualified: bool = False) -> list[tuple[str, str, str]]:
-    return [(f"{table}.{name}" if qualified else name, table, name)
-            for name, _ in SCHEMAS[table]]
+def predicates(columns) -> st.SearchStrategy[str]:
+    """A boolean SQL predicate over ``columns`` (:class:`Expr`\\ s), as text."""
+    return conditions(columns).map(lambda p: p.sql)
 
 
 # --- changes --------------------------------------------------------------------------------
@@ -231,66 +279,495 @@ def scenarios(draw, tables=("r", "s", "t"), min_batches: int = 2,
 
 
 # --- queries ----------------------------------------------------------------------------------
+#
+# A query is drawn as a tree of relations (``st.recursive``): the source tables are its leaves;
+# a SELECT block reads one relation or joins two; a set operation combines two. Every
+# relation knows its output columns (named x0, x1, … and typed), so each level writes valid,
+# type-correct Spark SQL over the one below, read as a derived table or a CTE. Expressions are
+# templates over ``{0}``, ``{1}``: the aliases (q1, q2, …) the FROM items get when the tree
+# is rendered, unique in the whole query.
 
-FROM_CLAUSES = {  # the simplest first
-    ("r", "s"): "r JOIN s ON r.k = s.k",
-    ("r",): "r",
-    ("r", "s", "t"): "r JOIN s ON r.k = s.k JOIN t ON s.c = t.c",
+EXACT = ("INT", "BIGINT", "DECIMAL")
+"""Exact numeric types, narrowest first: the only arguments of SUM and AVG."""
+
+NUMBERS = EXACT + ("DOUBLE",)
+
+GENERIC_DOMAINS = {
+    "INT": (-1, 0, 1, 2),
+    "BIGINT": (0, 1, 2, 3),
+    "DECIMAL": (Decimal("0.00"), Decimal("0.25"), Decimal("2.00")),
+    "DOUBLE": (0.5, 1.0, 2.0),
+    "STRING": ("x", "p", ""),
+    "BOOLEAN": (True, False),
 }
+"""Values to compare a computed column with, by type."""
 
-NUMERIC = {"INT", "DECIMAL(10,2)"}
+SET_OPERATORS = ("UNION ALL", "UNION", "INTERSECT", "INTERSECT ALL", "EXCEPT", "EXCEPT ALL")
+
+JOINS = ("INNER JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL OUTER JOIN", "LEFT SEMI JOIN",
+         "LEFT ANTI JOIN")
+
+CONSTRUCTS: dict[str, str | None] = {
+    "WHERE": r"\bWHERE\b",
+    "CASE": r"\bCASE WHEN\b",
+    "COALESCE": r"\bCOALESCE\(",
+    "arithmetic": r" [-+*] ",
+    "CAST": r"\bCAST\(",
+    "IN list": r" IN \(",
+    "LIKE": r" LIKE '",
+    **{join: rf"\b{join} " for join in JOINS},
+    "INNER JOIN with a residual": r"\bINNER JOIN .* AND ",
+    "CROSS JOIN": r"\bCROSS JOIN ",
+    "GROUP BY": r"\bGROUP BY\b",
+    "COUNT(*)": r"\bCOUNT\(\*\)",
+    "COUNT(x)": r"\bCOUNT\((?!\*|DISTINCT )",
+    "SUM": r"\bSUM\(",
+    "AVG": r"\bAVG\(",
+    "MIN": r"\bMIN\(",
+    "MAX": r"\bMAX\(",
+    "COUNT(DISTINCT x)": r"\bCOUNT\(DISTINCT ",
+    "SUM(x) FILTER": r"\) FILTER \(WHERE ",
+    "HAVING": r"\bHAVING\b",
+    "global aggregate": None,
+    "SELECT DISTINCT": r"\bSELECT DISTINCT\b",
+    **{op: rf"\b{op}\b" + ("" if op.endswith("ALL") else "(?! ALL)") for op in SET_OPERATORS},
+    "derived table": r"(FROM|JOIN) \(SELECT ",
+    "nested derived tables": r"\(SELECT .*\(SELECT ",
+    "CTE": r"^WITH c1 AS \(",
+    "CTE read twice": None,
+}
+"""Every construct the generator draws, with a pattern the SQL of a query using it matches
+(None: no simple pattern)."""
+
+
+WITHHELD: dict[str, str] = {
+    "SUM(x) FILTER": "the compiler keeps FILTER (WHERE …) around the aggregate's result "
+                     "column: CREATE fails on the SQL it generates (and a FILTER condition "
+                     "over a column not grouped by is taken for an ungrouped column)",
+}
+"""Constructs of :data:`CONSTRUCTS` the generator leaves out, with why: compiler bugs to
+fix, after which the construct is drawn again (see ``test_query_generator``)."""
+
+
+def family(type_: str) -> str:
+    """Types that compare, join and unite with each other: numbers, strings, booleans."""
+    return "number" if type_ in NUMBERS else type_
+
+
+def wider(a: str, b: str) -> str:
+    """The type Spark widens ``a`` and ``b`` (of one family) to."""
+    return max(a, b, key=NUMBERS.index) if a in NUMBERS else a
+
+
+@dataclass(frozen=True, eq=False)
+class Table:
+    """A source table: a leaf of the tree."""
+
+    name: str
+    joins = 0
+
+    @property
+    def columns(self) -> tuple[Expr, ...]:
+        return tuple(table_columns(self.name))
+
+
+@dataclass(frozen=True, eq=False)
+class Select:
+    """``SELECT [DISTINCT] outputs FROM sources [WHERE] [GROUP BY] [HAVING]``.
+
+    Two sources are joined by ``join`` (``"LEFT JOIN"``, …) ``ON on``. ``group`` is None for
+    a query without aggregates, empty for a global aggregate. ``cte``: read as a CTE.
+    """
+
+    sources: tuple
+    outputs: tuple[Expr, ...]
+    join: str | None = None
+    on: Expr | None = None
+    where: Expr | None = None
+    group: tuple[Expr, ...] | None = None
+    having: Expr | None = None
+    distinct: bool = False
+    cte: bool = False
+
+    @property
+    def columns(self) -> tuple[Expr, ...]:
+        return tuple(Expr(f"x{i}", e.type, e.domain) for i, e in enumerate(self.outputs))
+
+    @property
+    def joins(self) -> int:
+        return (self.join is not None) + sum(s.joins for s in self.sources)
+
+    @property
+    def constructs(self) -> frozenset:
+        parts = [*self.outputs, *(self.group or ()),
+                 *(e for e in (self.on, self.where, self.having) if e is not None)]
+        own = {"WHERE": self.where is not None, "HAVING": self.having is not None,
+               "GROUP BY": bool(self.group), "global aggregate": self.group == (),
+               "SELECT DISTINCT": self.distinct}
+        return _joined(parts) | {name for name, used in own.items() if used}
+
+
+@dataclass(frozen=True, eq=False)
+class SetOperation:
+    """``left operator right``: two SELECTs of one relation each, with matching columns."""
+
+    operator: str
+    left: Select
+    right: Select
+    cte: bool = False
+
+    @property
+    def columns(self) -> tuple[Expr, ...]:
+        pairs = zip(self.left.outputs, self.right.outputs)
+        return tuple(Expr(f"x{i}", wider(a.type, b.type),
+                          tuple(dict.fromkeys(a.domain + b.domain)))
+                     for i, (a, b) in enumerate(pairs))
+
+    @property
+    def joins(self) -> int:
+        return self.left.joins + self.right.joins
+
+
+LEAVES = tuple(Table(name) for name in SCHEMAS)
+
+
+@dataclass(frozen=True)
+class Query:
+    """A drawn query: its SQL text and the constructs it uses (keys of :data:`CONSTRUCTS`)."""
+
+    sql: str
+    constructs: frozenset
+
+
+class _Renderer:
+    """Writes a relation tree as SQL: aliases every FROM item uniquely, collects CTEs."""
+
+    def __init__(self):
+        self.aliases = 0
+        self.depth = 0
+        self.ctes: dict[int, tuple[str, str, object]] = {}  # id → (name, body, relation)
+        self.constructs: set[str] = set()
+
+    def query(self, relation) -> Query:
+        body = self.body(relation)
+        if self.ctes:
+            body = "WITH " + ", ".join(f"{name} AS ({sql})"
+                                       for name, sql, _ in self.ctes.values()) + " " + body
+        return Query(body, frozenset(self.constructs))
+
+    def body(self, relation) -> str:
+        if isinstance(relation, SetOperation):
+            self.constructs.add(relation.operator)
+            return f"{self.body(relation.left)} {relation.operator} {self.body(relation.right)}"
+        self.constructs |= relation.constructs
+        items = [self.from_item(source) for source in relation.sources]
+        aliases = [alias for _, alias in items]
+
+        def fill(e: Expr) -> str:
+            return e.sql.format(*aliases)
+
+        distinct = "DISTINCT " if relation.distinct else ""
+        outputs = ", ".join(f"{fill(e)} AS x{i}" for i, e in enumerate(relation.outputs))
+        sql = f"SELECT {distinct}{outputs} FROM {items[0][0]}"
+        if relation.join:
+            self.constructs.add(relation.join)
+            sql += f" {relation.join} {items[1][0]}"
+            if relation.on is not None:
+                sql += f" ON {fill(relation.on)}"
+        if relation.where is not None:
+            sql += f" WHERE {fill(relation.where)}"
+        if relation.group:
+            sql += " GROUP BY " + ", ".join(fill(k) for k in relation.group)
+        if relation.having is not None:
+            sql += f" HAVING {fill(relation.having)}"
+        return sql
+
+    def from_item(self, relation) -> tuple[str, str]:
+        self.aliases += 1
+        alias = f"q{self.aliases}"
+        if isinstance(relation, Table):
+            return f"{relation.name} AS {alias}", alias
+        self.depth += 1
+        if self.depth > 1:
+            self.constructs.add("nested derived tables")
+        try:
+            if not relation.cte:
+                self.constructs.add("derived table")
+                return f"({self.body(relation)}) AS {alias}", alias
+            if id(relation) in self.ctes:
+                self.constructs.add("CTE read twice")
+            else:
+                self.constructs.add("CTE")
+                body = self.body(relation)
+                self.ctes[id(relation)] = (f"c{len(self.ctes) + 1}", body, relation)
+            return f"{self.ctes[id(relation)][0]} AS {alias}", alias
+        finally:
+            self.depth -= 1
+
+
+def to_sql(relation) -> Query:
+    """The SQL of a relation tree (a source table reads as ``SELECT *``).
+
+    >>> join = Select((LEAVES[0], LEAVES[1]), (Expr("{1}.d", "STRING", ()),),
+    ...               join="LEFT JOIN", on=Expr("{0}.k = {1}.k", "BOOLEAN", ()))
+    >>> to_sql(Select((join,), (Expr("COUNT(*)", "BIGINT", ()),), group=())).sql
+    'SELECT COUNT(*) AS x0 FROM (SELECT q3.d AS x0 FROM r AS q2 LEFT JOIN s AS q3 ON q2.k = q3.k) AS q1'
+    """
+    if isinstance(relation, Table):
+        relation = Select((relation,), tuple(Expr(f"{{0}}.{c.sql}", c.type, c.domain)
+                                             for c in relation.columns))
+    return _Renderer().query(relation)
+
+
+def _columns_of(relation, side: int) -> list[Expr]:
+    """``relation``'s output columns as read from FROM item number ``side``."""
+    return [Expr(f"{{{side}}}.{c.sql}", c.type, c.domain) for c in relation.columns]
+
+
+def _sometimes(draw, one_in: int) -> bool:
+    """True about once in ``one_in`` draws (shrinks to False)."""
+    return draw(st.integers(0, one_in - 1)) == one_in - 1
+
+
+def as_string(c: Expr) -> Expr:
+    """``CAST(c AS STRING)``, its domain as Spark writes the values."""
+    domain = tuple(str(v).lower() if isinstance(v, bool) else str(v) for v in c.domain)
+    return Expr(f"CAST({c.sql} AS STRING)", "STRING", domain, c.constructs | {"CAST"})
 
 
 @st.composite
-def scalar_expressions(draw, columns) -> str:
-    name, table, column = draw(st.sampled_from(columns))
-    numeric = _typed(table, column) in NUMERIC
-    forms = ["{c}", "COALESCE({c}, {z})", "CASE WHEN {p} THEN 1 ELSE 0 END"]
-    if numeric:
-        forms += ["{c} + 1", "{c} * 2"]
-    form = draw(st.sampled_from(forms))
-    if "{p}" in form:
-        return form.format(p=draw(predicates(columns)))
-    zero = "0" if numeric else "'-'"
-    return form.format(c=name, z=zero)
-
-
-@st.composite
-def aggregate_calls(draw, columns) -> str:
-    numeric = [c for c in columns if _typed(c[1], c[2]) in NUMERIC]
-    name = draw(st.sampled_from(columns))[0]
-    number = draw(st.sampled_from(numeric))[0]
-    return draw(st.sampled_from([
-        "COUNT(*)", f"COUNT({name})", f"SUM({number})", f"AVG({number})",
-        f"SUM({number}) + COUNT(*)",
-    ]))
-
-
-@st.composite
-def queries(draw) -> str:
-    """A supported SELECT over r [⋈ s [⋈ t]]: rows, DISTINCT rows, or groups."""
-    tables = draw(st.sampled_from(list(FROM_CLAUSES)))
-    columns = [c for t in tables for c in table_columns(t, qualified=True)]
-    from_ = FROM_CLAUSES[tables]
-    if len(tables) > 1 and draw(st.booleans()):  # a residual predicate on r ⋈ s
-        residual = draw(predicates([c for c in columns if c[1] in ("r", "s")]))
-        from_ = from_.replace("r.k = s.k", f"r.k = s.k AND {residual}", 1)
-    where = draw(st.none() | predicates(columns))
-    shape = draw(st.sampled_from(["group", "rows", "distinct", "global"]))
-    if shape in ("rows", "distinct"):
-        exprs = draw(st.lists(scalar_expressions(columns), min_size=1, max_size=3))
-        outputs = [f"{e} AS x{i}" for i, e in enumerate(exprs)]
-        group = ""
+def scalars(draw, columns) -> Expr:
+    """A scalar expression over ``columns``: a column, COALESCE, CASE, CAST, arithmetic,
+    string functions, or a predicate's truth value."""
+    c = draw(st.sampled_from(columns))
+    forms = ["column", "COALESCE", "CASE", "predicate"]
+    if c.type in NUMBERS:
+        forms += ["+", "*", "-", "CAST"]
+    elif c.type == "STRING":
+        forms += ["CONCAT", "UPPER", "LENGTH"]
     else:
-        keys = [] if shape == "global" else draw(
-            st.lists(scalar_expressions(columns), min_size=1, max_size=2, unique=True))
-        shown = [k for k in keys if draw(st.booleans())]
-        calls = draw(st.lists(aggregate_calls(columns), min_size=1, max_size=3))
-        outputs = ([f"{k} AS g{i}" for i, k in enumerate(shown)]
-                   + [f"{c} AS x{i}" for i, c in enumerate(calls)])
-        group = f" GROUP BY {', '.join(keys)}" if keys else ""
-    distinct = "DISTINCT " if shape == "distinct" else ""
-    sql = f"SELECT {distinct}{', '.join(outputs)} FROM {from_}"
-    if where:
-        sql += f" WHERE {where}"
-    return sql + group
+        forms += ["CAST"]
+    form = draw(st.sampled_from(forms))
+    used = c.constructs
+    if form == "column":
+        return c
+    if form == "COALESCE":
+        fallback = literal(draw(st.sampled_from(c.domain)))
+        return Expr(f"COALESCE({c.sql}, {fallback})", c.type, c.domain, used | {"COALESCE"})
+    if form == "predicate":
+        p = draw(conditions(columns))
+        return Expr(f"({p.sql})", "BOOLEAN", (True, False), p.constructs)
+    if form == "CASE":
+        p = draw(conditions(columns))
+        used = used | p.constructs | {"CASE"}
+        shape = draw(st.sampled_from(["flag", "value", "labels"]))
+        if shape == "flag":
+            return Expr(f"CASE WHEN {p.sql} THEN 1 ELSE 0 END", "INT", (0, 1), used)
+        if shape == "value":
+            return Expr(f"CASE WHEN {p.sql} THEN {c.sql} END", c.type, c.domain, used)
+        q = draw(conditions(columns))
+        return Expr(f"CASE WHEN {p.sql} THEN 'lo' WHEN {q.sql} THEN 'mid' ELSE 'hi' END",
+                    "STRING", ("lo", "mid", "hi"), used | q.constructs)
+    if form == "+":
+        return Expr(f"{c.sql} + 1", c.type, tuple(v + 1 for v in c.domain),
+                    used | {"arithmetic"})
+    if form == "*":
+        return Expr(f"{c.sql} * 2", c.type, tuple(v * 2 for v in c.domain),
+                    used | {"arithmetic"})
+    if form == "-":
+        d = draw(st.sampled_from([n for n in columns if n.type in NUMBERS]))
+        type_ = wider(c.type, d.type)
+        return Expr(f"{c.sql} - {d.sql}", type_, GENERIC_DOMAINS[type_],
+                    used | d.constructs | {"arithmetic"})
+    if form == "CAST":
+        used = used | {"CAST"}
+        targets = ["STRING"] + (["DECIMAL(12,2)"] if c.type in ("INT", "BIGINT") else ["INT"])
+        target = draw(st.sampled_from(targets))
+        if target == "STRING":
+            return as_string(c)
+        if target == "INT":
+            return Expr(f"CAST({c.sql} AS INT)", "INT", GENERIC_DOMAINS["INT"], used)
+        return Expr(f"CAST({c.sql} AS DECIMAL(12,2))", "DECIMAL",
+                    tuple(Decimal(v) for v in c.domain), used)
+    if form == "CONCAT":
+        return Expr(f"CONCAT({c.sql}, '!')", "STRING", tuple(v + "!" for v in c.domain), used)
+    if form == "UPPER":
+        return Expr(f"UPPER({c.sql})", "STRING", tuple(v.upper() for v in c.domain), used)
+    return Expr(f"LENGTH({c.sql})", "INT", (0, 1, 2), used)
+
+
+@st.composite
+def exact_numbers(draw, columns) -> Expr:
+    """An exact numeric expression over ``columns`` (some of which are exact numbers)."""
+    c = draw(st.sampled_from([n for n in columns if n.type in EXACT]))
+    form = draw(st.sampled_from(["column", "*", "COALESCE", "CASE"]))
+    if form == "column":
+        return c
+    if form == "*":
+        return Expr(f"{c.sql} * 2", c.type, (), c.constructs | {"arithmetic"})
+    if form == "COALESCE":
+        return Expr(f"COALESCE({c.sql}, 0)", c.type, (), c.constructs | {"COALESCE"})
+    p = draw(conditions(columns))
+    return Expr(f"CASE WHEN {p.sql} THEN {c.sql} ELSE 0 END", c.type, (),
+                c.constructs | p.constructs | {"CASE"})
+
+
+@st.composite
+def aggregates(draw, columns) -> Expr:
+    """An aggregate over ``columns``: COUNT(*), COUNT(x), MIN, MAX, COUNT(DISTINCT x), and
+    over exact numbers SUM, AVG, an expression over two, or ``SUM(x) FILTER (WHERE …)``
+    (unless :data:`WITHHELD`)."""
+    forms = ["COUNT(*)", "COUNT(x)", "MIN", "MAX", "COUNT(DISTINCT x)"]
+    if any(c.type in EXACT for c in columns):
+        forms[1:1] = [f for f in ("SUM", "AVG", "SUM + COUNT(*)", "SUM(x) FILTER")
+                      if f not in WITHHELD]
+    form = draw(st.sampled_from(forms))
+    counts = GENERIC_DOMAINS["BIGINT"]
+    if form == "COUNT(*)":
+        return Expr("COUNT(*)", "BIGINT", counts, frozenset({form}))
+    if form in ("COUNT(x)", "MIN", "MAX", "COUNT(DISTINCT x)"):
+        c = draw(scalars(columns))
+        used = c.constructs | {form}
+        if form == "COUNT(x)":
+            return Expr(f"COUNT({c.sql})", "BIGINT", counts, used)
+        if form == "COUNT(DISTINCT x)":
+            return Expr(f"COUNT(DISTINCT {c.sql})", "BIGINT", counts, used)
+        return Expr(f"{form}({c.sql})", c.type, c.domain, used)
+    n = draw(exact_numbers(columns))
+    total = "BIGINT" if n.type in ("INT", "BIGINT") else "DECIMAL"
+    if form == "SUM":
+        return Expr(f"SUM({n.sql})", total, GENERIC_DOMAINS[total], n.constructs | {"SUM"})
+    if form == "AVG":
+        mean = "DOUBLE" if n.type in ("INT", "BIGINT") else "DECIMAL"
+        return Expr(f"AVG({n.sql})", mean, GENERIC_DOMAINS[mean], n.constructs | {"AVG"})
+    if form == "SUM(x) FILTER":
+        p = draw(conditions(columns))
+        return Expr(f"SUM({n.sql}) FILTER (WHERE {p.sql})", total, GENERIC_DOMAINS[total],
+                    n.constructs | p.constructs | {"SUM", form})
+    return Expr(f"SUM({n.sql}) + COUNT(*)", total, GENERIC_DOMAINS[total],
+                n.constructs | {"SUM", "COUNT(*)", "arithmetic"})
+
+
+@st.composite
+def selects(draw, sources, columns, join=None, on=None) -> Select:
+    """A SELECT block over ``sources`` reading ``columns``: rows, DISTINCT rows, groups
+    (GROUP BY, maybe HAVING) or a global aggregate, maybe under a WHERE."""
+    where = draw(st.none() | conditions(columns))
+    shape = draw(st.sampled_from(["rows", "group", "distinct", "global"]))
+    if shape in ("rows", "distinct"):
+        outputs = draw(st.lists(scalars(columns), min_size=1, max_size=3))
+        return Select(sources, tuple(outputs), join, on, where, distinct=shape == "distinct",
+                      cte=_sometimes(draw, 6))
+    keys = [] if shape == "global" else draw(
+        st.lists(scalars(columns), min_size=1, max_size=2, unique_by=lambda e: e.sql))
+    shown = [k for k in keys if draw(st.booleans())]
+    calls = draw(st.lists(aggregates(columns), min_size=1, max_size=3))
+    having = draw(st.none() | conditions(keys + calls)) if _sometimes(draw, 2) else None
+    return Select(sources, tuple(shown + calls), join, on, where, group=tuple(keys),
+                  having=having, cte=_sometimes(draw, 6))
+
+
+@st.composite
+def one_source(draw, relations) -> Select:
+    """A SELECT block over one relation."""
+    source = draw(relations)
+    return draw(selects((source,), _columns_of(source, 0)))
+
+
+@st.composite
+def equalities(draw, left, right) -> Expr:
+    """``l = r`` for a column of each side, of one type family (preferring columns whose
+    values meet); if the sides share no family, their values compared as strings."""
+    pairs = [(a, b) for a in left for b in right if family(a.type) == family(b.type)]
+    meeting = [(a, b) for a, b in pairs if set(a.domain) & set(b.domain)]
+    if pairs:
+        a, b = draw(st.sampled_from(meeting or pairs))
+        return Expr(f"{a.sql} = {b.sql}", "BOOLEAN", (True, False))
+    a, b = draw(st.sampled_from(left)), draw(st.sampled_from(right))
+    return Expr(f"{as_string(a).sql} = {as_string(b).sql}", "BOOLEAN", (True, False),
+                frozenset({"CAST"}))
+
+
+@st.composite
+def residuals(draw, left, right) -> Expr:
+    """A join condition beyond the equality: a comparison of the two sides' columns, or a
+    predicate over them."""
+    pairs = [(a, b) for a in left for b in right
+             if family(a.type) == family(b.type) and a.type != "BOOLEAN"]
+    if pairs and draw(st.booleans()):
+        a, b = draw(st.sampled_from(pairs))
+        op = draw(st.sampled_from(["<=", "<>", ">"] if a.type in NUMBERS else ["<>"]))
+        return Expr(f"{a.sql} {op} {b.sql}", "BOOLEAN", (True, False))
+    return draw(conditions(left + right))
+
+
+@st.composite
+def joins(draw, relations) -> Select:
+    """A SELECT block over a join of two relations (now and then a relation with itself):
+    INNER, LEFT, RIGHT, FULL OUTER, LEFT SEMI or LEFT ANTI on at least one equality, maybe
+    with a residual condition; or a CROSS JOIN of two relations without joins."""
+    left = draw(relations)
+    right = left if _sometimes(draw, 8) else draw(relations)
+    if right is left and not isinstance(left, Table) and draw(st.booleans()):
+        left = right = replace(left, cte=True)  # a CTE read twice
+    kinds = list(JOINS) + (["CROSS JOIN"] if left.joins == right.joins == 0 else [])
+    kind = draw(st.sampled_from(kinds))
+    a, b = _columns_of(left, 0), _columns_of(right, 1)
+    visible = a if kind in ("LEFT SEMI JOIN", "LEFT ANTI JOIN") else a + b
+    if kind == "CROSS JOIN":
+        return draw(selects((left, right), visible, kind))
+    on = draw(equalities(a, b))
+    if draw(st.booleans()):
+        residual = draw(residuals(a, b))
+        used = on.constructs | residual.constructs
+        if kind == "INNER JOIN":
+            used |= {"INNER JOIN with a residual"}
+        on = Expr(f"{on.sql} AND {residual.sql}", "BOOLEAN", (True, False), used)
+    return draw(selects((left, right), visible, kind, on))
+
+
+@st.composite
+def set_operations(draw, relations) -> SetOperation:
+    """Two relations' columns, chosen to match in number and type family, under a set
+    operator (a branch may filter its rows)."""
+    left, right = draw(relations), draw(relations)
+    a, b = _columns_of(left, 0), _columns_of(right, 0)
+    picked = []
+    for _ in range(draw(st.integers(1, 3))):
+        families = sorted({family(c.type) for c in a} & {family(c.type) for c in b})
+        if families:
+            f = draw(st.sampled_from(families))
+            picked.append((draw(st.sampled_from([c for c in a if family(c.type) == f])),
+                           draw(st.sampled_from([c for c in b if family(c.type) == f]))))
+        else:  # no family in common: compare as strings
+            picked.append((as_string(draw(st.sampled_from(a))),
+                           as_string(draw(st.sampled_from(b)))))
+    branches = [Select((source,), tuple(side), where=draw(st.none() | conditions(columns))
+                       if _sometimes(draw, 3) else None)
+                for source, side, columns in ((left, [p[0] for p in picked], a),
+                                              (right, [p[1] for p in picked], b))]
+    operator = draw(st.sampled_from(SET_OPERATORS))
+    return SetOperation(operator, *branches, cte=_sometimes(draw, 6))
+
+
+@functools.cache
+def relations(max_leaves: int = 5) -> st.SearchStrategy:
+    """Trees of relations over r, s and t with at most ``max_leaves`` table reads."""
+    return st.recursive(
+        st.sampled_from(LEAVES),
+        lambda inner: st.one_of(one_source(inner), joins(inner), set_operations(inner)),
+        max_leaves=max_leaves)
+
+
+@st.composite
+def drawn_queries(draw, max_leaves: int = 5) -> Query:
+    """A supported query over r, s and t, with the constructs it uses."""
+    relation = draw(relations(max_leaves))
+    if isinstance(relation, Table):
+        relation = draw(one_source(st.just(relation)))
+    return to_sql(relation)
+
+
+def queries(max_leaves: int = 5) -> st.SearchStrategy[str]:
+    """The SQL of a supported query over r, s and t (see :func:`drawn_queries`)."""
+    return drawn_queries(max_leaves).map(lambda q: q.sql)
