@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import networkx as nx
 
-from ivm.ir import Aggregate, Distinct, Filter, Join, Project, Scan, Window, children, scans
+from ivm.ir import (Aggregate, Distinct, Filter, Join, Project, Scan, Window, aliases_of,
+                    children, equalities, scans)
 from ivm.rules import Kind, rule_for
 from ivm.rules.maintenance import Maintenance
 from ivm.zset import Read
@@ -37,7 +38,8 @@ def describe(node) -> str:
         return f"scan {node.table} AS {node.alias} ({', '.join(node.columns)})"
     if isinstance(node, Join):
         on = node.condition.sql(DIALECT) if node.condition is not None else "TRUE"
-        return f"join {' ⋈ '.join(s.alias for s in node.inputs)} ON {on}"
+        kind = "" if node.kind == "inner" else f"{node.kind} "
+        return f"{kind}join {' ⋈ '.join(_named(i) for i in node.inputs)} ON {on}"
     if isinstance(node, Filter):
         return f"filter {node.predicate.sql(DIALECT)}"
     if isinstance(node, Project):
@@ -58,15 +60,28 @@ def describe(node) -> str:
 def _recomputed_whole(node, rule) -> bool:
     """An affected-key rule over an operator without a key recomputes all of it."""
     keyless = (isinstance(node, Window) and not node.partition) or (
-        isinstance(node, Aggregate) and not node.keys)
+        isinstance(node, Aggregate) and not node.keys) or (
+        isinstance(node, Join) and node.kind != "inner" and not (
+            node.condition is not None and equalities(node.condition, *node.inputs)))
     return rule.kind is Kind.KEYED and keyless
 
 
+def _named(node) -> str:
+    """A join input by its alias (several, in parentheses, for a nested join)."""
+    aliases = aliases_of(node)
+    return aliases[0] if len(aliases) == 1 else f"({', '.join(aliases)})"
+
+
 def _term_summary(node: Join) -> str:
+    """The terms of an inner join's delta: which input is the change, which are snapshots."""
     from ivm.rules import differentiate
-    terms = differentiate(node).inputs
-    return "; ".join(" ⋈ ".join(f"Δ{s.alias}" if s.read is Read.DELTA else f"{s.alias}@{s.read.value}"
-                                for s in term.inputs) for term in terms)
+
+    def read(node) -> str:
+        reads = {s.read for s in scans(node)}
+        return f"Δ{_named(node)}" if Read.DELTA in reads else \
+            f"{_named(node)}@{'/'.join(sorted(r.value for r in reads))}"
+    return "; ".join(" ⋈ ".join(read(i) for i in term.inputs)
+                     for term in differentiate(node).inputs)
 
 
 def explain(plan, maintenance: Maintenance) -> str:
@@ -94,7 +109,7 @@ def explain(plan, maintenance: Maintenance) -> str:
                              "(no key to restrict it to): a full recompute of this operator")
             else:
                 lines.append(f"      reads {rule.reads}")
-        if isinstance(node, Join):
+        if isinstance(node, Join) and node.kind == "inner":
             lines.append(f"      terms: {_term_summary(node)}")
     reads = sorted({(s.table, s.read.value) for s in scans(maintenance.delta)})
     by_table: dict[str, list[str]] = {}

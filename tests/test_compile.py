@@ -239,3 +239,105 @@ def test_intersect_and_except_recompute_the_affected_rows():
         after = differentiate(q.plan).inputs[0].input
         assert isinstance(after.left, Restrict) and isinstance(after.right, Restrict)
         assert after.left.affected == after.right.affected
+
+
+def nodes_of(plan, kind):
+    from ivm.circuit import circuit
+    return [n for n in circuit(plan) if isinstance(n, kind)]
+
+
+def test_window_partitions_are_the_recompute_keys():
+    from ivm.ir import Restrict, Window
+    q = ivm.compile("SELECT id, status, ROW_NUMBER() OVER (PARTITION BY status ORDER BY "
+                    "amount DESC) AS rn, SUM(amount) OVER (PARTITION BY cust_id) AS total "
+                    "FROM orders", SCHEMA)
+    windows = nodes_of(q.plan, Window)
+    assert len(windows) == 2  # one per partitioning
+    restricts = nodes_of(differentiate(windows[-1]), Restrict)
+    partitions = {tuple(k.sql() for k in w.partition) for w in windows}
+    assert {tuple(k.sql() for k in r.keys) for r in restricts} <= partitions
+    assert "full recompute: never" in q.explain()
+
+
+def test_row_number_breaks_ties_by_every_column_but_rank_does_not():
+    from ivm.ir import Window
+    q = ivm.compile("SELECT id, RANK() OVER (PARTITION BY status ORDER BY amount) AS r, "
+                    "ROW_NUMBER() OVER (PARTITION BY status ORDER BY amount) AS n FROM orders",
+                    SCHEMA)
+    (window,) = nodes_of(q.plan, Window)
+    rank, number = (f.args["order"].expressions for _, f in window.functions)
+    assert len(rank) == 1 and len(number) == 1 + len(window.input.columns) - 1
+
+
+def test_qualify_is_a_filter_over_the_window():
+    from ivm.ir import Filter, Window
+    q = ivm.compile("SELECT id, status FROM orders QUALIFY ROW_NUMBER() OVER "
+                    "(PARTITION BY status ORDER BY amount DESC) = 1", SCHEMA)
+    (qualify,) = [f for f in nodes_of(q.plan, Filter) if isinstance(f.input, Window)]
+    assert "QUALIFY" not in q.delta_sql and "ROW_NUMBER()" in q.delta_sql
+
+
+def test_order_by_limit_is_a_top_n_recomputed_whole():
+    from ivm.ir import Window
+    q = ivm.compile("SELECT cust_id, SUM(amount) AS total FROM orders GROUP BY cust_id "
+                    "ORDER BY total DESC LIMIT 3", SCHEMA)
+    (top,) = nodes_of(q.plan, Window)
+    assert top.partition == () and "LIMIT" not in q.full_sql
+    assert [name for name, _ in q.plan.columns] == ["cust_id", "total"]
+    explain = q.explain()
+    assert "a full recompute of this operator" in explain
+    assert "full recompute: never" not in explain
+
+
+@pytest.mark.parametrize("sql, kind", [
+    ("SELECT id FROM orders o WHERE EXISTS (SELECT 1 FROM customers c WHERE c.id = o.cust_id)",
+     "semi"),
+    ("SELECT id FROM orders o WHERE NOT EXISTS "
+     "(SELECT 1 FROM customers c WHERE c.id = o.cust_id AND c.region = 'x')", "anti"),
+    ("SELECT id FROM orders WHERE cust_id IN (SELECT id FROM customers)", "semi"),
+    ("SELECT id FROM orders WHERE cust_id NOT IN (SELECT id FROM customers)", "anti"),
+])
+def test_exists_and_in_become_semi_and_anti_joins_on_their_keys(sql, kind):
+    q = ivm.compile(sql, SCHEMA)
+    (join,) = [j for j in nodes_of(q.plan, Join) if j.kind == kind]
+    assert "EXISTS" not in q.delta_sql and " IN (" not in q.delta_sql
+    # NOT IN also counts the subquery's rows and NULLs: a global aggregate, recomputed whole
+    assert ("full recompute: never" in q.explain()) == ("NOT IN" not in sql)
+
+
+def test_not_in_keeps_sql_null_rules():
+    q = ivm.compile("SELECT id FROM orders WHERE cust_id NOT IN (SELECT id FROM customers)",
+                    SCHEMA)
+    text = q.full_sql
+    assert "COUNT(*) - COUNT(" in text and "NOT orders.cust_id IS NULL" in text
+
+
+@pytest.mark.parametrize("sql, kind", [
+    # compared in WHERE: an unmatched key fails the comparison either way
+    ("SELECT id FROM orders o WHERE o.amount > "
+     "(SELECT AVG(p.amount) FROM orders p WHERE p.cust_id = o.cust_id)", "inner"),
+    # COUNT over no rows is 0, not NULL: a left join that supplies the 0
+    ("SELECT c.id, (SELECT COUNT(*) FROM orders o WHERE o.cust_id = c.id) AS n "
+     "FROM customers c", "left"),
+])
+def test_correlated_scalar_subquery_joins_its_grouped_aggregate(sql, kind):
+    from ivm.ir import Aggregate
+    q = ivm.compile(sql, SCHEMA)
+    (join,) = [j for j in nodes_of(q.plan, Join) if j.inputs[1].alias.startswith("_ivm_sq")]
+    assert join.kind == kind and nodes_of(join.inputs[1], Aggregate)
+    assert (kind == "left") == ("CASE WHEN" in q.full_sql)
+
+
+def test_uncorrelated_scalar_subquery_is_a_cross_join_with_one_row():
+    from ivm.ir import Aggregate
+    q = ivm.compile("SELECT id FROM orders WHERE amount > (SELECT AVG(amount) FROM orders)",
+                    SCHEMA)
+    (join,) = nodes_of(q.plan, Join)
+    (aggregate,) = nodes_of(join.inputs[-1], Aggregate)
+    assert join.condition is None and aggregate.keys == ()
+
+
+def test_outer_join_without_an_equality_is_recomputed_whole():
+    q = ivm.compile("SELECT o.id, c.region FROM orders o LEFT JOIN customers c "
+                    "ON o.cust_id > c.id", SCHEMA)
+    assert "a full recompute of this operator" in q.explain()

@@ -21,8 +21,9 @@ from sqlglot import exp
 
 from ivm.errors import CatalogError, UnsupportedQuery
 from ivm.frontend.positions import position_of
+from ivm.frontend.subqueries import SUBQUERY_PREFIX, unnest
 from ivm.ir import (Aggregate, AggregateCall, Distinct, Filter, Join, Project, Scan,
-                    SetOperation, Subquery, Union, Window, columns, equalities)
+                    SetOperation, Subquery, Union, Window, columns)
 from ivm.rules.window import deterministic
 from ivm.zset import BOOKKEEPING_PREFIX
 
@@ -73,6 +74,7 @@ class _Lowering:
     def __init__(self, sql: str):
         self.sql = sql
         self.ctes: dict[str, object] = {}
+        self.subqueries = 0  # numbers the relations that compute subqueries
 
     def refuse(self, construct: str, node, hint: str | None = None, **kw):
         raise UnsupportedQuery(construct, self.sql, position_of(node), hint=hint, **kw)
@@ -129,13 +131,24 @@ class _Lowering:
 
     def select(self, select: exp.Select):
         self.refuse_clauses(select)
+        # a later branch of a set operation takes its column names from the first one
+        named = not (isinstance(select.parent, exp.SetOperation)
+                     and select is select.parent.expression)
+        unnested = unnest(self, select)
+        select = unnested.select
         self.refuse_expressions(select)
-        relation = self.from_clause(select)
+        relation = self.from_clause(select, unnested.expressions())
+        for crossed in unnested.crossed:  # one-row subqueries, read by WHERE and beyond
+            relation = Join(relation.inputs + (crossed,), relation.condition) if isinstance(
+                relation, Join) and relation.kind == "inner" else Join((relation, crossed))
         where = select.args.get("where")
         if where is not None:
             relation = Filter(relation, where.this.copy())
+        for kind, right, condition in unnested.steps:  # EXISTS, IN, correlated subqueries
+            relation = Filter(relation, condition) if right is None else Join(
+                (relation, right), condition, kind)
 
-        outputs = self.output_columns(select)
+        outputs = self.output_columns(select, named)
         visible = [name for name, _ in outputs]
         ordered = self.ordering(select, outputs)  # may add hidden outputs to sort by
         distinct = select.args.get("distinct")
@@ -262,10 +275,19 @@ class _Lowering:
                     self.refuse(f"window function in {_clause_name(clause)}", node,
                                 "compute it in a subquery and filter on its result, "
                                 "or filter with QUALIFY")
-            if isinstance(node, (exp.Exists, exp.In)) and node.find(exp.Select) or isinstance(
-                    node, exp.Subquery) and not isinstance(node.parent, (exp.From, exp.Join)):
-                self.refuse("subquery", node,
-                            "subqueries in expressions are not supported yet; join the tables")
+            if isinstance(node, (exp.Exists, exp.In)) and node.find(exp.Select):
+                what = "EXISTS" if isinstance(node, exp.Exists) else "IN (subquery)"
+                self.refuse(f"{what} other than as a condition of WHERE", node,
+                            "test it in a conjunct of WHERE (… AND EXISTS (…)), or join the "
+                            "subquery's table")
+            if isinstance(node, exp.Subquery) and not isinstance(
+                    node.parent, (exp.From, exp.Join, exp.In, exp.Exists)):
+                clause = node.find_ancestor(exp.Group, exp.Order, exp.Join, exp.AggFunc,
+                                            exp.Window)
+                where = {exp.Group: "GROUP BY", exp.Order: "ORDER BY",
+                         exp.Join: "a join condition"}.get(type(clause), "an aggregate")
+                self.refuse(f"subquery in {where}", node,
+                            "compute it in a subquery in FROM, then refer to its column")
             if isinstance(node, exp.Func):
                 name = (node.sql_name() if not isinstance(node, exp.Anonymous)
                         else node.name).lower()
@@ -277,12 +299,13 @@ class _Lowering:
                         "sources explains a change of the view",
                         hint="compute the value into a source column when the row is written")
 
-    def from_clause(self, select: exp.Select):
+    def from_clause(self, select: exp.Select, conditions: list[exp.Expression]):
+        """The FROM clause's relation; ``conditions`` (of subqueries' joins) read it too."""
         from_ = select.args.get("from_")
         if from_ is None:
             self.refuse("SELECT without FROM", select,
                         "a materialized view reads at least one table")
-        used = _used_columns(select)
+        used = _used_columns(select, conditions)
         relation = self.table(from_.this, used)
         inner: list = [relation]
         conditions: list[exp.Expression] = []
@@ -300,10 +323,7 @@ class _Lowering:
                 continue
             left = inner[0] if len(inner) == 1 else Join(
                 tuple(inner), exp.and_(*conditions) if conditions else None)
-            if on is None or not equalities(on, left, right):
-                self.refuse(f"{JOIN_NAMES[kind]} without an equality between its two sides",
-                            join, "join on at least one column of each side: ON a.k = b.k")
-            inner, conditions = [Join((left, right), on.copy(), kind)], []
+            inner, conditions = [Join((left, right), on.copy() if on else None, kind)], []
         if len(inner) == 1 and not conditions:
             return inner[0]
         if len(inner) == 1:
@@ -324,13 +344,14 @@ class _Lowering:
         table = ".".join(part.name for part in source.parts)
         return Scan(table, alias, tuple(used.get(alias, ())), position=position_of(source))
 
-    def output_columns(self, select: exp.Select) -> list[tuple[str, exp.Expression]]:
+    def output_columns(self, select: exp.Select, named: bool = True
+                       ) -> list[tuple[str, exp.Expression]]:
         """(name, expression) per SELECT item; names must be unique, valid and not ours."""
         outputs = []
         for item in select.expressions:
             name = item.alias_or_name
             expression = item.this if isinstance(item, exp.Alias) else item
-            if not isinstance(expression, exp.Column) and name.startswith("_col_"):
+            if named and not isinstance(expression, exp.Column) and name.startswith("_col_"):
                 raise CatalogError("a computed column of a materialized view needs a name",
                                    self.sql, position_of(item),
                                    hint=f"name it: {expression.sql('spark')} AS some_name")
@@ -347,7 +368,11 @@ class _Lowering:
         """Aggregate(keys, calls) [→ Filter(HAVING)] under a Project naming keys and calls;
         window functions (evaluated after grouping) read the keys and calls too."""
         keys: list[tuple[str, exp.Expression]] = []
-        for expression in (group.expressions if group is not None else []):
+        # A one-row subquery's column is the same in every group: group by it as well.
+        constants = [c for e in [e for _, e in outputs] + ([having.this] if having else [])
+                     for c in e.find_all(exp.Column)
+                     if c.table.startswith(SUBQUERY_PREFIX) and not c.find_ancestor(exp.AggFunc)]
+        for expression in (group.expressions if group is not None else []) + constants:
             if expression.find(exp.AggFunc):
                 self.refuse("aggregate in GROUP BY", expression)
             if all(expression != key for _, key in keys):
@@ -464,17 +489,19 @@ def _window_inside(window: exp.Window, transform=None) -> exp.Expression:
     return window
 
 
-def _own_nodes(select: exp.Select):
-    """The nodes of ``select`` outside its nested queries (those are lowered on their own)."""
+def _own_nodes(root: exp.Expression):
+    """The nodes of ``root`` outside its nested queries (those are lowered on their own)."""
     def prune(node):
-        return node is not select and isinstance(node, (exp.Select, exp.SetOperation))
-    return select.walk(prune=prune)
+        return node is not root and isinstance(node, (exp.Select, exp.SetOperation))
+    return root.walk(prune=prune)
 
 
-def _used_columns(select: exp.Select) -> dict[str, list[str]]:
-    """Columns referenced per table alias in ``select``'s own scope, in order of first use."""
+def _used_columns(select: exp.Select, conditions) -> dict[str, list[str]]:
+    """Columns referenced per table alias in ``select``'s own scope and in ``conditions``,
+    in order of first use."""
     used: dict[str, list[str]] = {}
-    for column in _own_nodes(select):
+    nodes = [n for node in [select, *conditions] for n in _own_nodes(node)]
+    for column in nodes:
         if isinstance(column, exp.Column) and column.table:
             names = used.setdefault(column.table, [])
             if column.name not in names:

@@ -12,6 +12,7 @@ not change) contributes nothing; the runtime binds it empty and Spark prunes it.
 Outer, semi and anti joins are not bilinear (a padded or filtered row depends on the absence
 of matches), but their output for a join key depends only on the rows with that key: they are
 maintained by affected-key recompute (:mod:`ivm.rules.keyed`) on the equalities of their ON.
+One without an equality in its ON has no key, and is recomputed whole when an input changes.
 
 >>> from sqlglot import exp
 >>> from ivm.ir import Join, Scan
@@ -43,7 +44,8 @@ def derive_join(node: Join, differentiate) -> Union:
 
 def derive_keyed_join(node: Join, differentiate) -> Union:
     left, right = node.inputs
-    pairs = equalities(node.condition, left, right)  # lowering ensures there is one
+    # Without an equality there is no key: K is "everything" whenever an input changed.
+    pairs = equalities(node.condition, left, right) if node.condition is not None else []
     return recompute([(left, [l for l, _ in pairs]), (right, [r for _, r in pairs])],
                      lambda l, r: Join((l, r), node.condition, node.kind), differentiate)
 

@@ -115,6 +115,26 @@ FAMILIES: dict[str, dict[str, str | Rewritten]] = {
         "rank_groups": ("SELECT k, COUNT(*) AS n, RANK() OVER (ORDER BY COUNT(*) DESC) AS rk "
                         "FROM r GROUP BY k"),
     },
+    "subqueries": {
+        # EXISTS with a residual condition; NOT EXISTS correlated by an equality and more
+        "exists": ("SELECT r.k, r.a FROM r WHERE r.b IS NOT NULL AND "
+                   "EXISTS (SELECT 1 FROM s WHERE s.k = r.k AND s.c > 0)"),
+        "not_exists": ("SELECT r.k, r.s FROM r WHERE NOT EXISTS "
+                       "(SELECT 1 FROM t WHERE t.c = r.k AND t.e >= r.a)"),
+        "exists_anywhere": "SELECT k, a FROM r WHERE EXISTS (SELECT 1 FROM t WHERE e > 1)",
+        # IN over a grouped subquery; NOT IN against a column with NULLs (SQL's NULL rules)
+        "in_grouped": ("SELECT r.k, r.b FROM r WHERE r.k IN "
+                       "(SELECT k FROM s GROUP BY k HAVING COUNT(*) > 1)"),
+        "not_in": "SELECT r.k, r.a FROM r WHERE r.a NOT IN (SELECT c FROM t)",
+        # scalar subqueries: uncorrelated, correlated in WHERE, correlated COUNT in SELECT
+        # (0, not NULL, for a key without rows), and in HAVING
+        "scalar": "SELECT k, a FROM r WHERE a > (SELECT AVG(e) FROM t)",
+        "correlated": ("SELECT r.k, r.a FROM r WHERE r.a >= "
+                       "(SELECT MAX(t.e) FROM t WHERE t.c = r.k)"),
+        "correlated_count": "SELECT r.k, (SELECT COUNT(*) FROM s WHERE s.k = r.k) AS n FROM r",
+        "having_scalar": ("SELECT s, COUNT(*) AS n FROM r GROUP BY s "
+                          "HAVING COUNT(*) >= (SELECT COUNT(*) FROM t) / 2"),
+    },
     "set_operations": {
         "intersect": "SELECT k AS x FROM r INTERSECT SELECT c FROM t",
         "except_all": "SELECT k AS x FROM r EXCEPT ALL SELECT c FROM s",
