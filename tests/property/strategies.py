@@ -652,7 +652,7 @@ def aggregates(draw, columns) -> Expr:
 def selects(draw, sources, columns, join=None, on=None) -> Select:
     """A SELECT block over ``sources`` reading ``columns``: rows, DISTINCT rows, groups
     (GROUP BY, maybe HAVING) or a global aggregate, maybe under a WHERE."""
-    where = draw(st.none() | conditions(columns))
+    where = draw(conditions(columns)) if _sometimes(draw, 3) else None  # nested, they add up
     shape = draw(st.sampled_from(["rows", "group", "distinct", "global"]))
     if shape in ("rows", "distinct"):
         outputs = draw(st.lists(scalars(columns), min_size=1, max_size=3))

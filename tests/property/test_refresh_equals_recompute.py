@@ -9,7 +9,9 @@ Spark costs about a second per statement and a refresh several, so each example 
 several views over the same sources (a *family*, see :mod:`views`), and each test runs a
 fraction of the profile's ``max_examples``. Under ``ci`` each family runs its hand-written
 scenario only (``deep`` adds 10 drawn ones per family), and the drawn queries run over drawn
-scenarios.
+scenarios. Those queries come from a recursive grammar of the SQL ivm maintains
+(:func:`strategies.queries`): joins of every kind, aggregates, DISTINCT and set operations
+nested in derived tables and CTEs; the oracle is still Spark running the query as drawn.
 """
 
 from decimal import Decimal
@@ -86,4 +88,5 @@ def test_view_families_equal_recompute(spark, family, scenario):
 ])
 @given(scenario=scenarios(), drawn=st.lists(queries(), min_size=2, max_size=3, unique=True))
 def test_drawn_queries_equal_recompute(spark, scenario, drawn):
+    """Two or three drawn queries, each with up to five table reads, over drawn changes."""
     run_scenario(spark, scenario, {f"q{i}": sql for i, sql in enumerate(drawn)})
