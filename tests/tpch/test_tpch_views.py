@@ -9,6 +9,8 @@ The views share one database and are created once for the module; each stage che
 them together, so the whole file costs few Spark jobs. A stage can also run alone.
 """
 
+from functools import reduce
+
 import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -77,17 +79,16 @@ def _without_rows(spark, frames: dict[str, DataFrame]) -> set[str]:
     """The names of the frames without a row that has a value other than NULL; one job."""
     found = [frame.where(" OR ".join(f"`{c}` IS NOT NULL" for c in frame.columns))
              .select(F.lit(name).alias("name")).limit(1) for name, frame in frames.items()]
-    union = found[0]
-    for frame in found[1:]:
-        union = union.unionAll(frame)
-    return set(frames) - {row.name for row in union.collect()}
+    return set(frames) - {row.name for row in reduce(DataFrame.unionAll, found).collect()}
 
 
 def test_views_after_create(spark, views):
-    """Every view has rows (and every refused query), then equals its query."""
+    """Every view has rows (as has every refused query), and equals its query."""
     frames = {name: spark.table(name) if name in views else spark.sql(sql)
               for name, sql in QUERIES.items()}
-    assert _without_rows(spark, frames) == EMPTY_AT_SCALE, "views without rows after CREATE"
+    empty = _without_rows(spark, frames)
+    assert empty == EMPTY_AT_SCALE, (f"without rows after CREATE: {sorted(empty)}; "
+                                     f"expected only {sorted(EMPTY_AT_SCALE)}")
     check_views(spark, views, "after CREATE")
 
 
@@ -105,5 +106,6 @@ def test_views_after_batch(spark, views, batch):
 
 
 def test_views_after_full_refresh(spark, views):
+    """REFRESH ... FULL recomputes every view; each still equals its query."""
     refresh_views(spark, views, full=True)
     check_views(spark, views, "after REFRESH ... FULL")
