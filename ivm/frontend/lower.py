@@ -383,6 +383,8 @@ class _Lowering:
             for name, key in keys:
                 if node == key:
                     return exp.column(name)
+            if isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc):
+                node = node.this  # agg(x) FILTER (WHERE …) is one aggregate call
             if isinstance(node, exp.AggFunc):
                 call = self.aggregate_call(node)
                 for name, existing in calls:

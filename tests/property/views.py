@@ -73,8 +73,8 @@ FAMILIES: dict[str, dict[str, str | Rewritten]] = {
     },
     "keyed_aggregates": {
         # aggregates without accumulators: recomputed per affected group
-        "min_max": ("SELECT k, MIN(a) AS lo, MAX(b) AS hi, COUNT(DISTINCT s) AS kinds "
-                    "FROM r GROUP BY k"),
+        "min_max": ("SELECT k, MIN(a) AS lo, MAX(b) AS hi, COUNT(DISTINCT s) AS kinds, "
+                    "SUM(a) FILTER (WHERE b > 0) AS positive_a FROM r GROUP BY k"),
         "having": "SELECT s, COUNT(*) AS n, SUM(a) AS sum_a FROM r GROUP BY s HAVING COUNT(*) > 1",
         "global_max": "SELECT MAX(e) AS hi, MIN(e) AS lo FROM t",
         "join_max": ("SELECT s.d, MAX(r.a) AS hi FROM r JOIN s ON r.k = s.k GROUP BY s.d"),
