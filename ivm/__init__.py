@@ -6,12 +6,12 @@ CREATE / REFRESH / DROP MATERIALIZED VIEW (and passes other statements to Spark)
 """
 
 from ivm.compiler import CompiledView, compile
-from ivm.errors import (CatalogError, IvmError, SourceError, SqlSyntaxError, StateError,
-                        UnsupportedQuery, ViewExists, ViewNotFound)
+from ivm.errors import (CatalogError, ConcurrentRefresh, IvmError, SourceError,
+                        SqlSyntaxError, StateError, UnsupportedQuery, ViewExists, ViewNotFound)
 from ivm.runtime.session import spark_session
 from ivm.runtime.statements import sql
 from ivm.runtime.views import RefreshResult
 
-__all__ = ["CatalogError", "CompiledView", "IvmError", "RefreshResult", "SourceError",
+__all__ = ["CatalogError", "CompiledView", "ConcurrentRefresh", "IvmError", "RefreshResult", "SourceError",
            "SqlSyntaxError", "StateError", "UnsupportedQuery", "ViewExists", "ViewNotFound",
            "compile", "spark_session", "sql"]

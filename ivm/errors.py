@@ -88,3 +88,7 @@ class ViewNotFound(IvmError):
 
 class StateError(IvmError):
     """The stored view is inconsistent with its sources; a full refresh repairs it."""
+
+
+class ConcurrentRefresh(IvmError):
+    """Other refreshes of the same view kept committing first."""

@@ -123,18 +123,20 @@ def _properties(properties: Mapping[str, str], delta: bool) -> exp.Properties:
     return exp.Properties(expressions=items)
 
 
-def create_table_statement(target: str, query: exp.Query,
-                           properties: Mapping[str, str]) -> exp.Create:
-    """``CREATE TABLE target USING DELTA TBLPROPERTIES (...) AS query``."""
+def create_table_statement(target: str, query: exp.Query, properties: Mapping[str, str],
+                           replace: bool = False) -> exp.Create:
+    """``CREATE [OR REPLACE] TABLE target USING DELTA TBLPROPERTIES (...) AS query``."""
     return exp.Create(this=exp.to_table(target, dialect="spark"), kind="TABLE",
-                      expression=query, properties=_properties(properties, delta=True))
+                      expression=query, properties=_properties(properties, delta=True),
+                      replace=replace)
 
 
-def create_view_statement(name: str, query: exp.Query,
-                          properties: Mapping[str, str]) -> exp.Create:
-    """``CREATE VIEW name TBLPROPERTIES (...) AS query``."""
+def create_view_statement(name: str, query: exp.Query, properties: Mapping[str, str],
+                          replace: bool = False) -> exp.Create:
+    """``CREATE [OR REPLACE] VIEW name TBLPROPERTIES (...) AS query``."""
     return exp.Create(this=exp.to_table(name, dialect="spark"), kind="VIEW",
-                      expression=query, properties=_properties(properties, delta=False))
+                      expression=query, properties=_properties(properties, delta=False),
+                      replace=replace)
 
 
 def overwrite_statement(target: str, query: exp.Query) -> exp.Insert:

@@ -1,7 +1,8 @@
 """Fast reads of a Delta table's state from its transaction log.
 
-A refresh asks three questions of each table it touches: its latest version, a table
-property, and the ``userMetadata`` of a commit. Delta's public API answers them through
+A refresh asks a few questions of each table it touches: its latest version, a table
+property, the ``userMetadata`` of a commit, and what the commits since a version did (see
+:class:`Commit`). Delta's public API answers them through
 ``DESCRIBE HISTORY``/``DESCRIBE DETAIL`` jobs (~0.5 s each); the table's ``DeltaLog`` in the
 JVM answers from the cached log in ~0.05 s. The log is Delta's internal API, used here only,
 for the exact Delta version ivm pins; should it ever fail, the public API answers instead.
@@ -9,8 +10,29 @@ for the exact Delta version ivm pins; should it ever fail, the public API answer
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from delta.tables import DeltaTable
 from pyspark.sql import functions as F
+
+REPLACING_OPERATIONS = ("CREATE OR REPLACE TABLE", "REPLACE TABLE", "TRUNCATE",
+                        "CREATE OR REPLACE TABLE AS SELECT", "REPLACE TABLE AS SELECT")
+"""Operations after which a table's earlier rows are not what its change data feed deletes."""
+
+
+@dataclass(frozen=True)
+class Commit:
+    """What one commit of a table did, as far as a refresh that reads its change cares."""
+
+    version: int
+    timestamp_ms: int
+    operation: str
+    metadata_changed: bool          # its schema or properties were set
+    change_bytes: int | None        # what a change data feed read of it scans, if known
+
+    @property
+    def replaces_table(self) -> bool:
+        return self.operation in REPLACING_OPERATIONS
 
 
 class DeltaLogReader:
@@ -48,6 +70,67 @@ class DeltaLogReader:
             return result
         detail = DeltaTable.forName(self.spark, self.table).detail().first()
         return dict(detail.properties or {})
+
+    def size_in_bytes(self) -> int | None:
+        """The size of the latest version's data files."""
+        return int(self._snapshot.sizeInBytes()) if self._snapshot is not None else None
+
+    def schema_at(self, version: int):
+        """The table's schema at ``version``."""
+        return (self.spark.read.format("delta").option("versionAsOf", version)
+                .table(self.table).schema)
+
+    def commits(self, after: int, upto: int) -> list[Commit] | None:
+        """The commits ``(after, upto]``; None if some of them are no longer in the log.
+
+        A commit's ``change_bytes`` is what Delta's change data feed reads for it: its change
+        data files where it wrote some, else the data files it added and removed.
+        """
+        if self._log is None:
+            return self._commits_from_history(after, upto)
+        found = []
+        changes = self._log.getChanges(after + 1, False)
+        while changes.hasNext():
+            pair = changes.next()
+            version = int(pair._1())
+            if version > upto:
+                break
+            found.append(self._summary(version, pair._2()))
+        if [c.version for c in found] != list(range(after + 1, upto + 1)):
+            return None
+        return found
+
+    @staticmethod
+    def _summary(version: int, actions) -> Commit:
+        operation, timestamp, metadata = "", 0, False
+        cdc_bytes, file_bytes, has_cdc = 0, 0, False
+        for i in range(actions.size()):
+            action = actions.apply(i)
+            kind = action.getClass().getSimpleName()
+            if kind == "CommitInfo":
+                operation, timestamp = action.operation(), int(action.timestamp().getTime())
+            elif kind == "Metadata":
+                metadata = True
+            elif kind == "AddCDCFile":
+                has_cdc, cdc_bytes = True, cdc_bytes + int(action.size())
+            elif kind == "AddFile" and action.dataChange():
+                file_bytes += int(action.size())
+            elif kind == "RemoveFile" and action.dataChange():
+                size = action.size()
+                file_bytes += int(size.get()) if size.isDefined() else 0
+        return Commit(version, timestamp, operation, metadata,
+                      cdc_bytes if has_cdc else file_bytes)
+
+    def _commits_from_history(self, after: int, upto: int) -> list[Commit] | None:
+        rows = (DeltaTable.forName(self.spark, self.table).history()
+                .where((F.col("version") > after) & (F.col("version") <= upto))
+                .orderBy("version").collect())
+        if [r.version for r in rows] != list(range(after + 1, upto + 1)):
+            return None
+        return [Commit(r.version, int(r.timestamp.timestamp() * 1000), r.operation,
+                       r.operation in ("ADD COLUMNS", "CHANGE COLUMN", "REPLACE COLUMNS",
+                                       "SET TBLPROPERTIES", "UNSET TBLPROPERTIES")
+                       or r.operation in REPLACING_OPERATIONS, None) for r in rows]
 
     def user_metadata(self, version: int) -> str | None:
         """The ``userMetadata`` of the commit that made ``version``."""

@@ -63,20 +63,21 @@ def changes(spark, table: str, columns, after: int, upto: int) -> DataFrame:
 
 
 def bind(spark, sources: dict[str, tuple[str, ...]], before: dict[str, int] | None,
-         after: dict[str, int]) -> list[str]:
+         after: dict[str, int], wrap=lambda frame: frame) -> list[str]:
     """Register each source's reads under the names delta queries use; returns the names.
 
     Without ``before`` only the ``AFTER`` snapshots are bound (for a full computation).
+    The first source's reads pass through ``wrap``.
     """
     names = []
-    for table, columns in sources.items():
+    for i, (table, columns) in enumerate(sources.items()):
         reads = {Read.AFTER: snapshot(spark, table, columns, after[table])}
         if before is not None:
             reads[Read.BEFORE] = snapshot(spark, table, columns, before[table])
             reads[Read.DELTA] = changes(spark, table, columns, before[table], after[table])
         for read, frame in reads.items():
             name = relation_name(table, read)
-            frame.createOrReplaceTempView(name)
+            (wrap(frame) if i == 0 else frame).createOrReplaceTempView(name)
             names.append(name)
     return names
 

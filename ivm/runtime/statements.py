@@ -3,6 +3,7 @@
     CREATE [OR REPLACE] MATERIALIZED {VIEW|TABLE} [IF NOT EXISTS] name AS <select>
     REFRESH MATERIALIZED {VIEW|TABLE} name [FULL]
     DROP MATERIALIZED {VIEW|TABLE} [IF EXISTS] name
+    DESCRIBE [HISTORY] MATERIALIZED {VIEW|TABLE} name
 
 ``MATERIALIZED TABLE`` is Flink's spelling of the same thing. The query keeps its place in
 the statement text, so errors in it point at the statement's own lines and columns.
@@ -23,12 +24,13 @@ from sqlglot.tokens import Token, Tokenizer, TokenType
 
 from ivm.errors import SqlSyntaxError
 from ivm.frontend.positions import position_at_offset
-from ivm.runtime.views import create_view, drop_view, refresh_view
+from ivm.runtime.views import (create_view, describe_view, drop_view, refresh_history,
+                               refresh_view)
 
 
 @dataclass(frozen=True)
 class Statement:
-    action: str                 # create | refresh | drop
+    action: str                 # create | refresh | drop | describe | history
     name: str
     query: str | None = None
     replace: bool = False
@@ -117,6 +119,13 @@ def parse_statement(sql: str) -> Statement | None:
         name = tokens.name()
         tokens.end()
         return Statement("drop", name, if_exists=if_exists)
+    if tokens.accept("DESCRIBE") or tokens.accept("DESC"):
+        action = "history" if tokens.accept("HISTORY") else "describe"
+        if not _materialized(tokens):
+            return None
+        name = tokens.name()
+        tokens.end()
+        return Statement(action, name)
     return None
 
 
@@ -128,7 +137,7 @@ def sql(spark, statement: str):
     """Run ``statement``: a materialized-view statement, or any Spark SQL.
 
     Returns a :class:`~ivm.runtime.views.RefreshResult` for CREATE and REFRESH, None for
-    DROP, and ``spark.sql(statement)`` (a DataFrame) for anything else.
+    DROP, and a DataFrame for DESCRIBE and for anything else (``spark.sql(statement)``).
     """
     parsed = parse_statement(statement)
     if parsed is None:
@@ -138,4 +147,8 @@ def sql(spark, statement: str):
                            if_not_exists=parsed.if_exists)
     if parsed.action == "refresh":
         return refresh_view(spark, parsed.name, full=parsed.full)
+    if parsed.action == "describe":
+        return describe_view(spark, parsed.name)
+    if parsed.action == "history":
+        return refresh_history(spark, parsed.name)
     return drop_view(spark, parsed.name, if_exists=parsed.if_exists)

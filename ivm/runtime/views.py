@@ -1,42 +1,54 @@
-"""Materialized views on Spark and Delta: create, refresh, drop.
+"""Materialized views on Spark and Delta: create, refresh, describe, drop.
 
 A materialized view ``db.v`` is two catalog objects:
 
 * its **store** ``db.v__ivm_store``, a Delta table with change data feed on, holding the
   view's rows and hidden state (see :mod:`ivm.store`); its table properties keep the view's
-  definition, and each commit's ``userMetadata`` records the source versions it reflects;
+  definition, and each commit's ``userMetadata`` a :class:`~ivm.runtime.history.RefreshRecord`
+  with the source versions it reflects;
 * the catalog **view** ``db.v``, ``SELECT <the view's columns> FROM db.v__ivm_store``, which
   is what users query.
 
-Every write to the store is one Delta commit that carries the source versions it consumed, so
-a refresh that dies before its commit changes nothing, and one that committed is never
-applied again: the next refresh starts from the versions the store records.
+Exactly once. Every write to the store is one Delta commit that carries the source versions
+it consumed, so a refresh that dies before its commit changes nothing, and the next refresh
+starts from the versions the latest commit records. Two refreshes of one view racing each
+other both read the store at some version *n* and write with Delta's idempotent transaction
+``(ivm:<view>, n)``: Delta commits the first and skips or rejects the second, which then
+starts again from the new version. Each refresh runs in its own Spark session (same
+SparkContext and catalog, own temporary views and settings), so refreshes in threads of one
+application do not see each other's bindings.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame
 
 from ivm import codegen
 from ivm.codegen.store import NEGATIVE_COUNT
 from ivm.compiler import CompiledView, compile
-from ivm.errors import IvmError, SourceError, StateError, ViewExists, ViewNotFound
+from ivm.errors import (ConcurrentRefresh, IvmError, SourceError, StateError, ViewExists,
+                        ViewNotFound)
+from ivm.runtime import faults
 from ivm.runtime.catalog import qualified_name
 from ivm.runtime.delta_log import DeltaLogReader
+from ivm.runtime.fallback import CHANGE_DATA_UNAVAILABLE, estimate
+from ivm.runtime.history import USER_METADATA, RefreshRecord, history, latest_record
 from ivm.runtime.sources import bind, check_source, table_version, unbind
 
 STORE_SUFFIX = "__ivm_store"
 DEFINITION = "ivm.definition"
 VIEW = "ivm.view"
 STORE = "ivm.store"
-USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
-HISTORY_SCAN = 50
+TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+ATTEMPTS = 3
+"""How often a refresh that lost a race with another refresh of its view starts again."""
 
 
 @dataclass
@@ -51,20 +63,41 @@ class RefreshResult:
     rows_updated: int = 0
     rows_deleted: int = 0
     seconds: float = 0.0
+    reason: str | None = None                   # why a refresh was full
 
     def __str__(self) -> str:
         versions = ", ".join(
             f"{t} v{self.previous[t]}→v{v}" if t in self.previous and self.previous[t] != v
             else f"{t} v{v}" for t, v in self.consumed.items())
-        text = f"{self.mode} refresh of {self.view} in {self.seconds:.2f}s; sources: {versions}"
+        text = f"{self.mode} refresh of {self.view} in {self.seconds:.2f}s"
+        if self.reason:
+            text += f" ({self.reason})"
+        text += f"; sources: {versions}"
         if self.mode in ("incremental", "full", "create"):
             text += (f"; store rows: +{self.rows_inserted} inserted, ~{self.rows_updated} "
                      f"updated, -{self.rows_deleted} deleted")
         return text
 
 
+class _LostRace(Exception):
+    """Another refresh of the view committed first."""
+
+
 def store_name(view: str) -> str:
     return view + STORE_SUFFIX
+
+
+@contextmanager
+def _isolated(spark):
+    """A session of its own for one statement: ``spark``'s settings and current database,
+    its own temporary views and settings."""
+    own = spark.newSession()
+    inherited = own.conf.getAll
+    for key, value in spark.conf.getAll.items():
+        if inherited.get(key) != value:
+            own.conf.set(key, value)
+    own.catalog.setCurrentDatabase(spark.catalog.currentDatabase())
+    yield own
 
 
 @contextmanager
@@ -79,9 +112,20 @@ def _session_conf(spark, settings: dict[str, str]):
             spark.conf.unset(key)
 
 
-def _commit(spark, metadata: dict):
-    """Settings for a store write: ``metadata`` goes into the Delta commit's userMetadata."""
-    return _session_conf(spark, {USER_METADATA: json.dumps({"ivm": metadata}, sort_keys=True)})
+def _commit(spark, view: str, record: RefreshRecord, read_version: int | None = None):
+    """Settings for a write of the store of ``view``: ``record`` goes into the commit, and,
+    with the store version ``read_version`` the write was computed from, the write is an
+    idempotent Delta transaction that commits at most once per store version."""
+    settings = {USER_METADATA: record.to_json()}
+    if read_version is not None:
+        settings |= {TXN_APP_ID: f"ivm:{view}", TXN_VERSION: str(read_version)}
+    return _session_conf(spark, settings)
+
+
+def _is_lost_race(error: Exception) -> bool:
+    text = str(error)
+    return "io.delta.exceptions.Concurrent" in text or "DELTA_CONCURRENT" in text \
+        or "ConcurrentTransactionException" in text or "MetadataChangedException" in text
 
 
 @contextmanager
@@ -90,15 +134,22 @@ def _spark_errors(view: str):
     try:
         yield
     except (PySparkException, Py4JJavaError) as error:
-        text = str(error)
-        if "DELTA_MISSING_CHANGE_DATA" in text or "DELTA_CHANGE_DATA_FEED" in text \
-                or "VersionNotFound" in text or "DELTA_FILE_NOT_FOUND" in text:
-            raise SourceError(f"the change data of a source of {view} is no longer available",
+        if _is_lost_race(error):
+            raise _LostRace() from error
+        if _change_data_unavailable(error):
+            raise SourceError(f"{CHANGE_DATA_UNAVAILABLE} for {view}",
                               hint=f"run REFRESH MATERIALIZED VIEW {view} FULL") from None
-        if NEGATIVE_COUNT in text:
+        if NEGATIVE_COUNT in str(error):
             raise StateError(f"the store of {view} disagrees with its sources",
                              hint=f"run REFRESH MATERIALIZED VIEW {view} FULL") from None
         raise
+
+
+def _change_data_unavailable(error: Exception) -> bool:
+    text = str(error)
+    return any(code in text for code in ("DELTA_MISSING_CHANGE_DATA", "DELTA_CHANGE_DATA_FEED",
+                                         "VersionNotFound", "DELTA_FILE_NOT_FOUND",
+                                         "FileNotFoundException"))
 
 
 def _execute(spark, statement) -> list:
@@ -127,60 +178,70 @@ def _definition(spark, view: str) -> str:
 
 
 def consumed_versions(spark, view: str) -> dict[str, int]:
-    """The source versions the store of ``view`` reflects, from its latest ivm commit."""
-    log = DeltaLogReader(spark, store_name(view))
-    latest = log.version()
-    for version in range(latest, max(-1, latest - HISTORY_SCAN), -1):
-        try:
-            metadata = json.loads(log.user_metadata(version) or "")
-        except ValueError:
-            continue
-        if isinstance(metadata, dict) and "ivm" in metadata:
-            return {t: int(v) for t, v in metadata["ivm"]["sources"].items()}
-    raise StateError(f"the store of {view} records no consumed source versions",
-                     hint=f"run REFRESH MATERIALIZED VIEW {view} FULL")
+    """The source versions the store of ``view`` reflects, from its latest record."""
+    return latest_record(DeltaLogReader(spark, store_name(view)))[1].sources
 
 
 def _latest_versions(spark, compiled: CompiledView) -> dict[str, int]:
     return {table: table_version(spark, table) for table in compiled.sources}
 
 
+def _bind(spark, compiled: CompiledView, before, after, point: str) -> list[str]:
+    """Bind the sources' reads, the first one failing at ``point`` if a test armed it."""
+    return bind(spark, compiled.sources, before, after,
+                wrap=lambda frame: faults.during(point, frame))
+
+
+def _write_catalog_view(spark, view: str, compiled: CompiledView) -> None:
+    """(Re)create the catalog view of ``view`` over its store."""
+    _execute(spark, codegen.create_view_statement(
+        view, codegen.view_query(compiled.store, store_name(view)), {STORE: store_name(view)},
+        replace=True))
+
+
 def create_view(spark, name: str, sql: str, *, replace: bool = False,
                 if_not_exists: bool = False) -> RefreshResult:
-    """Create the materialized view ``name`` defined by the SELECT ``sql``, computed in full."""
+    """Create the materialized view ``name`` defined by the SELECT ``sql``, computed in full.
+
+    ``replace`` redefines an existing view: its store is replaced in one commit, then its
+    catalog view. A CREATE that died after writing the store is completed by running it again.
+    """
     start = time.perf_counter()
     view = qualified_name(spark, name)
-    compiled = compile(sql, spark=spark)
-    for table in compiled.sources:
-        check_source(spark, table)
-    versions = _latest_versions(spark, compiled)
-    if spark.catalog.tableExists(view):
-        if if_not_exists and _is_materialized_view(spark, view):
-            return RefreshResult(view, "noop", consumed_versions(spark, view))
-        if not (replace and _is_materialized_view(spark, view)):
-            raise ViewExists(f"{view} already exists", hint=(
-                "use CREATE OR REPLACE MATERIALIZED VIEW to redefine it"
-                if _is_materialized_view(spark, view) else "choose another name"))
-    drop_view(spark, view, if_exists=True)
-    if spark.catalog.tableExists(store_name(view)):
-        raise ViewExists(f"{store_name(view)} already exists and is not the store of {view}",
-                         hint="choose another view name")
-
-    store = store_name(view)
-    names = bind(spark, compiled.sources, None, versions)
-    try:
-        with _spark_errors(view), _commit(spark, {"mode": "create", "sources": versions}):
-            _execute(spark, codegen.create_table_statement(store, compiled.full_query, {
-                "delta.enableChangeDataFeed": "true", VIEW: view, DEFINITION: sql.strip()}))
+    with _isolated(spark) as work:
+        compiled = compile(sql, spark=work)
+        for table in compiled.sources:
+            check_source(work, table)
+        store = store_name(view)
+        is_view = _is_materialized_view(work, view)
+        has_catalog_view = work.catalog.tableExists(view)
+        if has_catalog_view and not is_view:
+            raise ViewExists(f"{view} already exists", hint="choose another name")
+        if is_view and has_catalog_view:
+            if if_not_exists:
+                return RefreshResult(view, "noop", consumed_versions(work, view))
+            if not replace:
+                raise ViewExists(f"{view} already exists",
+                                 hint="use CREATE OR REPLACE MATERIALIZED VIEW to redefine it")
+        if not is_view and work.catalog.tableExists(store):
+            raise ViewExists(f"{store} already exists and is not the store of {view}",
+                             hint="choose another view name")
+        versions = _latest_versions(work, compiled)
+        record = RefreshRecord("create", versions)
+        names = _bind(work, compiled, None, versions, "create.during_write")
         try:
-            _execute(spark, codegen.create_view_statement(
-                view, codegen.view_query(compiled.store, store), {STORE: store}))
-        except BaseException:
-            _execute(spark, codegen.drop_statement("TABLE", store))
-            raise
-    finally:
-        unbind(spark, names)
-    rows = spark.table(store).count()
+            faults.reach("create.before_write")
+            with _spark_errors(view), _commit(work, view, record):
+                _execute(work, codegen.create_table_statement(
+                    store, compiled.full_query, {"delta.enableChangeDataFeed": "true",
+                                                 VIEW: view, DEFINITION: sql.strip()},
+                    replace=is_view))
+        finally:
+            unbind(work, names)
+        faults.reach("create.after_store")
+        _write_catalog_view(work, view, compiled)
+        faults.reach("create.after_write")
+        rows = work.table(store).count()
     return RefreshResult(view, "create", versions, {}, rows_inserted=rows,
                          seconds=time.perf_counter() - start)
 
@@ -188,12 +249,24 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
 def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
     """Bring the materialized view ``name`` up to its sources' latest versions.
 
-    Incremental unless ``full``: the change of every source since the versions the store
-    records is folded into the store by one MERGE. ``full`` recomputes the store instead,
-    which also repairs a store that disagrees with its sources.
+    Incremental unless ``full`` or unless :func:`~ivm.runtime.fallback.estimate` finds a
+    reason to recompute: the change of every source since the versions the store records is
+    folded into the store by one MERGE. A full refresh overwrites the store with the query's
+    result instead, which also repairs a store that disagrees with its sources.
     """
-    start = time.perf_counter()
     view = qualified_name(spark, name)
+    for _ in range(ATTEMPTS):
+        try:
+            with _isolated(spark) as work:
+                return _refresh(work, view, full)
+        except _LostRace:
+            continue
+    raise ConcurrentRefresh(f"{view} was refreshed by another refresh {ATTEMPTS} times while "
+                            f"this one ran", hint="refresh it again later")
+
+
+def _refresh(spark, view: str, full: bool) -> RefreshResult:
+    start = time.perf_counter()
     compiled = compile(_definition(spark, view), spark=spark)
     store = store_name(view)
     schema = spark.table(store).schema
@@ -201,49 +274,128 @@ def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
         raise StateError(f"the definition of {view} no longer matches its store (did a "
                          f"source's schema change?)",
                          hint=f"recreate it: CREATE OR REPLACE MATERIALIZED VIEW {view} AS ...")
+    _repair_catalog_view(spark, view, compiled)
+    log = DeltaLogReader(spark, store)
     with _spark_errors(view):
+        store_version = log.version()
+        previous = latest_record(log)[1].sources
         current = _latest_versions(spark, compiled)
-        previous = {} if full else consumed_versions(spark, view)
+    reason = f"REFRESH {view} FULL" if full else None
     if not full and set(previous) != set(current):
-        raise StateError(f"the store of {view} records other sources than its definition reads",
-                         hint=f"run REFRESH MATERIALIZED VIEW {view} FULL")
-    if not full and previous == current:
+        reason = "the store records other sources than the definition reads"
+    if reason is None and previous == current:
         return RefreshResult(view, "noop", current, previous,
                              seconds=time.perf_counter() - start)
+    read_bytes = None
+    if reason is None:
+        change = estimate(spark, previous, current)
+        reason, read_bytes = change.full_recompute_reason, change.change_bytes
+    if reason is None:
+        try:
+            result = _write(spark, view, compiled, store_version, previous, current, None,
+                            read_bytes, schema)
+        except SourceError as error:    # a change data file was VACUUMed
+            reason = error.message
+    if reason is not None:
+        sizes = [DeltaLogReader(spark, table).size_in_bytes() for table in current]
+        result = _write(spark, view, compiled, store_version, previous, current, reason,
+                        None if None in sizes else sum(sizes), schema)
+    result.seconds = time.perf_counter() - start
+    return result
 
-    mode = "full" if full else "incremental"
-    names = bind(spark, compiled.sources, None if full else previous, current)
+
+def _write(spark, view: str, compiled: CompiledView, store_version: int,
+           previous: dict[str, int], current: dict[str, int], reason: str | None,
+           read_bytes: int | None, schema) -> RefreshResult:
+    """Fold the change from ``previous`` to ``current`` into the store in one commit, or,
+    with a ``reason`` to, overwrite the store with the query's result at ``current``."""
+    store = store_name(view)
+    full = reason is not None
+    record = RefreshRecord("full" if full else "incremental", current, reason, read_bytes)
+    names = _bind(spark, compiled, None if full else previous, current, "refresh.during_write")
     try:
-        with _spark_errors(view), _commit(spark, {"mode": mode, "sources": current}):
+        faults.reach("refresh.before_write")
+        with _spark_errors(view), _commit(spark, view, record, store_version):
             if full:
                 _execute(spark, codegen.overwrite_statement(store, compiled.full_query))
-                result = RefreshResult(view, mode, current, previous,
+                result = RefreshResult(view, "full", current, previous, reason=reason,
                                        rows_inserted=spark.table(store).count())
             else:
                 types = {f.name: f.dataType.simpleString() for f in schema}
-                merge = codegen.merge_statement(compiled.store, store, compiled.delta_query,
-                                                types)
-                metrics = _execute(spark, merge)[0]
-                result = RefreshResult(view, mode, current, previous,
+                merged = _execute(spark, codegen.merge_statement(
+                    compiled.store, store, compiled.delta_query, types))
+                if not merged:  # Delta skipped it: the transaction was committed already
+                    raise _LostRace()
+                metrics = merged[0]
+                result = RefreshResult(view, "incremental", current, previous,
                                        rows_inserted=metrics.num_inserted_rows,
                                        rows_updated=metrics.num_updated_rows,
                                        rows_deleted=metrics.num_deleted_rows)
     finally:
         unbind(spark, names)
-    result.seconds = time.perf_counter() - start
+    faults.reach("refresh.after_write")
+    if latest_record(DeltaLogReader(spark, store))[1].refresh != record.refresh:
+        raise _LostRace()   # Delta skipped the write: the transaction was committed already
     return result
 
 
+def _repair_catalog_view(spark, view: str, compiled: CompiledView) -> None:
+    """Recreate the catalog view if a CREATE died before writing it, or wrote it for an
+    earlier definition."""
+    try:
+        columns = spark.table(view).columns
+    except PySparkException:
+        columns = None
+    if columns != list(compiled.store.view_columns):
+        _write_catalog_view(spark, view, compiled)
+
+
+def describe_view(spark, name: str) -> DataFrame:
+    """``DESCRIBE MATERIALIZED VIEW``: one ``(property, value)`` row per fact about the view:
+    its definition, its last refresh (when, mode and why, what it read and wrote), the source
+    versions it reflects and how far it lags behind its sources."""
+    view = qualified_name(spark, name)
+    definition = _definition(spark, view)
+    store = store_name(view)
+    last = history(spark, store).first()
+    facts = [("view", view), ("definition", definition), ("store", store),
+             ("last refresh", str(last.timestamp)), ("last refresh mode", last.mode),
+             ("last refresh reason", last.reason or ""),
+             ("last refresh read bytes", "" if last.read_bytes is None else str(last.read_bytes)),
+             ("last refresh rows written", f"+{last.rows_inserted or 0} ~{last.rows_updated or 0}"
+                                           f" -{last.rows_deleted or 0}")]
+    lag_ms = 0
+    for table, consumed in sorted(consumed_versions(spark, view).items()):
+        log = DeltaLogReader(spark, table)
+        latest = log.version()
+        facts.append((f"source {table}", f"version {consumed} of {latest}"))
+        if latest > consumed:
+            commits = log.commits(consumed, latest)
+            oldest = commits[0].timestamp_ms if commits else 0
+            lag_ms = max(lag_ms, int(time.time() * 1000) - oldest)
+    facts.append(("lag seconds", f"{lag_ms / 1000:.1f}"))
+    return spark.createDataFrame(facts, "property STRING, value STRING")
+
+
+def refresh_history(spark, name: str) -> DataFrame:
+    """``DESCRIBE HISTORY MATERIALIZED VIEW``: every CREATE and REFRESH that wrote the view,
+    newest first (see :func:`ivm.runtime.history.history`)."""
+    view = qualified_name(spark, name)
+    _definition(spark, view)
+    return history(spark, store_name(view))
+
+
 def drop_view(spark, name: str, *, if_exists: bool = False) -> None:
-    """Drop the materialized view ``name``: its catalog view and its store."""
+    """Drop the materialized view ``name``: its catalog view, then its store."""
     view = qualified_name(spark, name)
     if not _is_materialized_view(spark, view):
         if if_exists:
             return
         raise ViewNotFound(f"materialized view {view} does not exist")
     _execute(spark, codegen.drop_statement("VIEW", view))
+    faults.reach("drop.after_view")
     _execute(spark, codegen.drop_statement("TABLE", store_name(view)))
 
 
-__all__ = ["IvmError", "RefreshResult", "consumed_versions", "create_view", "drop_view",
-           "refresh_view", "store_name"]
+__all__ = ["IvmError", "RefreshResult", "consumed_versions", "create_view", "describe_view",
+           "drop_view", "refresh_history", "refresh_view", "store_name"]

@@ -1,0 +1,83 @@
+"""When a refresh recomputes the view instead of applying the change, and why.
+
+An incremental refresh needs every source's change since the version the view consumed, in a
+form the delta query understands. It recomputes in full, and records the reason, when
+
+* a source's log no longer holds some of those commits (log retention, VACUUM),
+* a source's schema changed, or the source was replaced,
+* the change is so large that reading it costs about as much as reading the sources: more
+  than ``spark.ivm.refresh.fullRecomputeRatio`` (default 0.3) of the sources' bytes, once
+  the sources hold at least ``spark.ivm.refresh.fullRecomputeMinBytes`` (default 64 MiB;
+  below that a refresh costs its fixed overhead either way).
+
+A change data file removed by VACUUM is only found when the refresh reads it; the refresh then
+falls back too (see :mod:`ivm.runtime.views`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ivm.runtime.delta_log import DeltaLogReader
+
+RATIO = "spark.ivm.refresh.fullRecomputeRatio"
+MIN_BYTES = "spark.ivm.refresh.fullRecomputeMinBytes"
+DEFAULT_RATIO = 0.3
+DEFAULT_MIN_BYTES = 64 * 1024 * 1024
+CHANGE_DATA_UNAVAILABLE = "the change data of a source is no longer available"
+
+
+def _setting(spark, key: str, default: float) -> float:
+    value = spark.conf.get(key, None)
+    try:
+        return float(value) if value is not None else default
+    except ValueError:
+        raise ValueError(f"{key} must be a number, not {value!r}") from None
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a refresh would read: the sources' change or all of them, in bytes (None where
+    the log does not say), and why it must recompute, if it must."""
+
+    change_bytes: int | None
+    source_bytes: int | None
+    full_recompute_reason: str | None = None
+
+
+def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estimate:
+    """The change from source versions ``previous`` to ``current``, and whether a full
+    recompute should apply it (see the module's docstring)."""
+    change_bytes, source_bytes, sized = 0, 0, True
+    for table, upto in current.items():
+        after = previous[table]
+        if upto < after:
+            return Estimate(None, None, f"{table} is at version {upto}, before version "
+                                        f"{after} that the view consumed")
+        log = DeltaLogReader(spark, table)
+        commits = log.commits(after, upto)
+        if commits is None:
+            return Estimate(None, None, f"the log of {table} no longer holds every commit "
+                                        f"after version {after} (log retention or VACUUM)")
+        for commit in commits:
+            if commit.replaces_table:
+                return Estimate(None, None, f"{table} was replaced at version "
+                                            f"{commit.version} ({commit.operation})")
+        if any(c.metadata_changed for c in commits) and log.schema_at(after) != \
+                log.schema_at(upto):
+            return Estimate(None, None, f"the schema of {table} changed after version {after}")
+        size = log.size_in_bytes()
+        if size is None or any(c.change_bytes is None for c in commits):
+            sized = False
+        else:
+            change_bytes += sum(c.change_bytes for c in commits)
+            source_bytes += size
+    if not sized:
+        return Estimate(None, None)
+    ratio = _setting(spark, RATIO, DEFAULT_RATIO)
+    if source_bytes >= _setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES) \
+            and change_bytes > ratio * source_bytes:
+        return Estimate(change_bytes, source_bytes, (
+            f"the change ({change_bytes} bytes) is over {ratio:g} of the sources' "
+            f"{source_bytes} bytes ({RATIO})"))
+    return Estimate(change_bytes, source_bytes)

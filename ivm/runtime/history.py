@@ -1,0 +1,83 @@
+"""What each write of a view's store records, and the status and history read back from it.
+
+Every commit ivm makes to a store carries, in Delta's ``userMetadata``, one
+:class:`RefreshRecord`: which refresh wrote it, in which mode and why, and the source versions
+the store reflects from then on. Delta keeps the commits, so the refresh history of a view is
+its store's Delta history, and the latest record is where the next refresh starts.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ivm.errors import StateError
+from ivm.runtime.delta_log import DeltaLogReader
+
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+HISTORY_SCAN = 50
+"""How many of a store's latest commits are searched for its latest record (others, such as
+an OPTIMIZE of the store, carry none)."""
+
+@dataclass(frozen=True)
+class RefreshRecord:
+    """The record of one write of a store (a CREATE or a REFRESH)."""
+
+    mode: str                                   # create | incremental | full
+    sources: dict[str, int]                     # the source versions the store now reflects
+    reason: str | None = None                   # why a refresh was full
+    read_bytes: int | None = None               # the bytes of source data or change it read
+    refresh: str = field(default_factory=lambda: uuid.uuid4().hex)
+    started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+
+    def to_json(self) -> str:
+        return json.dumps({"ivm": asdict(self)}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | None) -> "RefreshRecord | None":
+        """The record in a commit's ``userMetadata``; None if it holds none."""
+        try:
+            record = json.loads(text or "")["ivm"]
+            return cls(**{**record, "sources": {t: int(v) for t, v in record["sources"].items()}})
+        except (ValueError, KeyError, TypeError):
+            return None
+
+
+def latest_record(log: DeltaLogReader) -> tuple[int, RefreshRecord]:
+    """The latest commit of a store that holds a record, and the record."""
+    latest = log.version()
+    for version in range(latest, max(-1, latest - HISTORY_SCAN), -1):
+        record = RefreshRecord.from_json(log.user_metadata(version))
+        if record is not None:
+            return version, record
+    raise StateError(f"the store {log.table} records no consumed source versions",
+                     hint="refresh the view with REFRESH MATERIALIZED VIEW ... FULL")
+
+
+def history(spark, store: str) -> DataFrame:
+    """Every write of ``store`` that ivm made, newest first: its store version and time, the
+    refresh's id, mode and reason, the source versions it consumed, the bytes it read, the
+    store rows it inserted, updated and deleted, and how long it took."""
+    record = F.from_json("userMetadata", "ivm STRUCT<refresh STRING, mode STRING, reason "
+                         "STRING, sources MAP<STRING, BIGINT>, read_bytes BIGINT, "
+                         "started_ms BIGINT>").ivm
+    metrics = F.col("operationMetrics")
+
+    def metric(*names):
+        return F.coalesce(*(metrics[n] for n in names)).cast("bigint")
+
+    return (spark.sql(f"DESCRIBE HISTORY {store}")
+            .withColumn("record", record).where(F.col("record.refresh").isNotNull())
+            .select("version", "timestamp", "record.refresh", "record.mode", "record.reason",
+                    "record.sources", "record.read_bytes",
+                    metric("numTargetRowsInserted", "numOutputRows").alias("rows_inserted"),
+                    metric("numTargetRowsUpdated").alias("rows_updated"),
+                    metric("numTargetRowsDeleted").alias("rows_deleted"),
+                    ((F.unix_millis("timestamp") - F.col("record.started_ms")) / 1000)
+                    .alias("seconds"))
+            .orderBy(F.col("version").desc()))

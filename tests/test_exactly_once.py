@@ -1,0 +1,124 @@
+"""Exactly-once: a refresh that dies at any write point leaves the view as it was or fully
+refreshed, and the next statement completes it with nothing lost or applied twice; refreshes
+that race each other apply each change once."""
+
+import json
+import threading
+
+import pytest
+
+import ivm
+from ivm.runtime import faults
+from ivm.runtime.views import refresh_view, store_name
+from test_views import CDF, assert_equals_query, history
+
+TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
+
+
+@pytest.fixture
+def totals(spark, fresh_db):
+    spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {CDF}")
+    spark.sql("INSERT INTO r VALUES (1, 10), (2, 20), (2, 5)")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
+    return fresh_db
+
+
+def rows(spark, view):
+    return sorted(tuple(r) for r in spark.table(view).collect())
+
+
+def ivm_commits(spark, view):
+    return [c for c in history(spark, store_name(view)) if c.userMetadata]
+
+
+REFRESH_POINTS = [p for p in faults.WRITE_POINTS if p.startswith("refresh.")]
+
+
+@pytest.mark.parametrize("point", REFRESH_POINTS)
+@pytest.mark.parametrize("full", [False, True], ids=["incremental", "full"])
+def test_a_refresh_killed_at_any_point_is_completed_by_the_next(spark, totals, point, full):
+    spark.sql("INSERT INTO r VALUES (1, 1), (3, 3)")
+    spark.sql("UPDATE r SET a = a + 100 WHERE k = 2")
+    before = rows(spark, "totals")
+    commits = len(ivm_commits(spark, "totals"))
+    with faults.inject(point), pytest.raises(Exception, match=f"injected fault at {point}"):
+        refresh_view(spark, "totals", full=full)
+    after_crash = rows(spark, "totals")
+    assert after_crash == before or after_crash == sorted(
+        tuple(r) for r in spark.sql(TOTALS).collect()), "the view is half refreshed"
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals")
+    assert_equals_query(spark, "totals", TOTALS)
+    assert len(ivm_commits(spark, "totals")) == commits + 1, "one commit applies the change"
+
+
+@pytest.mark.parametrize("point", [p for p in faults.WRITE_POINTS if p.startswith("create.")])
+def test_a_create_killed_at_any_point_is_completed_by_running_it_again(spark, fresh_db, point):
+    spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {CDF}")
+    spark.sql("INSERT INTO r VALUES (1, 10), (2, 20)")
+    with faults.inject(point), pytest.raises(Exception, match=f"injected fault at {point}"):
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
+    if point == "create.after_write":
+        assert_equals_query(spark, "totals", TOTALS)
+    else:
+        assert not spark.catalog.tableExists(f"{fresh_db}.totals")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW IF NOT EXISTS totals AS {TOTALS}")
+    spark.sql("INSERT INTO r VALUES (2, 1)")
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals")
+    assert_equals_query(spark, "totals", TOTALS)
+
+
+def test_a_refresh_repairs_the_catalog_view_of_a_create_that_died(spark, fresh_db):
+    spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {CDF}")
+    spark.sql("INSERT INTO r VALUES (1, 10)")
+    with faults.inject("create.after_store"), pytest.raises(faults.InjectedFault):
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
+    spark.sql("INSERT INTO r VALUES (1, 5)")
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals").mode == "incremental"
+    assert_equals_query(spark, "totals", TOTALS)
+
+
+def test_a_drop_killed_half_way_is_completed_by_dropping_again(spark, totals):
+    with faults.inject("drop.after_view"), pytest.raises(faults.InjectedFault):
+        ivm.sql(spark, "DROP MATERIALIZED VIEW totals")
+    ivm.sql(spark, "DROP MATERIALIZED VIEW totals")
+    assert not spark.catalog.tableExists(store_name(f"{totals}.totals"))
+
+
+def test_a_refresh_that_loses_a_race_applies_nothing_twice(spark, totals):
+    """A competing refresh commits between this refresh's reads and its write: Delta's
+    idempotent transaction skips this write, and the refresh starts again."""
+    spark.sql("INSERT INTO r VALUES (1, 1), (4, 4)")
+    competitor = []
+    with faults.inject("refresh.before_write",
+                       lambda: competitor.append(refresh_view(spark, "totals"))):
+        result = refresh_view(spark, "totals")
+    assert competitor[0].mode == "incremental" and result.mode == "noop"
+    assert_equals_query(spark, "totals", TOTALS)
+    versions = [c.userMetadata for c in ivm_commits(spark, "totals")]
+    assert len(versions) == len(set(versions)) == 2
+
+
+def test_concurrent_refreshes_of_one_view_while_sources_change(spark, totals):
+    errors = []
+
+    def refresh_repeatedly():
+        try:
+            for _ in range(3):
+                refresh_view(spark, "totals")
+        except Exception as error:  # reported below, with the other thread's
+            errors.append(error)
+
+    workers = [threading.Thread(target=refresh_repeatedly) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for i in range(4):
+        spark.sql(f"INSERT INTO r VALUES ({i % 3}, {i})")
+        spark.sql(f"DELETE FROM r WHERE a = {i - 1}")
+    for worker in workers:
+        worker.join()
+    assert all(isinstance(e, ivm.ConcurrentRefresh) for e in errors), errors
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals")
+    assert_equals_query(spark, "totals", TOTALS)
+    consumed = [json.loads(c.userMetadata)["ivm"]["sources"][f"{totals}.r"]
+                for c in ivm_commits(spark, f"{totals}.totals")]
+    assert consumed == sorted(set(consumed)), "a source version was applied twice"
