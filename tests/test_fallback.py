@@ -1,0 +1,83 @@
+"""When incremental refresh is impossible or unwise, a refresh recomputes the view, records
+why, and the view stays equal to its query."""
+
+import pytest
+
+import ivm
+from ivm.runtime.fallback import MIN_BYTES, RATIO
+from test_views import CDF, assert_equals_query
+
+TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
+
+
+@pytest.fixture
+def totals(spark, fresh_db):
+    spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {CDF}")
+    spark.sql("INSERT INTO r VALUES (1, 10), (2, 20), (2, 5)")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
+    return fresh_db
+
+
+def refresh_and_check(spark, mode, reason=None):
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals")
+    assert result.mode == mode, result
+    if reason is not None:
+        assert reason in result.reason
+    assert_equals_query(spark, "totals", TOTALS)
+    last = ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW totals").first()
+    assert (last.mode, last.reason) == (mode, result.reason)
+    return result
+
+
+def test_a_small_change_is_applied_incrementally(spark, totals):
+    spark.sql("INSERT INTO r VALUES (3, 1)")
+    assert refresh_and_check(spark, "incremental").reason is None
+
+
+def test_vacuumed_change_data_falls_back_to_a_full_recompute(spark, totals):
+    spark.sql("UPDATE r SET a = a + 1 WHERE k = 2")      # writes change data files
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        spark.sql("VACUUM r RETAIN 0 HOURS")
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    refresh_and_check(spark, "full", "no longer available")
+
+
+def test_a_schema_change_falls_back_to_a_full_recompute(spark, totals):
+    spark.sql("ALTER TABLE r ADD COLUMNS (note STRING)")
+    spark.sql("INSERT INTO r VALUES (1, 1, 'x')")
+    refresh_and_check(spark, "full", "schema of")
+
+
+def test_a_replaced_source_falls_back_to_a_full_recompute(spark, totals):
+    spark.sql(f"CREATE OR REPLACE TABLE r USING DELTA {CDF} AS SELECT * FROM VALUES (7, 70) "
+              f"AS v(k, a)")
+    refresh_and_check(spark, "full", "was replaced")
+
+
+def test_a_change_larger_than_the_threshold_is_recomputed(spark, totals):
+    spark.conf.set(RATIO, "0.5")
+    spark.conf.set(MIN_BYTES, "0")
+    try:
+        spark.sql("INSERT INTO r SELECT id % 5, id FROM range(100)")
+        refresh_and_check(spark, "full", RATIO)
+        spark.conf.set(RATIO, "100")
+        spark.sql("DELETE FROM r WHERE k = 4")
+        refresh_and_check(spark, "incremental")
+    finally:
+        spark.conf.unset(RATIO)
+        spark.conf.unset(MIN_BYTES)
+
+
+def test_describe_shows_the_last_refresh_and_the_lag(spark, totals):
+    spark.sql("INSERT INTO r VALUES (3, 1)")
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals")
+    spark.sql("INSERT INTO r VALUES (4, 1)")
+    facts = dict(ivm.sql(spark, "DESCRIBE MATERIALIZED VIEW totals").collect())
+    assert facts["definition"] == TOTALS and facts["last refresh mode"] == "incremental"
+    assert facts[f"source {totals}.r"] == "version 2 of 3"
+    assert float(facts["lag seconds"]) > 0
+    history = ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW totals").collect()
+    assert [h.mode for h in history] == ["incremental", "create"]
+    assert history[0].sources == {f"{totals}.r": 2} and history[0].rows_inserted == 1
