@@ -2,6 +2,8 @@
 
     ivm sql "<statement>"              run a statement (materialized-view DDL or any Spark SQL)
     ivm compile view.sql [--schema s]  print the explain and the generated SQL of a view
+    ivm run [--tick SECONDS]           keep every view within its FRESHNESS until Ctrl-C
+    ivm status [view]                  each view's freshness, lag and last refresh
     ivm demo                           a guided run on sample data
 
 ``view.sql`` holds ``CREATE MATERIALIZED VIEW name AS SELECT ...`` or a bare SELECT. Names are
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from ivm.errors import IvmError
@@ -30,6 +33,8 @@ def _cmd_sql(args) -> int:
     result = sql(spark, args.statement)
     if result is None:
         print("OK")
+    elif isinstance(result, list):
+        print("\n".join(str(r) for r in result) or "no materialized views")
     elif hasattr(result, "show"):
         result.show(args.limit, truncate=False)
     else:
@@ -55,6 +60,25 @@ def _cmd_compile(args) -> int:
     return 0
 
 
+def _cmd_run(args) -> int:
+    from ivm.runtime.scheduler import run
+    run(_session(args), tick=args.tick,
+        report=lambda line: print(f"{time.strftime('%H:%M:%S')} {line}", flush=True))
+    return 0
+
+
+def _cmd_status(args) -> int:
+    from ivm.runtime.graph import materialized_views
+    from ivm.runtime.views import describe_view
+    spark = _session(args)
+    for view in [args.view] if args.view else materialized_views(spark):
+        print(view)
+        for fact, value in describe_view(spark, view).collect():
+            if fact not in ("view", "definition", "store"):
+                print(f"  {fact}: {value}")
+    return 0
+
+
 def _cmd_demo(args) -> int:
     from ivm.demo import run
     run(args.home)
@@ -77,6 +101,13 @@ def parser() -> argparse.ArgumentParser:
     comp.add_argument("--schema", help="JSON file {table: {column: type}}; without it the "
                       "Spark catalog is read")
     comp.set_defaults(run=_cmd_compile)
+    loop = commands.add_parser("run", help="keep every materialized view within its "
+                               "FRESHNESS, refreshing in dependency order, until Ctrl-C")
+    loop.add_argument("--tick", type=float, default=1.0, help="seconds between passes")
+    loop.set_defaults(run=_cmd_run)
+    status = commands.add_parser("status", help="freshness, lag and last refresh of views")
+    status.add_argument("view", nargs="?", help="one view (default: all)")
+    status.set_defaults(run=_cmd_status)
     demo = commands.add_parser("demo", help="create sample sources and a view, change them, "
                                "refresh, show")
     demo.set_defaults(run=_cmd_demo)

@@ -145,6 +145,18 @@ def overwrite_statement(target: str, query: exp.Query) -> exp.Insert:
                       overwrite=True)
 
 
+def set_properties_statement(target: str, properties: Mapping[str, str]) -> exp.Alter:
+    """``ALTER TABLE target SET TBLPROPERTIES (...)``.
+
+    >>> set_properties_statement("db.s", {"k": "1"}).sql("spark")
+    "ALTER TABLE db.s SET TBLPROPERTIES ('k'='1')"
+    """
+    return exp.Alter(this=exp.to_table(target, dialect="spark"), kind="TABLE", actions=[
+        exp.AlterSet(expressions=[exp.Properties(expressions=[
+            exp.Property(this=exp.Literal.string(k), value=exp.Literal.string(v))
+            for k, v in properties.items()])])])
+
+
 def drop_statement(kind: str, name: str) -> exp.Drop:
     """``DROP <kind> IF EXISTS name``."""
     return exp.Drop(tables=[exp.to_table(name, dialect="spark")], kind=kind, exists=True)

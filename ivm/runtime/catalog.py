@@ -1,12 +1,34 @@
-"""Names and schemas from the Spark catalog."""
+"""Names and schemas from the Spark catalog, and the names of views' stores."""
 
 from __future__ import annotations
 
 from sqlglot import exp
 
 from ivm.errors import CatalogError
+from ivm.runtime.delta_log import DeltaLogReader
 from ivm.frontend.parse import referenced_tables
 from ivm.frontend.positions import position_of
+
+
+STORE_SUFFIX = "__ivm_store"
+VIEW = "ivm.view"                 # store property: the view it stores
+DEFINITION = "ivm.definition"     # store property: the view's SELECT
+FRESHNESS = "ivm.freshness"       # store property: the most seconds `ivm run` lets it lag
+SUSPENDED = "ivm.suspended"       # store property: "true" if `ivm run` leaves it alone
+
+
+def store_name(view: str) -> str:
+    """The Delta table holding the rows and state of the materialized view ``view``."""
+    return view + STORE_SUFFIX
+
+
+def store_properties(spark, view: str) -> dict[str, str] | None:
+    """The properties of the store of ``view``; None if ``view`` is no materialized view."""
+    store = store_name(view)
+    if not spark.catalog.tableExists(store):
+        return None
+    properties = DeltaLogReader(spark, store).properties()
+    return properties if properties.get(VIEW) == view else None
 
 
 def current_database(spark) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ivm.runtime.delta_log import DeltaLogReader
+from ivm.runtime.sources import delta_table
 
 RATIO = "spark.ivm.refresh.fullRecomputeRatio"
 MIN_BYTES = "spark.ivm.refresh.fullRecomputeMinBytes"
@@ -54,7 +55,7 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
         if upto < after:
             return Estimate(None, None, f"{table} is at version {upto}, before version "
                                         f"{after} that the view consumed")
-        log = DeltaLogReader(spark, table)
+        log = DeltaLogReader(spark, delta_table(spark, table))
         commits = log.commits(after, upto)
         if commits is None:
             return Estimate(None, None, f"the log of {table} no longer holds every commit "

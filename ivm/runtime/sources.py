@@ -4,6 +4,10 @@ Delta's change data feed becomes a Z-set here, and nowhere else: ``insert`` and
 ``update_postimage`` rows weigh +1, ``delete`` and ``update_preimage`` rows -1. Over a range of
 commits the weights of identical rows are summed and zeros dropped; that is the net change,
 whatever the order of the commits (a row inserted then deleted cancels out).
+
+A source may be another materialized view. It is read through its store, whose versions
+and change feed are the view's own: a store row stands for one view row, or, in a view that
+keeps duplicates, for ``_ivm_count`` of them, so its change weighs ``±_ivm_count``.
 """
 
 from __future__ import annotations
@@ -14,16 +18,35 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
+from ivm.compiler import compile
 from ivm.errors import SourceError
+from ivm.runtime.catalog import DEFINITION, store_name, store_properties
 from ivm.runtime.delta_log import DeltaLogReader
-from ivm.zset import WEIGHT, Read, relation_name
+from ivm.zset import COUNT, WEIGHT, Read, relation_name
 
 INSERTED = ("insert", "update_postimage")
 CDF_PROPERTY = "delta.enableChangeDataFeed"
 
 
+def upstream_repeats_rows(spark, table: str) -> bool | None:
+    """None if ``table`` is no materialized view; else whether a row of its store stands
+    for ``_ivm_count`` identical rows of the view."""
+    properties = store_properties(spark, table)
+    if properties is None:
+        return None
+    return compile(properties[DEFINITION], spark=spark).store.repeat_rows
+
+
+def delta_table(spark, table: str) -> str:
+    """The Delta table holding the rows and the change feed of the source ``table``."""
+    return store_name(table) if store_properties(spark, table) is not None else table
+
+
 def check_source(spark, table: str) -> None:
-    """Raise :class:`SourceError` unless ``table`` is a Delta table with change data feed."""
+    """Raise :class:`SourceError` unless ``table`` is a Delta table with change data feed,
+    or a materialized view."""
+    if store_properties(spark, table) is not None:
+        return
     try:
         DeltaTable.forName(spark, table)
     except AnalysisException:
@@ -39,25 +62,33 @@ def check_source(spark, table: str) -> None:
 
 
 def table_version(spark, table: str) -> int:
-    """The latest committed version of the Delta table ``table``."""
-    return DeltaLogReader(spark, table).version()
+    """The latest committed version of the source ``table``."""
+    return DeltaLogReader(spark, delta_table(spark, table)).version()
 
 
-def snapshot(spark, table: str, columns, version: int) -> DataFrame:
-    """``columns`` of ``table`` as of ``version``."""
-    return (spark.read.format("delta").option("versionAsOf", version).table(table)
-            .select(*columns))
+def snapshot(spark, table: str, columns, version: int, repeats: bool | None = None
+             ) -> DataFrame:
+    """``columns`` of ``table`` as of ``version``; ``repeats`` as
+    :func:`upstream_repeats_rows` says of ``table``."""
+    name = table if repeats is None else store_name(table)
+    rows = spark.read.format("delta").option("versionAsOf", version).table(name)
+    if repeats:
+        rows = rows.withColumn("_copy", F.explode(F.sequence(F.lit(1), F.col(COUNT))))
+    return rows.select(*columns)
 
 
-def changes(spark, table: str, columns, after: int, upto: int) -> DataFrame:
+def changes(spark, table: str, columns, after: int, upto: int, repeats: bool | None = None
+            ) -> DataFrame:
     """The net change of ``columns`` of ``table`` over versions ``(after, upto]``, weighted."""
     if upto <= after:
-        schema = snapshot(spark, table, columns, after).schema
+        schema = snapshot(spark, table, columns, after, repeats).schema
         return spark.createDataFrame([], StructType(schema.fields + [
             StructField(WEIGHT, LongType(), False)]))
+    name = table if repeats is None else store_name(table)
     feed = (spark.read.format("delta").option("readChangeFeed", "true")
-            .option("startingVersion", after + 1).option("endingVersion", upto).table(table))
-    weight = F.when(F.col("_change_type").isin(*INSERTED), F.lit(1)).otherwise(F.lit(-1))
+            .option("startingVersion", after + 1).option("endingVersion", upto).table(name))
+    sign = F.when(F.col("_change_type").isin(*INSERTED), F.lit(1)).otherwise(F.lit(-1))
+    weight = sign * F.col(COUNT) if repeats else sign
     return (feed.groupBy(*columns).agg(F.sum(weight).cast("bigint").alias(WEIGHT))
             .where(F.col(WEIGHT) != 0))
 
@@ -71,10 +102,12 @@ def bind(spark, sources: dict[str, tuple[str, ...]], before: dict[str, int] | No
     """
     names = []
     for i, (table, columns) in enumerate(sources.items()):
-        reads = {Read.AFTER: snapshot(spark, table, columns, after[table])}
+        repeats = upstream_repeats_rows(spark, table)
+        reads = {Read.AFTER: snapshot(spark, table, columns, after[table], repeats)}
         if before is not None:
-            reads[Read.BEFORE] = snapshot(spark, table, columns, before[table])
-            reads[Read.DELTA] = changes(spark, table, columns, before[table], after[table])
+            reads[Read.BEFORE] = snapshot(spark, table, columns, before[table], repeats)
+            reads[Read.DELTA] = changes(spark, table, columns, before[table], after[table],
+                                        repeats)
         for read, frame in reads.items():
             name = relation_name(table, read)
             (wrap(frame) if i == 0 else frame).createOrReplaceTempView(name)

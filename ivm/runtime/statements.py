@@ -1,7 +1,10 @@
 """``ivm.sql``: materialized-view statements, and everything else passed to Spark.
 
-    CREATE [OR REPLACE] MATERIALIZED {VIEW|TABLE} [IF NOT EXISTS] name AS <select>
+    CREATE [OR REPLACE] MATERIALIZED {VIEW|TABLE} [IF NOT EXISTS] name
+        [FRESHNESS = INTERVAL '<n>' {SECOND|MINUTE|HOUR|DAY}[S]] AS <select>
     REFRESH MATERIALIZED {VIEW|TABLE} name [FULL]
+    REFRESH ALL MATERIALIZED {VIEWS|TABLES}
+    ALTER MATERIALIZED {VIEW|TABLE} name {SET FRESHNESS = INTERVAL ... | SUSPEND | RESUME}
     DROP MATERIALIZED {VIEW|TABLE} [IF EXISTS] name
     DESCRIBE [HISTORY] MATERIALIZED {VIEW|TABLE} name
 
@@ -11,6 +14,8 @@ the statement text, so errors in it point at the statement's own lines and colum
 >>> s = parse_statement("CREATE MATERIALIZED TABLE s.v AS SELECT 1 AS x")
 >>> s.action, s.name, s.query.strip()
 ('create', 's.v', 'SELECT 1 AS x')
+>>> parse_statement("ALTER MATERIALIZED VIEW v SET FRESHNESS = INTERVAL '2' MINUTES").freshness
+120
 >>> parse_statement("SELECT 1") is None
 True
 """
@@ -24,18 +29,23 @@ from sqlglot.tokens import Token, Tokenizer, TokenType
 
 from ivm.errors import SqlSyntaxError
 from ivm.frontend.positions import position_at_offset
-from ivm.runtime.views import (create_view, describe_view, drop_view, refresh_history,
-                               refresh_view)
+from ivm.runtime.views import (alter_view, create_view, describe_view, drop_view,
+                               refresh_all, refresh_history, refresh_view)
 
 
 @dataclass(frozen=True)
 class Statement:
-    action: str                 # create | refresh | drop | describe | history
-    name: str
+    action: str     # create | refresh | refresh_all | alter | drop | describe | history
+    name: str | None
     query: str | None = None
     replace: bool = False
     if_exists: bool = False     # IF NOT EXISTS for create, IF EXISTS for drop
     full: bool = False
+    freshness: int | None = None    # seconds
+    suspended: bool | None = None   # ALTER ... SUSPEND / RESUME
+
+
+_UNITS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 
 
 class _Tokens:
@@ -77,6 +87,18 @@ class _Tokens:
             if not self.accept("."):
                 return ".".join(parts)
 
+    def interval(self) -> int:
+        """``INTERVAL '<n>' <unit>`` (or ``INTERVAL <n> <unit>``), in seconds."""
+        self.expect("INTERVAL", "INTERVAL")
+        if self.i + 1 >= len(self.tokens):
+            self.fail("expected a number and a unit, such as INTERVAL '30' SECONDS")
+        amount, unit = self.tokens[self.i].text, self.tokens[self.i + 1].text.upper()
+        seconds = _UNITS.get(unit.rstrip("S"))
+        if not amount.isdigit() or int(amount) == 0 or seconds is None:
+            self.fail("expected a positive number and a unit (SECOND, MINUTE, HOUR or DAY)")
+        self.i += 2
+        return int(amount) * seconds
+
     def end(self) -> None:
         while self.accept(";"):
             pass
@@ -96,22 +118,45 @@ def parse_statement(sql: str) -> Statement | None:
             return None
         if_not_exists = tokens.accept("IF", "NOT", "EXISTS")
         name = tokens.name()
-        if tokens.peek("FRESHNESS") or tokens.peek("PARTITIONED"):
-            tokens.fail("FRESHNESS and PARTITIONED BY are not supported yet")
+        freshness = None
+        if tokens.accept("FRESHNESS"):
+            tokens.expect("= after FRESHNESS", "=")
+            freshness = tokens.interval()
+        if tokens.peek("PARTITIONED"):
+            tokens.fail("PARTITIONED BY is not supported yet")
         tokens.expect("AS before the query", "AS")
         if tokens.i >= len(tokens.tokens):
             tokens.fail("expected the view's query")
         start = tokens.tokens[tokens.i].start
         # Blank out the statement's head so positions in the query stay the statement's own.
         query = "".join(c if c == "\n" else " " for c in sql[:start]) + sql[start:]
-        return Statement("create", name, query, replace=replace, if_exists=if_not_exists)
+        return Statement("create", name, query, replace=replace, if_exists=if_not_exists,
+                         freshness=freshness)
     if tokens.accept("REFRESH"):
+        if tokens.accept("ALL", "MATERIALIZED", "VIEWS") or \
+                tokens.accept("ALL", "MATERIALIZED", "TABLES"):
+            tokens.end()
+            return Statement("refresh_all", None)
         if not _materialized(tokens):
             return None
         name = tokens.name()
         full = tokens.accept("FULL")
         tokens.end()
         return Statement("refresh", name, full=full)
+    if tokens.accept("ALTER"):
+        if not _materialized(tokens):
+            return None
+        name = tokens.name()
+        if tokens.accept("SET", "FRESHNESS"):
+            tokens.expect("= after FRESHNESS", "=")
+            statement = Statement("alter", name, freshness=tokens.interval())
+        elif tokens.accept("SUSPEND") or tokens.accept("RESUME"):
+            statement = Statement("alter", name,
+                                  suspended=tokens.tokens[tokens.i - 1].text.upper() == "SUSPEND")
+        else:
+            tokens.fail("expected SET FRESHNESS = INTERVAL ..., SUSPEND or RESUME")
+        tokens.end()
+        return statement
     if tokens.accept("DROP"):
         if not _materialized(tokens):
             return None
@@ -136,17 +181,23 @@ def _materialized(tokens: _Tokens) -> bool:
 def sql(spark, statement: str):
     """Run ``statement``: a materialized-view statement, or any Spark SQL.
 
-    Returns a :class:`~ivm.runtime.views.RefreshResult` for CREATE and REFRESH, None for
-    DROP, and a DataFrame for DESCRIBE and for anything else (``spark.sql(statement)``).
+    Returns a :class:`~ivm.runtime.views.RefreshResult` for CREATE and REFRESH, a list of
+    them for REFRESH ALL, None for ALTER and DROP, and a DataFrame for DESCRIBE and for
+    anything else (``spark.sql(statement)``).
     """
     parsed = parse_statement(statement)
     if parsed is None:
         return spark.sql(statement)
     if parsed.action == "create":
         return create_view(spark, parsed.name, parsed.query, replace=parsed.replace,
-                           if_not_exists=parsed.if_exists)
+                           if_not_exists=parsed.if_exists, freshness=parsed.freshness)
     if parsed.action == "refresh":
         return refresh_view(spark, parsed.name, full=parsed.full)
+    if parsed.action == "refresh_all":
+        return refresh_all(spark)
+    if parsed.action == "alter":
+        return alter_view(spark, parsed.name, freshness=parsed.freshness,
+                          suspended=parsed.suspended)
     if parsed.action == "describe":
         return describe_view(spark, parsed.name)
     if parsed.action == "history":

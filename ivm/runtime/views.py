@@ -35,15 +35,15 @@ from ivm.compiler import CompiledView, compile
 from ivm.errors import (ConcurrentRefresh, IvmError, SourceError, StateError, ViewExists,
                         ViewNotFound)
 from ivm.runtime import faults
-from ivm.runtime.catalog import qualified_name
+from ivm.runtime.catalog import (DEFINITION, FRESHNESS, SUSPENDED, VIEW, qualified_name,
+                                 store_name, store_properties)
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.fallback import CHANGE_DATA_UNAVAILABLE, estimate
+from ivm.runtime.graph import (check_no_cycle, dependency_graph, materialized_views,
+                               refresh_order)
 from ivm.runtime.history import USER_METADATA, RefreshRecord, history, latest_record
-from ivm.runtime.sources import bind, check_source, table_version, unbind
+from ivm.runtime.sources import bind, check_source, delta_table, table_version, unbind
 
-STORE_SUFFIX = "__ivm_store"
-DEFINITION = "ivm.definition"
-VIEW = "ivm.view"
 STORE = "ivm.store"
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
@@ -81,10 +81,6 @@ class RefreshResult:
 
 class _LostRace(Exception):
     """Another refresh of the view committed first."""
-
-
-def store_name(view: str) -> str:
-    return view + STORE_SUFFIX
 
 
 @contextmanager
@@ -156,21 +152,12 @@ def _execute(spark, statement) -> list:
     return spark.sql(statement.sql(codegen.DIALECT)).collect()
 
 
-def _store_properties(spark, view: str) -> dict[str, str] | None:
-    """The properties of the store of ``view``; None if ``view`` is no materialized view."""
-    store = store_name(view)
-    if not spark.catalog.tableExists(store):
-        return None
-    properties = DeltaLogReader(spark, store).properties()
-    return properties if properties.get(VIEW) == view else None
-
-
 def _is_materialized_view(spark, view: str) -> bool:
-    return _store_properties(spark, view) is not None
+    return store_properties(spark, view) is not None
 
 
 def _definition(spark, view: str) -> str:
-    properties = _store_properties(spark, view)
+    properties = store_properties(spark, view)
     if properties is None:
         raise ViewNotFound(f"materialized view {view} does not exist",
                            hint="create it with CREATE MATERIALIZED VIEW")
@@ -200,11 +187,12 @@ def _write_catalog_view(spark, view: str, compiled: CompiledView) -> None:
 
 
 def create_view(spark, name: str, sql: str, *, replace: bool = False,
-                if_not_exists: bool = False) -> RefreshResult:
+                if_not_exists: bool = False, freshness: int | None = None) -> RefreshResult:
     """Create the materialized view ``name`` defined by the SELECT ``sql``, computed in full.
 
     ``replace`` redefines an existing view: its store is replaced in one commit, then its
     catalog view. A CREATE that died after writing the store is completed by running it again.
+    ``freshness``: the most seconds ``ivm run`` lets the view lag behind its sources.
     """
     start = time.perf_counter()
     view = qualified_name(spark, name)
@@ -212,6 +200,7 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
         compiled = compile(sql, spark=work)
         for table in compiled.sources:
             check_source(work, table)
+        check_no_cycle(work, view, compiled.sources)
         store = store_name(view)
         is_view = _is_materialized_view(work, view)
         has_catalog_view = work.catalog.tableExists(view)
@@ -228,14 +217,15 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
                              hint="choose another view name")
         versions = _latest_versions(work, compiled)
         record = RefreshRecord("create", versions)
+        properties = {"delta.enableChangeDataFeed": "true", VIEW: view, DEFINITION: sql.strip()}
+        if freshness is not None:
+            properties[FRESHNESS] = str(freshness)
         names = _bind(work, compiled, None, versions, "create.during_write")
         try:
             faults.reach("create.before_write")
             with _spark_errors(view), _commit(work, view, record):
                 _execute(work, codegen.create_table_statement(
-                    store, compiled.full_query, {"delta.enableChangeDataFeed": "true",
-                                                 VIEW: view, DEFINITION: sql.strip()},
-                    replace=is_view))
+                    store, compiled.full_query, properties, replace=is_view))
         finally:
             unbind(work, names)
         faults.reach("create.after_store")
@@ -263,6 +253,15 @@ def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
             continue
     raise ConcurrentRefresh(f"{view} was refreshed by another refresh {ATTEMPTS} times while "
                             f"this one ran", hint="refresh it again later")
+
+
+def refresh_all(spark, views: list[str] | None = None) -> list[RefreshResult]:
+    """Refresh ``views`` (default: every materialized view) and the materialized views they
+    read, each after the views it reads."""
+    targets = materialized_views(spark) if views is None else [
+        qualified_name(spark, v) for v in views]
+    return [refresh_view(spark, view)
+            for view in refresh_order(dependency_graph(spark, targets))]
 
 
 def _refresh(spark, view: str, full: bool) -> RefreshResult:
@@ -350,30 +349,65 @@ def _repair_catalog_view(spark, view: str, compiled: CompiledView) -> None:
         _write_catalog_view(spark, view, compiled)
 
 
+def alter_view(spark, name: str, *, freshness: int | None = None,
+               suspended: bool | None = None) -> None:
+    """Set the freshness of the view ``name``, or suspend or resume its refreshes by
+    ``ivm run``."""
+    view = qualified_name(spark, name)
+    _definition(spark, view)
+    settings = {}
+    if freshness is not None:
+        settings[FRESHNESS] = str(freshness)
+    if suspended is not None:
+        settings[SUSPENDED] = str(suspended).lower()
+    _execute(spark, codegen.set_properties_statement(store_name(view), settings))
+
+
+def lag_seconds(spark, view: str) -> float:
+    """How long the oldest source commit that ``view`` does not reflect has been waiting,
+    through the materialized views it reads (0 when the view is up to date)."""
+    oldest = _oldest_unconsumed_ms(spark, view)
+    return 0.0 if oldest is None else max(0.0, time.time() - oldest / 1000)
+
+
+def _oldest_unconsumed_ms(spark, view: str) -> int | None:
+    """The commit time of the oldest source commit ``view`` does not reflect, if any."""
+    times = []
+    for table, consumed in consumed_versions(spark, view).items():
+        log = DeltaLogReader(spark, delta_table(spark, table))
+        latest = log.version()
+        if latest > consumed:
+            commits = log.commits(consumed, latest)
+            times.append(commits[0].timestamp_ms if commits else 0)
+        if store_properties(spark, table) is not None:
+            times.append(_oldest_unconsumed_ms(spark, table))
+    return min((t for t in times if t is not None), default=None)
+
+
 def describe_view(spark, name: str) -> DataFrame:
     """``DESCRIBE MATERIALIZED VIEW``: one ``(property, value)`` row per fact about the view:
     its definition, its last refresh (when, mode and why, what it read and wrote), the source
     versions it reflects and how far it lags behind its sources."""
     view = qualified_name(spark, name)
-    definition = _definition(spark, view)
+    properties = store_properties(spark, view)
+    if properties is None:
+        _definition(spark, view)    # raises ViewNotFound
     store = store_name(view)
     last = history(spark, store).first()
-    facts = [("view", view), ("definition", definition), ("store", store),
+    freshness = properties.get(FRESHNESS)
+    facts = [("view", view), ("definition", properties[DEFINITION]), ("store", store),
+             ("freshness seconds", freshness or ""),
+             ("refreshed by ivm run", "suspended" if properties.get(SUSPENDED) == "true"
+              else "yes" if freshness else "no (no FRESHNESS)"),
              ("last refresh", str(last.timestamp)), ("last refresh mode", last.mode),
              ("last refresh reason", last.reason or ""),
              ("last refresh read bytes", "" if last.read_bytes is None else str(last.read_bytes)),
              ("last refresh rows written", f"+{last.rows_inserted or 0} ~{last.rows_updated or 0}"
                                            f" -{last.rows_deleted or 0}")]
-    lag_ms = 0
     for table, consumed in sorted(consumed_versions(spark, view).items()):
-        log = DeltaLogReader(spark, table)
-        latest = log.version()
+        latest = table_version(spark, table)
         facts.append((f"source {table}", f"version {consumed} of {latest}"))
-        if latest > consumed:
-            commits = log.commits(consumed, latest)
-            oldest = commits[0].timestamp_ms if commits else 0
-            lag_ms = max(lag_ms, int(time.time() * 1000) - oldest)
-    facts.append(("lag seconds", f"{lag_ms / 1000:.1f}"))
+    facts.append(("lag seconds", f"{lag_seconds(spark, view):.1f}"))
     return spark.createDataFrame(facts, "property STRING, value STRING")
 
 
@@ -397,5 +431,6 @@ def drop_view(spark, name: str, *, if_exists: bool = False) -> None:
     _execute(spark, codegen.drop_statement("TABLE", store_name(view)))
 
 
-__all__ = ["IvmError", "RefreshResult", "consumed_versions", "create_view", "describe_view",
-           "drop_view", "refresh_history", "refresh_view", "store_name"]
+__all__ = ["IvmError", "RefreshResult", "alter_view", "consumed_versions", "create_view",
+           "describe_view", "drop_view", "lag_seconds", "refresh_all", "refresh_history",
+           "refresh_view", "store_name"]

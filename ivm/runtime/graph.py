@@ -1,0 +1,65 @@
+"""Materialized views that read materialized views: the graph, its order, and its cycles.
+
+An edge ``source → view`` says that ``view`` reads ``source``. Refreshing in a topological
+order of this graph lets each view consume the change its upstream views have just
+committed, so a pipeline refreshed in one pass reflects one consistent set of sources.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from ivm.errors import CatalogError
+from ivm.runtime.catalog import STORE_SUFFIX, store_name, store_properties
+from ivm.runtime.delta_log import DeltaLogReader
+from ivm.runtime.history import latest_record
+
+
+def materialized_views(spark) -> list[str]:
+    """Every materialized view in the catalog, as ``db.name``."""
+    views = []
+    for database in spark.catalog.listDatabases():
+        for table in spark.catalog.listTables(database.name):
+            if table.name.endswith(STORE_SUFFIX) and not table.isTemporary:
+                view = f"{database.name}.{table.name[:-len(STORE_SUFFIX)]}"
+                if store_properties(spark, view) is not None:
+                    views.append(view)
+    return views
+
+
+def dependency_graph(spark, views: list[str]) -> nx.DiGraph:
+    """``views`` and, transitively, the sources they read; materialized views are the nodes
+    whose attribute ``materialized`` is true."""
+    graph = nx.DiGraph()
+    pending = list(views)
+    while pending:
+        view = pending.pop()
+        if graph.nodes.get(view, {}).get("materialized"):
+            continue
+        graph.add_node(view, materialized=True)
+        for source in latest_record(DeltaLogReader(spark, store_name(view)))[1].sources:
+            graph.add_edge(source, view)
+            if store_properties(spark, source) is not None:
+                pending.append(source)
+    return graph
+
+
+def refresh_order(graph: nx.DiGraph) -> list[str]:
+    """The materialized views of ``graph``, each after every view it reads."""
+    return [v for v in nx.topological_sort(graph) if graph.nodes[v].get("materialized")]
+
+
+def check_no_cycle(spark, view: str, sources) -> None:
+    """Refuse a definition of ``view`` that reads ``sources`` if ``view`` would then read
+    itself through other materialized views."""
+    upstream = [s for s in sources if store_properties(spark, s) is not None]
+    graph = dependency_graph(spark, upstream)
+    graph.add_edges_from((source, view) for source in sources)
+    try:
+        cycle = nx.find_cycle(graph, view)
+    except nx.NetworkXNoCycle:
+        return
+    path = " → ".join([edge[0] for edge in cycle] + [cycle[0][0]])
+    raise CatalogError(f"{view} would read itself: {path}",
+                       hint="a materialized view may read other materialized views, but not "
+                            "through a cycle")
