@@ -102,3 +102,18 @@ def test_ivm_run_keeps_views_within_their_freshness_on_a_live_stream(spark, pipe
     assert any("named" in line for line in refreshes[:-1]), lines
     assert not any(".idle" in line for line in refreshes), "a view without FRESHNESS waits"
     assert lines[-1] == "stopped"
+
+
+def test_a_views_changelog_shows_an_aggregate_update_as_an_update(spark, pipeline):
+    spark.sql("INSERT INTO r VALUES (1, 1), (4, 4)")     # group 1 changes, group 4 appears
+    spark.sql("DELETE FROM r WHERE k = 2")                # group 2 disappears
+    version = {view: ivm.sql(spark, f"DESCRIBE HISTORY MATERIALIZED VIEW {view}").first().version
+               for view in ("per_key", "positive")}
+    ivm.sql(spark, "REFRESH ALL MATERIALIZED VIEWS")
+    changes = [tuple(r)[:4]
+               for r in ivm.view_changes(spark, "per_key", version["per_key"] + 1).collect()]
+    retractions, additions = sorted(changes[:2]), sorted(changes[2:], key=repr)
+    assert retractions == [(1, 2, 20, "-U"), (2, 1, 5, "-D")]
+    assert sorted(additions, key=repr) == [(1, 3, 21, "+U"), (4, 1, 4, "+I")]
+    copies = ivm.view_changes(spark, "positive", version["positive"] + 1).where("k = 4").collect()
+    assert [(r.k, r.a, r._op) for r in copies] == [(4, 4, "+I")]

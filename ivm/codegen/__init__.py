@@ -2,9 +2,10 @@
 
 from ivm.codegen.sql import DIALECT, to_select, to_sql
 from ivm.codegen.store import (create_table_statement, create_view_statement, drop_statement,
-                               merge_statement, overwrite_statement, set_properties_statement,
-                               view_query)
+                               merge_statement, overwrite_statement, replace_where_statement,
+                               set_properties_statement, view_query)
 
 __all__ = ["DIALECT", "create_table_statement", "create_view_statement", "drop_statement",
-           "merge_statement", "overwrite_statement", "set_properties_statement", "to_select",
+           "merge_statement", "overwrite_statement", "replace_where_statement",
+           "set_properties_statement", "to_select",
            "to_sql", "view_query"]

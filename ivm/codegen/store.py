@@ -124,11 +124,16 @@ def _properties(properties: Mapping[str, str], delta: bool) -> exp.Properties:
 
 
 def create_table_statement(target: str, query: exp.Query, properties: Mapping[str, str],
-                           replace: bool = False) -> exp.Create:
-    """``CREATE [OR REPLACE] TABLE target USING DELTA TBLPROPERTIES (...) AS query``."""
+                           replace: bool = False, partitioned_by: tuple[str, ...] = ()
+                           ) -> exp.Create:
+    """``CREATE [OR REPLACE] TABLE target USING DELTA [PARTITIONED BY (...)]
+    TBLPROPERTIES (...) AS query``."""
+    items = _properties(properties, delta=True)
+    if partitioned_by:
+        items.expressions.insert(1, exp.PartitionedByProperty(this=exp.Schema(
+            expressions=[exp.to_identifier(c) for c in partitioned_by])))
     return exp.Create(this=exp.to_table(target, dialect="spark"), kind="TABLE",
-                      expression=query, properties=_properties(properties, delta=True),
-                      replace=replace)
+                      expression=query, properties=items, replace=replace)
 
 
 def create_view_statement(name: str, query: exp.Query, properties: Mapping[str, str],
@@ -143,6 +148,21 @@ def overwrite_statement(target: str, query: exp.Query) -> exp.Insert:
     """``INSERT OVERWRITE TABLE target query``: replace every row in one commit."""
     return exp.Insert(this=exp.to_table(target, dialect="spark"), expression=query,
                       overwrite=True)
+
+
+def replace_where_statement(target: str, query: exp.Query,
+                            predicate: exp.Expression) -> exp.Insert:
+    """``INSERT INTO target REPLACE WHERE predicate SELECT * FROM (query) WHERE predicate``:
+    the rows of ``target`` matching ``predicate`` replaced by those of ``query``, in one commit.
+
+    >>> q = exp.select("k").from_("s")
+    >>> replace_where_statement("t", q, exp.column("k").eq(1)).sql("spark")
+    'INSERT INTO t REPLACE WHERE k = 1 SELECT * FROM (SELECT k FROM s) AS _ivm_part WHERE k = 1'
+    """
+    rows = exp.select("*").from_(exp.Subquery(this=query.copy(), alias=exp.TableAlias(
+        this=exp.to_identifier("_ivm_part")))).where(predicate.copy())
+    return exp.Insert(this=exp.to_table(target, dialect="spark"), expression=rows,
+                      where=predicate.copy())
 
 
 def set_properties_statement(target: str, properties: Mapping[str, str]) -> exp.Alter:

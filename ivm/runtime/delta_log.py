@@ -71,6 +71,13 @@ class DeltaLogReader:
         detail = DeltaTable.forName(self.spark, self.table).detail().first()
         return dict(detail.properties or {})
 
+    def partition_columns(self) -> list[str]:
+        """The columns the table is partitioned by."""
+        if self._snapshot is not None:
+            columns = self._snapshot.metadata().partitionColumns()
+            return [columns.apply(i) for i in range(columns.size())]
+        return list(DeltaTable.forName(self.spark, self.table).detail().first().partitionColumns)
+
     def size_in_bytes(self) -> int | None:
         """The size of the latest version's data files."""
         return int(self._snapshot.sizeInBytes()) if self._snapshot is not None else None

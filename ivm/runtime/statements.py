@@ -1,8 +1,9 @@
 """``ivm.sql``: materialized-view statements, and everything else passed to Spark.
 
     CREATE [OR REPLACE] MATERIALIZED {VIEW|TABLE} [IF NOT EXISTS] name
+        [PARTITIONED BY (column, ...)]
         [FRESHNESS = INTERVAL '<n>' {SECOND|MINUTE|HOUR|DAY}[S]] AS <select>
-    REFRESH MATERIALIZED {VIEW|TABLE} name [FULL]
+    REFRESH MATERIALIZED {VIEW|TABLE} name [FULL | PARTITION (column = literal, ...)]
     REFRESH ALL MATERIALIZED {VIEWS|TABLES}
     ALTER MATERIALIZED {VIEW|TABLE} name {SET FRESHNESS = INTERVAL ... | SUSPEND | RESUME}
     DROP MATERIALIZED {VIEW|TABLE} [IF EXISTS] name
@@ -14,6 +15,8 @@ the statement text, so errors in it point at the statement's own lines and colum
 >>> s = parse_statement("CREATE MATERIALIZED TABLE s.v AS SELECT 1 AS x")
 >>> s.action, s.name, s.query.strip()
 ('create', 's.v', 'SELECT 1 AS x')
+>>> parse_statement("REFRESH MATERIALIZED VIEW v PARTITION (ds = '2024-11-25')").partition
+{'ds': Literal(this='2024-11-25', is_string=True)}
 >>> parse_statement("ALTER MATERIALIZED VIEW v SET FRESHNESS = INTERVAL '2' MINUTES").freshness
 120
 >>> parse_statement("SELECT 1") is None
@@ -24,13 +27,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sqlglot import exp
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, Tokenizer, TokenType
 
 from ivm.errors import SqlSyntaxError
 from ivm.frontend.positions import position_at_offset
 from ivm.runtime.views import (alter_view, create_view, describe_view, drop_view,
-                               refresh_all, refresh_history, refresh_view)
+                               refresh_all, refresh_history, refresh_partition, refresh_view)
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,8 @@ class Statement:
     if_exists: bool = False     # IF NOT EXISTS for create, IF EXISTS for drop
     full: bool = False
     freshness: int | None = None    # seconds
+    partitioned_by: tuple[str, ...] = ()
+    partition: dict | None = None   # REFRESH ... PARTITION: {column: literal}
     suspended: bool | None = None   # ALTER ... SUSPEND / RESUME
 
 
@@ -99,6 +105,33 @@ class _Tokens:
         self.i += 2
         return int(amount) * seconds
 
+    def columns(self) -> tuple[str, ...]:
+        """``(column, ...)``."""
+        self.expect("(", "(")
+        names = [self.name()]
+        while self.accept(","):
+            names.append(self.name())
+        self.expect(")", ")")
+        return tuple(names)
+
+    def partition_spec(self) -> dict[str, exp.Literal]:
+        """``(column = literal, ...)``."""
+        self.expect("(", "(")
+        spec = {}
+        while True:
+            column = self.name()
+            self.expect("= after the partition column", "=")
+            token = self.tokens[self.i] if self.i < len(self.tokens) else None
+            if token is None or token.token_type not in (TokenType.STRING, TokenType.NUMBER):
+                self.fail("expected a string or number literal as the partition value")
+            spec[column] = exp.Literal(this=token.text,
+                                       is_string=token.token_type == TokenType.STRING)
+            self.i += 1
+            if not self.accept(","):
+                break
+        self.expect(")", ")")
+        return spec
+
     def end(self) -> None:
         while self.accept(";"):
             pass
@@ -118,12 +151,15 @@ def parse_statement(sql: str) -> Statement | None:
             return None
         if_not_exists = tokens.accept("IF", "NOT", "EXISTS")
         name = tokens.name()
-        freshness = None
-        if tokens.accept("FRESHNESS"):
-            tokens.expect("= after FRESHNESS", "=")
-            freshness = tokens.interval()
-        if tokens.peek("PARTITIONED"):
-            tokens.fail("PARTITIONED BY is not supported yet")
+        freshness, partitioned_by = None, ()
+        while not tokens.peek("AS"):
+            if freshness is None and tokens.accept("FRESHNESS"):
+                tokens.expect("= after FRESHNESS", "=")
+                freshness = tokens.interval()
+            elif not partitioned_by and tokens.accept("PARTITIONED", "BY"):
+                partitioned_by = tokens.columns()
+            else:
+                tokens.fail("expected PARTITIONED BY, FRESHNESS or AS before the query")
         tokens.expect("AS before the query", "AS")
         if tokens.i >= len(tokens.tokens):
             tokens.fail("expected the view's query")
@@ -131,7 +167,7 @@ def parse_statement(sql: str) -> Statement | None:
         # Blank out the statement's head so positions in the query stay the statement's own.
         query = "".join(c if c == "\n" else " " for c in sql[:start]) + sql[start:]
         return Statement("create", name, query, replace=replace, if_exists=if_not_exists,
-                         freshness=freshness)
+                         freshness=freshness, partitioned_by=partitioned_by)
     if tokens.accept("REFRESH"):
         if tokens.accept("ALL", "MATERIALIZED", "VIEWS") or \
                 tokens.accept("ALL", "MATERIALIZED", "TABLES"):
@@ -141,8 +177,9 @@ def parse_statement(sql: str) -> Statement | None:
             return None
         name = tokens.name()
         full = tokens.accept("FULL")
+        partition = None if full or not tokens.accept("PARTITION") else tokens.partition_spec()
         tokens.end()
-        return Statement("refresh", name, full=full)
+        return Statement("refresh", name, full=full, partition=partition)
     if tokens.accept("ALTER"):
         if not _materialized(tokens):
             return None
@@ -190,7 +227,10 @@ def sql(spark, statement: str):
         return spark.sql(statement)
     if parsed.action == "create":
         return create_view(spark, parsed.name, parsed.query, replace=parsed.replace,
-                           if_not_exists=parsed.if_exists, freshness=parsed.freshness)
+                           if_not_exists=parsed.if_exists, freshness=parsed.freshness,
+                           partitioned_by=parsed.partitioned_by)
+    if parsed.action == "refresh" and parsed.partition is not None:
+        return refresh_partition(spark, parsed.name, parsed.partition)
     if parsed.action == "refresh":
         return refresh_view(spark, parsed.name, full=parsed.full)
     if parsed.action == "refresh_all":

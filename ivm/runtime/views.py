@@ -28,12 +28,13 @@ from dataclasses import dataclass, field
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
+from sqlglot import exp
 
 from ivm import codegen
 from ivm.codegen.store import NEGATIVE_COUNT
 from ivm.compiler import CompiledView, compile
-from ivm.errors import (ConcurrentRefresh, IvmError, SourceError, StateError, ViewExists,
-                        ViewNotFound)
+from ivm.errors import (CatalogError, ConcurrentRefresh, IvmError, SourceError, StateError,
+                        ViewExists, ViewNotFound)
 from ivm.runtime import faults
 from ivm.runtime.catalog import (DEFINITION, FRESHNESS, SUSPENDED, VIEW, qualified_name,
                                  store_name, store_properties)
@@ -56,7 +57,7 @@ class RefreshResult:
     """What one CREATE or REFRESH did."""
 
     view: str
-    mode: str                                   # create | incremental | full | noop
+    mode: str                       # create | incremental | full | partition | noop
     consumed: dict[str, int] = field(default_factory=dict)
     previous: dict[str, int] = field(default_factory=dict)
     rows_inserted: int = 0
@@ -73,7 +74,7 @@ class RefreshResult:
         if self.reason:
             text += f" ({self.reason})"
         text += f"; sources: {versions}"
-        if self.mode in ("incremental", "full", "create"):
+        if self.mode in ("incremental", "full", "create", "partition"):
             text += (f"; store rows: +{self.rows_inserted} inserted, ~{self.rows_updated} "
                      f"updated, -{self.rows_deleted} deleted")
         return text
@@ -187,12 +188,15 @@ def _write_catalog_view(spark, view: str, compiled: CompiledView) -> None:
 
 
 def create_view(spark, name: str, sql: str, *, replace: bool = False,
-                if_not_exists: bool = False, freshness: int | None = None) -> RefreshResult:
+                if_not_exists: bool = False, freshness: int | None = None,
+                partitioned_by: tuple[str, ...] = ()) -> RefreshResult:
     """Create the materialized view ``name`` defined by the SELECT ``sql``, computed in full.
 
     ``replace`` redefines an existing view: its store is replaced in one commit, then its
     catalog view. A CREATE that died after writing the store is completed by running it again.
     ``freshness``: the most seconds ``ivm run`` lets the view lag behind its sources.
+    ``partitioned_by``: columns of the view that partition its store, so that a partition
+    can be recomputed alone (:func:`refresh_partition`).
     """
     start = time.perf_counter()
     view = qualified_name(spark, name)
@@ -200,7 +204,11 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
         compiled = compile(sql, spark=work)
         for table in compiled.sources:
             check_source(work, table)
-        check_no_cycle(work, view, compiled.sources)
+        for column in partitioned_by:
+            if column not in compiled.store.view_columns:
+                raise CatalogError(f"PARTITIONED BY {column}: {view} has no column {column}",
+                                   hint=f"partition by columns of the view: "
+                                        f"{', '.join(compiled.store.view_columns)}")
         store = store_name(view)
         is_view = _is_materialized_view(work, view)
         has_catalog_view = work.catalog.tableExists(view)
@@ -215,6 +223,7 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
         if not is_view and work.catalog.tableExists(store):
             raise ViewExists(f"{store} already exists and is not the store of {view}",
                              hint="choose another view name")
+        check_no_cycle(work, view, compiled.sources)
         versions = _latest_versions(work, compiled)
         record = RefreshRecord("create", versions)
         properties = {"delta.enableChangeDataFeed": "true", VIEW: view, DEFINITION: sql.strip()}
@@ -225,7 +234,8 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
             faults.reach("create.before_write")
             with _spark_errors(view), _commit(work, view, record):
                 _execute(work, codegen.create_table_statement(
-                    store, compiled.full_query, properties, replace=is_view))
+                    store, compiled.full_query, properties, replace=is_view,
+                    partitioned_by=partitioned_by))
         finally:
             unbind(work, names)
         faults.reach("create.after_store")
@@ -262,6 +272,57 @@ def refresh_all(spark, views: list[str] | None = None) -> list[RefreshResult]:
         qualified_name(spark, v) for v in views]
     return [refresh_view(spark, view)
             for view in refresh_order(dependency_graph(spark, targets))]
+
+
+def refresh_partition(spark, name: str, partition: dict[str, exp.Literal]) -> RefreshResult:
+    """Recompute the rows of the view ``name`` in one partition (``{column: value}``) from
+    scratch, leaving every other partition as it is: a repair or backfill.
+
+    The partition is computed from the source versions the store already reflects, so the
+    store stays one consistent state; a later refresh applies newer changes as usual.
+    """
+    view = qualified_name(spark, name)
+    for _ in range(ATTEMPTS):
+        try:
+            with _isolated(spark) as work:
+                return _refresh_partition(work, view, partition)
+        except _LostRace:
+            continue
+    raise ConcurrentRefresh(f"{view} was refreshed by another refresh {ATTEMPTS} times while "
+                            f"this one ran", hint="refresh it again later")
+
+
+def _refresh_partition(spark, view: str, partition: dict[str, exp.Literal]) -> RefreshResult:
+    start = time.perf_counter()
+    compiled = compile(_definition(spark, view), spark=spark)
+    store = store_name(view)
+    log = DeltaLogReader(spark, store)
+    partitioned_by = log.partition_columns()
+    unknown = [c for c in partition if c not in partitioned_by]
+    if unknown or not partition:
+        raise CatalogError(f"{', '.join(unknown) or 'PARTITION ()'} is not a partition column "
+                           f"of {view}", hint=f"{view} is partitioned by "
+                                              f"{', '.join(partitioned_by) or 'nothing'}")
+    _repair_catalog_view(spark, view, compiled)
+    store_version = log.version()
+    consumed = latest_record(log)[1].sources
+    spec = ", ".join(f"{c} = {v.sql(codegen.DIALECT)}" for c, v in partition.items())
+    predicate = exp.and_(*(exp.column(c).eq(v) for c, v in partition.items()))
+    record = RefreshRecord("partition", consumed, reason=f"PARTITION ({spec})")
+    names = _bind(spark, compiled, None, consumed, "refresh.during_write")
+    try:
+        faults.reach("refresh.before_write")
+        with _spark_errors(view), _commit(spark, view, record, store_version):
+            _execute(spark, codegen.replace_where_statement(store, compiled.full_query,
+                                                            predicate))
+    finally:
+        unbind(spark, names)
+    faults.reach("refresh.after_write")
+    if latest_record(DeltaLogReader(spark, store))[1].refresh != record.refresh:
+        raise _LostRace()
+    rows = spark.table(store).where(predicate.sql(codegen.DIALECT)).count()
+    return RefreshResult(view, "partition", consumed, consumed, rows_inserted=rows,
+                         reason=record.reason, seconds=time.perf_counter() - start)
 
 
 def _refresh(spark, view: str, full: bool) -> RefreshResult:
@@ -433,4 +494,4 @@ def drop_view(spark, name: str, *, if_exists: bool = False) -> None:
 
 __all__ = ["IvmError", "RefreshResult", "alter_view", "consumed_versions", "create_view",
            "describe_view", "drop_view", "lag_seconds", "refresh_all", "refresh_history",
-           "refresh_view", "store_name"]
+           "refresh_partition", "refresh_view", "store_name"]

@@ -1,10 +1,12 @@
 """A state machine drives sources and views: any interleaving of changes and refreshes.
 
 Rules insert, delete and update source rows (each change one Delta commit, or a few for a
-row that lives within one step), refresh every view incrementally, or refresh them FULL. After
-each refresh every view must equal its query recomputed on the current sources, and a run that
-ends with changes not yet refreshed gets a last refresh and check. Hypothesis prints a failing
-run as the short program of steps that replays it.
+row that lives within one step), refresh every view incrementally or FULL, kill a refresh at
+one of its write points, and VACUUM a source (so that a later refresh finds its change data
+gone and must recompute). One view reads another. After each complete refresh every view must
+equal its query recomputed on the current sources, and a run that ends with changes not yet
+refreshed gets a last refresh and check. Hypothesis prints a failing run as the short program
+of steps that replays it.
 """
 
 import sys
@@ -13,12 +15,18 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
+import ivm
+from ivm.runtime import faults
 from harness import check_views, create_sources, create_views, example_database, refresh_views
 from strategies import SCHEMAS, changes, table_rows
 from views import FAMILIES
 
 VIEWS = {name: FAMILIES[family][name] for family, name in (
     ("aggregates", "by_key"), ("joins", "join3_by_d"), ("rows", "distinct_join"))}
+VIEWS["on_by_key"] = "SELECT n, COUNT(*) AS groups, SUM(sum_a) AS total FROM by_key GROUP BY n"
+"""Refreshed in this order: ``on_by_key`` reads ``by_key``."""
+
+REFRESH_POINTS = sorted(p for p in faults.WRITE_POINTS if p.startswith("refresh."))
 
 tables = st.sampled_from(sorted(SCHEMAS))
 
@@ -75,6 +83,26 @@ class RefreshMachine(RuleBasedStateMachine):
     @rule()
     def refresh_full(self):
         self._refresh(full=True)
+
+    @rule(view=st.sampled_from(sorted(VIEWS)), point=st.sampled_from(REFRESH_POINTS),
+          full=st.booleans())
+    def crash(self, view, point, full):
+        """A refresh of ``view`` dies at ``point``; the next refresh must complete it."""
+        try:
+            with faults.inject(point):
+                ivm.sql(self.spark, f"REFRESH MATERIALIZED VIEW {view}{' FULL' * full}")
+        except Exception as error:  # the injected fault, as Python or as Spark raised it
+            assert "injected fault" in str(error), error
+        self.pending = True
+
+    @rule(table=tables)
+    def vacuum(self, table):
+        """Remove every file the latest version does not need, change data included."""
+        self.spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+        try:
+            self.spark.sql(f"VACUUM {table} RETAIN 0 HOURS")
+        finally:
+            self.spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
 
     def teardown(self):
         if self.database is None:

@@ -1,0 +1,42 @@
+"""PARTITIONED BY, and REFRESH ... PARTITION recomputing one partition alone."""
+
+import pytest
+
+import ivm
+from ivm.runtime.views import store_name
+from test_views import CDF, assert_equals_query, history
+
+TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
+
+
+@pytest.fixture
+def partitioned(spark, fresh_db):
+    spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {CDF}")
+    spark.sql("INSERT INTO r VALUES (1, 10), (2, 20), (2, 5), (3, 1)")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals PARTITIONED BY (k) AS {TOTALS}")
+    return fresh_db
+
+
+def test_a_partition_refresh_repairs_one_partition_and_leaves_the_rest(spark, partitioned):
+    store = store_name(f"{partitioned}.totals")
+    assert spark.sql(f"DESCRIBE DETAIL {store}").first().partitionColumns == ["k"]
+    spark.sql(f"UPDATE {store} SET total = 999 WHERE k IN (2, 3)")    # damage two partitions
+    spark.sql("INSERT INTO r VALUES (1, 1)")                            # not yet consumed
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals PARTITION (k = 2)")
+    assert result.mode == "partition" and result.consumed == result.previous
+    rows = {r.k: r.total for r in spark.table("totals").collect()}
+    assert rows == {1: 10, 2: 25, 3: 999}, "only partition k = 2 is recomputed, as consumed"
+    assert history(spark, store)[-1].operationParameters["predicate"] == '["(k = 2)"]'
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals PARTITION (k = 3)")
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals").mode == "incremental"
+    assert_equals_query(spark, "totals", TOTALS)
+
+
+def test_partition_errors_name_the_column(spark, partitioned):
+    with pytest.raises(ivm.CatalogError, match="n is not a partition column") as caught:
+        ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals PARTITION (n = 1)")
+    assert "partitioned by k" in caught.value.hint
+    with pytest.raises(ivm.CatalogError, match="has no column x"):
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW other PARTITIONED BY (x) AS {TOTALS}")
+    with pytest.raises(ivm.SqlSyntaxError, match="literal as the partition value"):
+        ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals PARTITION (k = k)")
