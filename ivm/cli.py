@@ -4,6 +4,7 @@
     ivm compile view.sql [--schema s]  print the explain and the generated SQL of a view
     ivm run [--tick SECONDS]           keep every view within its FRESHNESS until Ctrl-C
     ivm status [view]                  each view's freshness, lag and last refresh
+    ivm metastore [--port N]           serve the catalog to several processes (IVM_METASTORE)
     ivm demo                           a guided run on sample data
 
 ``view.sql`` holds ``CREATE MATERIALIZED VIEW name AS SELECT ...`` or a bare SELECT. Names are
@@ -15,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -62,7 +65,16 @@ def _cmd_compile(args) -> int:
 
 def _cmd_run(args) -> int:
     from ivm.runtime.scheduler import run
-    run(_session(args), tick=args.tick,
+    spark, stop = _session(args), threading.Event()
+
+    def finish(signum, frame):
+        """The first Ctrl-C (or SIGTERM) lets a running refresh finish, a second one not."""
+        stop.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    signal.signal(signal.SIGINT, finish)
+    signal.signal(signal.SIGTERM, finish)
+    run(spark, tick=args.tick, stop=stop,
         report=lambda line: print(f"{time.strftime('%H:%M:%S')} {line}", flush=True))
     return 0
 
@@ -77,6 +89,12 @@ def _cmd_status(args) -> int:
             if fact not in ("view", "definition", "store"):
                 print(f"  {fact}: {value}")
     return 0
+
+
+def _cmd_metastore(args) -> int:
+    from ivm.runtime.metastore import serve
+    from ivm.runtime.session import resolve_home
+    return serve(resolve_home(args.home), args.host, args.port)
 
 
 def _cmd_demo(args) -> int:
@@ -108,6 +126,11 @@ def parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="freshness, lag and last refresh of views")
     status.add_argument("view", nargs="?", help="one view (default: all)")
     status.set_defaults(run=_cmd_status)
+    served = commands.add_parser("metastore", help="serve the catalog of --home to several "
+                                 "processes; they set IVM_METASTORE=host:port")
+    served.add_argument("--host", default="localhost")
+    served.add_argument("--port", type=int, default=1527)
+    served.set_defaults(run=_cmd_metastore)
     demo = commands.add_parser("demo", help="create sample sources and a view, change them, "
                                "refresh, show")
     demo.set_defaults(run=_cmd_demo)

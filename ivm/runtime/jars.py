@@ -1,4 +1,4 @@
-"""Make sure the Delta Lake jars are available to Spark.
+"""Make sure the Delta Lake jars (and Derby's network server) are available to Spark.
 
 The ``delta-spark`` wheel holds no jars: Spark's Ivy resolves the Maven coordinates in
 ``spark.jars.packages`` on every session start and downloads them (once) into
@@ -59,6 +59,19 @@ def required_artifacts() -> list[str]:
     ]
 
 
+DERBY_VERSION = "10.16.1.1"  # the Derby pyspark bundles (pyspark/jars/derby-*.jar)
+METASTORE_ARTIFACTS = [f"org.apache.derby:derbynet:{DERBY_VERSION}",
+                       f"org.apache.derby:derbyclient:{DERBY_VERSION}"]
+"""The Derby network server and its client driver, for a catalog shared by several processes
+(see :mod:`ivm.runtime.metastore`); ``mvn`` brings derby, derbyshared and derbytools along."""
+
+
+def metastore_jars(m2_repo: Path = M2_REPO) -> list[Path]:
+    """The jars of the Derby network server and client, from ``~/.m2``."""
+    artifacts = ["derby", "derbyshared", "derbytools", "derbynet", "derbyclient"]
+    return [m2_jar(f"org.apache.derby:{a}:{DERBY_VERSION}", m2_repo) for a in artifacts]
+
+
 def ivy_jar(coordinate: str, ivy_jars: Path = IVY_JARS) -> Path:
     """Where Spark's Ivy keeps the jar of ``group:artifact:version``."""
     group, artifact, version = coordinate.split(":")
@@ -79,13 +92,14 @@ def m2_jar(coordinate: str, m2_repo: Path = M2_REPO) -> Path:
 
 def ensure_jars(ivy_jars: Path = IVY_JARS, m2_repo: Path = M2_REPO) -> str:
     """Pre-fetch missing Delta jars with ``mvn``; return a one-line report.  Never raises."""
+    wanted = required_artifacts() + METASTORE_ARTIFACTS
     missing = [
         c
-        for c in required_artifacts()
+        for c in wanted
         if not ivy_jar(c, ivy_jars).is_file() and not m2_jar(c, m2_repo).is_file()
     ]
     if not missing:
-        return f"delta jars present ({', '.join(required_artifacts())})"
+        return f"jars present ({', '.join(wanted)})"
     mvn = shutil.which("mvn")
     if mvn is None:
         return f"mvn not found; Spark's Ivy will fetch {', '.join(missing)} on first session start"

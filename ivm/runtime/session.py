@@ -29,6 +29,9 @@ from pathlib import Path
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
+from ivm.runtime.metastore import ENVIRONMENT as METASTORE_ENVIRONMENT
+from ivm.runtime.metastore import connection_conf
+
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 DERBY_LOG_FLAG = "derby.stream.error.file"
@@ -66,15 +69,16 @@ def resolve_home(home: str | os.PathLike | None = None) -> Path:
     return Path(os.path.abspath(os.path.expanduser(os.fspath(home))))
 
 
-def _merge_list(current: str | None, extra: list[str], key=lambda item: item) -> str:
-    """Comma-separated ``current`` plus the ``extra`` items it lacks (compared by ``key``).
+def _merge_list(current: str | None, extra: list[str], key=lambda item: item,
+                separator: str = ",") -> str:
+    """``current`` plus the ``extra`` items it lacks (compared by ``key``).
 
     >>> _merge_list("a:b:1, c:d:2", ["c:d:3", "e:f:1"], key=lambda c: c.rsplit(":", 1)[0])
     'a:b:1,c:d:2,e:f:1'
     """
-    items = [item.strip() for item in (current or "").split(",") if item.strip()]
+    items = [item.strip() for item in (current or "").split(separator) if item.strip()]
     seen = {key(item) for item in items}
-    return ",".join(items + [item for item in extra if key(item) not in seen])
+    return separator.join(items + [item for item in extra if key(item) not in seen])
 
 
 def _package_key(coordinate: str) -> str:
@@ -143,8 +147,12 @@ def session_conf(
     master: str | None = None,
     conf: dict[str, str] | None = None,
     ambient: dict[str, str] | None = None,
+    metastore: str | None = None,
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The settings ``spark_session`` applies: ``(defaults, final)``.
+
+    ``metastore``: the ``host:port`` of a served metastore (:mod:`ivm.runtime.metastore`)
+    to use instead of the embedded one.
 
     ``defaults`` are ours (only keys the user did not set); ``final`` is everything to put on
     the builder: defaults, then merged list settings, then the explicit ``conf``.
@@ -173,6 +181,8 @@ def session_conf(
             f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
         ),
     }
+    served = connection_conf(metastore) if metastore else {}
+    ours.update({k: v for k, v in served.items() if k != "spark.driver.extraClassPath"})
     if effective_master.startswith("local"):
         ours.update(LOCAL_DEFAULTS)
     defaults = {k: v for k, v in ours.items() if k not in ambient}
@@ -193,6 +203,10 @@ def session_conf(
         merged["spark.jars.packages"] = _merge_list(
             user_packages, jars.delta_packages(), key=_package_key
         )
+    if served:
+        merged["spark.driver.extraClassPath"] = _merge_list(
+            current("spark.driver.extraClassPath"),
+            served["spark.driver.extraClassPath"].split(os.pathsep), separator=os.pathsep)
     java_options = current("spark.driver.extraJavaOptions") or ""
     if DERBY_LOG_FLAG not in java_options:
         flag = f"-D{DERBY_LOG_FLAG}={home / 'derby.log'}"
@@ -206,10 +220,13 @@ def spark_session(
     app_name: str = "ivm",
     master: str | None = None,
     conf: dict[str, str] | None = None,
+    metastore: str | None = None,
 ) -> SparkSession:
     """Get or create the SparkSession ivm runs on: Delta Lake plus a persistent Hive catalog.
 
     ``home`` holds the catalog and the warehouse (default: ``$IVM_HOME``, else ``./ivm_home``).
+    ``metastore`` (default: ``$IVM_METASTORE``): ``host:port`` of the served catalog of that
+    home, for several processes at once (see :mod:`ivm.runtime.metastore`).
     ``master`` defaults to ``local[*]``; on a local master the UI is off and partition counts
     are small.  Settings the user already gave (spark-submit, spark-defaults.conf, a running
     SparkContext) win over these defaults and ``conf`` wins over everything.  If a session is
@@ -235,7 +252,8 @@ def spark_session(
 
     ambient = ambient_conf()
     defaults, final = session_conf(
-        home_path, app_name=app_name, master=master, conf=conf, ambient=ambient
+        home_path, app_name=app_name, master=master, conf=conf, ambient=ambient,
+        metastore=metastore or os.environ.get(METASTORE_ENVIRONMENT),
     )
     home_path.mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder

@@ -1,0 +1,92 @@
+"""`ivm run` and another process share one catalog through the served metastore."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from ivm.runtime.metastore import ENVIRONMENT
+
+SETUP = """
+import ivm
+spark = ivm.spark_session()
+spark.sql("CREATE TABLE r (k INT, a INT) USING DELTA "
+          "TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+spark.sql("INSERT INTO r VALUES (1, 1)")
+ivm.sql(spark, "CREATE MATERIALIZED VIEW totals FRESHNESS = INTERVAL '2' SECONDS AS "
+               "SELECT k, SUM(a) AS total FROM r GROUP BY k")
+"""
+
+WRITER = """
+import time, ivm
+spark = ivm.spark_session()
+for i in range(3):
+    spark.sql(f"INSERT INTO r VALUES ({i}, 10)")
+    time.sleep(1)
+deadline = time.monotonic() + 240
+query = "SELECT k, SUM(a) AS total FROM r GROUP BY k"
+while time.monotonic() < deadline:
+    view = spark.table("totals")
+    if view.exceptAll(spark.sql(query)).count() == 0 and \\
+            spark.sql(query).exceptAll(view).count() == 0:
+        print("the view caught up")
+        break
+    time.sleep(2)
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("localhost", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(port: int, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("localhost", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise AssertionError(f"nothing listens on port {port}")
+
+
+def python(code: str, env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture
+def served(tmp_path):
+    port = free_port()
+    env = {**os.environ, "IVM_HOME": str(tmp_path / "home"), ENVIRONMENT: f"localhost:{port}"}
+    server = subprocess.Popen([sys.executable, "-m", "ivm.cli", "metastore", "--port",
+                               str(port)], env=env, stdout=subprocess.DEVNULL)
+    try:
+        wait_for_port(port)
+        yield env
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)
+
+
+def test_ivm_run_and_a_user_session_share_the_catalog(served):
+    setup = python(SETUP, served)
+    assert setup.returncode == 0, setup.stderr[-3000:]
+    runner = subprocess.Popen([sys.executable, "-m", "ivm.cli", "run", "--tick", "0.5"],
+                              env=served, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        writer = python(WRITER, served)     # while `ivm run` holds the catalog too
+    finally:
+        runner.send_signal(signal.SIGINT)
+        output, errors = runner.communicate(timeout=120)
+    assert writer.returncode == 0, writer.stderr[-3000:]
+    assert "the view caught up" in writer.stdout, (output, errors[-3000:])
+    assert "incremental refresh of default.totals" in output, errors[-3000:]
+    assert output.rstrip().endswith("stopped") and runner.returncode == 0
