@@ -26,7 +26,7 @@ def test_a_partition_refresh_repairs_one_partition_and_leaves_the_rest(spark, pa
     assert result.mode == "partition" and result.consumed == result.previous
     rows = {r.k: r.total for r in spark.table("totals").collect()}
     assert rows == {1: 10, 2: 25, 3: 999}, "only partition k = 2 is recomputed, as consumed"
-    assert history(spark, store)[-1].operationParameters["predicate"] == '["(k = 2)"]'
+    assert history(spark, store)[-1].operationParameters["predicate"] == "(k = 2)"
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals PARTITION (k = 3)")
     assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals").mode == "incremental"
     assert_equals_query(spark, "totals", TOTALS)

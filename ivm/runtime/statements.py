@@ -15,6 +15,8 @@ the statement text, so errors in it point at the statement's own lines and colum
 >>> s = parse_statement("CREATE MATERIALIZED TABLE s.v AS SELECT 1 AS x")
 >>> s.action, s.name, s.query.strip()
 ('create', 's.v', 'SELECT 1 AS x')
+>>> parse_statement("CREATE MATERIALIZED VIEW v PARTITIONED BY (ds, k) AS SELECT 1").partitioned_by
+('ds', 'k')
 >>> parse_statement("REFRESH MATERIALIZED VIEW v PARTITION (ds = '2024-11-25')").partition
 {'ds': Literal(this='2024-11-25', is_string=True)}
 >>> parse_statement("ALTER MATERIALIZED VIEW v SET FRESHNESS = INTERVAL '2' MINUTES").freshness
@@ -156,7 +158,8 @@ def parse_statement(sql: str) -> Statement | None:
             if freshness is None and tokens.accept("FRESHNESS"):
                 tokens.expect("= after FRESHNESS", "=")
                 freshness = tokens.interval()
-            elif not partitioned_by and tokens.accept("PARTITIONED", "BY"):
+            elif not partitioned_by and (tokens.accept("PARTITIONED BY")   # one token
+                                         or tokens.accept("PARTITIONED", "BY")):
                 partitioned_by = tokens.columns()
             else:
                 tokens.fail("expected PARTITIONED BY, FRESHNESS or AS before the query")
