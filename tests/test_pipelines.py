@@ -59,6 +59,17 @@ def test_a_view_may_not_read_itself_through_others(spark, pipeline):
     assert_equals_query(spark, "positive", POSITIVE)
 
 
+def test_a_view_that_others_read_is_not_dropped(spark, pipeline):
+    with pytest.raises(ivm.CatalogError) as caught:
+        ivm.sql(spark, "DROP MATERIALIZED VIEW positive")
+    assert caught.value.message == (f"materialized view {pipeline}.positive "
+                                    f"is read by {pipeline}.per_key")
+    ivm.sql(spark, "DROP MATERIALIZED VIEW named")
+    ivm.sql(spark, "DROP MATERIALIZED VIEW per_key")
+    ivm.sql(spark, "DROP MATERIALIZED VIEW positive")
+    assert not spark.catalog.tableExists("positive")
+
+
 def test_freshness_is_declared_altered_suspended_and_resumed(spark, pipeline):
     ivm.sql(spark, "CREATE MATERIALIZED VIEW fresh FRESHNESS = INTERVAL '30' SECONDS "
                    "AS SELECT k FROM r")

@@ -49,6 +49,13 @@ def refresh_order(graph: nx.DiGraph) -> list[str]:
     return [v for v in nx.topological_sort(graph) if graph.nodes[v].get("materialized")]
 
 
+def readers(spark, view: str) -> list[str]:
+    """The materialized views that read ``view`` directly, sorted."""
+    others = [v for v in materialized_views(spark) if v != view]
+    return sorted(v for v in others
+                  if view in latest_record(DeltaLogReader(spark, store_name(v)))[1].sources)
+
+
 def check_no_cycle(spark, view: str, sources) -> None:
     """Refuse a definition of ``view`` that reads ``sources`` if ``view`` would then read
     itself through other materialized views."""

@@ -40,7 +40,7 @@ from ivm.runtime.catalog import (DEFINITION, FRESHNESS, SUSPENDED, VIEW, qualifi
                                  store_name, store_properties)
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.fallback import CHANGE_DATA_UNAVAILABLE, estimate
-from ivm.runtime.graph import (check_no_cycle, dependency_graph, materialized_views,
+from ivm.runtime.graph import (check_no_cycle, dependency_graph, materialized_views, readers,
                                refresh_order)
 from ivm.runtime.history import USER_METADATA, RefreshRecord, history, latest_record
 from ivm.runtime.sources import bind, check_source, delta_table, table_version, unbind
@@ -487,6 +487,9 @@ def drop_view(spark, name: str, *, if_exists: bool = False) -> None:
         if if_exists:
             return
         raise ViewNotFound(f"materialized view {view} does not exist")
+    if downstream := readers(spark, view):
+        raise CatalogError(f"materialized view {view} is read by {', '.join(downstream)}",
+                           hint="drop the views that read it first")
     _execute(spark, codegen.drop_statement("VIEW", view))
     faults.reach("drop.after_view")
     _execute(spark, codegen.drop_statement("TABLE", store_name(view)))
