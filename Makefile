@@ -2,6 +2,8 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 HYPOTHESIS_PROFILE ?= ci
+# Test processes, each with its own SparkSession; test files are spread over them.
+TEST_WORKERS ?= 2
 
 .PHONY: demo test test-deep jars
 
@@ -22,7 +24,8 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/ivm demo
 
 test: $(VENV)/.installed jars
-	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest
+	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile \
+		--durations=20
 
 test-deep:
 	$(MAKE) test HYPOTHESIS_PROFILE=deep

@@ -54,3 +54,10 @@ def fresh_db(spark):
     finally:
         spark.sql("USE default")
         spark.sql(f"DROP DATABASE IF EXISTS {name} CASCADE")
+
+
+def pytest_collection_modifyitems(items):
+    """Run the TPC-H module first: it is the longest, and with parallel workers
+    (``make test`` runs ``pytest -n 2 --dist loadfile``) starting it last leaves one worker
+    busy alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("tpch") is None)

@@ -76,8 +76,12 @@ def test_ambient_conf_reads_spark_defaults_and_submit_args(tmp_path, monkeypatch
     )
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
     monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--conf spark.ivmtest.b=3 pyspark-shell")
+    monkeypatch.setenv("SPARK_DRIVER_MEMORY", "2g")
     found = ambient_conf()
     assert (found["spark.ivmtest.a"], found["spark.ivmtest.b"]) == ("1", "3")
+    assert found["spark.driver.memory"] == "2g"
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--driver-memory 3g pyspark-shell")
+    assert ambient_conf()["spark.driver.memory"] == "3g"  # as spark-submit: the option wins
 
 
 def test_local_defaults_only_on_local_master():
@@ -89,6 +93,11 @@ def test_local_defaults_only_on_local_master():
 
 
 # --- the shared session -----------------------------------------------------------------
+
+
+def test_local_driver_heap_is_the_default_not_sparks_1g(spark):
+    runtime = spark.sparkContext._jvm.java.lang.Runtime.getRuntime()
+    assert runtime.maxMemory() > 3 * 2**30
 
 
 def test_delta_cdf_and_time_travel(spark, fresh_db):

@@ -43,6 +43,9 @@ LOCAL_DEFAULTS = {
     "spark.sql.shuffle.partitions": "4",
     "spark.default.parallelism": "4",
     "spark.databricks.delta.snapshotPartitions": "2",
+    # Spark's 1g heap runs out in a long session that keeps many Delta logs and plans
+    # cached; it is a ceiling, not an allocation.
+    "spark.driver.memory": "4g",
 }
 
 # spark-submit options that are shorthands for Spark properties.
@@ -51,6 +54,7 @@ _SUBMIT_OPTIONS = {
     "--name": "spark.app.name",
     "--packages": "spark.jars.packages",
     "--driver-java-options": "spark.driver.extraJavaOptions",
+    "--driver-memory": "spark.driver.memory",
 }
 
 # Defaults this module handed to a previous session in this process.  When the JVM outlives a
@@ -126,6 +130,8 @@ def ambient_conf() -> dict[str, str]:
     conf_dir = os.environ.get("SPARK_CONF_DIR") or (spark_home and os.path.join(spark_home, "conf"))
     if conf_dir and os.path.isfile(os.path.join(conf_dir, "spark-defaults.conf")):
         found.update(_read_properties(Path(conf_dir, "spark-defaults.conf")))
+    if os.environ.get("SPARK_DRIVER_MEMORY"):
+        found["spark.driver.memory"] = os.environ["SPARK_DRIVER_MEMORY"]
     found.update(_submit_args_conf(os.environ.get("PYSPARK_SUBMIT_ARGS", "")))
 
     active = SparkContext._active_spark_context
