@@ -69,7 +69,7 @@ def test_delta_jars_from_ivy_cache_or_packages(monkeypatch):
 
 
 def test_ambient_conf_reads_spark_defaults_and_submit_args(tmp_path, monkeypatch):
-    from ivm.runtime.session import ambient_conf
+    from ivm.runtime.session import ambient_conf, launch_conf
 
     (tmp_path / "spark-defaults.conf").write_text(
         "# comment\nspark.ivmtest.a   1\nspark.ivmtest.b=2\n"
@@ -79,9 +79,9 @@ def test_ambient_conf_reads_spark_defaults_and_submit_args(tmp_path, monkeypatch
     monkeypatch.setenv("SPARK_DRIVER_MEMORY", "2g")
     found = ambient_conf()
     assert (found["spark.ivmtest.a"], found["spark.ivmtest.b"]) == ("1", "3")
-    assert found["spark.driver.memory"] == "2g"
+    assert launch_conf()["spark.driver.memory"] == "2g"
     monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--driver-memory 3g pyspark-shell")
-    assert ambient_conf()["spark.driver.memory"] == "3g"  # as spark-submit: the option wins
+    assert launch_conf()["spark.driver.memory"] == "3g"  # as spark-submit: the option wins
 
 
 def test_local_defaults_only_on_local_master():

@@ -118,14 +118,13 @@ def _submit_args_conf(submit_args: str) -> dict[str, str]:
     return result
 
 
-def ambient_conf() -> dict[str, str]:
-    """Spark settings the user already gave outside of ``spark_session``'s arguments."""
-    from pyspark import SparkContext
-
-    found: dict[str, str] = {}
-    # spark-defaults.conf (spark-submit applies it below anything given on the command line).
+def launch_conf() -> dict[str, str]:
+    """Spark settings a JVM launched from here would get from its environment:
+    ``spark-defaults.conf``, ``SPARK_DRIVER_MEMORY``, then ``PYSPARK_SUBMIT_ARGS`` (the same
+    precedence as spark-submit's)."""
     import pyspark
 
+    found: dict[str, str] = {}
     spark_home = os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)
     conf_dir = os.environ.get("SPARK_CONF_DIR") or (spark_home and os.path.join(spark_home, "conf"))
     if conf_dir and os.path.isfile(os.path.join(conf_dir, "spark-defaults.conf")):
@@ -133,7 +132,15 @@ def ambient_conf() -> dict[str, str]:
     if os.environ.get("SPARK_DRIVER_MEMORY"):
         found["spark.driver.memory"] = os.environ["SPARK_DRIVER_MEMORY"]
     found.update(_submit_args_conf(os.environ.get("PYSPARK_SUBMIT_ARGS", "")))
+    return found
 
+
+def ambient_conf() -> dict[str, str]:
+    """Spark settings the user already gave outside of ``spark_session``'s arguments: the
+    environment's (:func:`launch_conf`), overridden by those of a JVM that already runs."""
+    from pyspark import SparkContext
+
+    found = launch_conf()
     active = SparkContext._active_spark_context
     if active is not None:
         found.update(active.getConf().getAll())
