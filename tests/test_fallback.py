@@ -44,6 +44,14 @@ def test_vacuumed_change_data_falls_back_to_a_full_recompute(spark, totals):
     refresh_and_check(spark, "full", "no longer available")
 
 
+def test_change_data_feed_off_for_some_versions_falls_back_to_a_full_recompute(spark, totals):
+    spark.sql("ALTER TABLE r SET TBLPROPERTIES (delta.enableChangeDataFeed = false)")
+    spark.sql("DELETE FROM r WHERE k = 1")                # no change data recorded
+    spark.sql("ALTER TABLE r SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+    spark.sql("INSERT INTO r VALUES (3, 1)")
+    refresh_and_check(spark, "full", "change data feed")
+
+
 def test_a_schema_change_falls_back_to_a_full_recompute(spark, totals):
     spark.sql("ALTER TABLE r ADD COLUMNS (note STRING)")
     spark.sql("INSERT INTO r VALUES (1, 1, 'x')")

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
+CDF_PROPERTY = "delta.enableChangeDataFeed"
+
 REPLACING_OPERATIONS = ("CREATE OR REPLACE TABLE", "REPLACE TABLE", "TRUNCATE",
                         "CREATE OR REPLACE TABLE AS SELECT", "REPLACE TABLE AS SELECT")
 """Operations after which a table's earlier rows are not what its change data feed deletes."""
@@ -29,6 +31,8 @@ class Commit:
     operation: str
     metadata_changed: bool          # its schema or properties were set
     change_bytes: int | None        # what a change data feed read of it scans, if known
+    change_data_feed: bool | None = None    # whether its metadata, if it set any, keeps
+                                            # the change data feed on
 
     @property
     def replaces_table(self) -> bool:
@@ -109,7 +113,7 @@ class DeltaLogReader:
 
     @staticmethod
     def _summary(version: int, actions) -> Commit:
-        operation, timestamp, metadata = "", 0, False
+        operation, timestamp, metadata, feed = "", 0, False, None
         cdc_bytes, file_bytes, has_cdc = 0, 0, False
         for i in range(actions.size()):
             action = actions.apply(i)
@@ -118,6 +122,8 @@ class DeltaLogReader:
                 operation, timestamp = action.operation(), int(action.timestamp().getTime())
             elif kind == "Metadata":
                 metadata = True
+                setting = action.configuration().get(CDF_PROPERTY)
+                feed = setting.isDefined() and setting.get().lower() == "true"
             elif kind == "AddCDCFile":
                 has_cdc, cdc_bytes = True, cdc_bytes + int(action.size())
             elif kind == "AddFile" and action.dataChange():
@@ -126,7 +132,7 @@ class DeltaLogReader:
                 size = action.size()
                 file_bytes += int(size.get()) if size.isDefined() else 0
         return Commit(version, timestamp, operation, metadata,
-                      cdc_bytes if has_cdc else file_bytes)
+                      cdc_bytes if has_cdc else file_bytes, feed)
 
     def _commits_from_history(self, after: int, upto: int) -> list[Commit] | None:
         rows = (DeltaTable.forName(self.spark, self.table).history()

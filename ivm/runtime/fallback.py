@@ -3,7 +3,8 @@
 An incremental refresh needs every source's change since the version the view consumed, in a
 form the delta query understands. It recomputes in full, and records the reason, when
 
-* a source's log no longer holds some of those commits (log retention, VACUUM),
+* a source's log no longer holds some of those commits (log retention, VACUUM), or its
+  change data feed was turned off in between (so some commits recorded no change data),
 * a source's schema changed, or the source was replaced,
 * the change is so large that reading it costs about as much as reading the sources: more
   than ``spark.ivm.refresh.fullRecomputeRatio`` (default 0.3) of the sources' bytes, once
@@ -64,6 +65,9 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
             if commit.replaces_table:
                 return Estimate(None, None, f"{table} was replaced at version "
                                             f"{commit.version} ({commit.operation})")
+        if off := next((c for c in commits if c.change_data_feed is False), None):
+            return Estimate(None, None, f"the change data feed of {table} was turned off at "
+                                        f"version {off.version}")
         if any(c.metadata_changed for c in commits) and log.schema_at(after) != \
                 log.schema_at(upto):
             return Estimate(None, None, f"the schema of {table} changed after version {after}")

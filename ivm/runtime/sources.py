@@ -21,11 +21,10 @@ from pyspark.sql.types import LongType, StructField, StructType
 from ivm.compiler import compile
 from ivm.errors import SourceError
 from ivm.runtime.catalog import DEFINITION, store_name, store_properties
-from ivm.runtime.delta_log import DeltaLogReader
+from ivm.runtime.delta_log import CDF_PROPERTY, DeltaLogReader
 from ivm.zset import COUNT, WEIGHT, Read, relation_name
 
 INSERTED = ("insert", "update_postimage")
-CDF_PROPERTY = "delta.enableChangeDataFeed"
 
 
 def upstream_repeats_rows(spark, table: str) -> bool | None:

@@ -38,7 +38,7 @@ from ivm.errors import (CatalogError, ConcurrentRefresh, IvmError, SourceError, 
 from ivm.runtime import faults
 from ivm.runtime.catalog import (DEFINITION, FRESHNESS, SUSPENDED, VIEW, qualified_name,
                                  store_name, store_properties)
-from ivm.runtime.delta_log import DeltaLogReader
+from ivm.runtime.delta_log import CDF_PROPERTY, DeltaLogReader
 from ivm.runtime.fallback import CHANGE_DATA_UNAVAILABLE, estimate
 from ivm.runtime.graph import (check_no_cycle, dependency_graph, materialized_views, readers,
                                refresh_order)
@@ -226,7 +226,7 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
         check_no_cycle(work, view, compiled.sources)
         versions = _latest_versions(work, compiled)
         record = RefreshRecord("create", versions)
-        properties = {"delta.enableChangeDataFeed": "true", VIEW: view, DEFINITION: sql.strip()}
+        properties = {CDF_PROPERTY: "true", VIEW: view, DEFINITION: sql.strip()}
         if freshness is not None:
             properties[FRESHNESS] = str(freshness)
         names = _bind(work, compiled, None, versions, "create.during_write")
