@@ -84,6 +84,37 @@ def _term_summary(node: Join) -> str:
                      for term in differentiate(node).inputs)
 
 
+def _rooted(plan, maintenance: Maintenance):
+    """The operator the root rule maintains: the aggregate under a finishing projection, else
+    the root itself."""
+    return plan.input if isinstance(plan, Project) and isinstance(plan.input, Aggregate) \
+        and maintenance.rule.operator is Aggregate else plan
+
+
+def to_dot(plan, maintenance: Maintenance) -> str:
+    """The circuit in Graphviz's DOT language: an operator per node, labelled with its rule;
+    an edge from each input to the operator that reads it."""
+    graph = circuit(plan)
+    numbers = {node: n for n, node in enumerate(nx.topological_sort(graph), start=1)}
+    rooted = _rooted(plan, maintenance)
+
+    def quoted(text: str) -> str:
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+    lines = ["digraph delta_circuit {", "  rankdir=BT;", "  node [shape=box, fontname=monospace];"]
+    for node, number in numbers.items():
+        rule = maintenance.rule if node is rooted else rule_for(node)
+        label = f"[{number}] {describe(node)}"
+        if node is plan and rooted is not plan:
+            label += "\nview columns from the group accumulators"
+        elif rule is not None:
+            label += f"\n{rule.name} ({rule.kind.value})"
+        lines.append(f"  n{number} [label={quoted(label)}];")
+    lines += [f"  n{numbers[a]} -> n{numbers[b]};" for a, b in graph.edges]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
 def explain(plan, maintenance: Maintenance) -> str:
     """The circuit, bottom-up: each operator, its rule and what that rule reads."""
     graph = circuit(plan)
@@ -91,9 +122,7 @@ def explain(plan, maintenance: Maintenance) -> str:
     lines = ["delta circuit (inputs first):"]
     whole: list[int] = []
     numbers = {}
-    # The root rule handles the aggregate under a finishing projection, else the root itself.
-    rooted = plan.input if isinstance(plan, Project) and isinstance(plan.input, Aggregate) \
-        and maintenance.rule.operator is Aggregate else plan
+    rooted = _rooted(plan, maintenance)
     for node in nx.topological_sort(graph):
         numbers[node] = len(numbers) + 1
         inputs = ", ".join(f"[{numbers[c]}]" for c in children(node))

@@ -1,7 +1,10 @@
 """The ``ivm`` command.
 
     ivm sql "<statement>"              run a statement (materialized-view DDL or any Spark SQL)
-    ivm compile view.sql [--schema s]  print the explain and the generated SQL of a view
+    ivm compile view.sql [--emit explain|sql|job|dot] [-o FILE]
+                                       a view's circuit, its delta SQL, or a refresh job
+    ivm explain view.sql [--format text|dot] [-o FILE]   the delta circuit
+    ivm package [-o ivm_runtime.zip]   the ivm runtime for spark-submit --py-files
     ivm run [--tick SECONDS]           keep every view within its FRESHNESS until Ctrl-C
     ivm status [view]                  each view's freshness, lag and last refresh
     ivm metastore [--port N]           serve the catalog to several processes (IVM_METASTORE)
@@ -45,21 +48,83 @@ def _cmd_sql(args) -> int:
     return 0
 
 
-def _cmd_compile(args) -> int:
-    from ivm.compiler import compile
+def _view_definition(args) -> tuple[str, str, str]:
+    """``(name, CREATE statement, SELECT)`` of the view in ``args.file`` (``--name`` names a
+    bare SELECT)."""
     from ivm.runtime.statements import parse_statement
     text = Path(args.file).read_text()
     statement = parse_statement(text)
-    query = statement.query if statement is not None and statement.action == "create" else text
-    if args.schema:
-        compiled = compile(query, json.loads(Path(args.schema).read_text()))
+    if statement is not None and statement.action == "create":
+        return args.name or statement.name, text, statement.query
+    if statement is not None:
+        raise IvmError(f"{args.file} holds a {statement.action.upper()} statement",
+                       hint="write CREATE MATERIALIZED VIEW name AS SELECT ..., or a SELECT")
+    name = args.name or Path(args.file).stem
+    return name, f"CREATE MATERIALIZED VIEW {name} AS\n{text.strip()}\n", text
+
+
+def _compiled(args, query: str):
+    """The compiled view; for a job, with tables named as the job's session names them
+    (``default.t``: a flat ``--schema`` is the current database's)."""
+    from ivm.compiler import compile
+    if not args.schema:
+        return compile(query, spark=_session(args))
+    schema = json.loads(Path(args.schema).read_text())
+    flat = all(isinstance(t, str) for c in schema.values() for t in c.values())
+    if args.emit == "job" and flat:
+        return compile(query, {"default": schema}, default_db="default")
+    return compile(query, schema)
+
+
+def _write(args, text: str) -> None:
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"wrote {args.output}")
     else:
-        compiled = compile(query, spark=_session(args))
-    print(compiled.explain())
-    print("\n-- the change of the view's store, per affected key:")
-    print(compiled.delta_sql)
-    print("\n-- the view's store computed from scratch:")
-    print(compiled.full_sql)
+        print(text, end="" if text.endswith("\n") else "\n")
+
+
+def _cmd_compile(args) -> int:
+    from ivm.job import job_program
+    name, definition, query = _view_definition(args)
+    compiled = _compiled(args, query)
+    if args.emit == "job":
+        job = Path(args.output).name if args.output else f"refresh_{name.split('.')[-1]}.py"
+        _write(args, job_program(name, definition, compiled, job))
+    elif args.emit == "dot":
+        return _emit_dot(args, compiled)
+    else:
+        sql = (f"-- the change of the view's store, per affected key:\n{compiled.delta_sql};"
+               f"\n\n-- the view's store computed from scratch:\n{compiled.full_sql};\n")
+        explain = compiled.explain()
+        _write(args, {"sql": sql, "explain": explain}.get(args.emit, f"{explain}\n\n{sql}"))
+    return 0
+
+
+def _emit_dot(args, compiled) -> int:
+    """DOT text; a PNG instead when ``-o`` names a ``.png`` (Graphviz's ``dot`` renders it)."""
+    import shutil
+    import subprocess
+    if not (args.output or "").endswith(".png"):
+        _write(args, compiled.to_dot())
+        return 0
+    if shutil.which("dot") is None:
+        raise IvmError("rendering a PNG needs Graphviz's dot, which is not installed",
+                       hint="install graphviz, or write DOT text with -o circuit.dot")
+    subprocess.run(["dot", "-Tpng", "-o", args.output], input=compiled.to_dot(), text=True,
+                   check=True)
+    print(f"wrote {args.output}")
+    return 0
+
+
+def _cmd_explain(args) -> int:
+    args.emit = "dot" if args.format == "dot" else "explain"
+    return _cmd_compile(args)
+
+
+def _cmd_package(args) -> int:
+    from ivm.job import build_archive
+    print(f"wrote {build_archive(args.output)} (for spark-submit --py-files)")
     return 0
 
 
@@ -113,12 +178,32 @@ def parser() -> argparse.ArgumentParser:
     run_sql.add_argument("statement")
     run_sql.add_argument("--limit", type=int, default=50, help="rows to show of a query")
     run_sql.set_defaults(run=_cmd_sql)
-    comp = commands.add_parser("compile", help="print a view's delta circuit and SQL")
-    comp.add_argument("file", help="a .sql file: CREATE MATERIALIZED VIEW ... AS SELECT, "
-                      "or a SELECT")
-    comp.add_argument("--schema", help="JSON file {table: {column: type}}; without it the "
-                      "Spark catalog is read")
+    def view_file(command):
+        command.add_argument("file", help="a .sql file: CREATE MATERIALIZED VIEW name ... AS "
+                             "SELECT, or a SELECT (named by --name, else by the file)")
+        command.add_argument("--name", help="the view's name (default: the definition's)")
+        command.add_argument("--schema", help="JSON file {table: {column: type}}; without it "
+                             "the Spark catalog is read")
+        command.add_argument("-o", "--output", help="write to this file (default: stdout)")
+
+    comp = commands.add_parser("compile", help="compile a view: its delta circuit, SQL, or a "
+                               "refresh job for spark-submit")
+    view_file(comp)
+    comp.add_argument("--emit", choices=["explain", "sql", "job", "dot"],
+                      help="explain: the circuit; sql: the delta and full SQL (default: "
+                           "both); "
+                           "job: a PySpark program for spark-submit; dot: Graphviz "
+                           "(a PNG if -o ends in .png)")
     comp.set_defaults(run=_cmd_compile)
+    explain = commands.add_parser("explain", help="a view's delta circuit: operators, rules, "
+                                  "state and snapshots read")
+    view_file(explain)
+    explain.add_argument("--format", choices=["text", "dot"], default="text")
+    explain.set_defaults(run=_cmd_explain)
+    package = commands.add_parser("package", help="zip the ivm runtime for spark-submit "
+                                  "--py-files")
+    package.add_argument("-o", "--output", default="ivm_runtime.zip")
+    package.set_defaults(run=_cmd_package)
     loop = commands.add_parser("run", help="keep every materialized view within its "
                                "FRESHNESS, refreshing in dependency order, until Ctrl-C")
     loop.add_argument("--tick", type=float, default=1.0, help="seconds between passes")

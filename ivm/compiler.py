@@ -29,7 +29,7 @@ from functools import cached_property
 from sqlglot import exp
 
 from ivm import codegen
-from ivm.circuit import explain
+from ivm.circuit import explain, to_dot
 from ivm.frontend import lower, parse_query, qualify_query
 from ivm.ir import Relation, reading, scans
 from ivm.rules import Maintenance, maintain
@@ -86,6 +86,10 @@ class CompiledView:
 
     def explain(self) -> str:
         return explain(self.plan, self.maintenance)
+
+    def to_dot(self) -> str:
+        """The delta circuit in Graphviz's DOT language."""
+        return to_dot(self.plan, self.maintenance)
 
 
 def compile(sql: str, schema: Mapping | None = None, *, spark=None,

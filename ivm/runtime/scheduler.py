@@ -56,18 +56,21 @@ def run_pass(spark, views: list[str]) -> list[RefreshResult]:
 
 
 def run(spark, *, tick: float = 1.0, stop: threading.Event | None = None,
-        report: Callable[[str], None] = print) -> None:
-    """Refresh views as their freshness requires until ``stop`` is set or Ctrl-C."""
+        report: Callable[[str], None] = print, views: list[str] | None = None) -> None:
+    """Refresh views as their freshness requires until ``stop`` is set or Ctrl-C: those of
+    ``views`` (qualified names), else every materialized view of the catalog."""
     stop = stop or threading.Event()
-    views, scanned = [], 0.0
+    watched: list[str] = []
+    scanned = 0.0
     try:
         while not stop.is_set():
             if time.monotonic() - scanned >= CATALOG_RESCAN_SECONDS:
-                views, scanned = materialized_views(spark), time.monotonic()
-                scheduled = [v for v in views if _schedule(spark, v) is not None]
-                report(f"keeping {len(scheduled)} of {len(views)} materialized views fresh: "
+                watched = list(views) if views is not None else materialized_views(spark)
+                scanned = time.monotonic()
+                scheduled = [v for v in watched if _schedule(spark, v) is not None]
+                report(f"keeping {len(scheduled)} of {len(watched)} materialized views fresh: "
                        f"{', '.join(scheduled) or 'none has a FRESHNESS'}")
-            for result in run_pass(spark, views):
+            for result in run_pass(spark, watched):
                 if result.mode != "noop":
                     report(str(result))
             stop.wait(tick)

@@ -1,0 +1,116 @@
+"""The body of a generated refresh job (see :mod:`ivm.job`): arguments, checks, one refresh.
+
+``main(view, definition, steps, argv)`` creates the view if it does not exist, else refreshes
+it (incrementally, ``--full``, or one ``--partition``); ``--loop`` keeps it within its
+FRESHNESS until stopped. Before anything runs it compiles ``definition`` and compares the SQL
+with ``steps``, the SQL the job shows; a job whose text is not what would run is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+
+from ivm.errors import CatalogError, IvmError
+from ivm.runtime.session import DELTA_EXTENSION
+
+EXIT_FAILED = 1
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def arguments(view: str) -> argparse.ArgumentParser:
+    parser = _Parser(description=f"Refresh the materialized view {view}, or create it.")
+    parser.add_argument("--home", help="directory of the embedded catalog and warehouse "
+                        "(default: $IVM_HOME, else ./ivm_home)")
+    parser.add_argument("--warehouse", help="spark.sql.warehouse.dir, for a cluster")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--full", action="store_true", help="recompute the view from scratch")
+    mode.add_argument("--partition", metavar="\"COL = 'VALUE'\"",
+                      help="recompute one partition of a partitioned view")
+    mode.add_argument("--loop", action="store_true",
+                      help="keep the view within its FRESHNESS until stopped")
+    parser.add_argument("--tick", type=float, default=1.0,
+                        help="with --loop: seconds between checks (default 1)")
+    return parser
+
+
+def _check_steps(compiled, steps: dict[str, str]) -> None:
+    from ivm.job import steps as compiled_steps
+
+    differing = [step for step, text in compiled_steps(compiled).items()
+                 if steps.get(step) != text]
+    if differing:
+        raise CatalogError(
+            f"the SQL of step(s) {', '.join(differing)} in this job is not what the "
+            "definition compiles to now (another ivm version, or the sources changed)",
+            hint="regenerate the job with `ivm compile <view.sql> --emit job`")
+
+
+def _check_delta(spark) -> None:
+    """Under spark-submit the JVM starts before this code: Delta must be on its classpath."""
+    from ivm.runtime.jars import delta_packages
+
+    # Spark's class loader, which holds the jars of --packages (the system one does not).
+    if not spark._jvm.org.apache.spark.util.Utils.classIsLoadable(DELTA_EXTENSION):
+        raise CatalogError("Delta Lake is not on the driver's classpath",
+                           hint=f"spark-submit --packages {','.join(delta_packages())} "
+                                "...")
+
+
+def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
+    from ivm.compiler import compile
+    from ivm.runtime.catalog import FRESHNESS, qualified_name, store_properties
+    from ivm.runtime.scheduler import run
+    from ivm.runtime.session import spark_session
+    from ivm.runtime.statements import parse_statement, sql
+
+    conf = {"spark.sql.warehouse.dir": args.warehouse} if args.warehouse else None
+    spark = spark_session(args.home, app_name=f"ivm refresh {view}", conf=conf)
+    _check_delta(spark)
+    statement = parse_statement(definition)
+    _check_steps(compile(statement.query, spark=spark), steps)
+    name = qualified_name(spark, view)
+    if store_properties(spark, name) is None:
+        print(sql(spark, definition), flush=True)
+    elif args.partition:
+        print(sql(spark, f"REFRESH MATERIALIZED VIEW {view} PARTITION ({args.partition})"),
+              flush=True)
+    elif not args.loop:
+        print(sql(spark, f"REFRESH MATERIALIZED VIEW {view}{' FULL' if args.full else ''}"),
+              flush=True)
+    if args.loop:
+        if FRESHNESS not in (store_properties(spark, name) or {}):
+            raise CatalogError(f"materialized view {name} has no FRESHNESS to keep",
+                               hint="declare one: CREATE MATERIALIZED VIEW ... FRESHNESS = "
+                                    "INTERVAL '1' MINUTE AS ...")
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+        run(spark, tick=args.tick, stop=stop, views=[name],
+            report=lambda line: print(f"{time.strftime('%H:%M:%S')} {line}", flush=True))
+
+
+def main(view: str, definition: str, steps: dict[str, str],
+         argv: list[str] | None = None) -> int:
+    """Run the job; the exit status for the scheduler that started it."""
+    args = arguments(view).parse_args(argv)
+    try:
+        _run(view, definition, steps, args)
+    except IvmError as error:
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        return EXIT_FAILED
+    except Exception as error:  # Spark's own errors: their message, not a JVM stack trace
+        from pyspark.errors import PySparkException
+        if isinstance(error, PySparkException):
+            print(f"error: Spark: {str(error).strip().splitlines()[0]}", file=sys.stderr,
+                  flush=True)
+            return EXIT_FAILED
+        raise
+    return 0

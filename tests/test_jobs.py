@@ -1,0 +1,208 @@
+"""Generated refresh jobs: their text, and real spark-submit runs of them in fresh processes
+against Delta sources that change between runs."""
+
+import ast
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import ivm
+from ivm.circuit import circuit
+from ivm.job import build_archive, job_program
+from ivm.runtime.jars import delta_packages
+
+BIN = Path(sys.executable).parent
+IVM, SPARK_SUBMIT = str(BIN / "ivm"), str(BIN / "spark-submit")
+SCHEMA = {"orders": {"id": "INT", "cust": "INT", "status": "STRING", "amount": "INT"},
+          "customers": {"id": "INT", "region": "STRING"}}
+VIEWS = {
+    "totals": ("CREATE MATERIALIZED VIEW totals PARTITIONED BY (status) AS\n",
+               "SELECT status, COUNT(*) AS n, SUM(amount) AS total FROM orders GROUP BY status"),
+    "by_region": ("CREATE MATERIALIZED VIEW by_region AS\n",
+                  "SELECT c.region, COUNT(*) AS n, SUM(o.amount) AS total\n"
+                  "FROM orders o JOIN customers c ON o.cust = c.id GROUP BY c.region"),
+    "latest": ("CREATE MATERIALIZED VIEW latest AS\n",
+               "SELECT cust, id, amount FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY cust "
+               "ORDER BY id DESC) AS r FROM orders) WHERE r = 1"),
+}
+
+
+def literal_assignments(program: str) -> dict[str, str]:
+    """The module-level ``NAME = "literal"`` assignments of a program."""
+    return {node.targets[0].id: node.value.value for node in ast.parse(program).body
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)}
+
+
+def test_a_job_shows_the_sql_it_runs_and_how_to_submit_it():
+    head, query = VIEWS["by_region"]
+    compiled = ivm.compile(query, SCHEMA)
+    program = job_program("by_region", head + query, compiled, "refresh_by_region.py")
+    values = literal_assignments(program)
+    assert values["VIEW"] == "by_region"
+    assert values["DEFINITION"] == (head + query).strip()
+    assert (values["DELTA"], values["FULL"]) == (compiled.delta_sql, compiled.full_sql)
+    docstring = ast.get_docstring(ast.parse(program))
+    assert (f"spark-submit --packages {','.join(delta_packages())} --py-files "
+            f"ivm_runtime.zip refresh_by_region.py") in docstring
+    assert "--master yarn --deploy-mode cluster" in docstring
+    # every operator of the circuit is cited, with its rule, in the comments
+    operators = re.findall(r"^#   \[(\d+)\] ", program, re.MULTILINE)
+    assert [int(n) for n in operators] == list(range(1, len(circuit(compiled.plan)) + 1))
+    assert re.search(r"^# Rule aggregate \(invertible\): ", program, re.MULTILINE)
+
+
+def test_dot_has_a_node_per_operator_and_an_edge_per_input(tmp_path):
+    (tmp_path / "schema.json").write_text(json.dumps(SCHEMA))
+    (tmp_path / "view.sql").write_text("".join(VIEWS["by_region"]))
+    result = subprocess.run([IVM, "explain", "view.sql", "--schema", "schema.json",
+                             "--format", "dot"], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    graph = circuit(ivm.compile(VIEWS["by_region"][1], SCHEMA).plan)
+    nodes = re.findall(r"^  n(\d+) \[label=\"\[\1\] ", result.stdout, re.MULTILINE)
+    edges = re.findall(r"^  n(\d+) -> n(\d+);", result.stdout, re.MULTILINE)
+    assert len(nodes) == graph.number_of_nodes() and len(edges) == graph.number_of_edges()
+    assert all(int(a) < int(b) for a, b in edges), "inputs are numbered before their readers"
+
+
+def test_the_runtime_archive_imports_from_itself(tmp_path):
+    archive = build_archive(tmp_path / "ivm_runtime.zip")
+    names = set(zipfile.ZipFile(archive).namelist())
+    assert {"ivm/runtime/job.py", "sqlglot/__init__.py", "networkx/__init__.py"} <= names
+    probe = ("import sys; sys.path.insert(0, sys.argv[1]); import ivm.job, sqlglot, networkx; "
+             "print(ivm.job.__file__, sqlglot.__file__, networkx.__file__)")
+    result = subprocess.run([sys.executable, "-c", probe, str(archive)], capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stderr
+    assert all(path.startswith(str(archive)) for path in result.stdout.split())
+
+
+def test_bad_arguments_exit_2_with_usage(tmp_path):
+    head, query = VIEWS["totals"]
+    job = tmp_path / "job.py"
+    job.write_text(job_program("totals", head + query, ivm.compile(query, SCHEMA)))
+    result = subprocess.run([sys.executable, str(job), "--full", "--partition", "status = 'a'"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "not allowed with argument" in result.stderr and "Traceback" not in result.stderr
+
+
+# --- spark-submit --------------------------------------------------------------------------
+
+CHECK = """
+import json, sys
+import ivm
+spark = ivm.spark_session()
+wrong = {}
+for view, query in json.loads(sys.argv[2]).items():
+    extra = spark.sql(f"SELECT * FROM {view} EXCEPT ALL ({query})").count()
+    missing = spark.sql(f"({query}) EXCEPT ALL SELECT * FROM {view}").count()
+    if extra or missing:
+        wrong[view] = (extra, missing)
+for statement in json.loads(sys.argv[1]):
+    spark.sql(statement)
+print(json.dumps(wrong))
+"""
+"""Compares views with their queries (Spark running the query's text is the oracle), then
+changes the sources. Run with plain Python in the work directory: ``./ivm_home`` is shared."""
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """A directory with the view files, their generated jobs and the runtime archive."""
+    work = tmp_path_factory.mktemp("jobs")
+    (work / "schema.json").write_text(json.dumps(SCHEMA))
+    for name, (head, query) in VIEWS.items():
+        (work / f"{name}.sql").write_text(head + query)
+        result = subprocess.run([IVM, "compile", f"{name}.sql", "--schema", "schema.json",
+                                 "--emit", "job", "-o", f"refresh_{name}.py"],
+                                cwd=work, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+    subprocess.run([IVM, "package"], cwd=work, check=True, capture_output=True)
+    return work
+
+
+def env():
+    return {**os.environ, "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable}
+
+
+def check(work, statements=(), views=tuple(VIEWS)) -> None:
+    """Every view of ``views`` equals its query; then ``statements`` change the sources."""
+    queries = {name: VIEWS[name][1] for name in views}
+    result = subprocess.run([sys.executable, "-c", CHECK, json.dumps(list(statements)),
+                             json.dumps(queries)], cwd=work, capture_output=True, text=True,
+                            env=env(), timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {}, \
+        "views that differ from their query (rows extra, rows missing)"
+
+
+def submit(work, name, *args, **popen):
+    command = [SPARK_SUBMIT, "--packages", ",".join(delta_packages()), "--py-files",
+               "ivm_runtime.zip", f"refresh_{name}.py", *args]
+    return subprocess.Popen(command, cwd=work, env=env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, **popen)
+
+
+def job(work, name, *args) -> str:
+    process = submit(work, name, *args)
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, err[-3000:]
+    return out
+
+
+@pytest.mark.slow
+def test_jobs_create_refresh_survive_a_kill_and_recompute(work):
+    check(work, [
+        "CREATE TABLE orders (id INT, cust INT, status STRING, amount INT) USING DELTA "
+        "TBLPROPERTIES (delta.enableChangeDataFeed = true)",
+        "CREATE TABLE customers (id INT, region STRING) USING DELTA "
+        "TBLPROPERTIES (delta.enableChangeDataFeed = true)",
+        "INSERT INTO customers VALUES (1, 'north'), (2, 'south'), (3, NULL)",
+        "INSERT INTO orders VALUES (1, 1, 'open', 10), (2, 1, 'paid', 20), (3, 2, 'open', 5), "
+        "(4, 3, NULL, 7)",
+    ], views=())
+    for name in VIEWS:
+        assert "create refresh of" in job(work, name)
+    check(work, ["INSERT INTO orders VALUES (5, 2, 'paid', 8), (6, 4, 'open', 1)",
+                 "UPDATE orders SET amount = amount + 1 WHERE cust = 1",
+                 "DELETE FROM orders WHERE id = 3",
+                 "UPDATE customers SET region = 'south' WHERE id = 1"])
+    started = time.monotonic()
+    assert "incremental refresh of" in job(work, "totals")
+    duration = time.monotonic() - started
+    killed = submit(work, "by_region")   # killed part-way through, then run again
+    time.sleep(duration * 0.8)
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.communicate()
+    job(work, "by_region")
+    assert "incremental refresh of" in job(work, "latest")
+    check(work, ["INSERT INTO orders VALUES (7, 1, 'open', 100)",
+                 "DELETE FROM orders WHERE status = 'paid'"])
+    assert "partition refresh of" in job(work, "totals", "--partition", "status = 'open'")
+    assert "full refresh of" in job(work, "by_region", "--full")
+    job(work, "latest")
+    # totals' 'paid' partition is not recomputed by the partition refresh: the next refresh
+    # applies its change
+    job(work, "totals")
+    check(work)
+
+
+@pytest.mark.slow
+def test_a_job_over_a_missing_source_fails_with_a_message(work, tmp_path):
+    (tmp_path / "ivm_runtime.zip").write_bytes((work / "ivm_runtime.zip").read_bytes())
+    (tmp_path / "refresh_latest.py").write_text((work / "refresh_latest.py").read_text())
+    process = submit(tmp_path, "latest")
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 1, err[-3000:]
+    printed = out + err     # spark-submit passes a Python driver's stderr to its stdout
+    assert "error: table or view not found: default.orders" in printed
+    assert "Traceback" not in printed and "\tat org.apache" not in printed
