@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from ivm.errors import IvmError
+from ivm.errors import IvmError, user_message
 
 
 def _session(args):
@@ -69,9 +69,9 @@ def _compiled(args, query: str):
     from ivm.compiler import compile
     if not args.schema:
         return compile(query, spark=_session(args))
+    from sqlglot.schema import MappingSchema
     schema = json.loads(Path(args.schema).read_text())
-    flat = all(isinstance(t, str) for c in schema.values() for t in c.values())
-    if args.emit == "job" and flat:
+    if args.emit == "job" and MappingSchema(schema, dialect="spark").depth() == 1:
         return compile(query, {"default": schema}, default_db="default")
     return compile(query, schema)
 
@@ -226,18 +226,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.run(args)
-    except IvmError as error:
-        print(f"ivm: {error}", file=sys.stderr)
+    except Exception as error:
+        message = user_message(error)
+        if message is None:
+            raise
+        print(f"ivm: {message}", file=sys.stderr)
         return 1
-    except FileNotFoundError as error:
-        print(f"ivm: {error.strerror}: {error.filename}", file=sys.stderr)
-        return 1
-    except Exception as error:  # Spark's own errors: their message, not a JVM stack trace
-        from pyspark.errors import PySparkException
-        if isinstance(error, PySparkException):
-            print(f"ivm: Spark: {str(error).strip().splitlines()[0]}", file=sys.stderr)
-            return 1
-        raise
 
 
 if __name__ == "__main__":

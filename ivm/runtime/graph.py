@@ -51,9 +51,8 @@ def refresh_order(graph: nx.DiGraph) -> list[str]:
 
 def readers(spark, view: str) -> list[str]:
     """The materialized views that read ``view`` directly, sorted."""
-    others = [v for v in materialized_views(spark) if v != view]
-    return sorted(v for v in others
-                  if view in latest_record(DeltaLogReader(spark, store_name(v)))[1].sources)
+    graph = dependency_graph(spark, materialized_views(spark))
+    return sorted(graph.successors(view)) if view in graph else []
 
 
 def check_no_cycle(spark, view: str, sources) -> None:

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 
-from ivm.errors import CatalogError, IvmError
+from ivm.errors import CatalogError, user_message
 from ivm.runtime.session import DELTA_EXTENSION
 
 EXIT_FAILED = 1
@@ -78,7 +78,8 @@ def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
     statement = parse_statement(definition)
     _check_steps(compile(statement.query, spark=spark), steps)
     name = qualified_name(spark, view)
-    if store_properties(spark, name) is None:
+    properties = store_properties(spark, name)
+    if properties is None:
         print(sql(spark, definition), flush=True)
     elif args.partition:
         print(sql(spark, f"REFRESH MATERIALIZED VIEW {view} PARTITION ({args.partition})"),
@@ -87,7 +88,7 @@ def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
         print(sql(spark, f"REFRESH MATERIALIZED VIEW {view}{' FULL' if args.full else ''}"),
               flush=True)
     if args.loop:
-        if FRESHNESS not in (store_properties(spark, name) or {}):
+        if FRESHNESS not in (properties or store_properties(spark, name)):
             raise CatalogError(f"materialized view {name} has no FRESHNESS to keep",
                                hint="declare one: CREATE MATERIALIZED VIEW ... FRESHNESS = "
                                     "INTERVAL '1' MINUTE AS ...")
@@ -103,14 +104,10 @@ def main(view: str, definition: str, steps: dict[str, str],
     args = arguments(view).parse_args(argv)
     try:
         _run(view, definition, steps, args)
-    except IvmError as error:
-        print(f"error: {error}", file=sys.stderr, flush=True)
+    except Exception as error:
+        message = user_message(error)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr, flush=True)
         return EXIT_FAILED
-    except Exception as error:  # Spark's own errors: their message, not a JVM stack trace
-        from pyspark.errors import PySparkException
-        if isinstance(error, PySparkException):
-            print(f"error: Spark: {str(error).strip().splitlines()[0]}", file=sys.stderr,
-                  flush=True)
-            return EXIT_FAILED
-        raise
     return 0
