@@ -96,9 +96,20 @@ def _cmd_compile(args) -> int:
     else:
         sql = (f"-- the change of the view's store, per affected key:\n{compiled.delta_sql};"
                f"\n\n-- the view's store computed from scratch:\n{compiled.full_sql};\n")
-        explain = compiled.explain()
+        explain = f"{compiled.explain()}\n{_read_estimate(args, name, compiled)}"
         _write(args, {"sql": sql, "explain": explain}.get(args.emit, f"{explain}\n\n{sql}"))
     return 0
+
+
+def _read_estimate(args, name: str, compiled) -> str:
+    """What a refresh reads, sized from the sources' Delta logs; those need the catalog."""
+    if args.schema:
+        return ("estimate of what a refresh reads: needs the sources' Delta logs "
+                "(run without --schema, where the tables are)")
+    from ivm.runtime.catalog import qualified_name
+    from ivm.runtime.read_estimate import read_estimate
+    spark = _session(args)
+    return read_estimate(spark, compiled, qualified_name(spark, name))
 
 
 def _emit_dot(args, compiled) -> int:

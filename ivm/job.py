@@ -68,6 +68,9 @@ Run it in local mode, with the catalog and warehouse of ./ivm_home (as `ivm sql`
     ivm package -o {ARCHIVE}
     {local}
 
+While other processes use the same ivm home through `ivm metastore` ($IVM_METASTORE set), add
+`--driver-class-path` with Derby's client jar (the job names it when it is missing).
+
 On a cluster, with a shared metastore (spark.hadoop.hive.metastore.uris) or table locations:
 
     {cluster}

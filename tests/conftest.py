@@ -2,6 +2,11 @@
 Hypothesis profiles (chosen with ``HYPOTHESIS_PROFILE``: ``ci`` by default, ``deep``, ``dev``)."""
 
 import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 import uuid
 
 import pytest
@@ -61,3 +66,36 @@ def pytest_collection_modifyitems(items):
     (``make test`` runs ``pytest -n 2 --dist loadfile``) starting it last leaves one worker
     busy alone at the end."""
     items.sort(key=lambda item: item.get_closest_marker("tpch") is None)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("localhost", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(port: int, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("localhost", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise AssertionError(f"nothing listens on port {port}")
+
+
+@pytest.fixture
+def served(tmp_path):
+    """The environment of processes sharing one ivm home's catalog through `ivm metastore`."""
+    from ivm.runtime.metastore import ENVIRONMENT
+
+    port = free_port()
+    env = {**os.environ, "IVM_HOME": str(tmp_path / "home"), ENVIRONMENT: f"localhost:{port}"}
+    server = subprocess.Popen([sys.executable, "-m", "ivm.cli", "metastore", "--port",
+                               str(port)], env=env, stdout=subprocess.DEVNULL)
+    try:
+        wait_for_port(port)
+        yield env
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)

@@ -60,6 +60,13 @@ def test_views_survive_a_restart_and_refresh_from_the_shell(tmp_path):
                              text=True, timeout=600, env={**os.environ, **env})
     assert created.returncode == 0, created.stderr[-2000:]
 
+    (tmp_path / "totals.sql").write_text(
+        "SELECT status, SUM(amount) AS total FROM orders GROUP BY status")
+    explained = run("explain", "totals.sql", cwd=tmp_path, env=env)
+    assert explained.returncode == 0, explained.stderr[-2000:]
+    assert "rule aggregate (invertible)" in explained.stdout
+    assert "the next refresh of default.totals: incremental, a change of" in explained.stdout
+
     refreshed = run("sql", "REFRESH MATERIALIZED VIEW totals", cwd=tmp_path, env=env)
     assert refreshed.returncode == 0, refreshed.stderr[-2000:]
     assert "incremental refresh of default.totals" in refreshed.stdout

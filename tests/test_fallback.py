@@ -89,3 +89,35 @@ def test_describe_shows_the_last_refresh_and_the_lag(spark, totals):
     history = ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW totals").collect()
     assert [h.mode for h in history] == ["incremental", "create"]
     assert history[0].sources == {f"{totals}.r": 2} and history[0].rows_inserted == 1
+
+
+def test_explain_estimates_reads_from_the_logs_and_foresees_the_next_refresh(spark, totals):
+    from ivm.runtime.read_estimate import read_estimate, size
+    spark.sql(f"CREATE TABLE s (k INT, b STRING) USING DELTA {CDF}")
+    spark.sql("INSERT INTO s VALUES (1, 'x'), (2, 'y')")
+    detail = {t: spark.sql(f"DESCRIBE DETAIL {t}").first().sizeInBytes for t in ("r", "s")}
+    r, s = f"{totals}.r", f"{totals}.s"
+
+    joined = read_estimate(spark, ivm.compile("SELECT r.k, s.b FROM r JOIN s ON r.k = s.k",
+                                              spark=spark))
+    for table, name in ((r, "r"), (s, "s")):
+        assert f"  {table} ({size(detail[name])}): its change (Δ); up to " \
+               f"{size(detail[name])} per snapshot (" in joined
+    assert joined.splitlines()[-1].endswith(
+        f"a full recompute: {size(detail['r'] + detail['s'])}")
+
+    def next_refresh():
+        text = read_estimate(spark, ivm.compile(TOTALS, spark=spark), f"{totals}.totals")
+        now = spark.sql("DESCRIBE DETAIL r").first().sizeInBytes
+        assert f"{r} ({size(now)}): its change (Δ)\n" in text   # no snapshot
+        return text.splitlines()[-1]
+    assert next_refresh().endswith("nothing to read (no source changed)")
+    spark.sql("INSERT INTO r VALUES (3, 1)")
+    assert "incremental, a change of" in next_refresh()
+    spark.conf.set(MIN_BYTES, "0")
+    spark.conf.set(RATIO, "0")
+    try:
+        assert "a full recompute: the change" in next_refresh()
+    finally:
+        spark.conf.unset(RATIO)
+        spark.conf.unset(MIN_BYTES)

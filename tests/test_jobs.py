@@ -2,12 +2,15 @@
 against Delta sources that change between runs."""
 
 import ast
+import contextlib
 import json
 import os
+import queue
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -18,6 +21,7 @@ import ivm
 from ivm.circuit import circuit
 from ivm.job import build_archive, job_program
 from ivm.runtime.jars import delta_packages
+from ivm.runtime.metastore import client_classpath
 
 BIN = Path(sys.executable).parent
 IVM, SPARK_SUBMIT = str(BIN / "ivm"), str(BIN / "spark-submit")
@@ -29,7 +33,7 @@ VIEWS = {
     "by_region": ("CREATE MATERIALIZED VIEW by_region AS\n",
                   "SELECT c.region, COUNT(*) AS n, SUM(o.amount) AS total\n"
                   "FROM orders o JOIN customers c ON o.cust = c.id GROUP BY c.region"),
-    "latest": ("CREATE MATERIALIZED VIEW latest AS\n",
+    "latest": ("CREATE MATERIALIZED VIEW latest FRESHNESS = INTERVAL '2' SECONDS AS\n",
                "SELECT cust, id, amount FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY cust "
                "ORDER BY id DESC) AS r FROM orders) WHERE r = 1"),
 }
@@ -129,27 +133,28 @@ def work(tmp_path_factory):
     return work
 
 
-def env():
-    return {**os.environ, "PYSPARK_PYTHON": sys.executable,
+def env(base=None):
+    return {**(base or os.environ), "PYSPARK_PYTHON": sys.executable,
             "PYSPARK_DRIVER_PYTHON": sys.executable}
 
 
-def check(work, statements=(), views=tuple(VIEWS)) -> None:
+def check(work, statements=(), views=tuple(VIEWS), environment=None) -> None:
     """Every view of ``views`` equals its query; then ``statements`` change the sources."""
     queries = {name: VIEWS[name][1] for name in views}
     result = subprocess.run([sys.executable, "-c", CHECK, json.dumps(list(statements)),
                              json.dumps(queries)], cwd=work, capture_output=True, text=True,
-                            env=env(), timeout=600)
+                            env=env(environment), timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == {}, \
         "views that differ from their query (rows extra, rows missing)"
 
 
-def submit(work, name, *args, **popen):
-    command = [SPARK_SUBMIT, "--packages", ",".join(delta_packages()), "--py-files",
-               "ivm_runtime.zip", f"refresh_{name}.py", *args]
-    return subprocess.Popen(command, cwd=work, env=env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True, **popen)
+def submit(work, name, *args, environment=None, classpath=(), **popen):
+    command = [SPARK_SUBMIT, "--packages", ",".join(delta_packages()), *classpath,
+               "--py-files", "ivm_runtime.zip", f"refresh_{name}.py", *args]
+    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **popen}
+    return subprocess.Popen(command, cwd=work, env=env(environment), text=True, start_new_session=True,
+                            **streams)
 
 
 def job(work, name, *args) -> str:
@@ -194,6 +199,64 @@ def test_jobs_create_refresh_survive_a_kill_and_recompute(work):
     # applies its change
     job(work, "totals")
     check(work)
+
+
+def python_driver(session: int) -> int:
+    """The Python process spark-submit started in process session ``session``."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and os.getsid(int(entry.name)) == session and \
+                    (entry / "cmdline").read_bytes().split(b"\0")[0] == sys.executable.encode():
+                return int(entry.name)
+        except OSError:     # the process ended meanwhile
+            continue
+    raise AssertionError("spark-submit started no Python driver")
+
+
+@pytest.mark.slow
+def test_a_loop_job_keeps_its_view_fresh_until_sigterm(work, tmp_path, served):
+    """``--loop`` creates ``latest`` (FRESHNESS 2 s), refreshes it when its source changes,
+    and stops cleanly with status 0 on SIGTERM to the driver. The job and the processes that
+    change the sources share the catalog through ``ivm metastore``."""
+    for name in ("ivm_runtime.zip", "refresh_latest.py"):
+        (tmp_path / name).write_bytes((work / name).read_bytes())
+    check(tmp_path, ["CREATE TABLE orders (id INT, cust INT, status STRING, amount INT) "
+                     "USING DELTA TBLPROPERTIES (delta.enableChangeDataFeed = true)",
+                     "INSERT INTO orders VALUES (1, 1, 'open', 10), (2, 1, 'paid', 20)"],
+          views=(), environment=served)
+    unserved = submit(tmp_path, "latest", environment=served)
+    out, err = unserved.communicate(timeout=600)
+    assert unserved.returncode == 1, err[-3000:]
+    assert "error: the catalog is served ($IVM_METASTORE) but Derby's client driver is not " \
+           f"on the driver's classpath\nHint: spark-submit --driver-class-path " \
+           f"{client_classpath()} ..." in out + err
+    with open(tmp_path / "loop.err", "w") as err:
+        loop = submit(tmp_path, "latest", "--loop", "--tick", "0.5", stderr=err,
+                      environment=served, classpath=("--driver-class-path", client_classpath()))
+    printed: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [printed.put(line) for line in loop.stdout],
+                     daemon=True).start()
+
+    def wait_for(text: str) -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and (loop.poll() is None or not printed.empty()):
+            with contextlib.suppress(queue.Empty):
+                if text in printed.get(timeout=1):
+                    return
+        raise AssertionError(f"the loop job never printed {text!r}: "
+                             f"{(tmp_path / 'loop.err').read_text()[-3000:]}")
+    try:
+        wait_for("keeping 1 of 1 materialized views fresh: default.latest")
+        check(tmp_path, ["INSERT INTO orders VALUES (8, 3, 'open', 2), (9, 1, 'paid', 4)"],
+              views=("latest",), environment=served)
+        wait_for("incremental refresh of default.latest")
+        os.kill(python_driver(loop.pid), signal.SIGTERM)
+        wait_for("stopped")
+        assert loop.wait(timeout=120) == 0
+    finally:
+        if loop.poll() is None:
+            os.killpg(loop.pid, signal.SIGKILL)
+    check(tmp_path, views=("latest",), environment=served)
 
 
 @pytest.mark.slow

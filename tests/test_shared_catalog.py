@@ -1,16 +1,11 @@
 """`ivm run` and another process share one catalog through the served metastore."""
 
-import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
 import time
 
-import pytest
-
-from ivm.runtime.metastore import ENVIRONMENT
 
 SETUP = """
 import ivm
@@ -40,39 +35,9 @@ while time.monotonic() < deadline:
 """
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("localhost", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for_port(port: int, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        with socket.socket() as probe:
-            if probe.connect_ex(("localhost", port)) == 0:
-                return
-        time.sleep(0.5)
-    raise AssertionError(f"nothing listens on port {port}")
-
-
 def python(code: str, env) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
                           capture_output=True, text=True, timeout=600)
-
-
-@pytest.fixture
-def served(tmp_path):
-    port = free_port()
-    env = {**os.environ, "IVM_HOME": str(tmp_path / "home"), ENVIRONMENT: f"localhost:{port}"}
-    server = subprocess.Popen([sys.executable, "-m", "ivm.cli", "metastore", "--port",
-                               str(port)], env=env, stdout=subprocess.DEVNULL)
-    try:
-        wait_for_port(port)
-        yield env
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(timeout=60)
 
 
 def test_ivm_run_and_a_user_session_share_the_catalog(served):

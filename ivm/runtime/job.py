@@ -9,10 +9,13 @@ with ``steps``, the SQL the job shows; a job whose text is not what would run is
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
 import time
+
+from py4j.protocol import Py4JJavaError
 
 from ivm.errors import CatalogError, user_message
 from ivm.runtime.session import DELTA_EXTENSION
@@ -54,15 +57,28 @@ def _check_steps(compiled, steps: dict[str, str]) -> None:
             hint="regenerate the job with `ivm compile <view.sql> --emit job`")
 
 
-def _check_delta(spark) -> None:
-    """Under spark-submit the JVM starts before this code: Delta must be on its classpath."""
+def _check_classpath(spark) -> None:
+    """Under spark-submit the JVM starts before this code, so what it needs must be on its
+    classpath from the start: Delta, and Derby's client driver for a served catalog."""
     from ivm.runtime.jars import delta_packages
+    from ivm.runtime.metastore import CLIENT_DRIVER, ENVIRONMENT, client_classpath
 
-    # Spark's class loader, which holds the jars of --packages (the system one does not).
-    if not spark._jvm.org.apache.spark.util.Utils.classIsLoadable(DELTA_EXTENSION):
+    def loadable(name: str) -> bool:
+        # Spark's class loader, which holds the jars of --packages (the system one does not).
+        # A class whose superclass is missing fails to link instead of "not loadable".
+        try:
+            return spark._jvm.org.apache.spark.util.Utils.classIsLoadable(name)
+        except Py4JJavaError:
+            return False
+
+    if not loadable(DELTA_EXTENSION):
         raise CatalogError("Delta Lake is not on the driver's classpath",
                            hint=f"spark-submit --packages {','.join(delta_packages())} "
                                 "...")
+    if os.environ.get(ENVIRONMENT) and not loadable(CLIENT_DRIVER):
+        raise CatalogError(f"the catalog is served (${ENVIRONMENT}) but Derby's client driver "
+                           "is not on the driver's classpath",
+                           hint=f"spark-submit --driver-class-path {client_classpath()} ...")
 
 
 def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
@@ -74,7 +90,7 @@ def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
 
     conf = {"spark.sql.warehouse.dir": args.warehouse} if args.warehouse else None
     spark = spark_session(args.home, app_name=f"ivm refresh {view}", conf=conf)
-    _check_delta(spark)
+    _check_classpath(spark)
     statement = parse_statement(definition)
     _check_steps(compile(statement.query, spark=spark), steps)
     name = qualified_name(spark, view)

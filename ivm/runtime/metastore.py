@@ -40,14 +40,18 @@ def _jars() -> list[Path]:
     return found
 
 
+def client_classpath() -> str:
+    """The classpath of Derby's client driver, which a process of a served catalog needs."""
+    return os.pathsep.join(str(j) for j in _jars() if j.name.startswith("derbyclient"))
+
+
 def connection_conf(address: str) -> dict[str, str]:
     """Spark settings for a metastore served at ``address`` (``host:port``)."""
-    client = [str(j) for j in _jars() if j.name.startswith("derbyclient")]
     return {
         "spark.hadoop.javax.jdo.option.ConnectionURL":
             f"jdbc:derby://{address}/{DATABASE};create=true",
         "spark.hadoop.javax.jdo.option.ConnectionDriverName": CLIENT_DRIVER,
-        "spark.driver.extraClassPath": os.pathsep.join(client),
+        "spark.driver.extraClassPath": client_classpath(),
     }
 
 
