@@ -39,8 +39,8 @@ def _setting(spark, key: str, default: float) -> float:
 
 @dataclass(frozen=True)
 class Estimate:
-    """What a refresh would read: the sources' change or all of them, in bytes (None where
-    the log does not say), and why it must recompute, if it must."""
+    """What a refresh would read: the sources' change, and their size when it was needed, in
+    bytes (None where the log does not say), and why it must recompute, if it must."""
 
     change_bytes: int | None
     source_bytes: int | None
@@ -49,8 +49,12 @@ class Estimate:
 
 def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estimate:
     """The change from source versions ``previous`` to ``current``, and whether a full
-    recompute should apply it (see the module's docstring)."""
-    change_bytes, source_bytes, sized = 0, 0, True
+    recompute should apply it (see the module's docstring).
+
+    The sources' sizes cost a scan of their logs' state; they are only read when the change
+    could exceed its share: ``change > ratio · source`` with ``source ≥ min_bytes`` needs
+    ``change > ratio · min_bytes``."""
+    change_bytes, logs, sized = 0, [], True
     for table, upto in current.items():
         after = previous[table]
         if upto < after:
@@ -71,17 +75,22 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
         if any(c.metadata_changed for c in commits) and log.schema_at(after) != \
                 log.schema_at(upto):
             return Estimate(None, None, f"the schema of {table} changed after version {after}")
-        size = log.size_in_bytes()
-        if size is None or any(c.change_bytes is None for c in commits):
+        if any(c.change_bytes is None for c in commits):
             sized = False
         else:
             change_bytes += sum(c.change_bytes for c in commits)
-            source_bytes += size
+            logs.append(log)
     if not sized:
         return Estimate(None, None)
-    ratio = _setting(spark, RATIO, DEFAULT_RATIO)
-    if source_bytes >= _setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES) \
-            and change_bytes > ratio * source_bytes:
+    ratio, min_bytes = _setting(spark, RATIO, DEFAULT_RATIO), _setting(spark, MIN_BYTES,
+                                                                       DEFAULT_MIN_BYTES)
+    if change_bytes <= ratio * min_bytes:
+        return Estimate(change_bytes, None)
+    sizes = [log.size_in_bytes() for log in logs]
+    if None in sizes:
+        return Estimate(change_bytes, None)
+    source_bytes = sum(sizes)
+    if source_bytes >= min_bytes and change_bytes > ratio * source_bytes:
         return Estimate(change_bytes, source_bytes, (
             f"the change ({change_bytes} bytes) is over {ratio:g} of the sources' "
             f"{source_bytes} bytes ({RATIO})"))

@@ -1,7 +1,7 @@
 """The 22 TPC-H queries as materialized views, maintained under TPC-H style change batches.
 
 Every query the compiler accepts becomes a view over TPC-H data (scale factor
-:data:`tpch_data.SCALE`). After CREATE, after each batch of changes (new orders; deleted
+:data:`tpch_batches.SCALE`). After CREATE, after each batch of changes (new orders; deleted
 orders with updated line items and orders) and its incremental REFRESH, and after a final
 REFRESH ... FULL, every view must equal Spark running the query's own text, as a multiset.
 
@@ -16,9 +16,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 import ivm
-import tpch_data
+import tpch_batches
+from benchmarks import tpch_data
+from benchmarks.tpch_queries import QUERIES
 from harness import check_views, create_views, example_database, refresh_views
-from queries import QUERIES
 
 pytestmark = pytest.mark.tpch
 
@@ -38,7 +39,7 @@ EMPTY_AT_SCALE = {
 @pytest.fixture(scope="module")
 def tpch(spark):
     """A fresh database holding the TPC-H tables, current for the module."""
-    parquet = tpch_data.generate()
+    parquet = tpch_data.generate(tpch_batches.SCALE)
     with example_database(spark):
         tpch_data.load(spark, parquet)
         yield
@@ -92,10 +93,10 @@ def test_views_after_create(spark, views):
     check_views(spark, views, "after CREATE")
 
 
-@pytest.mark.parametrize("batch", [name for name, _ in tpch_data.BATCHES])
+@pytest.mark.parametrize("batch", [name for name, _ in tpch_batches.BATCHES])
 def test_views_after_batch(spark, views, batch):
     """Apply one batch of changes to the sources, refresh every view incrementally, check."""
-    statements = dict(tpch_data.BATCHES)[batch](spark)
+    statements = dict(tpch_batches.BATCHES)[batch](spark)
     for statement in statements:
         spark.sql(statement)
     results = refresh_views(spark, views)

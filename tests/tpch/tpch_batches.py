@@ -1,98 +1,14 @@
-"""TPC-H sources for the view tests: generated data, Delta tables, and change batches.
+"""Change batches for the TPC-H view tests, at scale factor :data:`SCALE`.
 
-The data comes from ``tpchgen-cli`` as Parquet, generated once per scale factor into a cache
-directory (``$IVM_TPCH_CACHE``, else ``$XDG_CACHE_HOME/ivm/tpch``, else ``~/.cache/ivm/tpch``)
-and loaded into Delta tables with change data feed on.
-
-The change batches follow TPC-H's refresh functions: RF1 inserts new orders with their line
-items; RF2 deletes old orders with theirs, and the same batch updates other line items and
-orders in place. The rows are chosen so that each query's view changes, by a hash of their
-keys, so every run applies the same changes.
+The batches follow TPC-H's refresh functions: RF1 inserts new orders with their line items;
+RF2 deletes old orders with theirs, and the same batch updates other line items and orders in
+place. The rows are chosen so that each query's view changes, by a hash of their keys, so
+every run applies the same changes. (The data and its loading: :mod:`benchmarks.tpch_data`.)
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
-
 SCALE = "0.01"
-
-#: Every table's columns and their types, in TPC-H order.
-SCHEMA = {
-    "region": {"r_regionkey": "BIGINT", "r_name": "STRING", "r_comment": "STRING"},
-    "nation": {"n_nationkey": "BIGINT", "n_name": "STRING", "n_regionkey": "BIGINT",
-               "n_comment": "STRING"},
-    "supplier": {"s_suppkey": "BIGINT", "s_name": "STRING", "s_address": "STRING",
-                 "s_nationkey": "BIGINT", "s_phone": "STRING", "s_acctbal": "DECIMAL(15,2)",
-                 "s_comment": "STRING"},
-    "customer": {"c_custkey": "BIGINT", "c_name": "STRING", "c_address": "STRING",
-                 "c_nationkey": "BIGINT", "c_phone": "STRING", "c_acctbal": "DECIMAL(15,2)",
-                 "c_mktsegment": "STRING", "c_comment": "STRING"},
-    "part": {"p_partkey": "BIGINT", "p_name": "STRING", "p_mfgr": "STRING",
-             "p_brand": "STRING", "p_type": "STRING", "p_size": "INT",
-             "p_container": "STRING", "p_retailprice": "DECIMAL(15,2)",
-             "p_comment": "STRING"},
-    "partsupp": {"ps_partkey": "BIGINT", "ps_suppkey": "BIGINT", "ps_availqty": "INT",
-                 "ps_supplycost": "DECIMAL(15,2)", "ps_comment": "STRING"},
-    "orders": {"o_orderkey": "BIGINT", "o_custkey": "BIGINT", "o_orderstatus": "STRING",
-               "o_totalprice": "DECIMAL(15,2)", "o_orderdate": "DATE",
-               "o_orderpriority": "STRING", "o_clerk": "STRING", "o_shippriority": "INT",
-               "o_comment": "STRING"},
-    "lineitem": {"l_orderkey": "BIGINT", "l_partkey": "BIGINT", "l_suppkey": "BIGINT",
-                 "l_linenumber": "INT", "l_quantity": "DECIMAL(15,2)",
-                 "l_extendedprice": "DECIMAL(15,2)", "l_discount": "DECIMAL(15,2)",
-                 "l_tax": "DECIMAL(15,2)", "l_returnflag": "STRING",
-                 "l_linestatus": "STRING", "l_shipdate": "DATE", "l_commitdate": "DATE",
-                 "l_receiptdate": "DATE", "l_shipinstruct": "STRING",
-                 "l_shipmode": "STRING", "l_comment": "STRING"},
-}
-
-
-def cache_dir(scale: str = SCALE) -> Path:
-    """Where the Parquet files of one scale factor are kept between runs."""
-    root = os.environ.get("IVM_TPCH_CACHE")
-    if root is None:
-        cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-        root = Path(cache) / "ivm" / "tpch"
-    return Path(root) / f"sf{scale}"
-
-
-def _generator() -> str:
-    beside_python = Path(sys.executable).parent / "tpchgen-cli"
-    found = str(beside_python) if beside_python.exists() else shutil.which("tpchgen-cli")
-    if found is None:
-        raise RuntimeError("tpchgen-cli is not installed: pip install -e '.[test]'")
-    return found
-
-
-def generate(scale: str = SCALE) -> Path:
-    """The directory of ``<table>.parquet`` files at ``scale``, generated if missing."""
-    target = cache_dir(scale)
-    if all((target / f"{table}.parquet").is_file() for table in SCHEMA):
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # Generate beside the target and rename, so an interrupted run leaves no partial cache.
-    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
-        subprocess.run([_generator(), "parquet", "--scale-factor", scale,
-                        "--output-dir", scratch, "--quiet"], check=True)
-        shutil.rmtree(target, ignore_errors=True)
-        os.rename(scratch, target)
-        os.mkdir(scratch)  # for TemporaryDirectory's cleanup
-    return target
-
-
-def load(spark, parquet_dir: Path) -> None:
-    """Create every TPC-H table in the current database as a Delta table with change data
-    feed on, filled from ``parquet_dir``."""
-    for table, columns in SCHEMA.items():
-        select = ", ".join(f"CAST({c} AS {t}) AS {c}" for c, t in columns.items())
-        spark.sql(f"CREATE TABLE {table} USING DELTA "
-                  f"TBLPROPERTIES (delta.enableChangeDataFeed = true) "
-                  f"AS SELECT {select} FROM parquet.`{parquet_dir / table}.parquet`")
 
 
 # What makes a line item matter to a query: a predicate on the line item joined with its

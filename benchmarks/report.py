@@ -1,0 +1,216 @@
+"""Tables and plots from a benchmark run's ``measurements.csv``.
+
+Every figure is the median of the repetitions. ``ratio`` is full recompute time over
+incremental refresh time; the geometric mean is taken over views. Writes ``results.md``,
+``summary.csv``, ``batch_size.png`` (refresh time against batch size at one scale factor)
+and ``scale.png`` (refresh time against scale factor at one batch size).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from importlib.metadata import version
+from pathlib import Path
+from statistics import median
+
+from benchmarks.workload import SINGLE_TABLE_AGGREGATES
+
+#: The batch fraction the scale-factor curve is drawn at.
+SCALE_CURVE_FRACTION = 0.001
+
+
+def machine() -> dict[str, str]:
+    """The machine and software a run measured."""
+    memory = next((line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines()
+                   if line.startswith("MemTotal")), None) if Path("/proc/meminfo").exists() \
+        else None
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    return {
+        "date": time.strftime("%Y-%m-%d"),
+        "cores": str(os.cpu_count()),
+        "memory": f"{int(memory) / 2**20:.1f} GiB" if memory else "unknown",
+        "os": platform.platform(),
+        "python": sys.version.split()[0],
+        "java": java.splitlines()[0] if java else "unknown",
+        "pyspark": version("pyspark"),
+        "delta-spark": version("delta-spark"),
+        "driver memory": "4g (ivm's local default); driver and executors share one JVM",
+    }
+
+
+def _number(value: str) -> float:
+    return float(value) if value else 0.0
+
+
+def medians(rows: list[dict]) -> dict[tuple, dict[str, float]]:
+    """``(scale, fraction, view, kind)`` → the median of every measured figure."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for row in rows:
+        groups[(row["scale"], float(row["fraction"]), row["view"], row["kind"])].append(row)
+    figures = ["seconds", "rows_read", "bytes_read", "bytes_shuffled", "files_written",
+               "bytes_written", "heap_peak_bytes"]
+    result = {}
+    for key, group in groups.items():
+        result[key] = {f: median(_number(r[f]) for r in group) for f in figures}
+        result[key]["modes"] = "/".join(sorted({r["mode"] for r in group}))
+    return result
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
+
+
+def _mb(n: float) -> str:
+    return f"{n / 2**20:.1f}"
+
+
+def _ratio_table(summary, scale: str, fraction: float, views: list[str]) -> list[str]:
+    lines = [f"### SF {scale}, batches of {fraction:.2%} of lineitem", "",
+             "| view | incremental s | full s | full / incremental | rows read (incr / full) "
+             "| MB shuffled (incr / full) | files, MB written (incr / full) "
+             "| heap peak MB (incr / full) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    ratios, single = [], []
+    for view in views:
+        incr = summary.get((scale, fraction, view, "incremental"))
+        full = summary.get((scale, fraction, view, "full"))
+        if not incr or not full:
+            continue
+        ratio = full["seconds"] / incr["seconds"]
+        ratios.append(ratio)
+        if view in SINGLE_TABLE_AGGREGATES:
+            single.append(ratio)
+        mode = "" if incr["modes"] == "incremental" else f" ({incr['modes']})"
+        lines.append(
+            f"| {view}{mode} | {incr['seconds']:.2f} | {full['seconds']:.2f} | {ratio:.1f}× "
+            f"| {incr['rows_read']:,.0f} / {full['rows_read']:,.0f} "
+            f"| {_mb(incr['bytes_shuffled'])} / {_mb(full['bytes_shuffled'])} "
+            f"| {incr['files_written']:.0f}, {_mb(incr['bytes_written'])} / "
+            f"{full['files_written']:.0f}, {_mb(full['bytes_written'])} "
+            f"| {_mb(incr['heap_peak_bytes'])} / {_mb(full['heap_peak_bytes'])} |")
+    lines += ["", f"Geometric mean of full / incremental over {len(ratios)} views: "
+                  f"**{_geomean(ratios):.1f}×**; single-table aggregates "
+                  f"({', '.join(SINGLE_TABLE_AGGREGATES)}): **{_geomean(single):.1f}×**.", ""]
+    return lines
+
+
+def _curve_table(title: str, columns: list[str], cell, views: list[str]) -> list[str]:
+    lines = [title, "", "| view | " + " | ".join(columns) + " |",
+             "|---|" + "---:|" * len(columns)]
+    for view in views:
+        cells = [cell(view, c) for c in columns]
+        if any(c != "" for c in cells):
+            lines.append(f"| {view} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def _plot(path: Path, title: str, xlabel: str, series: dict[str, list[tuple[float, float]]]):
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    figure, axes = pyplot.subplots(figsize=(9, 6))
+    for view, points in sorted(series.items()):
+        if len(points) > 1:
+            xs, ys = zip(*sorted(points))
+            axes.plot(xs, ys, marker="o", label=view)
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel("incremental refresh, seconds (median)")
+    axes.set_title(title)
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize="small", ncol=2)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    pyplot.close(figure)
+
+
+def write(out: Path, machine: dict[str, str], minutes: float | None = None) -> None:
+    """Write the report of ``out/measurements.csv`` into ``out``."""
+    with open(out / "measurements.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    summary = medians(rows)
+    views = list(dict.fromkeys(r["view"] for r in rows))
+    scales = sorted({r["scale"] for r in rows}, key=float)
+    with open(out / "summary.csv", "w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["scale", "fraction", "view", "kind", "modes", "seconds", "rows_read",
+                         "bytes_read", "bytes_shuffled", "files_written", "bytes_written",
+                         "heap_peak_bytes"])
+        for (scale, fraction, view, kind), f in sorted(summary.items()):
+            writer.writerow([scale, fraction, view, kind, f["modes"], f"{f['seconds']:.3f}",
+                             *(int(f[k]) for k in ("rows_read", "bytes_read", "bytes_shuffled",
+                                                   "files_written", "bytes_written",
+                                                   "heap_peak_bytes"))])
+
+    repetitions = max(int(r["repetition"]) for r in rows)
+    lines = ["# Incremental refresh against full recompute", "",
+             f"Medians of {repetitions} repetitions"
+             + (f"; the run took {minutes:.0f} minutes." if minutes is not None else "."), "",
+             "| machine | |", "|---|---|", *(f"| {k} | {v} |" for k, v in machine.items()), ""]
+    lines += ["## Full recompute / incremental refresh", ""]
+    for scale in scales:
+        fractions = sorted({k[1] for k in summary if k[0] == scale and k[3] == "incremental"})
+        for fraction in fractions:
+            lines += _ratio_table(summary, scale, fraction, views)
+
+    lines += ["## Fixed overhead", "",
+              "A refresh with no source change (`noop`) and of a one-row change of lineitem "
+              "(`one_row`), seconds.", ""]
+    lines += _curve_table("", [f"SF {s} {k}" for s in scales for k in ("noop", "one_row")],
+                          lambda view, column: _cell(summary, column.split()[1], 0.0, view,
+                                                     column.split()[2]), views)
+
+    batch_scale = max(scales, key=lambda s: len({k[1] for k in summary if k[0] == s}))
+    fractions = sorted({k[1] for k in summary if k[0] == batch_scale and k[1] > 0})
+    lines += _curve_table(f"## Refresh time against batch size, SF {batch_scale}",
+                          [f"{f:.2%}" for f in fractions],
+                          lambda view, c: _cell(summary, batch_scale,
+                                                fractions[[f"{f:.2%}" for f in fractions]
+                                                          .index(c)], view), views)
+    _plot(out / "batch_size.png", f"Incremental refresh against batch size, SF {batch_scale}",
+          "batch, fraction of lineitem",
+          {v: [(f, summary[(batch_scale, f, v, "incremental")]["seconds"])
+               for f in fractions if (batch_scale, f, v, "incremental") in summary]
+           for v in views})
+    curve_scales = [s for s in scales if any(k[0] == s and k[1] == SCALE_CURVE_FRACTION
+                                             for k in summary)]
+    if len(curve_scales) > 1:
+        lines += _curve_table(
+            f"## Refresh time against scale factor, batches of {SCALE_CURVE_FRACTION:.2%}",
+            [f"SF {s}" for s in curve_scales] + [f"SF {curve_scales[-2]} → "
+                                                 f"{curve_scales[-1]}"],
+            lambda view, c: _growth(summary, curve_scales, view) if "→" in c else
+            _cell(summary, c.split()[1], SCALE_CURVE_FRACTION, view), views)
+        _plot(out / "scale.png",
+              f"Incremental refresh against scale factor, batches of "
+              f"{SCALE_CURVE_FRACTION:.2%}", "TPC-H scale factor",
+              {v: [(float(s), summary[(s, SCALE_CURVE_FRACTION, v, "incremental")]["seconds"])
+                   for s in curve_scales
+                   if (s, SCALE_CURVE_FRACTION, v, "incremental") in summary]
+               for v in views})
+    (out / "results.md").write_text("\n".join(lines))
+
+
+def _cell(summary, scale: str, fraction: float, view: str, kind: str = "incremental") -> str:
+    found = summary.get((scale, fraction, view, kind))
+    return f"{found['seconds']:.2f}" if found else ""
+
+
+def _growth(summary, scales: list[str], view: str) -> str:
+    """How many times the refresh time grew between the two largest scale factors."""
+    small, large = (summary.get((s, SCALE_CURVE_FRACTION, view, "incremental"))
+                    for s in scales[-2:])
+    return f"{large['seconds'] / small['seconds']:.1f}×" if small and large else ""
+
+
+if __name__ == "__main__":
+    write(Path(sys.argv[1]), machine())     # again, from a run's directory

@@ -1,0 +1,179 @@
+"""Incremental refresh against full recompute, TPC-H views under change batches.
+
+    python -m benchmarks.run --setting quick        # SF 0.1, the core views: minutes
+    python -m benchmarks.run --setting full         # SF 0.1, 1 and 10, every view
+
+For each scale factor: generate TPC-H (cached), load it into Delta tables with change data
+feed on (cached: later runs RESTORE the tables to their loaded version), create the views,
+then for each batch fraction and repetition apply one change batch
+(:class:`benchmarks.workload.Batches`) and, per view, time
+
+* ``incremental``: ``REFRESH MATERIALIZED VIEW`` (ivm's delta query and MERGE),
+* ``full``: ``CREATE OR REPLACE TABLE … AS <query>``, what a user without ivm runs,
+
+and compare the two tables (EXCEPT ALL both ways): a difference stops the benchmark. Then the
+fixed overhead: a refresh without source change (``noop``) and of a one-row change
+(``one_row``). Every measurement is a row of ``measurements.csv``; :mod:`benchmarks.report`
+turns them into the tables and plots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+import ivm
+from benchmarks import report, tpch_data
+from benchmarks.measure import Meter, written
+from benchmarks.workload import CORE, Batches, View, views
+from ivm.runtime.catalog import store_name
+
+RESULTS = Path(__file__).parent / "results"
+
+#: scale factor → the batch fractions run at it; views (None: all); repetitions.
+SETTINGS = {
+    "quick": dict(scales={"0.1": [0.001, 0.01]},
+                  views=[*CORE, "latest_order", "revenue_bands"], repetitions=3),
+    "full": dict(scales={"0.1": [0.001], "1": [0.0001, 0.001, 0.01, 0.1], "10": [0.001]},
+                 views=None, repetitions=3),
+}
+
+#: Shuffle partitions per scale factor (ivm's local default of 4 suits small data only).
+SHUFFLE_PARTITIONS = {"0.1": 4, "1": 8, "10": 32}
+
+FIELDS = ["scale", "fraction", "repetition", "view", "kind", "mode", "seconds", "rows_read",
+          "bytes_read", "bytes_shuffled", "files_written", "bytes_written", "heap_peak_bytes"]
+
+
+def log(message: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {message}", flush=True)
+
+
+def database(scale: str) -> str:
+    return f"tpch_sf{scale.replace('.', '_')}"
+
+
+def prepare(spark, scale: str) -> None:
+    """The TPC-H tables of ``scale``, as loaded and without views, in the current database."""
+    parquet = tpch_data.generate(scale)
+    db = database(scale)
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
+    spark.sql(f"USE {db}")
+    spark.conf.set("spark.sql.shuffle.partitions", SHUFFLE_PARTITIONS[scale])
+    for row in spark.sql(f"SHOW TABLES IN {db}").collect():
+        if row.tableName.startswith("full_"):
+            spark.sql(f"DROP TABLE {db}.{row.tableName}")
+    for view in reversed(views()):
+        ivm.sql(spark, f"DROP MATERIALIZED VIEW IF EXISTS {view.name}")
+    existing = {row.tableName for row in spark.sql(f"SHOW TABLES IN {db}").collect()}
+    if set(tpch_data.SCHEMA) <= existing:
+        for table in tpch_data.SCHEMA:
+            spark.sql(f"RESTORE TABLE {table} TO VERSION AS OF 0")
+        log(f"SF {scale}: tables restored to their loaded version")
+    else:
+        started = time.perf_counter()
+        tpch_data.load(spark, parquet)
+        log(f"SF {scale}: loaded into Delta in {time.perf_counter() - started:.1f}s")
+
+
+def check(spark, view: View) -> None:
+    """The view equals its full recompute (``full_<view>``), as multisets."""
+    extra = spark.sql(f"SELECT * FROM {view.name} EXCEPT ALL SELECT * FROM full_{view.name}")
+    missing = spark.sql(f"SELECT * FROM full_{view.name} EXCEPT ALL SELECT * FROM {view.name}")
+    counts = extra.count(), missing.count()
+    if counts != (0, 0):
+        raise SystemExit(f"wrong result: view {view.name} has {counts[0]} rows its full "
+                         f"recompute lacks and lacks {counts[1]} of its rows")
+
+
+class Run:
+    """One scale factor's measurements, appended to ``writer``."""
+
+    def __init__(self, spark, scale: str, chosen: list[View], writer):
+        self.spark, self.scale, self.views, self.writer = spark, scale, chosen, writer
+        self.meter = Meter(spark)
+
+    def record(self, fraction, repetition, view, kind, mode, cost, files=0, size=0):
+        self.writer.writerow({
+            "scale": self.scale, "fraction": fraction, "repetition": repetition,
+            "view": view.name, "kind": kind, "mode": mode, "files_written": files,
+            "bytes_written": size, **dataclasses.asdict(cost)})
+
+    def refresh(self, fraction, repetition, kind) -> None:
+        for view in self.views:
+            cost, result = self.meter.cost(
+                lambda: ivm.sql(self.spark, f"REFRESH MATERIALIZED VIEW {view.name}"))
+            files, size = (0, 0) if result.mode == "noop" else \
+                written(self.spark, store_name(f"{database(self.scale)}.{view.name}"))
+            self.record(fraction, repetition, view, kind, result.mode, cost, files, size)
+            if kind == "incremental" and result.mode != "incremental":
+                log(f"  {view.name}: {result}")
+
+    def recompute(self, fraction, repetition) -> None:
+        for view in self.views:
+            cost, _ = self.meter.cost(lambda: self.spark.sql(
+                f"CREATE OR REPLACE TABLE full_{view.name} USING DELTA AS {view.full_sql}"))
+            files, size = written(self.spark, f"full_{view.name}")
+            self.record(fraction, repetition, view, "full", "full", cost, files, size)
+            check(self.spark, view)
+
+    def run(self, fractions: list[float], repetitions: int) -> None:
+        for view in self.views:
+            cost, result = self.meter.cost(lambda: ivm.sql(
+                self.spark, f"CREATE MATERIALIZED VIEW {view.name} AS {view.sql}"))
+            self.record(0, 0, view, "create", result.mode, cost)
+        log(f"SF {self.scale}: {len(self.views)} views created")
+        batches = Batches(self.spark)
+        for fraction in fractions:
+            for repetition in range(1, repetitions + 1):
+                started = time.perf_counter()
+                for statement in batches.next(fraction):
+                    self.spark.sql(statement)
+                log(f"SF {self.scale}, batch {fraction:.2%} #{repetition}: applied in "
+                    f"{time.perf_counter() - started:.1f}s")
+                self.refresh(fraction, repetition, "incremental")
+                self.recompute(fraction, repetition)
+        for repetition in range(1, repetitions + 1):
+            self.refresh(0, repetition, "noop")
+            for statement in batches.one_row(self.spark):
+                self.spark.sql(statement)
+            self.refresh(0, repetition, "one_row")
+        log(f"SF {self.scale}: done")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--setting", choices=sorted(SETTINGS), default="quick")
+    parser.add_argument("--scales", nargs="+", help="only these scale factors of the setting")
+    parser.add_argument("--views", nargs="+", help="these views instead of the setting's")
+    parser.add_argument("--repetitions", type=int, help="instead of the setting's")
+    parser.add_argument("--out", type=Path, help="results directory (default: "
+                        "benchmarks/results/<setting>)")
+    args = parser.parse_args(argv)
+    setting = SETTINGS[args.setting]
+    out = args.out or RESULTS / args.setting
+    out.mkdir(parents=True, exist_ok=True)
+    repetitions = args.repetitions or setting["repetitions"]
+    chosen = views(args.views or setting["views"])
+    scales = {s: f for s, f in setting["scales"].items() if not args.scales or s in args.scales}
+    started = time.perf_counter()
+    spark = ivm.spark_session(tpch_data.cache_root() / "ivm_home",
+                              app_name="ivm benchmark")
+    with open(out / "measurements.csv", "w", newline="") as file:
+        writer = csv.DictWriter(file, FIELDS)
+        writer.writeheader()
+        for scale, fractions in scales.items():
+            prepare(spark, scale)
+            Run(spark, scale, chosen, writer).run(fractions, repetitions)
+            file.flush()
+    report.write(out, machine=report.machine(), minutes=(time.perf_counter() - started) / 60)
+    log(f"results in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""The benchmark's views and change batches over TPC-H data (see :mod:`benchmarks.tpch_data`).
+
+Views: the TPC-H queries (:mod:`benchmarks.tpch_queries`), a "latest row per key" dedup, and
+a view on a view. Change batches follow TPC-H's refresh functions and add updates: a batch of
+fraction ``f`` touches about ``f`` of ``lineitem`` in three equal parts, each a contiguous
+range of order keys (as RF2 deletes a range of old orders; a range touches few files, so the
+sources' own writes stay cheap and the benchmark measures the refresh):
+
+* RF1: copies of the orders of one range, with all their line items, under new order keys;
+* RF2: the orders of another range deleted, with all their line items;
+* updates: the line items (quantity, price, discount) and orders (status, total price) of a
+  third range changed in place.
+
+Each batch takes ranges no earlier batch took, so every batch is a fresh change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from benchmarks.tpch_queries import QUERIES
+
+#: The issue's core views, run by the quick setting.
+CORE = ("q1", "q3", "q4", "q5", "q6", "q10", "q12", "q14")
+
+#: Single-table aggregates, whose refresh should cost the change alone.
+SINGLE_TABLE_AGGREGATES = ("q1", "q6")
+
+LATEST_ORDER = """
+SELECT o_custkey, o_orderkey, o_orderdate, o_totalprice
+FROM (SELECT o_custkey, o_orderkey, o_orderdate, o_totalprice,
+             ROW_NUMBER() OVER (PARTITION BY o_custkey
+                                ORDER BY o_orderdate DESC, o_orderkey DESC) AS rn
+      FROM orders)
+WHERE rn = 1
+"""
+
+CUSTOMER_REVENUE = """
+SELECT o_custkey, COUNT(*) AS line_count,
+       SUM(l_extendedprice * (1 - l_discount)) AS revenue
+FROM orders JOIN lineitem ON l_orderkey = o_orderkey
+GROUP BY o_custkey
+"""
+
+#: Over the view ``customer_revenue``.
+REVENUE_BANDS = """
+SELECT CAST(FLOOR(revenue / 100000) AS INT) AS band, COUNT(*) AS customers,
+       SUM(revenue) AS revenue
+FROM customer_revenue
+GROUP BY CAST(FLOOR(revenue / 100000) AS INT)
+"""
+
+
+@dataclass(frozen=True)
+class View:
+    """A benchmarked view: its definition, and the query a full recompute runs (the
+    definition with any view it reads written out, as a user recomputing it would)."""
+
+    name: str
+    sql: str
+    full_sql: str
+
+
+def views(names: list[str] | None = None) -> list[View]:
+    """The views of ``names`` (TPC-H query names, ``latest_order``, ``customer_revenue``,
+    ``revenue_bands``), or all of them, each after the views it reads."""
+    every = [View(name, sql, sql) for name, sql in QUERIES.items()] + [
+        View("latest_order", LATEST_ORDER, LATEST_ORDER),
+        View("customer_revenue", CUSTOMER_REVENUE, CUSTOMER_REVENUE),
+        View("revenue_bands", REVENUE_BANDS,
+             f"WITH customer_revenue AS ({CUSTOMER_REVENUE}) {REVENUE_BANDS}"),
+    ]
+    if names is None:
+        return every
+    unknown = set(names) - {v.name for v in every}
+    if unknown:
+        raise SystemExit(f"unknown view(s): {', '.join(sorted(unknown))}")
+    wanted = set(names) | ({"customer_revenue"} if "revenue_bands" in names else set())
+    return [v for v in every if v.name in wanted]
+
+
+class Batches:
+    """Change batches over the loaded TPC-H tables; ``next(f)`` gives one batch's SQL."""
+
+    #: Where in the order key space the three parts of successive batches start, as a
+    #: fraction of the largest key: deletes, updates and copies walk upwards from here.
+    STARTS = {"delete": 0.02, "update": 0.35, "copy": 0.68}
+
+    def __init__(self, spark):
+        row = spark.sql("SELECT MAX(o_orderkey) AS top FROM orders").first()
+        self.top = int(row.top)                 # the largest key TPC-H generated
+        self.next_key = self.top + 1            # where the copies' keys start
+        self.used = {part: start * self.top for part, start in self.STARTS.items()}
+
+    def _range(self, part: str, fraction: float) -> tuple[int, int]:
+        """The next ``[low, high)`` order keys of ``part``: ``fraction`` of all keys."""
+        low = int(self.used[part])
+        high = low + max(1, int(fraction * self.top))
+        self.used[part] = high
+        return low, high
+
+    def next(self, fraction: float) -> list[str]:
+        """One batch touching about ``fraction`` of ``lineitem``."""
+        third = fraction / 3
+        gone, changed, copied = (self._range(part, third)
+                                 for part in ("delete", "update", "copy"))
+        offset = self.next_key - copied[0]
+        self.next_key += copied[1] - copied[0]
+
+        def keys(column: str, span: tuple[int, int]) -> str:
+            return f"{column} >= {span[0]} AND {column} < {span[1]}"
+        quantity = "(l_quantity % 4 + 1)"
+        return [
+            f"INSERT INTO orders SELECT o_orderkey + {offset}, o_custkey, o_orderstatus, "
+            f"o_totalprice, o_orderdate, o_orderpriority, o_clerk, o_shippriority, o_comment "
+            f"FROM orders WHERE {keys('o_orderkey', copied)}",
+            f"INSERT INTO lineitem SELECT l_orderkey + {offset}, l_partkey, l_suppkey, "
+            f"l_linenumber, l_quantity, l_extendedprice, l_discount, l_tax, l_returnflag, "
+            f"l_linestatus, l_shipdate, l_commitdate, l_receiptdate, l_shipinstruct, "
+            f"l_shipmode, l_comment FROM lineitem WHERE {keys('l_orderkey', copied)}",
+            f"DELETE FROM lineitem WHERE {keys('l_orderkey', gone)}",
+            f"DELETE FROM orders WHERE {keys('o_orderkey', gone)}",
+            f"UPDATE lineitem SET l_quantity = CAST({quantity} AS DECIMAL(15,2)), "
+            f"l_extendedprice = CAST(l_extendedprice / l_quantity * {quantity} "
+            f"AS DECIMAL(15,2)), "
+            f"l_discount = CAST(pmod(CAST(l_discount * 100 AS INT) + 4, 11) / 100 "
+            f"AS DECIMAL(15,2)) WHERE {keys('l_orderkey', changed)}",
+            f"UPDATE orders SET o_orderstatus = IF(o_orderstatus = 'F', 'O', 'F'), "
+            f"o_totalprice = o_totalprice + 1000.00 WHERE {keys('o_orderkey', changed)}",
+        ]
+
+    def one_row(self, spark) -> list[str]:
+        """A change of one line item (its discount), for the fixed overhead."""
+        low, _ = self._range("update", 0)
+        key = spark.sql(f"SELECT MIN(l_orderkey) AS k FROM lineitem "
+                        f"WHERE l_orderkey >= {low}").first().k
+        return [f"UPDATE lineitem SET l_discount = CAST(pmod(CAST(l_discount * 100 AS INT) "
+                f"+ 1, 11) / 100 AS DECIMAL(15,2)) "
+                f"WHERE l_orderkey = {key} AND l_linenumber = 1"]
