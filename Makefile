@@ -1,13 +1,13 @@
-# make demo | test | test-deep | jars
+# make demo | test | test-deep | jars | bench-quick | bench
 VENV := .venv
 PY := $(VENV)/bin/python
 HYPOTHESIS_PROFILE ?= ci
 # Test processes, each with its own SparkSession; test files are spread over them.
 TEST_WORKERS ?= 2
 
-.PHONY: demo test test-deep jars
+.PHONY: demo test test-deep jars bench-quick bench
 
-demo test test-deep: export SPARK_LOCAL_IP ?= 127.0.0.1
+demo test test-deep bench-quick bench: export SPARK_LOCAL_IP ?= 127.0.0.1
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -29,3 +29,14 @@ test: $(VENV)/.installed jars
 
 test-deep:
 	$(MAKE) test HYPOTHESIS_PROFILE=deep
+
+$(VENV)/.bench-installed: pyproject.toml | $(PY)
+	$(VENV)/bin/pip install -e '.[bench]'
+	touch $@
+
+# benchmarks/README.md: incremental refresh against full recompute, TPC-H views.
+bench-quick bench: $(VENV)/.bench-installed jars
+bench-quick:
+	$(PY) -m benchmarks.run --setting quick
+bench:
+	$(PY) -m benchmarks.run --setting full

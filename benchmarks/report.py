@@ -133,8 +133,10 @@ def _plot(path: Path, title: str, xlabel: str, series: dict[str, list[tuple[floa
     pyplot.close(figure)
 
 
-def write(out: Path, machine: dict[str, str], minutes: float | None = None) -> None:
-    """Write the report of ``out/measurements.csv`` into ``out``."""
+def write(out: Path, machine: dict[str, str], minutes: float | None = None,
+          command: str | None = None) -> None:
+    """Write the report of ``out/measurements.csv`` into ``out``; ``command`` is the one
+    that measured them."""
     with open(out / "measurements.csv", newline="") as file:
         rows = list(csv.DictReader(file))
     summary = medians(rows)
@@ -155,6 +157,7 @@ def write(out: Path, machine: dict[str, str], minutes: float | None = None) -> N
     lines = ["# Incremental refresh against full recompute", "",
              f"Medians of {repetitions} repetitions"
              + (f"; the run took {minutes:.0f} minutes." if minutes is not None else "."), "",
+             *([f"Measured by `{command}`.", ""] if command else []),
              "| machine | |", "|---|---|", *(f"| {k} | {v} |" for k, v in machine.items()), ""]
     lines += ["## Full recompute / incremental refresh", ""]
     for scale in scales:

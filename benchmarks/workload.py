@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from benchmarks.tpch_queries import QUERIES
 
-#: The issue's core views, run by the quick setting.
+#: The core views: single-table aggregates, joins, an EXISTS subquery.
 CORE = ("q1", "q3", "q4", "q5", "q6", "q10", "q12", "q14")
 
 #: Single-table aggregates, whose refresh should cost the change alone.
