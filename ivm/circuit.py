@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import networkx as nx
 
-from ivm.ir import (Aggregate, Distinct, Filter, Join, Project, Scan, Window, aliases_of,
-                    children, equalities, scans)
+from ivm.ir import (Aggregate, Distinct, Filter, Join, Project, Restrict, Scan, Window,
+                    aliases_of, children, equalities, scans)
 from ivm.rules import Kind, rule_for
 from ivm.rules.maintenance import Maintenance
 from ivm.zset import Read
@@ -77,6 +77,8 @@ def _term_summary(node: Join) -> str:
     from ivm.rules import differentiate
 
     def read(node) -> str:
+        if isinstance(node, Restrict):
+            return f"{read(node.input)}⋉Δkeys"
         reads = {s.read for s in scans(node)}
         return f"Δ{_named(node)}" if Read.DELTA in reads else \
             f"{_named(node)}@{'/'.join(sorted(r.value for r in reads))}"

@@ -4,7 +4,7 @@ import pytest
 from sqlglot import exp, parse_one
 
 import ivm
-from ivm.ir import Join, Scan
+from ivm.ir import Join, Scan, aliases_of
 from ivm.rules import differentiate
 from ivm.rules.base import weight_of
 from ivm.zset import COUNT, WEIGHT, Read
@@ -20,19 +20,36 @@ SALES = ("SELECT c.region, COUNT(*) AS n, SUM(o.amount) AS total "
 
 
 def reads(term):
-    """alias → read of each scan of a join term."""
-    return {scan.alias: scan.read for scan in term.inputs}
+    """alias → read of each input of a join term, "⋉" marking a snapshot restricted to the
+    change's keys."""
+    return {aliases_of(x)[0]: x.read.value if isinstance(x, Scan) else f"{x.input.read.value}⋉"
+            for x in term.inputs}
 
 
-def test_join_delta_telescopes_one_term_per_input():
-    q = ivm.compile("SELECT o.id, n.name FROM orders o JOIN customers c ON o.cust_id = c.id "
-                    "JOIN nations n ON c.nation_id = n.id", SCHEMA)
+@pytest.mark.parametrize("joined", [
+    "orders o JOIN customers c ON o.cust_id = c.id JOIN nations n ON c.nation_id = n.id",
+    "orders o, customers c, nations n WHERE o.cust_id = c.id AND c.nation_id = n.id"])
+def test_join_delta_telescopes_one_term_per_input_reading_neighbours_at_its_keys(joined):
+    q = ivm.compile(f"SELECT o.id, n.name FROM {joined}", SCHEMA)
     terms = differentiate(q.plan.input).inputs
+    # a snapshot is restricted where an equality relates it to the term's change
     assert [reads(t) for t in terms] == [
-        {"o": Read.DELTA, "c": Read.BEFORE, "n": Read.BEFORE},
-        {"o": Read.AFTER, "c": Read.DELTA, "n": Read.BEFORE},
-        {"o": Read.AFTER, "c": Read.AFTER, "n": Read.DELTA},
+        {"o": "delta", "c": "before⋉", "n": "before"},
+        {"o": "after⋉", "c": "delta", "n": "before⋉"},
+        {"o": "after", "c": "after⋉", "n": "delta"},
     ]
+    restricted = terms[1].inputs[2]
+    assert [k.sql() for k in restricted.keys] == ["n.id"]
+    (key_of_change,) = restricted.affected.input.inputs[0].columns
+    assert key_of_change[1].sql() == "c.nation_id"
+
+
+def test_where_equalities_between_join_inputs_join_them_the_rest_filters():
+    q = ivm.compile("SELECT o.id FROM orders o, customers c "
+                    "WHERE o.cust_id = c.id AND o.amount > c.nation_id AND o.status = 'ok'",
+                    SCHEMA)
+    assert q.plan.input.predicate.sql() == "o.amount > c.nation_id AND o.status = 'ok'"
+    assert q.plan.input.input.condition.sql() == "o.cust_id = c.id"
 
 
 def test_weight_of_a_join_term_multiplies_only_changes():
@@ -44,7 +61,7 @@ def test_weight_of_a_join_term_multiplies_only_changes():
 def test_every_delta_term_reads_a_change():
     q = ivm.compile(SALES, SCHEMA)
     for term in differentiate(q.plan.input.input).inputs:
-        assert any(scan.read is Read.DELTA for scan in term.input.inputs)
+        assert any(isinstance(x, Scan) and x.read is Read.DELTA for x in term.input.inputs)
 
 
 def test_aggregate_store_keeps_counts_for_sums():
@@ -117,7 +134,8 @@ def test_generated_sql_parses_back_as_spark_sql():
 
 def test_delta_reads_changes_and_snapshots_never_live_tables():
     q = ivm.compile(SALES, SCHEMA)
-    tables = {t.name for t in q.delta_query.find_all(exp.Table)} - {"change_rows"}
+    ctes = {cte.alias for cte in q.delta_query.find_all(exp.CTE)}
+    tables = {t.name for t in q.delta_query.find_all(exp.Table)} - ctes
     assert tables == {"delta__orders", "before__customers", "after__orders",
                       "delta__customers"}
 
@@ -125,7 +143,7 @@ def test_delta_reads_changes_and_snapshots_never_live_tables():
 def test_explain_names_each_rule_and_what_it_reads():
     text = ivm.compile(SALES, SCHEMA).explain()
     for expected in ("rule join (bilinear)", "rule filter (linear)",
-                     "rule aggregate (invertible)", "Δo ⋈ c@before; o@after ⋈ Δc",
+                     "rule aggregate (invertible)", "Δo ⋈ c@before⋉Δkeys; o@after⋉Δkeys ⋈ Δc",
                      "keyed by (region)", "full recompute: never"):
         assert expected in text
 

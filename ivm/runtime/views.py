@@ -43,6 +43,7 @@ from ivm.runtime.fallback import CHANGE_DATA_UNAVAILABLE, estimate
 from ivm.runtime.graph import (check_no_cycle, dependency_graph, materialized_views, readers,
                                refresh_order)
 from ivm.runtime.history import USER_METADATA, RefreshRecord, history, latest_record
+from ivm.runtime.pruning import prune
 from ivm.runtime.sources import bind, check_source, delta_table, table_version, unbind
 
 STORE = "ivm.store"
@@ -382,8 +383,9 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
                                        rows_inserted=spark.table(store).count())
             else:
                 types = {f.name: f.dataType.simpleString() for f in schema}
-                merged = _execute(spark, codegen.merge_statement(
-                    compiled.store, store, compiled.delta_query, types))
+                change = codegen.to_select(prune(spark, compiled.maintenance.delta))
+                merged = _execute(spark, codegen.merge_statement(compiled.store, store, change,
+                                                                 types))
                 if not merged:  # Delta skipped it: the transaction was committed already
                     raise _LostRace()
                 metrics = merged[0]
