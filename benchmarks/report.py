@@ -9,6 +9,7 @@ and ``scale.png`` (refresh time against scale factor at one batch size).
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
 import platform
@@ -117,10 +118,13 @@ def _plot(path: Path, title: str, xlabel: str, series: dict[str, list[tuple[floa
     from matplotlib import pyplot
 
     figure, axes = pyplot.subplots(figsize=(9, 6))
-    for view, points in sorted(series.items()):
+    colours = pyplot.get_cmap("tab20").colors   # one colour a view, for up to 20 views
+    markers = "osD^v<>"
+    for i, (view, points) in enumerate(sorted(series.items())):
         if len(points) > 1:
             xs, ys = zip(*sorted(points))
-            axes.plot(xs, ys, marker="o", label=view)
+            axes.plot(xs, ys, marker=markers[i % len(markers)], label=view,
+                      color=colours[i % len(colours)])
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel(xlabel)
@@ -136,7 +140,9 @@ def _plot(path: Path, title: str, xlabel: str, series: dict[str, list[tuple[floa
 def write(out: Path, machine: dict[str, str], minutes: float | None = None,
           command: str | None = None) -> None:
     """Write the report of ``out/measurements.csv`` into ``out``; ``command`` is the one
-    that measured them."""
+    that measured them. The run's facts are kept in ``out/run.json`` for a later report."""
+    (out / "run.json").write_text(json.dumps(
+        {"machine": machine, "minutes": minutes, "command": command}, indent=1) + "\n")
     with open(out / "measurements.csv", newline="") as file:
         rows = list(csv.DictReader(file))
     summary = medians(rows)
@@ -215,5 +221,6 @@ def _growth(summary, scales: list[str], view: str) -> str:
     return f"{large['seconds'] / small['seconds']:.1f}×" if small and large else ""
 
 
-if __name__ == "__main__":
-    write(Path(sys.argv[1]), machine())     # again, from a run's directory
+if __name__ == "__main__":     # the report of a run's directory, written again
+    run = json.loads((Path(sys.argv[1]) / "run.json").read_text())
+    write(Path(sys.argv[1]), **run)
