@@ -113,6 +113,9 @@ def _curve_table(title: str, columns: list[str], cell, views: list[str]) -> list
 
 
 def _plot(path: Path, title: str, xlabel: str, series: dict[str, list[tuple[float, float]]]):
+    series = {view: points for view, points in series.items() if len(points) > 1}
+    if not series:      # a single point per view draws no curve
+        return
     import matplotlib
     matplotlib.use("Agg")
     from matplotlib import pyplot
@@ -121,10 +124,9 @@ def _plot(path: Path, title: str, xlabel: str, series: dict[str, list[tuple[floa
     colours = pyplot.get_cmap("tab20").colors   # one colour a view, for up to 20 views
     markers = "osD^v<>"
     for i, (view, points) in enumerate(sorted(series.items())):
-        if len(points) > 1:
-            xs, ys = zip(*sorted(points))
-            axes.plot(xs, ys, marker=markers[i % len(markers)], label=view,
-                      color=colours[i % len(colours)])
+        xs, ys = zip(*sorted(points))
+        axes.plot(xs, ys, marker=markers[i % len(markers)], label=view,
+                  color=colours[i % len(colours)])
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel(xlabel)
