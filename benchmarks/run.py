@@ -163,7 +163,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     setting = SETTINGS[args.setting]
     out = args.out or RESULTS / args.setting
-    out.mkdir(parents=True, exist_ok=True)
     repetitions = args.repetitions or setting["repetitions"]
     chosen = views(args.views or setting["views"])
     scales = {s: f for s, f in setting["scales"].items() if not args.scales or s in args.scales}
@@ -174,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         for scale in scales:
             prepare(spark, scale)
         return 0
+    out.mkdir(parents=True, exist_ok=True)
     with open(out / "measurements.csv", "w", newline="") as file:
         writer = csv.DictWriter(file, FIELDS)
         writer.writeheader()
