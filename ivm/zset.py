@@ -13,11 +13,15 @@ runtime before the delta query runs:
 
 >>> relation_name("default.orders", Read.DELTA)
 'delta__default__orders'
+>>> relation_name("default.`order`", Read.AFTER)
+'after__default__order'
 """
 
 from __future__ import annotations
 
 from enum import Enum
+
+from ivm.names import split
 
 WEIGHT = "_ivm_weight"
 """The weight column of every Z-set relation (BIGINT)."""
@@ -39,7 +43,8 @@ class Read(Enum):
 
 
 def relation_name(table: str, read: Read) -> str:
-    """The name a delta query uses for ``table`` read as ``read`` (not for ``Read.TABLE``)."""
+    """The name a delta query uses for ``table`` read as ``read`` (not for ``Read.TABLE``):
+    one identifier, unquoted."""
     if read is Read.TABLE:
         raise ValueError("the live table is named by its own name")
-    return "__".join([read.value, *table.split(".")])
+    return "__".join([read.value, *split(table)])

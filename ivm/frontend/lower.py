@@ -22,6 +22,7 @@ from sqlglot import exp
 from ivm.errors import CatalogError, UnsupportedQuery
 from ivm.frontend.positions import position_of
 from ivm.frontend.subqueries import SUBQUERY_PREFIX, unnest
+from ivm.names import join
 from ivm.ir import (Aggregate, AggregateCall, Distinct, Filter, Join, Project, Scan,
                     SetOperation, Subquery, Union, Window, aliases_of, columns)
 from ivm.rules.window import deterministic
@@ -341,8 +342,19 @@ class _Lowering:
                         "a view follows its sources' latest version")
         if not source.args.get("db") and source.name in self.ctes:
             return Subquery(self.ctes[source.name], alias)
-        table = ".".join(part.name for part in source.parts)
-        return Scan(table, alias, tuple(used.get(alias, ())), position=position_of(source))
+        table = join(part.name for part in source.parts)
+        read = tuple(used.get(alias, ()))
+        for column in read:
+            if column.lower().startswith(BOOKKEEPING_PREFIX):
+                uses = [c for c in source.root().find_all(exp.Column)
+                        if c.table == alias and c.name == column and position_of(c)]
+                where = min(uses, key=lambda c: (position_of(c).line, position_of(c).column), default=source)
+                raise CatalogError(
+                    f"column name {column} of {table} is reserved for ivm's bookkeeping "
+                    f"(names starting with {BOOKKEEPING_PREFIX})", self.sql, position_of(where),
+                    hint=f"rename it in the source table (ALTER TABLE {table} RENAME COLUMN "
+                         f"{column} TO ..., with Delta column mapping), or leave it unread")
+        return Scan(table, alias, read, position=position_of(source))
 
     def output_columns(self, select: exp.Select, named: bool = True
                        ) -> list[tuple[str, exp.Expression]]:

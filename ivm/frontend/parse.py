@@ -17,6 +17,7 @@ from collections.abc import Mapping
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, TokenError
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
@@ -65,7 +66,7 @@ def qualify_query(query: exp.Expression, sql: str, schema: Mapping,
     """
     mapping = MappingSchema(dict(schema), dialect=DIALECT)
     for table in referenced_tables(query):
-        lookup = table.copy()
+        lookup = normalize_identifiers(table.copy(), dialect=DIALECT)
         if default_db and not lookup.args.get("db"):
             lookup.set("db", exp.to_identifier(default_db))
         if mapping.find(lookup) is None:

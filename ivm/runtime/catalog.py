@@ -1,10 +1,17 @@
-"""Names and schemas from the Spark catalog, and the names of views' stores."""
+"""Names and schemas from the Spark catalog, and the names of views' stores.
+
+Every name ivm keeps is canonical (see :mod:`ivm.names`): qualified by its database, in lower
+case as the catalog stores it, quoted where Spark needs it. Names reach Spark's catalog API
+(``tableExists``, ``spark.table``, ``DeltaTable.forName``) in that spelling, which those
+functions parse as a multi-part name.
+"""
 
 from __future__ import annotations
 
 from sqlglot import exp
 
 from ivm.errors import CatalogError
+from ivm.names import CATALOG_NAME, canonical, join, split
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.frontend.parse import referenced_tables
 from ivm.frontend.positions import position_of
@@ -15,11 +22,17 @@ VIEW = "ivm.view"                 # store property: the view it stores
 DEFINITION = "ivm.definition"     # store property: the view's SELECT
 FRESHNESS = "ivm.freshness"       # store property: the most seconds `ivm run` lets it lag
 SUSPENDED = "ivm.suspended"       # store property: "true" if `ivm run` leaves it alone
+SESSION_CATALOG = "spark_catalog"
 
 
 def store_name(view: str) -> str:
-    """The Delta table holding the rows and state of the materialized view ``view``."""
-    return view + STORE_SUFFIX
+    """The Delta table holding the rows and state of the materialized view ``view``.
+
+    >>> store_name("db.`order`")
+    'db.order__ivm_store'
+    """
+    *db, name = split(view)
+    return join([*db, name + STORE_SUFFIX])
 
 
 def store_properties(spark, view: str) -> dict[str, str] | None:
@@ -28,7 +41,7 @@ def store_properties(spark, view: str) -> dict[str, str] | None:
     if not spark.catalog.tableExists(store):
         return None
     properties = DeltaLogReader(spark, store).properties()
-    return properties if properties.get(VIEW) == view else None
+    return properties if canonical(properties.get(VIEW) or "``") == view else None
 
 
 def current_database(spark) -> str:
@@ -36,10 +49,26 @@ def current_database(spark) -> str:
 
 
 def qualified_name(spark, name: str) -> str:
-    """``db.name``: ``name`` with the current database where it has none."""
-    table = exp.to_table(name, dialect="spark")
-    db = table.db or current_database(spark)
-    return f"{db}.{table.name}"
+    """The canonical ``db.name`` of the table or view ``name`` (Spark SQL text), with the
+    current database where it names none."""
+    parts = split(name)
+    if len(parts) == 3 and parts[0].lower() == SESSION_CATALOG:
+        parts = parts[1:]
+    if len(parts) > 2:
+        raise CatalogError(f"{name} is not in Spark's session catalog",
+                           hint="name a materialized view as name or database.name")
+    if len(parts) == 1:
+        parts = [current_database(spark), *parts]
+    return canonical(join(parts))
+
+
+def check_name(view: str) -> None:
+    """Refuse a name the session catalog cannot store (it takes letters, digits and ``_``)."""
+    for part in split(view):
+        if not CATALOG_NAME.fullmatch(part):
+            raise CatalogError(f"{view} is not a valid name for a materialized view: Spark's "
+                               f"catalog accepts only letters, digits and _ in database and "
+                               f"table names", hint="choose another name")
 
 
 def source_schema(spark, query: exp.Expression, sql: str) -> tuple[dict, str]:
@@ -47,12 +76,11 @@ def source_schema(spark, query: exp.Expression, sql: str) -> tuple[dict, str]:
     default_db = current_database(spark)
     schema: dict[str, dict[str, dict[str, str]]] = {}
     for table in referenced_tables(query):
-        db = table.db or default_db
-        if not spark.catalog.tableExists(f"{db}.{table.name}"):
-            raise CatalogError(f"table or view not found: {db}.{table.name}", sql,
+        db, name = (table.db or default_db).lower(), table.name.lower()
+        if not spark.catalog.tableExists(join([db, name])):
+            raise CatalogError(f"table or view not found: {join([db, name])}", sql,
                                position_of(table),
                                hint="check the name, or create the source table first")
-        fields = spark.table(f"{db}.{table.name}").schema.fields
-        schema.setdefault(db, {})[table.name] = {f.name: f.dataType.simpleString()
-                                                for f in fields}
+        fields = spark.table(join([db, name])).schema.fields
+        schema.setdefault(db, {})[name] = {f.name: f.dataType.simpleString() for f in fields}
     return schema, default_db

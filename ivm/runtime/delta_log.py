@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
+from ivm.names import split
+
 CDF_PROPERTY = "delta.enableChangeDataFeed"
 
 REPLACING_OPERATIONS = ("CREATE OR REPLACE TABLE", "REPLACE TABLE", "TRUNCATE",
@@ -40,13 +42,13 @@ class Commit:
 
 
 class DeltaLogReader:
-    """Reads of one table's log; ``table`` is ``db.name``."""
+    """Reads of one table's log; ``table`` is ``db.name`` (quoted where needed)."""
 
     def __init__(self, spark, table: str):
         self.spark, self.table = spark, table
         try:
             jvm = spark._jvm
-            db, name = table.split(".", 1)
+            db, name = split(table)
             ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
                 name, jvm.scala.Some(db))
             self._log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import networkx as nx
 
 from ivm.errors import CatalogError
+from ivm.names import join
 from ivm.runtime.catalog import STORE_SUFFIX, store_name, store_properties
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.history import latest_record
@@ -21,7 +22,7 @@ def materialized_views(spark) -> list[str]:
     for database in spark.catalog.listDatabases():
         for table in spark.catalog.listTables(database.name):
             if table.name.endswith(STORE_SUFFIX) and not table.isTemporary:
-                view = f"{database.name}.{table.name[:-len(STORE_SUFFIX)]}"
+                view = join([database.name, table.name[:-len(STORE_SUFFIX)]])
                 if store_properties(spark, view) is not None:
                     views.append(view)
     return views

@@ -13,6 +13,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 
+from delta.tables import DeltaTable
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -71,7 +72,7 @@ def history(spark, store: str) -> DataFrame:
     def metric(*names):
         return F.coalesce(*(metrics[n] for n in names)).cast("bigint")
 
-    return (spark.sql(f"DESCRIBE HISTORY {store}")
+    return (DeltaTable.forName(spark, store).history()
             .withColumn("record", record).where(F.col("record.refresh").isNotNull())
             .select("version", "timestamp", "record.refresh", "record.mode", "record.reason",
                     "record.sources", "record.read_bytes",

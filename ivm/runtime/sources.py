@@ -20,6 +20,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from ivm.compiler import compile
 from ivm.errors import SourceError
+from ivm.names import quote
 from ivm.runtime.catalog import DEFINITION, store_name, store_properties
 from ivm.runtime.delta_log import CDF_PROPERTY, DeltaLogReader
 from ivm.zset import COUNT, WEIGHT, Read, relation_name
@@ -109,7 +110,7 @@ def bind(spark, sources: dict[str, tuple[str, ...]], before: dict[str, int] | No
                                         repeats)
         for read, frame in reads.items():
             name = relation_name(table, read)
-            (wrap(frame) if i == 0 else frame).createOrReplaceTempView(name)
+            (wrap(frame) if i == 0 else frame).createOrReplaceTempView(quote(name))
             names.append(name)
     return names
 

@@ -21,6 +21,8 @@ the statement text, so errors in it point at the statement's own lines and colum
 {'ds': Literal(this='2024-11-25', is_string=True)}
 >>> parse_statement("ALTER MATERIALIZED VIEW v SET FRESHNESS = INTERVAL '2' MINUTES").freshness
 120
+>>> parse_statement("DROP MATERIALIZED VIEW db.`order`").name
+'db.`order`'
 >>> parse_statement("SELECT 1") is None
 True
 """
@@ -30,11 +32,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlglot import exp
+from sqlglot.dialects.spark import Spark
 from sqlglot.errors import TokenError
-from sqlglot.tokens import Token, Tokenizer, TokenType
+from sqlglot.tokens import Token, TokenType
 
 from ivm.errors import SqlSyntaxError
 from ivm.frontend.positions import position_at_offset
+from ivm.names import join
 from ivm.runtime.views import (alter_view, create_view, describe_view, drop_view,
                                refresh_all, refresh_history, refresh_partition, refresh_view)
 
@@ -84,16 +88,20 @@ class _Tokens:
             message += " at the end of the statement"
         raise SqlSyntaxError(message, self.sql, position)
 
+    def identifier(self, what: str = "a name") -> str:
+        """One name, plain or in backticks."""
+        if self.i >= len(self.tokens) or self.tokens[self.i].token_type not in (
+                TokenType.VAR, TokenType.IDENTIFIER) and not self.tokens[self.i].text.isidentifier():
+            self.fail(f"expected {what}")
+        self.i += 1
+        return self.tokens[self.i - 1].text
+
     def name(self) -> str:
-        parts = []
-        while True:
-            if self.i >= len(self.tokens) or self.tokens[self.i].token_type not in (
-                    TokenType.VAR, TokenType.IDENTIFIER) and not self.tokens[self.i].text.isidentifier():
-                self.fail("expected a view name")
-            parts.append(self.tokens[self.i].text)
-            self.i += 1
-            if not self.accept("."):
-                return ".".join(parts)
+        """A view's name, ``name`` or ``database.name``, as Spark SQL text."""
+        parts = [self.identifier("a view name")]
+        while self.accept("."):
+            parts.append(self.identifier("a view name"))
+        return join(parts)
 
     def interval(self) -> int:
         """``INTERVAL '<n>' <unit>`` (or ``INTERVAL <n> <unit>``), in seconds."""
@@ -110,9 +118,9 @@ class _Tokens:
     def columns(self) -> tuple[str, ...]:
         """``(column, ...)``."""
         self.expect("(", "(")
-        names = [self.name()]
+        names = [self.identifier("a column name")]
         while self.accept(","):
-            names.append(self.name())
+            names.append(self.identifier("a column name"))
         self.expect(")", ")")
         return tuple(names)
 
@@ -121,7 +129,7 @@ class _Tokens:
         self.expect("(", "(")
         spec = {}
         while True:
-            column = self.name()
+            column = self.identifier("a column name")
             self.expect("= after the partition column", "=")
             token = self.tokens[self.i] if self.i < len(self.tokens) else None
             if token is None or token.token_type not in (TokenType.STRING, TokenType.NUMBER):
@@ -144,7 +152,7 @@ class _Tokens:
 def parse_statement(sql: str) -> Statement | None:
     """The materialized-view statement in ``sql``, or None if it is not one."""
     try:
-        tokens = _Tokens(sql, Tokenizer(dialect="spark").tokenize(sql))
+        tokens = _Tokens(sql, Spark().tokenize(sql))
     except TokenError:
         return None
     if tokens.accept("CREATE"):

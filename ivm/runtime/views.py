@@ -36,8 +36,8 @@ from ivm.compiler import CompiledView, compile
 from ivm.errors import (CatalogError, ConcurrentRefresh, IvmError, SourceError, StateError,
                         ViewExists, ViewNotFound)
 from ivm.runtime import faults
-from ivm.runtime.catalog import (DEFINITION, FRESHNESS, SUSPENDED, VIEW, qualified_name,
-                                 store_name, store_properties)
+from ivm.runtime.catalog import (DEFINITION, FRESHNESS, SUSPENDED, VIEW, check_name,
+                                 qualified_name, store_name, store_properties)
 from ivm.runtime.delta_log import CDF_PROPERTY, DeltaLogReader
 from ivm.runtime.fallback import CHANGE_DATA_UNAVAILABLE, estimate
 from ivm.runtime.graph import (check_no_cycle, dependency_graph, materialized_views, readers,
@@ -201,6 +201,7 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
     """
     start = time.perf_counter()
     view = qualified_name(spark, name)
+    check_name(view)
     with _isolated(spark) as work:
         compiled = compile(sql, spark=work)
         for table in compiled.sources:

@@ -1,0 +1,82 @@
+"""Names of tables and views, and identifiers in generated SQL: one spelling for each.
+
+A name is written ``db.table``, each part in backticks where Spark needs them
+(:func:`needs_quotes`). Spark's session catalog over the Hive metastore, ivm's catalog,
+stores database and table names in lower case and finds them whatever their case (even with
+``spark.sql.caseSensitive``), so the *canonical* name of a table is its parts in lower case
+(:func:`canonical`). That spelling is the one ivm keeps everywhere it keeps a name: a store's
+``ivm.view`` property, the source versions a refresh records, the nodes of the graph of views;
+and it parses back to the same parts in Spark and in sqlglot.
+
+>>> canonical("Shop.`Order`")
+'shop.`order`'
+>>> split("shop.`my view`")
+['shop', 'my view']
+>>> join(["shop", "a.b"])
+'shop.`a.b`'
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.errors import ParseError, TokenError
+
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+KEYWORDS = frozenset(word.lower() for keyword in Spark.Tokenizer.KEYWORDS
+                     for word in keyword.split() if _PLAIN.fullmatch(word))
+"""Words that sqlglot's or Spark's parser may read as a keyword rather than a name."""
+
+CATALOG_NAME = re.compile(r"[A-Za-z0-9_]+")
+"""What Spark's session catalog accepts as a database or table name."""
+
+
+def needs_quotes(part: str) -> bool:
+    """Whether ``part`` must be written in backticks to be read back as one name: anything
+    but ASCII letters, digits and ``_`` not starting with a digit, or a keyword.
+
+    >>> [needs_quotes(p) for p in ("orders", "order", "my view", "vü", "1a")]
+    [False, True, True, True, True]
+    """
+    return not _PLAIN.fullmatch(part) or part.lower() in KEYWORDS
+
+
+def quote(part: str) -> str:
+    """``part`` as Spark SQL text.
+
+    >>> quote("a`b")
+    '`a``b`'
+    """
+    return "`" + part.replace("`", "``") + "`" if needs_quotes(part) else part
+
+
+def join(parts) -> str:
+    """The name made of ``parts`` (database, table), as Spark SQL text."""
+    return ".".join(quote(p) for p in parts)
+
+
+def split(name: str) -> list[str]:
+    """The parts of the name ``name`` (Spark SQL text: quoted where needed).
+
+    >>> split("db.`a``b`")
+    ['db', 'a`b']
+    """
+    try:
+        table = exp.to_table(name, dialect="spark")
+    except (ParseError, TokenError):
+        return name.split(".")
+    if not isinstance(table, exp.Table) or not table.name:
+        return name.split(".")
+    return [part.name for part in table.parts]
+
+
+def canonical(name: str) -> str:
+    """The one spelling of the (qualified) name ``name``: its parts in lower case, quoted
+    where needed.
+
+    >>> canonical("DB.MixV"), canonical("db.order")
+    ('db.mixv', 'db.`order`')
+    """
+    return join(p.lower() for p in split(name))

@@ -1,0 +1,118 @@
+"""Names of views, sources and columns resolve as Spark resolves them; ivm's own names stay
+out of the user's way."""
+
+import pytest
+
+import ivm
+from ivm.errors import CatalogError, IvmError, ViewExists, ViewNotFound
+from ivm.runtime.views import consumed_versions
+
+CDF = "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+
+
+@pytest.fixture
+def src(spark, fresh_db):
+    spark.sql(f"CREATE TABLE src (k INT, x INT) USING DELTA {CDF}")
+    spark.sql("INSERT INTO src VALUES (1, 10), (2, 20)")
+    return fresh_db
+
+
+def rows(spark, name):
+    return sorted(tuple(r) for r in spark.table(name).collect())
+
+
+def test_view_names_resolve_whatever_their_case(spark, src):
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW MixV AS SELECT k, SUM(x) AS s FROM src GROUP BY k")
+    with pytest.raises(ViewExists):
+        ivm.sql(spark, "CREATE MATERIALIZED VIEW mixv AS SELECT k FROM src")
+    spark.sql("INSERT INTO src VALUES (1, 1)")
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW mixv").mode == "incremental"
+    assert rows(spark, "MIXV") == [(1, 11), (2, 20)]
+    ivm.sql(spark, "ALTER MATERIALIZED VIEW MIXV SET FRESHNESS = INTERVAL '1' MINUTE")
+    facts = dict(tuple(r) for r in ivm.sql(spark, "DESCRIBE MATERIALIZED VIEW mixV").collect())
+    assert facts["view"] == f"{src}.mixv" and facts["freshness seconds"] == "60"
+    assert ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW MixV").count() == 2
+    ivm.sql(spark, "DROP MATERIALIZED VIEW mIxV")
+    assert not spark.catalog.tableExists("mixv")
+
+
+def test_refresh_all_refreshes_a_view_created_with_capitals(spark, src):
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW MixV AS SELECT k, x FROM src")
+    spark.sql("INSERT INTO src VALUES (3, 30)")
+    results = ivm.sql(spark, "REFRESH ALL MATERIALIZED VIEWS")
+    assert [(r.view, r.mode) for r in results] == [(f"{src}.mixv", "incremental")]
+    assert rows(spark, "mixv") == [(1, 10), (2, 20), (3, 30)]
+
+
+def test_a_view_reads_a_view_named_in_another_case(spark, src):
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW MixV AS SELECT k, x FROM src")
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW Top AS SELECT SUM(x) AS s FROM MIXV")
+    spark.sql("INSERT INTO src VALUES (3, 30)")
+    assert [r.view for r in ivm.sql(spark, "REFRESH ALL MATERIALIZED VIEWS")] == [
+        f"{src}.mixv", f"{src}.top"]
+    assert rows(spark, "top") == [(60,)]
+    assert consumed_versions(spark, f"{src}.TOP") == {f"{src}.mixv": 1}
+
+
+def test_backtick_quoted_keyword_names_work_everywhere(spark, src):
+    spark.sql(f"CREATE TABLE `select` (`Group` INT, `from` INT) USING DELTA {CDF}")
+    spark.sql("INSERT INTO `select` VALUES (1, 5)")
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW `order` AS "
+                   "SELECT `group`, SUM(`From`) AS `sum` FROM `select` GROUP BY `GROUP`")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW {src}.`Table` AS SELECT `sum` FROM {src}.`order`")
+    spark.sql("INSERT INTO `select` VALUES (1, 6)")
+    assert [r.view for r in ivm.sql(spark, "REFRESH ALL MATERIALIZED VIEWS")] == [
+        f"{src}.`order`", f"{src}.`table`"]
+    assert rows(spark, "`order`") == [(1, 11)] and rows(spark, "`table`") == [(11,)]
+    assert ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {src}.`ORDER`").mode == "noop"
+    ivm.sql(spark, "ALTER MATERIALIZED VIEW `order` SUSPEND")
+    assert ivm.sql(spark, "DESCRIBE MATERIALIZED VIEW `order`").count() > 0
+    assert ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW `table`").count() == 2
+    ivm.sql(spark, "DROP MATERIALIZED VIEW `table`")
+    ivm.sql(spark, f"DROP MATERIALIZED VIEW {src}.`order`")
+    assert not spark.catalog.tableExists(f"{src}.`order`")
+
+
+@pytest.mark.parametrize("name", ["`my view`", "`vü`", "db.`my view`"])
+def test_names_the_catalog_refuses_are_refused_clearly(spark, src, name):
+    with pytest.raises(CatalogError, match="not a valid name"):
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW {name} AS SELECT k FROM src")
+    with pytest.raises(ViewNotFound):
+        ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {name}")
+
+
+def test_mixed_case_source_and_columns_resolve_as_in_spark(spark, src):
+    spark.sql(f"CREATE TABLE MixT (Amount INT, Region STRING) USING DELTA {CDF}")
+    spark.sql("INSERT INTO MixT VALUES (1, 'EU'), (2, 'US')")
+    query = "SELECT Region, SUM(AMOUNT) AS Total FROM mixt GROUP BY region"
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {query}")
+    # Spark keeps the spelling of the query, ivm the lower case of the names it resolved.
+    assert [c.lower() for c in spark.sql(query).columns] == spark.table("v").columns
+    spark.sql("INSERT INTO MIXT VALUES (3, 'EU')")
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW v").mode == "incremental"
+    assert rows(spark, "v") == sorted(tuple(r) for r in spark.sql(query).collect())
+    assert consumed_versions(spark, "v") == {f"{src}.mixt": 2}
+
+
+def test_a_source_column_named_like_bookkeeping_is_refused_at_create(spark, src):
+    spark.sql(f"CREATE TABLE odd (k INT, _ivm_weight INT) USING DELTA {CDF}")
+    with pytest.raises(CatalogError, match="_ivm_weight of .*odd is reserved") as error:
+        ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS\nSELECT k, _IVM_WEIGHT AS w FROM odd")
+    assert "line 2" in str(error.value)
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS SELECT k FROM odd")   # not read: fine
+    spark.sql("INSERT INTO odd VALUES (1, 1)")
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW v").mode == "incremental"
+
+
+def test_an_output_column_named_like_bookkeeping_is_refused_whatever_its_case():
+    with pytest.raises(CatalogError, match="_ivm_x is reserved"):
+        ivm.compile("SELECT k AS _IVM_X FROM t", schema={"t": {"k": "INT"}})
+
+
+def test_generated_sql_quotes_keywords_and_names_spark_would_misread():
+    compiled = ivm.compile("SELECT `group`, SUM(`from`) AS `sum` FROM `select` GROUP BY 1",
+                           schema={"db": {"select": {"group": "INT", "from": "INT"}}},
+                           default_db="db")
+    assert list(compiled.sources) == ["db.`select`"]
+    assert "`select`.`group` AS `group`" in compiled.full_sql
+    assert "FROM after__db__select AS `select`" in compiled.full_sql
