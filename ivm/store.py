@@ -137,18 +137,23 @@ def _narrowed(stored: str | None) -> exp.DataType | None:
     if data_type.this != exp.DataType.Type.DECIMAL or len(data_type.expressions) != 2:
         return None
     precision, scale = (int(p.name) for p in data_type.expressions)
-    if precision < 38 or scale <= 6:
+    if precision < 38 or scale <= 6 or scale >= 38:  # DECIMAL(38, 38): see is_exact
         return None
     return exp.DataType.build(f"DECIMAL(37, {scale})")
 
 
 def is_exact(stored: str) -> bool:
-    """Whether a stored sum of this Spark type is exact (an integer or a DECIMAL).
+    """Whether a stored sum of this Spark type folds exactly: an integer, or a DECIMAL whose
+    scale leaves room for the one digit an addition may carry.
 
     >>> is_exact("decimal(38,18)"), is_exact("bigint"), is_exact("double")
     (True, True, False)
+    >>> is_exact("decimal(38,38)")
+    False
     """
-    return exp.DataType.build(stored, dialect="spark").this.name in EXACT_TYPES
+    data_type = exp.DataType.build(stored, dialect="spark")
+    return data_type.this.name in EXACT_TYPES and not (
+        len(data_type.expressions) == 2 and int(data_type.expressions[1].name) >= 38)
 
 
 def parenthesized(expression: exp.Expression) -> exp.Expression:

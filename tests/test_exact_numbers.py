@@ -2,6 +2,8 @@
 integer sums are exact, float sums recover from retractions, and an overflow is never
 folded into the store silently."""
 
+import importlib
+
 import pytest
 
 import ivm
@@ -26,7 +28,8 @@ def refresh(spark, view, mode="incremental"):
 def decimal_literal(precision: int, scale: int, seed: int) -> str:
     """A value of DECIMAL(precision, scale) using all of its fractional digits."""
     whole = str(seed % 7 + 1)[:precision - scale] or "0"
-    fraction = ("0123456789" * 4)[seed % 10:][:scale - 1] + str(seed % 9 + 1) if scale else ""
+    digits = "00" + "0123456789" * 4 if scale == precision else ("0123456789" * 4)[seed % 10:]
+    fraction = digits[:scale - 1] + str(seed % 9 + 1) if scale else ""    # sums stay below 1
     text = f"{whole}.{fraction}" if scale else whole
     return f"CAST({text} AS DECIMAL({precision},{scale}))"
 
@@ -78,7 +81,7 @@ def test_decimal_38_18_sum_keeps_its_scale(spark, fresh_db):
 
 
 def test_decimal_sums_of_every_width_equal_the_query(spark, decimals):
-    sums = ", ".join(f"SUM({c}) AS s_{c}" for c in DECIMALS)
+    sums = ", ".join(f"SUM({c}) AS s_{c}" for c in DECIMALS if c != "d5")
     query = f"SELECT k, {sums}, AVG(d1) AS a_d1, AVG(d4) AS a_d4, COUNT(*) AS n FROM d GROUP BY k"
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {query}")
     assert_same_as_query(spark, "v", query)
@@ -88,8 +91,9 @@ def test_decimal_sums_of_every_width_equal_the_query(spark, decimals):
 
 
 def test_decimal_averages_of_every_width_equal_the_query(spark, decimals):
+    """The wider averages, and sums of DECIMAL(38,38), recompute the groups changed."""
     averages = ", ".join(f"AVG({c}) AS a_{c}" for c in DECIMALS)
-    query = f"SELECT k, {averages} FROM d GROUP BY k"
+    query = f"SELECT k, {averages}, SUM(d5) AS s_d5 FROM d GROUP BY k"
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {query}")
     change_decimals(spark)
     refresh(spark, "v")
@@ -157,8 +161,8 @@ def test_a_float_accumulator_is_recomputed_not_folded(spark, fresh_db, monkeypat
     query = "SELECT k, SUM(x) AS s FROM f GROUP BY k"
     spark.sql(f"CREATE TABLE f (k INT, x DOUBLE) USING DELTA {CDF}")
     spark.sql("INSERT INTO f VALUES (1, 1e16), (1, 1.0)")
-    monkeypatch.setattr("ivm.frontend.lower.EXACT_TYPES",
-                        {"DOUBLE"} | __import__("ivm.frontend.lower").frontend.lower.EXACT_TYPES)
+    lowering = importlib.import_module("ivm.frontend.lower")
+    monkeypatch.setattr(lowering, "EXACT_TYPES", lowering.EXACT_TYPES | {"DOUBLE"})
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {query}")
     spark.sql("DELETE FROM f WHERE x = 1e16")
     result = refresh(spark, "v", "full")
@@ -167,14 +171,16 @@ def test_a_float_accumulator_is_recomputed_not_folded(spark, fresh_db, monkeypat
 
 
 SCHEMA = {"t": {"k": "INT", "i": "INT", "b": "BIGINT", "d": "DECIMAL(18,8)",
-                "w": "DECIMAL(38,18)", "f": "DOUBLE", "r": "FLOAT", "s": "STRING"}}
+                "w": "DECIMAL(38,18)", "z": "DECIMAL(38,38)", "f": "DOUBLE", "r": "FLOAT", "s": "STRING"}}
 
 
 @pytest.mark.parametrize("aggregate, invertible", [
     ("SUM(i)", True), ("SUM(b * 2)", True), ("SUM(d)", True), ("SUM(d * 2)", True),
     ("AVG(d)", True), ("AVG(i)", True), ("SUM(w)", True), ("COUNT(f)", True),
     ("SUM(f)", False), ("AVG(r)", False), ("SUM(s)", False), ("SUM(i / 2)", False),
-    ("SUM(d * 1.5)", True), ("SUM(d * 1.5e0)", False), ("AVG(w)", False)])
+    ("SUM(d * 1.5)", True), ("SUM(d * 1.5e0)", False), ("SUM(COALESCE(d, f))", False),
+    ("SUM(CAST(s AS INT))", True), ("SUM(IF(k > 0, d, 0))", True), ("AVG(w)", False),
+    ("SUM(z)", False)])
 def test_only_exact_sums_are_folded(aggregate, invertible):
     view = compile(f"SELECT k, {aggregate} AS a FROM t GROUP BY k", schema=SCHEMA)
     assert (view.maintenance.rule.name, view.maintenance.rule.kind.value == "invertible") == (

@@ -443,8 +443,8 @@ class _Lowering:
             return AggregateCall("count")
         if function == "count":
             return AggregateCall("count", argument.copy())
-        exact, decimal = _exact_type(argument.type)
-        if exact and decimal and function == "avg":
+        exact, decimal = _exact_argument(argument)
+        if exact and decimal is not None and function == "avg":
             precision, scale = decimal
             exact = precision <= AVERAGED_DECIMALS[0] and scale >= AVERAGED_DECIMALS[1] and \
                 self.typed_from_schema(argument)
@@ -466,13 +466,32 @@ def _exact_type(data_type: exp.DataType | None) -> tuple[bool, tuple[int, int] |
     ((True, (38, 18)), (True, None))
     >>> _exact_type(exp.DataType.build("DOUBLE")), _exact_type(None)
     ((False, None), (False, None))
+    >>> _exact_type(exp.DataType.build("DECIMAL(38, 38)"))
+    (False, (38, 38))
     """
     if data_type is None or data_type.this.name not in EXACT_TYPES:
         return False, None
     if data_type.this.name != "DECIMAL":
         return True, None
     params = [int(p.name) for p in data_type.expressions] + [10, 0][len(data_type.expressions):]
-    return True, (params[0], params[1] if len(data_type.expressions) != 1 else 0)
+    precision, scale = params[0], params[1] if len(data_type.expressions) != 1 else 0
+    return scale < 38, (precision, scale)   # no + of two DECIMAL(38, 38) keeps every digit
+
+
+def _exact_argument(argument: exp.Expression) -> tuple[bool, tuple[int, int] | None]:
+    """:func:`_exact_type` of ``argument``, exact only if every number in it is: sqlglot
+    types ``d * 1.5e0`` or ``COALESCE(d, f)`` as DECIMAL where Spark computes a DOUBLE.
+
+    Spark reads ``1.5`` as a DECIMAL, ``1.5e0`` as a DOUBLE.
+    """
+    for node in argument.walk():
+        if isinstance(node, exp.Literal):
+            if node.is_number and "e" in node.this.lower():
+                return False, None
+        elif node.type is not None and node.type.this in exp.DataType.NUMERIC_TYPES and \
+                not _exact_type(node.type)[0]:
+            return False, None
+    return _exact_type(argument.type)
 
 
 def _scan_aliases(relation) -> set[str]:

@@ -381,11 +381,12 @@ def _refresh(spark, view: str, full: bool) -> RefreshResult:
 
 
 def _inexact_sums(compiled: CompiledView, schema) -> str | None:
-    """Why the store's sums cannot be folded, if one is stored as a floating-point type."""
+    """Why the store's sums cannot be folded, if one is stored as a type whose addition is
+    inexact (floating point)."""
     types = {f.name: f.dataType.simpleString() for f in schema}
     inexact = [f"{acc.name} {types[acc.name].upper()}" for acc in compiled.store.accumulators
                if acc.kind == "sum" and not is_exact(types[acc.name])]
-    return f"sums stored as floating point cannot be folded exactly ({', '.join(inexact)})" \
+    return f"sums stored as types that cannot be added exactly ({', '.join(inexact)})" \
         if inexact else None
 
 
