@@ -101,11 +101,14 @@ class AggregateCall:
 
     ``call``, where given, is the aggregate as the user wrote it (``MAX(x)``,
     ``COUNT(DISTINCT x)``, ``SUM(x) FILTER (WHERE …)``): rules that recompute a group run it as is.
+    ``decimal``: for a SUM or AVG of a DECIMAL, the argument's (precision, scale) as typed
+    against the schema; None for an integer argument.
     """
 
     function: str
     argument: exp.Expression | None = None
     call: exp.Expression | None = None
+    decimal: tuple[int, int] | None = None
 
     @property
     def invertible(self) -> bool:

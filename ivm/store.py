@@ -13,13 +13,21 @@ is addition (DBSP's *integrate*). ``_ivm_count`` (Σ weight) is always there: a 
 count reaches 0 has no input rows left and disappears. A sum is kept NULL while its group has
 no non-NULL input, as SQL's ``SUM`` of only NULLs is NULL.
 
-============  ==========================  ===================  =========================
+============  ==========================  ===================  ===================================
 kind          per-row contribution        full query           change (Z-set Δ)
-============  ==========================  ===================  =========================
+============  ==========================  ===================  ===================================
 rows          1                           COUNT(*)             SUM(w)
 nonnull       1 if x IS NOT NULL else 0   COUNT(x)             SUM(IF(x IS NULL, 0, w))
-sum           x                           SUM(x)               SUM(x * w)
-============  ==========================  ===================  =========================
+sum           x                           SUM(x)               SUM(IF(x IS NULL, 0, x * w))
+sum, decimal  x                           SUM(x)               SUM(IF(x IS NULL, 0, IF(w > 0, x, -x)))
+============  ==========================  ===================  ===================================
+
+Sums are exact: only integer and DECIMAL arguments are summed here (floating-point addition
+cannot be undone). A decimal is never multiplied by a weight: ``x * w`` has more digits than
+DECIMAL(38) holds and Spark would cut its scale. Its change is summed over rows of weight
+±1 instead (a row of weight w repeated |w| times), with the type Spark's own SUM has. A
+change's sum is NULL only when it overflowed (NULL arguments add 0), and so is a folded sum
+while its group has non-NULL input: the fold then fails rather than store a wrong sum.
 """
 
 from __future__ import annotations
@@ -38,12 +46,14 @@ class Accumulator:
 
     ``argument`` is ``x`` over the aggregate's input; ``guard`` (for ``sum``) names the
     ``nonnull`` accumulator of the same ``x``: the sum is NULL exactly where the guard is 0.
+    ``decimal``: a sum of a DECIMAL(precision, scale) ``x`` (None: of an integer).
     """
 
     name: str
     kind: str
     argument: exp.Expression | None = None
     guard: str | None = None
+    decimal: tuple[int, int] | None = None
 
     def full_call(self) -> AggregateCall:
         """The aggregate computing this accumulator from scratch (every weight is 1)."""
@@ -53,38 +63,97 @@ class Accumulator:
 
     def change_call(self, argument: exp.Expression | None, weight: exp.Expression
                     ) -> AggregateCall:
-        """The aggregate computing this accumulator's change from weighted change rows.
+        """The aggregate computing this accumulator's change from weighted change rows
+        (for a decimal sum, rows of weight ±1).
 
         >>> acc = Accumulator("_ivm_sum0", "sum", exp.column("x"), guard="_ivm_nonnull0")
         >>> acc.change_call(exp.column("a"), exp.column("w")).to_sql().sql()
-        'SUM(a * w)'
+        'SUM(CASE WHEN a IS NULL THEN 0 ELSE a * w END)'
+        >>> Accumulator("s", "sum", exp.column("x"), "n", (38, 18)).change_call(
+        ...     exp.column("a"), exp.column("w")).to_sql().sql("spark")
+        'SUM(IF(a IS NULL, CAST(0 AS DECIMAL(1, 0)), IF(w > 0, a, -a)))'
         """
         if self.kind == "rows":
             return AggregateCall("sum", weight.copy())
+        is_null = exp.Is(this=argument.copy(), expression=exp.Null())
         if self.kind == "nonnull":
-            return AggregateCall("sum", exp.If(this=exp.Is(this=argument.copy(), expression=exp.Null()),
-                                               true=exp.Literal.number(0), false=weight.copy()))
-        return AggregateCall("sum", exp.Mul(this=argument.copy(), expression=weight.copy()))
+            return AggregateCall("sum", exp.If(this=is_null, true=exp.Literal.number(0),
+                                               false=weight.copy()))
+        if self.decimal is None:
+            return AggregateCall("sum", exp.If(this=is_null, true=exp.Literal.number(0), false=exp.Mul(
+                this=argument.copy(), expression=weight.copy())))
+        signed = exp.If(this=exp.GT(this=weight.copy(), expression=exp.Literal.number(0)),
+                        true=argument.copy(), false=exp.Neg(this=argument.copy()))
+        zero = exp.Cast(this=exp.Literal.number(0), to=exp.DataType.build("DECIMAL(1, 0)"))
+        return AggregateCall("sum", exp.If(this=is_null, true=zero, false=signed))
 
     def fold(self, old: exp.Expression | None, change: exp.Expression,
-             guard: exp.Expression | None = None) -> exp.Expression:
+             guard: exp.Expression | None = None, stored: str | None = None
+             ) -> exp.Expression:
         """The accumulator after a change: ``old + change``, or ``change`` for a new group.
-        A sum stays NULL where its ``guard`` (the folded non-NULL count) is 0.
+        A sum stays NULL where its ``guard`` (the folded non-NULL count) is 0, and fails where
+        it is NULL otherwise (it overflowed). ``stored``: the store column's type, if known.
 
         >>> acc = Accumulator("s", "sum", exp.column("x"), guard="n")
-        >>> acc.fold(exp.column("s", "t"), exp.column("s", "d"), exp.column("n")).sql()
-        'CASE WHEN n > 0 THEN COALESCE(t.s, 0) + COALESCE(d.s, 0) END'
-        >>> acc.fold(None, exp.column("s", "d"), exp.column("n")).sql()
-        'CASE WHEN n > 0 THEN d.s END'
+        >>> acc.fold(exp.column("s", "t"), exp.column("s", "d"), exp.column("n")).sql("spark")
+        "CASE WHEN n > 0 THEN COALESCE(COALESCE(t.s, 0) + d.s, RAISE_ERROR('ivm: a sum \
+overflowed its type in this refresh')) END"
+
+        Spark adds two DECIMAL(38, s) with one digit of scale less (s > 6), so such sums are
+        added as DECIMAL(37, s), whose sum is a DECIMAL(38, s); a stored sum of 38 digits
+        fails the cast (overflow, so the refresh recomputes).
+
+        >>> acc.fold(exp.column("s", "t"), exp.column("s", "d"), exp.column("n"),
+        ...          "decimal(38,18)").sql("spark").split(" THEN ")[1].split("RAISE")[0] + "..."
+        'COALESCE(CAST(COALESCE(t.s, 0) AS DECIMAL(37, 18)) + CAST(d.s AS DECIMAL(37, 18)), ...'
         """
         if self.kind != "sum":
             return change if old is None else exp.Add(this=old, expression=change)
-        total = change if old is None else exp.Add(
-            this=exp.func("COALESCE", old, exp.Literal.number(0)),
-            expression=exp.func("COALESCE", change, exp.Literal.number(0)))
+        total = change
+        if old is not None:
+            old = exp.func("COALESCE", old, exp.Literal.number(0))
+            narrow = _narrowed(stored)
+            if narrow is not None:
+                old, change = (exp.Cast(this=e, to=narrow.copy()) for e in (old, change))
+            total = exp.Add(this=old, expression=change)
+        overflowed = exp.func("RAISE_ERROR", exp.Literal.string(OVERFLOW))
         return exp.Case(ifs=[exp.If(this=exp.GT(this=parenthesized(guard),
                                                 expression=exp.Literal.number(0)),
-                                    true=total)])
+                                    true=exp.func("COALESCE", total, overflowed))])
+
+
+EXACT_TYPES = frozenset({"TINYINT", "SMALLINT", "INT", "BIGINT", "DECIMAL"})
+"""Types whose addition is exact, so that a sum can be undone (sqlglot's names)."""
+
+OVERFLOW = "ivm: a sum overflowed its type in this refresh"
+"""The message a fold fails with where a sum overflowed (Spark without ANSI mode gives NULL)."""
+
+
+def _narrowed(stored: str | None) -> exp.DataType | None:
+    """DECIMAL(37, s) for a stored DECIMAL(38, s > 6), whose sums Spark would round."""
+    if stored is None:
+        return None
+    data_type = exp.DataType.build(stored, dialect="spark")
+    if data_type.this != exp.DataType.Type.DECIMAL or len(data_type.expressions) != 2:
+        return None
+    precision, scale = (int(p.name) for p in data_type.expressions)
+    if precision < 38 or scale <= 6 or scale >= 38:  # DECIMAL(38, 38): see is_exact
+        return None
+    return exp.DataType.build(f"DECIMAL(37, {scale})")
+
+
+def is_exact(stored: str) -> bool:
+    """Whether a stored sum of this Spark type folds exactly: an integer, or a DECIMAL whose
+    scale leaves room for the one digit an addition may carry.
+
+    >>> is_exact("decimal(38,18)"), is_exact("bigint"), is_exact("double")
+    (True, True, False)
+    >>> is_exact("decimal(38,38)")
+    False
+    """
+    data_type = exp.DataType.build(stored, dialect="spark")
+    return data_type.this.name in EXACT_TYPES and not (
+        len(data_type.expressions) == 2 and int(data_type.expressions[1].name) >= 38)
 
 
 def parenthesized(expression: exp.Expression) -> exp.Expression:

@@ -38,7 +38,8 @@ def _folded(store: Store, old_of, change_of, types) -> dict[str, exp.Expression]
     new: dict[str, exp.Expression] = {}
     for acc in store.accumulators:  # a sum's guard is folded before the sum
         guard = new[acc.guard].copy() if acc.guard else None
-        new[acc.name] = _cast(acc.fold(old_of(acc.name), change_of(acc.name), guard),
+        new[acc.name] = _cast(acc.fold(old_of(acc.name), change_of(acc.name), guard,
+                                       types.get(acc.name) if types else None),
                               acc.name, types)
     return new
 

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ivm import store
 from ivm.errors import CatalogError, UnsupportedQuery
 from ivm.frontend.positions import position_of
 from ivm.frontend.subqueries import SUBQUERY_PREFIX, unnest
 from ivm.names import join
 from ivm.ir import (Aggregate, AggregateCall, Distinct, Filter, Join, Project, Scan,
-                    SetOperation, Subquery, Union, Window, aliases_of, columns)
+                    SetOperation, Subquery, Union, Window, aliases_of, children, columns)
 from ivm.rules.window import deterministic
 from ivm.zset import BOOKKEEPING_PREFIX
 
@@ -33,6 +34,15 @@ ORDER_PREFIX = f"{BOOKKEEPING_PREFIX}order"
 RANK = f"{BOOKKEEPING_PREFIX}rank"
 
 INVERTIBLE = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg"}
+
+EXACT_TYPES = store.EXACT_TYPES
+"""SUM and AVG of any other type (DOUBLE, FLOAT, or a type not inferred) are recomputed per
+affected group, like MIN/MAX: floating-point addition cannot be undone."""
+
+AVERAGED_DECIMALS = (24, 2)
+"""AVG of a DECIMAL(p, s) is folded for p <= 24 and s >= 2 only: then ``sum / count`` over
+the accumulators, its sum cast to DECIMAL(34, s), rounds once to scale s + 4, as Spark's AVG
+does (a division's scale is at least 6, and a wider sum leaves it fewer than s + 4 digits)."""
 
 NONDETERMINISTIC = {"rand", "random", "randn", "uuid", "shuffle", "current_timestamp", "now",
                     "current_date", "curdate", "localtimestamp", "unix_timestamp",
@@ -390,6 +400,7 @@ class _Lowering:
             if all(expression != key for _, key in keys):
                 keys.append((f"{BOOKKEEPING_PREFIX}key{len(keys)}", expression.copy()))
         calls: list[tuple[str, AggregateCall]] = []
+        self.scanned = _scan_aliases(relation)
 
         def replace(node: exp.Expression) -> exp.Expression:
             for name, key in keys:
@@ -442,7 +453,66 @@ class _Lowering:
             return AggregateCall(name, None, whole.copy())
         if isinstance(argument, exp.Star) or argument is None:
             return AggregateCall("count")
-        return AggregateCall(function, argument.copy())
+        if function == "count":
+            return AggregateCall("count", argument.copy())
+        exact, decimal = _exact_argument(argument)
+        if exact and decimal is not None and function == "avg":
+            precision, scale = decimal
+            exact = precision <= AVERAGED_DECIMALS[0] and scale >= AVERAGED_DECIMALS[1] and \
+                self.typed_from_schema(argument)
+        if not exact:
+            return AggregateCall(name, None, node.copy())
+        return AggregateCall(function, argument.copy(), decimal=decimal)
+
+    def typed_from_schema(self, argument: exp.Expression) -> bool:
+        """``argument`` is a column of a source table, so its type is the schema's (sqlglot
+        may type a derived column narrower than Spark does)."""
+        return isinstance(argument, exp.Column) and argument.table in self.scanned
+
+
+def _exact_type(data_type: exp.DataType | None) -> tuple[bool, tuple[int, int] | None]:
+    """Whether a SUM of values of ``data_type`` is exact, and (precision, scale) if it is a
+    DECIMAL.
+
+    >>> _exact_type(exp.DataType.build("DECIMAL(38, 18)")), _exact_type(exp.DataType.build("INT"))
+    ((True, (38, 18)), (True, None))
+    >>> _exact_type(exp.DataType.build("DOUBLE")), _exact_type(None)
+    ((False, None), (False, None))
+    >>> _exact_type(exp.DataType.build("DECIMAL(38, 38)"))
+    (False, (38, 38))
+    """
+    if data_type is None or data_type.this.name not in EXACT_TYPES:
+        return False, None
+    if data_type.this.name != "DECIMAL":
+        return True, None
+    params = [int(p.name) for p in data_type.expressions] + [10, 0][len(data_type.expressions):]
+    precision, scale = params[0], params[1] if len(data_type.expressions) != 1 else 0
+    return scale < 38, (precision, scale)   # no + of two DECIMAL(38, 38) keeps every digit
+
+
+def _exact_argument(argument: exp.Expression) -> tuple[bool, tuple[int, int] | None]:
+    """:func:`_exact_type` of ``argument``, exact only if every number in it is: sqlglot
+    types ``d * 1.5e0`` or ``COALESCE(d, f)`` as DECIMAL where Spark computes a DOUBLE.
+
+    Spark reads ``1.5`` as a DECIMAL, ``1.5e0`` as a DOUBLE.
+    """
+    for node in argument.walk():
+        if isinstance(node, exp.Literal):
+            if node.is_number and "e" in node.this.lower():
+                return False, None
+        elif node.type is not None and node.type.this in exp.DataType.NUMERIC_TYPES and \
+                not _exact_type(node.type)[0]:
+            return False, None
+    return _exact_type(argument.type)
+
+
+def _scan_aliases(relation) -> set[str]:
+    """The aliases of the source tables ``relation`` reads directly (not in a subquery)."""
+    if isinstance(relation, Scan):
+        return {relation.alias}
+    if isinstance(relation, Subquery):
+        return set()
+    return {alias for child in children(relation) for alias in _scan_aliases(child)}
 
 
 def _joined_on_equalities(relation, predicate: exp.Expression):

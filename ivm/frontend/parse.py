@@ -17,6 +17,7 @@ from collections.abc import Mapping
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, TokenError
+from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
@@ -60,7 +61,8 @@ def referenced_tables(query: exp.Expression) -> list[exp.Table]:
 
 def qualify_query(query: exp.Expression, sql: str, schema: Mapping,
                   default_db: str | None = None) -> exp.Expression:
-    """Qualify tables and columns of ``query`` against ``schema``; expand ``*``.
+    """Qualify tables and columns of ``query`` against ``schema``; expand ``*``; give every
+    expression its type (``expression.type``) as far as sqlglot can infer it.
 
     Raises :class:`CatalogError` for an unknown table or column, with its position.
     """
@@ -74,10 +76,11 @@ def qualify_query(query: exp.Expression, sql: str, schema: Mapping,
                                position_of(table),
                                hint="check the name, or create the source table first")
     try:
-        return qualify(query.copy(), schema=mapping, db=default_db, dialect=DIALECT,
-                       quote_identifiers=False, validate_qualify_columns=True)
+        qualified = qualify(query.copy(), schema=mapping, db=default_db, dialect=DIALECT,
+                            quote_identifiers=False, validate_qualify_columns=True)
     except OptimizeError as error:
         raise _catalog_error(str(error), query, sql) from None
+    return annotate_types(qualified, schema=mapping, dialect=DIALECT)
 
 
 def _catalog_error(text: str, query: exp.Expression, sql: str) -> CatalogError:

@@ -52,14 +52,15 @@ class _Accumulators:
         self.arguments.append(argument)
         return len(self.arguments) - 1
 
-    def get(self, kind: str, argument: exp.Expression) -> Accumulator:
+    def get(self, kind: str, argument: exp.Expression,
+            decimal: tuple[int, int] | None = None) -> Accumulator:
         i = self._index(argument)
         name = f"{BOOKKEEPING_PREFIX}{kind}{i}"
         for acc in self.all:
             if acc.name == name:
                 return acc
         guard = self.get("nonnull", argument).name if kind == "sum" else None
-        acc = Accumulator(name, kind, argument, guard)
+        acc = Accumulator(name, kind, argument, guard, decimal if kind == "sum" else None)
         self.all.append(acc)
         return acc
 
@@ -72,13 +73,30 @@ def _value(call, accs: _Accumulators) -> exp.Expression:
     if call.function == "count":
         return exp.column((ROWS if call.argument is None else
                            accs.get("nonnull", call.argument)).name)
-    total = accs.get("sum", call.argument)
+    total = accs.get("sum", call.argument, call.decimal)
     if call.function == "sum":
         return exp.column(total.name)
     count = exp.column(total.guard)
+    numerator, denominator = exp.column(total.name), count.copy()
+    if call.decimal is not None:    # as Spark's AVG divides (see ivm.frontend.lower)
+        numerator = exp.Cast(this=numerator, to=exp.DataType.build(
+            f"DECIMAL(34, {call.decimal[1]})"))
+        denominator = exp.Cast(this=denominator, to=exp.DataType.build("DECIMAL(20, 0)"))
     return exp.Case(ifs=[exp.If(this=exp.GT(this=count, expression=exp.Literal.number(0)),
-                                true=exp.Div(this=exp.column(total.name), expression=count.copy(),
+                                true=exp.Div(this=numerator, expression=denominator,
                                              typed=False, safe=False))])
+
+
+def _unit_weights(change, names: tuple[str, ...]) -> Project:
+    """``change`` with each row of weight w repeated |w| times at weight sign(w)."""
+    weight = exp.column(WEIGHT)
+    copies = exp.Cast(this=exp.Abs(this=weight.copy()), to=exp.DataType.build("INT"))
+    sign = exp.If(this=exp.GT(this=weight.copy(), expression=exp.Literal.number(0)),
+                  true=exp.Literal.number(1), false=exp.Literal.number(-1))
+    return Project(change, tuple((n, exp.column(n)) for n in names) + (
+        (f"{BOOKKEEPING_PREFIX}copy", exp.Explode(this=exp.func(
+            "ARRAY_REPEAT", exp.true(), copies))),
+        (WEIGHT, exp.Cast(this=sign, to=exp.DataType.build("BIGINT")))))
 
 
 def maintain_aggregate(plan: Project, differentiate) -> Maintenance:
@@ -115,6 +133,8 @@ def maintain_aggregate(plan: Project, differentiate) -> Maintenance:
                       + tuple((accs.argument_name(a), a) for a in accs.arguments))
     change = Union(tuple(weighted_project(term, change_columns)
                          for term in terms(differentiate(aggregate.input))))
+    if any(acc.decimal is not None for acc in accs.all):
+        change = _unit_weights(change, tuple(name for name, _ in change_columns))
     weight = exp.column(WEIGHT)
     change_calls = tuple(
         (acc.name, acc.change_call(

@@ -32,6 +32,7 @@ from sqlglot import exp
 
 from ivm import codegen
 from ivm.codegen.store import NEGATIVE_COUNT
+from ivm.store import OVERFLOW, is_exact
 from ivm.compiler import CompiledView, compile
 from ivm.errors import (CatalogError, ConcurrentRefresh, IvmError, SourceError, StateError,
                         ViewExists, ViewNotFound)
@@ -83,6 +84,16 @@ class RefreshResult:
 
 class _LostRace(Exception):
     """Another refresh of the view committed first."""
+
+
+class _Overflow(Exception):
+    """A value overflowed its type while folding a change: the query alone can say whether
+    it overflows too."""
+
+
+OVERFLOW_REASON = "a sum overflowed its type while folding the change"
+OVERFLOW_ERRORS = (OVERFLOW, "NUMERIC_VALUE_OUT_OF_RANGE", "ARITHMETIC_OVERFLOW",
+                   "CAST_OVERFLOW")
 
 
 @contextmanager
@@ -350,6 +361,8 @@ def _refresh(spark, view: str, full: bool) -> RefreshResult:
                              seconds=time.perf_counter() - start)
     read_bytes = None
     if reason is None:
+        reason = _inexact_sums(compiled, schema)
+    if reason is None:
         change = estimate(spark, previous, current)
         reason, read_bytes = change.full_recompute_reason, change.change_bytes
     if reason is None:
@@ -358,12 +371,24 @@ def _refresh(spark, view: str, full: bool) -> RefreshResult:
                             read_bytes, schema)
         except SourceError as error:    # a change data file was VACUUMed
             reason = error.message
+        except _Overflow:
+            reason = OVERFLOW_REASON
     if reason is not None:
         sizes = [DeltaLogReader(spark, table).size_in_bytes() for table in current]
         result = _write(spark, view, compiled, store_version, previous, current, reason,
                         None if None in sizes else sum(sizes), schema)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _inexact_sums(compiled: CompiledView, schema) -> str | None:
+    """Why the store's sums cannot be folded, if one is stored as a type whose addition is
+    inexact (floating point)."""
+    types = {f.name: f.dataType.simpleString() for f in schema}
+    inexact = [f"{acc.name} {types[acc.name].upper()}" for acc in compiled.store.accumulators
+               if acc.kind == "sum" and not is_exact(types[acc.name])]
+    return f"sums stored as types that cannot be added exactly ({', '.join(inexact)})" \
+        if inexact else None
 
 
 def _write(spark, view: str, compiled: CompiledView, store_version: int,
@@ -385,8 +410,13 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
             else:
                 types = {f.name: f.dataType.simpleString() for f in schema}
                 change = codegen.to_select(prune(spark, compiled.maintenance.delta))
-                merged = _execute(spark, codegen.merge_statement(compiled.store, store, change,
-                                                                 types))
+                try:
+                    merged = _execute(spark, codegen.merge_statement(compiled.store, store,
+                                                                     change, types))
+                except (PySparkException, Py4JJavaError) as error:
+                    if any(code in str(error) for code in OVERFLOW_ERRORS):
+                        raise _Overflow() from error
+                    raise
                 if not merged:  # Delta skipped it: the transaction was committed already
                     raise _LostRace()
                 metrics = merged[0]

@@ -1,0 +1,195 @@
+"""A view's numbers are the query's numbers: decimals keep their type and every digit,
+integer sums are exact, float sums recover from retractions, and an overflow is never
+folded into the store silently."""
+
+import importlib
+
+import pytest
+
+import ivm
+from ivm import compile
+from test_views import CDF, assert_equals_query
+
+DECIMALS = {"d1": (18, 8), "d2": (38, 18), "d3": (38, 0), "d4": (10, 2), "d5": (38, 38)}
+
+
+def assert_same_as_query(spark, view, query):
+    """The view has the query's column types, and its rows as a multiset."""
+    assert spark.table(view).schema.simpleString() == spark.sql(query).schema.simpleString()
+    assert_equals_query(spark, view, query)
+
+
+def refresh(spark, view, mode="incremental"):
+    result = ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {view}")
+    assert result.mode == mode, result
+    return result
+
+
+def decimal_literal(precision: int, scale: int, seed: int) -> str:
+    """A value of DECIMAL(precision, scale) using all of its fractional digits."""
+    whole = str(seed % 7 + 1)[:precision - scale] or "0"
+    digits = "00" + "0123456789" * 4 if scale == precision else ("0123456789" * 4)[seed % 10:]
+    fraction = digits[:scale - 1] + str(seed % 9 + 1) if scale else ""    # sums stay below 1
+    text = f"{whole}.{fraction}" if scale else whole
+    return f"CAST({text} AS DECIMAL({precision},{scale}))"
+
+
+def decimal_row(k: int, seed: int) -> str:
+    return "(" + ", ".join([str(k)] + [decimal_literal(p, s, seed + i)
+                                        for i, (p, s) in enumerate(DECIMALS.values())]) + ")"
+
+
+@pytest.fixture
+def decimals(spark, fresh_db):
+    columns = ", ".join(f"{c} DECIMAL({p},{s})" for c, (p, s) in DECIMALS.items())
+    spark.sql(f"CREATE TABLE d (k INT, {columns}) USING DELTA {CDF}")
+    spark.sql(f"INSERT INTO d VALUES {decimal_row(1, 1)}, {decimal_row(1, 2)}, "
+              f"{decimal_row(2, 3)}, (2, NULL, NULL, NULL, NULL, NULL)")
+    return fresh_db
+
+
+def change_decimals(spark):
+    """An insert of the same row twice (weight 2), a delete and an update."""
+    spark.sql(f"INSERT INTO d VALUES {decimal_row(1, 5)}, {decimal_row(1, 5)}, "
+              f"{decimal_row(3, 6)}")
+    spark.sql("DELETE FROM d WHERE k = 2 AND d1 IS NOT NULL")
+    spark.sql(f"UPDATE d SET d1 = d1 + CAST(0.00000001 AS DECIMAL(18,8)), "
+              f"d2 = d2 - CAST(0.000000000000000001 AS DECIMAL(38,18)), d3 = d3 * 3, "
+              f"d5 = d5 / 3 WHERE k = 1")
+
+
+def test_decimal_sum_keeps_its_scale(spark, fresh_db):
+    query = "SELECT k, SUM(x) AS s FROM d GROUP BY k"
+    spark.sql(f"CREATE TABLE d (k INT, x DECIMAL(18,8)) USING DELTA {CDF}")
+    spark.sql("INSERT INTO d VALUES (1, 0.12345678)")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {query}")
+    spark.sql("INSERT INTO d VALUES (1, 0.00000001)")
+    refresh(spark, "v")
+    assert [r.s for r in spark.table("v").collect()] == [
+        spark.sql(query).first().s]
+    assert_same_as_query(spark, "v", query)
+
+
+def test_decimal_38_18_sum_keeps_its_scale(spark, fresh_db):
+    query = "SELECT k, SUM(x) AS s, COUNT(*) AS n FROM d GROUP BY k"
+    spark.sql(f"CREATE TABLE d (k INT, x DECIMAL(38,18)) USING DELTA {CDF}")
+    spark.sql("INSERT INTO d VALUES (1, 0.123456789012345678)")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {query}")
+    spark.sql("INSERT INTO d VALUES (1, 0.000000000000000001), (1, 0.000000000000000001)")
+    refresh(spark, "v")
+    assert_same_as_query(spark, "v", query)
+
+
+def test_decimal_sums_of_every_width_equal_the_query(spark, decimals):
+    sums = ", ".join(f"SUM({c}) AS s_{c}" for c in DECIMALS if c != "d5")
+    query = f"SELECT k, {sums}, AVG(d1) AS a_d1, AVG(d4) AS a_d4, COUNT(*) AS n FROM d GROUP BY k"
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {query}")
+    assert_same_as_query(spark, "v", query)
+    change_decimals(spark)
+    refresh(spark, "v")
+    assert_same_as_query(spark, "v", query)
+
+
+def test_decimal_averages_of_every_width_equal_the_query(spark, decimals):
+    """The wider averages, and sums of DECIMAL(38,38), recompute the groups changed."""
+    averages = ", ".join(f"AVG({c}) AS a_{c}" for c in DECIMALS)
+    query = f"SELECT k, {averages}, SUM(d5) AS s_d5 FROM d GROUP BY k"
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {query}")
+    change_decimals(spark)
+    refresh(spark, "v")
+    assert_same_as_query(spark, "v", query)
+
+
+def test_double_sum_recovers_when_a_large_value_is_deleted(spark, fresh_db):
+    query = "SELECT k, SUM(x) AS s, AVG(x) AS a, COUNT(*) AS n FROM f GROUP BY k"
+    spark.sql(f"CREATE TABLE f (k INT, x DOUBLE) USING DELTA {CDF}")
+    spark.sql("INSERT INTO f VALUES (1, 1e16), (1, 1.0), (2, 2.0)")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {query}")
+    spark.sql("DELETE FROM f WHERE x = 1e16")
+    refresh(spark, "v")
+    assert sorted((r.k, r.s) for r in spark.table("v").collect()) == [(1, 1.0), (2, 2.0)]
+    assert_same_as_query(spark, "v", query)
+
+
+@pytest.mark.parametrize("special", ["'NaN'", "'Infinity'", "'-Infinity'"])
+def test_float_sum_recovers_when_a_special_value_is_deleted(spark, fresh_db, special):
+    query = "SELECT k, SUM(x) AS s FROM f GROUP BY k"
+    spark.sql(f"CREATE TABLE f (k INT, x FLOAT) USING DELTA {CDF}")
+    spark.sql("INSERT INTO f VALUES (1, 1.5)")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {query}")
+    spark.sql(f"INSERT INTO f VALUES (1, CAST({special} AS FLOAT))")
+    refresh(spark, "v")
+    assert_same_as_query(spark, "v", query)
+    spark.sql("DELETE FROM f WHERE isnan(x) OR abs(x) = CAST('Infinity' AS FLOAT)")
+    refresh(spark, "v")
+    assert [r.s for r in spark.table("v").collect()] == [1.5]
+
+
+OVERFLOW = "SELECT k, SUM(x) AS s FROM o GROUP BY k"
+
+
+@pytest.fixture
+def overflow(spark, fresh_db):
+    spark.sql(f"CREATE TABLE o (k INT, x DECIMAL(38,0)) USING DELTA {CDF}")
+    spark.sql("INSERT INTO o VALUES (1, -90000000000000000000000000000000000000)")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {OVERFLOW}")
+    spark.sql("INSERT INTO o VALUES (1, 90000000000000000000000000000000000000), "
+              "(1, 90000000000000000000000000000000000000)")
+    return fresh_db
+
+
+def test_overflow_inside_the_change_falls_back_to_a_full_recompute(spark, overflow):
+    result = refresh(spark, "v", "full")
+    assert "overflow" in result.reason
+    assert_same_as_query(spark, "v", OVERFLOW)
+    last = ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW v").first()
+    assert (last.mode, last.reason) == ("full", result.reason)
+
+
+def test_overflow_without_ansi_mode_is_not_folded_as_null(spark, overflow):
+    spark.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        result = refresh(spark, "v", "full")
+        assert "overflow" in result.reason
+        assert_same_as_query(spark, "v", OVERFLOW)
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")
+
+
+def test_a_float_accumulator_is_recomputed_not_folded(spark, fresh_db, monkeypatch):
+    """Where typing took a float argument for exact, a refresh recomputes the view."""
+    query = "SELECT k, SUM(x) AS s FROM f GROUP BY k"
+    spark.sql(f"CREATE TABLE f (k INT, x DOUBLE) USING DELTA {CDF}")
+    spark.sql("INSERT INTO f VALUES (1, 1e16), (1, 1.0)")
+    lowering = importlib.import_module("ivm.frontend.lower")
+    monkeypatch.setattr(lowering, "EXACT_TYPES", lowering.EXACT_TYPES | {"DOUBLE"})
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {query}")
+    spark.sql("DELETE FROM f WHERE x = 1e16")
+    result = refresh(spark, "v", "full")
+    assert "DOUBLE" in result.reason
+    assert_same_as_query(spark, "v", query)
+
+
+SCHEMA = {"t": {"k": "INT", "i": "INT", "b": "BIGINT", "d": "DECIMAL(18,8)",
+                "w": "DECIMAL(38,18)", "z": "DECIMAL(38,38)", "f": "DOUBLE", "r": "FLOAT", "s": "STRING"}}
+
+
+@pytest.mark.parametrize("aggregate, invertible", [
+    ("SUM(i)", True), ("SUM(b * 2)", True), ("SUM(d)", True), ("SUM(d * 2)", True),
+    ("AVG(d)", True), ("AVG(i)", True), ("SUM(w)", True), ("COUNT(f)", True),
+    ("SUM(f)", False), ("AVG(r)", False), ("SUM(s)", False), ("SUM(i / 2)", False),
+    ("SUM(d * 1.5)", True), ("SUM(d * 1.5e0)", False), ("SUM(COALESCE(d, f))", False),
+    ("SUM(CAST(s AS INT))", True), ("SUM(IF(k > 0, d, 0))", True), ("AVG(w)", False),
+    ("SUM(z)", False)])
+def test_only_exact_sums_are_folded(aggregate, invertible):
+    view = compile(f"SELECT k, {aggregate} AS a FROM t GROUP BY k", schema=SCHEMA)
+    assert (view.maintenance.rule.name, view.maintenance.rule.kind.value == "invertible") == (
+        "aggregate" if invertible else "integrate", invertible)
+
+
+def test_a_decimal_sum_changes_by_unit_weights():
+    """``SUM(x * w)`` would cut the scale of a wide decimal: its change sums ±x instead."""
+    view = compile("SELECT k, SUM(w) AS a FROM t GROUP BY k", schema=SCHEMA)
+    assert "EXPLODE(ARRAY_REPEAT(" in view.delta_sql
+    assert "* t._ivm_weight" not in view.delta_sql
+
