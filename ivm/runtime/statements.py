@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 from sqlglot.errors import TokenError
-from sqlglot.tokens import Token, Tokenizer, TokenType
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.tokens import Token, TokenType
 
 from ivm.errors import SqlSyntaxError
 from ivm.frontend.positions import position_at_offset
@@ -143,8 +144,8 @@ class _Tokens:
 
 def parse_statement(sql: str) -> Statement | None:
     """The materialized-view statement in ``sql``, or None if it is not one."""
-    try:
-        tokens = _Tokens(sql, Tokenizer(dialect="spark").tokenize(sql))
+    try:  # Spark's tokenizer: backslash escapes in literals, backquoted names
+        tokens = _Tokens(sql, Dialect.get_or_raise("spark").tokenize(sql))
     except TokenError:
         return None
     if tokens.accept("CREATE"):
