@@ -47,3 +47,60 @@ def test_session_dependent_function_is_refused_by_name(function):
     assert error.construct.startswith("session-dependent function") and error.hint
     if function.endswith(")"):  # sqlglot keeps no position for a bare CURRENT_USER
         assert error.position == Position(1, 12)
+
+
+CDF = "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+
+
+@pytest.fixture
+def orders(spark, fresh_db):
+    spark.sql(f"CREATE TABLE orders (id INT, status STRING, amount INT) USING DELTA {CDF}")
+    spark.sql("""INSERT INTO orders VALUES (1, 'it\\'s', 3), (2, 'dq"x', 4), (3, 'ok', 5)""")
+    return fresh_db
+
+
+def test_view_with_escaped_quotes_in_literals_equals_its_query(spark, orders):
+    query = r"""SELECT id, status FROM orders WHERE status <> 'it\'s' AND status <> "dq\"x" """
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {query}")
+    spark.sql("INSERT INTO orders VALUES (4, 'it\\'s', 6), (5, 'new', 7)")
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW v")
+    assert sorted(spark.table("v").collect()) == sorted(spark.sql(query).collect())
+    assert len(spark.sql(query).collect()) == 2
+
+
+@pytest.mark.parametrize("select, kind, position, fragment", [
+    ("SELECT id, nosuchfn(amount) AS y FROM orders", CatalogError, Position(2, 12),
+     "nosuchfn"),
+    ("SELECT id, amount + array(1) AS y FROM orders", ivm.errors.InvalidQuery,
+     Position(2, 12), "data type mismatch"),
+    ("SELECT id FROM orders\nWHERE amount > 0 AND status - array('x') > 0",
+     ivm.errors.InvalidQuery, Position(3, 22), "data type mismatch"),
+])
+def test_query_spark_refuses_is_reported_at_the_users_sql(spark, orders, select, kind,
+                                                          position, fragment):
+    with pytest.raises(kind) as caught:
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS\n{select}")
+    error = caught.value
+    assert error.position == position and fragment in error.message
+    text = str(error)
+    assert "delta__" not in text and "_ivm_" not in text and "SubqueryAlias" not in text
+    assert "Project [" not in text and "\n+-" not in text
+    assert not spark.catalog.tableExists(f"{orders}.v__ivm_store")
+
+
+def test_temporary_view_as_a_source_is_refused_as_temporary(spark, orders):
+    spark.sql("CREATE OR REPLACE TEMPORARY VIEW recent AS SELECT * FROM orders WHERE id > 1")
+    with pytest.raises(UnsupportedQuery) as caught:
+        ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS SELECT id FROM recent")
+    assert "temporary view recent" in caught.value.construct
+    assert "refreshes run in other sessions" in caught.value.message
+    assert caught.value.position == Position(1, 46)
+
+
+def test_python_udf_is_refused_as_temporary(spark, orders):
+    spark.udf.register("plus_one", lambda x: x + 1, "int")
+    with pytest.raises(UnsupportedQuery) as caught:
+        ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS SELECT id, plus_one(id) AS n FROM orders")
+    assert "temporary function plus_one" in caught.value.construct
+    assert "refreshes run in other sessions" in caught.value.message
+    assert caught.value.position == Position(1, 42)

@@ -36,6 +36,7 @@ from ivm.compiler import CompiledView, compile
 from ivm.errors import (CatalogError, ConcurrentRefresh, IvmError, SourceError, StateError,
                         ViewExists, ViewNotFound)
 from ivm.runtime import faults
+from ivm.runtime.analysis import analyse, refuse_temporary
 from ivm.runtime.catalog import (DEFINITION, FRESHNESS, SUSPENDED, VIEW, qualified_name,
                                  store_name, store_properties)
 from ivm.runtime.delta_log import CDF_PROPERTY, DeltaLogReader
@@ -201,8 +202,10 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
     """
     start = time.perf_counter()
     view = qualified_name(spark, name)
+    refuse_temporary(spark, sql)
     with _isolated(spark) as work:
         compiled = compile(sql, spark=work)
+        analyse(work, sql)
         for table in compiled.sources:
             check_source(work, table)
         for column in partitioned_by:
