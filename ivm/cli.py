@@ -69,7 +69,11 @@ def _compiled(args, query: str):
     (``default.t``: a flat ``--schema`` is the current database's)."""
     from ivm.compiler import compile
     if not args.schema:
-        return compile(query, spark=_session(args))
+        from ivm.runtime.analysis import analyse
+        spark = _session(args)
+        compiled = compile(query, spark=spark)
+        analyse(spark, query)
+        return compiled
     from sqlglot.schema import MappingSchema
     schema = _schema(args.schema)
     if args.emit == "job" and MappingSchema(schema, dialect="spark").depth() == 1:

@@ -104,3 +104,14 @@ def test_python_udf_is_refused_as_temporary(spark, orders):
     assert "temporary function plus_one" in caught.value.construct
     assert "refreshes run in other sessions" in caught.value.message
     assert caught.value.position == Position(1, 42)
+
+
+def test_a_1500_column_distinct_view_is_created_and_refreshed(spark, fresh_db):
+    columns = [f"c{i}" for i in range(1500)]
+    spark.sql(f"CREATE TABLE w ({', '.join(c + ' INT' for c in columns)}) USING DELTA {CDF}")
+    row = ", ".join(str(i) for i in range(1500))
+    spark.sql(f"INSERT INTO w VALUES ({row})")
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS SELECT DISTINCT * FROM w")
+    spark.sql(f"INSERT INTO w VALUES ({row}), ({', '.join('1' for _ in columns)})")
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW v").mode == "incremental"
+    assert spark.table("v").count() == 2 and spark.table("v").columns == columns

@@ -37,6 +37,7 @@ from ivm.errors import (CatalogError, ConcurrentRefresh, IvmError, SourceError, 
                         ViewExists, ViewNotFound)
 from ivm.runtime import faults
 from ivm.runtime.analysis import analyse, refuse_temporary
+from ivm.runtime.wide import apply_plan_settings
 from ivm.runtime.catalog import (DEFINITION, FRESHNESS, SUSPENDED, VIEW, qualified_name,
                                  store_name, store_properties)
 from ivm.runtime.delta_log import CDF_PROPERTY, DeltaLogReader
@@ -206,6 +207,7 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
     with _isolated(spark) as work:
         compiled = compile(sql, spark=work)
         analyse(work, sql)
+        apply_plan_settings(work, compiled)
         for table in compiled.sources:
             check_source(work, table)
         for column in partitioned_by:
@@ -299,6 +301,7 @@ def refresh_partition(spark, name: str, partition: dict[str, exp.Literal]) -> Re
 def _refresh_partition(spark, view: str, partition: dict[str, exp.Literal]) -> RefreshResult:
     start = time.perf_counter()
     compiled = compile(_definition(spark, view), spark=spark)
+    apply_plan_settings(spark, compiled)
     store = store_name(view)
     log = DeltaLogReader(spark, store)
     partitioned_by = log.partition_columns()
@@ -332,6 +335,7 @@ def _refresh_partition(spark, view: str, partition: dict[str, exp.Literal]) -> R
 def _refresh(spark, view: str, full: bool) -> RefreshResult:
     start = time.perf_counter()
     compiled = compile(_definition(spark, view), spark=spark)
+    apply_plan_settings(spark, compiled)
     store = store_name(view)
     schema = spark.table(store).schema
     if tuple(schema.names) != compiled.store.columns:
