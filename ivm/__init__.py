@@ -7,13 +7,13 @@ CREATE / REFRESH / DROP MATERIALIZED VIEW (and passes other statements to Spark)
 """
 
 from ivm.compiler import CompiledView, compile
-from ivm.errors import (CatalogError, ConcurrentRefresh, IvmError, SourceError,
+from ivm.errors import (CatalogError, ConcurrentRefresh, InvalidQuery, IvmError, SourceError,
                         SqlSyntaxError, StateError, UnsupportedQuery, ViewExists, ViewNotFound)
 from ivm.runtime.changelog import view_changes
 from ivm.runtime.session import spark_session
 from ivm.runtime.statements import sql
 from ivm.runtime.views import RefreshResult
 
-__all__ = ["CatalogError", "CompiledView", "ConcurrentRefresh", "IvmError", "RefreshResult", "SourceError",
+__all__ = ["CatalogError", "CompiledView", "ConcurrentRefresh", "InvalidQuery", "IvmError", "RefreshResult", "SourceError",
            "SqlSyntaxError", "StateError", "UnsupportedQuery", "ViewExists", "ViewNotFound",
            "compile", "spark_session", "sql", "view_changes"]

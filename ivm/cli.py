@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 import threading
@@ -68,12 +69,49 @@ def _compiled(args, query: str):
     (``default.t``: a flat ``--schema`` is the current database's)."""
     from ivm.compiler import compile
     if not args.schema:
-        return compile(query, spark=_session(args))
+        from ivm.runtime.analysis import analyse
+        spark = _session(args)
+        compiled = compile(query, spark=spark)
+        analyse(spark, query)
+        return compiled
     from sqlglot.schema import MappingSchema
-    schema = json.loads(Path(args.schema).read_text())
+    schema = _schema(args.schema)
     if args.emit == "job" and MappingSchema(schema, dialect="spark").depth() == 1:
         return compile(query, {"default": schema}, default_db="default")
     return compile(query, schema)
+
+
+class UsageError(IvmError):
+    """A command-line argument is wrong; the command exits with status 2, as argparse's do."""
+
+
+def _schema(path: str) -> dict:
+    """The ``{table: {column: type}}`` mapping (optionally nested by database) in ``path``."""
+    try:
+        schema = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as error:
+        raise UsageError(f"--schema {path} is not valid JSON: {error.msg} (line {error.lineno}, "
+                         f"column {error.colno})", hint="write {table: {column: type}}") from None
+
+    def mapping(value, depth: int) -> bool:
+        return isinstance(value, dict) and all(
+            isinstance(k, str) and (isinstance(v, str) if depth == 0 else mapping(v, depth - 1))
+            for k, v in value.items())
+    if not any(mapping(schema, depth) for depth in (1, 2)):
+        raise UsageError(f"--schema {path} is not a mapping {{table: {{column: type}}}} "
+                         "(or {database: {table: {column: type}}})")
+    return schema
+
+
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (for ``--tick``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
 
 
 def _write(args, text: str) -> None:
@@ -217,7 +255,7 @@ def parser() -> argparse.ArgumentParser:
     package.set_defaults(run=_cmd_package)
     loop = commands.add_parser("run", help="keep every materialized view within its "
                                "FRESHNESS, refreshing in dependency order, until Ctrl-C")
-    loop.add_argument("--tick", type=float, default=1.0, help="seconds between passes")
+    loop.add_argument("--tick", type=_seconds, default=1.0, help="seconds between passes")
     loop.set_defaults(run=_cmd_run)
     status = commands.add_parser("status", help="freshness, lag and last refresh of views")
     status.add_argument("view", nargs="?", help="one view (default: all)")
@@ -242,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         if message is None:
             raise
         print(f"ivm: {message}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(error, UsageError) else 1
 
 
 if __name__ == "__main__":

@@ -61,6 +61,10 @@ class CatalogError(IvmError):
     """A table or column the query names does not exist, or is ambiguous."""
 
 
+class InvalidQuery(IvmError):
+    """Spark refuses the query: a type error, a wrong number of arguments, … ."""
+
+
 class UnsupportedQuery(IvmError):
     """The query uses a construct that ivm cannot maintain incrementally (yet)."""
 

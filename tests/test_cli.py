@@ -80,3 +80,27 @@ def test_views_survive_a_restart_and_refresh_from_the_shell(tmp_path):
     assert missing.returncode == 1
     assert "materialized view default.nope does not exist" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_compile_with_a_schema_that_is_not_json_is_a_usage_error(tmp_path):
+    (tmp_path / "schema.json").write_text("{orders: [")
+    (tmp_path / "view.sql").write_text("SELECT status FROM orders")
+    result = run("compile", "view.sql", "--schema", "schema.json", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "--schema schema.json is not valid JSON" in result.stderr
+    assert "line 1, column 2" in result.stderr
+
+
+def test_compile_with_a_schema_of_the_wrong_shape_is_a_usage_error(tmp_path):
+    (tmp_path / "schema.json").write_text('["orders"]')
+    (tmp_path / "view.sql").write_text("SELECT status FROM orders")
+    result = run("compile", "view.sql", "--schema", "schema.json", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "{table: {column: type}}" in result.stderr
+
+
+@pytest.mark.parametrize("tick", ["-5", "0", "nan", "soon"])
+def test_run_refuses_a_tick_that_is_not_a_positive_number(tmp_path, tick):
+    result = run("run", "--tick", tick, cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "--tick" in result.stderr and "positive number of seconds" in result.stderr

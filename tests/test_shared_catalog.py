@@ -1,11 +1,13 @@
 """`ivm run` and another process share one catalog through the served metastore."""
 
+import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
 
+from conftest import free_port, wait_for_port
 
 SETUP = """
 import ivm
@@ -55,3 +57,30 @@ def test_ivm_run_and_a_user_session_share_the_catalog(served):
     assert "the view caught up" in writer.stdout, (output, errors[-3000:])
     assert "incremental refresh of default.totals" in output, errors[-3000:]
     assert output.rstrip().endswith("stopped") and runner.returncode == 0
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` runs (exists and is no zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_metastore_stops_its_server_on_sigterm(tmp_path):
+    """SIGTERM (what a service manager sends) stops Derby's server as Ctrl-C does."""
+    port = free_port()
+    env = {**os.environ, "IVM_HOME": str(tmp_path / "home")}
+    command = subprocess.Popen([sys.executable, "-m", "ivm.cli", "metastore", "--port",
+                                str(port)], env=env, stdout=subprocess.DEVNULL)
+    wait_for_port(port)
+    with open(f"/proc/{command.pid}/task/{command.pid}/children") as children:
+        server = int(children.read().split()[0])
+    try:
+        command.send_signal(signal.SIGTERM)
+        assert command.wait(timeout=60) == 0
+        assert not running(server)
+    finally:
+        if running(server):
+            os.kill(server, signal.SIGKILL)

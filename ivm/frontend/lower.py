@@ -48,6 +48,12 @@ NONDETERMINISTIC = {"rand", "random", "randn", "uuid", "shuffle", "current_times
                     "current_date", "curdate", "localtimestamp", "unix_timestamp",
                     "monotonically_increasing_id", "spark_partition_id", "input_file_name"}
 
+SESSION_DEPENDENT = {"current_user", "user", "session_user", "current_database",
+                     "current_schema", "current_catalog"}
+"""Functions whose value is the session's: a refresh runs in another session."""
+
+GROUPINGS = {exp.Rollup: "ROLLUP", exp.Cube: "CUBE", exp.GroupingSets: "GROUPING SETS"}
+
 ORDER_DEPENDENT_AGGREGATES = {"first", "last", "first_value", "last_value", "any_value",
                               "collect_list", "array_agg", "collect_set", "string_agg",
                               "listagg", "group_concat"}
@@ -274,8 +280,12 @@ class _Lowering:
         if group is not None:
             for arg, name in (("rollup", "ROLLUP"), ("cube", "CUBE"),
                               ("grouping_sets", "GROUPING SETS")):
-                if group.args.get(arg):
+                if group.args.get(arg):  # GROUP BY ... WITH ROLLUP
                     self.refuse(name, group, "define one view per grouping instead")
+            for expression in group.expressions:  # GROUP BY ROLLUP(...)
+                if isinstance(expression, (exp.Rollup, exp.Cube, exp.GroupingSets)):
+                    self.refuse(GROUPINGS[type(expression)], expression,
+                                "define one view per grouping instead")
 
     def refuse_expressions(self, select: exp.Select) -> None:
         for node in _own_nodes(select):
@@ -309,6 +319,12 @@ class _Lowering:
                         reason="its value changes between refreshes, so no change of the "
                         "sources explains a change of the view",
                         hint="compute the value into a source column when the row is written")
+                if name in SESSION_DEPENDENT:
+                    self.refuse(
+                        f"session-dependent function {name}()", node,
+                        reason="its value is that of the session running the query, and "
+                        "refreshes run in other sessions",
+                        hint="write the value as a literal, or into a source column")
 
     def from_clause(self, select: exp.Select, conditions: list[exp.Expression]):
         """The FROM clause's relation; ``conditions`` (of subqueries' joins) read it too."""

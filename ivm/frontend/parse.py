@@ -46,10 +46,45 @@ def parse_query(sql: str) -> exp.Expression:
     if len(statements) != 1:
         raise SqlSyntaxError(f"expected one query, found {len(statements)} statements", sql)
     query = statements[0]
+    _refuse_keyword_aliases(query, sql)
     if not isinstance(query, exp.Query):
         raise UnsupportedQuery(f"{query.key.upper()} statement", sql, position_of(query),
                                hint="a materialized view is defined by a SELECT query")
     return query
+
+
+CLAUSE_KEYWORDS = {"GROUP", "ORDER", "SORT", "CLUSTER", "DISTRIBUTE", "PARTITION", "BY",
+                   "PIVOT", "OFFSET", "LIMIT", "WINDOW", "HAVING", "WHERE"}
+"""Words that start a clause: where sqlglot reads one as a table alias (``FROM t GROUP``),
+the clause was left unfinished."""
+
+
+def _refuse_keyword_aliases(query: exp.Expression, sql: str) -> None:
+    """Raise :class:`SqlSyntaxError` at an unquoted clause keyword read as a table alias
+    without ``AS``.
+
+    >>> parse_query("SELECT a FROM t AS `group`, u AS order").sql("spark")
+    'SELECT a FROM t AS `group` CROSS JOIN u AS order'
+    >>> parse_query("SELECT a FROM t GROUP")
+    Traceback (most recent call last):
+    ...
+    ivm.errors.SqlSyntaxError: syntax error: GROUP must be followed by BY (line 1, column 17)
+      SELECT a FROM t GROUP
+                      ^
+    Hint: finish the clause, or quote a name that is a keyword: `group`
+    """
+    for alias in query.find_all(exp.TableAlias):
+        name = alias.this
+        word = name.name.upper() if isinstance(name, exp.Identifier) else ""
+        if word not in CLAUSE_KEYWORDS or name.quoted or \
+                sql[:name.meta.get("start", 0)].rstrip()[-2:].upper() == "AS":
+            continue
+        what = f"{word} must be followed by BY" if word in (
+            "GROUP", "ORDER", "SORT", "CLUSTER", "DISTRIBUTE", "PARTITION") \
+            else f"unexpected {word}"
+        raise SqlSyntaxError(f"syntax error: {what}", sql, position_of(name),
+                             hint="finish the clause, or quote a name that is a keyword: "
+                                  f"`{name.name.lower()}`")
 
 
 def referenced_tables(query: exp.Expression) -> list[exp.Table]:

@@ -16,6 +16,7 @@ at the metastore database the cluster already has (PostgreSQL, MySQL) instead.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -64,11 +65,16 @@ def server_command(home: Path, host: str = "localhost", port: int = DEFAULT_PORT
             "-noSecurityManager"]
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def serve(home: Path, host: str = "localhost", port: int = DEFAULT_PORT) -> int:
-    """Serve the metastore of ``home`` until Ctrl-C."""
+    """Serve the metastore of ``home`` until Ctrl-C or SIGTERM, which stop the server too."""
     home.mkdir(parents=True, exist_ok=True)
     print(f"serving the catalog of {home} on {host}:{port}; in other processes of this "
           f"home: export {ENVIRONMENT}={host}:{port}", flush=True)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     server = subprocess.Popen(server_command(home, host, port))
     try:
         return server.wait()
@@ -76,3 +82,5 @@ def serve(home: Path, host: str = "localhost", port: int = DEFAULT_PORT) -> int:
         server.terminate()
         server.wait()
         return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -151,7 +151,7 @@ class _Tokens:
 
 def parse_statement(sql: str) -> Statement | None:
     """The materialized-view statement in ``sql``, or None if it is not one."""
-    try:
+    try:  # Spark's tokenizer: backslash escapes in literals, backquoted names
         tokens = _Tokens(sql, Spark().tokenize(sql))
     except TokenError:
         return None

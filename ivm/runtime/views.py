@@ -37,6 +37,7 @@ from ivm.compiler import CompiledView, compile
 from ivm.errors import (CatalogError, ConcurrentRefresh, IvmError, SourceError, StateError,
                         ViewExists, ViewNotFound)
 from ivm.runtime import faults
+from ivm.runtime.analysis import analyse, refuse_temporary
 from ivm.runtime.catalog import (DEFINITION, FRESHNESS, SUSPENDED, VIEW, check_name,
                                  qualified_name, store_name, store_properties)
 from ivm.runtime.delta_log import CDF_PROPERTY, DeltaLogReader
@@ -46,6 +47,7 @@ from ivm.runtime.graph import (check_no_cycle, dependency_graph, materialized_vi
 from ivm.runtime.history import USER_METADATA, RefreshRecord, history, latest_record
 from ivm.runtime.pruning import prune
 from ivm.runtime.sources import bind, check_source, delta_table, table_version, unbind
+from ivm.runtime.wide import apply_plan_settings
 
 STORE = "ivm.store"
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
@@ -213,8 +215,11 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
     start = time.perf_counter()
     view = qualified_name(spark, name)
     check_name(view)
+    refuse_temporary(spark, sql)
     with _isolated(spark) as work:
         compiled = compile(sql, spark=work)
+        analyse(work, sql)
+        apply_plan_settings(work, compiled)
         for table in compiled.sources:
             check_source(work, table)
         for column in partitioned_by:
@@ -308,6 +313,7 @@ def refresh_partition(spark, name: str, partition: dict[str, exp.Literal]) -> Re
 def _refresh_partition(spark, view: str, partition: dict[str, exp.Literal]) -> RefreshResult:
     start = time.perf_counter()
     compiled = compile(_definition(spark, view), spark=spark)
+    apply_plan_settings(spark, compiled)
     store = store_name(view)
     log = DeltaLogReader(spark, store)
     partitioned_by = log.partition_columns()
@@ -341,6 +347,7 @@ def _refresh_partition(spark, view: str, partition: dict[str, exp.Literal]) -> R
 def _refresh(spark, view: str, full: bool) -> RefreshResult:
     start = time.perf_counter()
     compiled = compile(_definition(spark, view), spark=spark)
+    apply_plan_settings(spark, compiled)
     store = store_name(view)
     schema = spark.table(store).schema
     if tuple(schema.names) != compiled.store.columns:

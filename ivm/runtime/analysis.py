@@ -1,0 +1,101 @@
+"""A view's query checked by Spark itself at CREATE, errors reported at the user's SQL.
+
+ivm's frontend knows the query's shape, not every function and type of Spark. Before
+anything generated runs, :func:`analyse` has Spark's analyzer resolve the user's own SELECT
+(``spark.sql(query).schema`` runs no job), so an unknown function or a type error is
+reported at its place in the user's statement, never in the generated SQL.
+
+:func:`refuse_temporary` refuses temporary views and functions (Python UDFs among them):
+they live in one session, and refreshes run in others.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pyspark.errors import AnalysisException, ParseException
+from sqlglot import exp
+
+from ivm.errors import CatalogError, InvalidQuery, IvmError, SqlSyntaxError, UnsupportedQuery
+from ivm.frontend.parse import DIALECT, parse_query, referenced_tables
+from ivm.frontend.positions import position_at_offset, position_of
+
+TEMPORARY_REASON = "temporary objects cannot be used in a materialized view, because " \
+                   "refreshes run in other sessions"
+
+NAME_CONDITIONS = ("UNRESOLVED_ROUTINE", "UNRESOLVED_COLUMN", "TABLE_OR_VIEW_NOT_FOUND",
+                   "AMBIGUOUS_REFERENCE", "UNRESOLVED_FIELD", "UNRESOLVED_MAP_KEY")
+"""Spark's error conditions about names: a :class:`CatalogError`; any other is an
+:class:`InvalidQuery`."""
+
+
+def refuse_temporary(spark, sql: str) -> None:
+    """Raise :class:`UnsupportedQuery` at the first temporary view or function ``sql``
+    reads, as ``spark`` (the session that defines the view) resolves it."""
+    query = parse_query(sql)
+    for table in referenced_tables(query):
+        try:
+            found = spark.catalog.getTable(table.sql(DIALECT))
+        except AnalysisException:
+            continue  # not found: the frontend says so
+        if found.isTemporary:
+            _refuse(f"temporary view {table.sql(DIALECT)}", table, sql,
+                    "create the view's sources as tables (CREATE TABLE … USING DELTA)")
+    calls = [f for f in query.find_all(exp.Anonymous)]
+    if calls:
+        # SHOW USER FUNCTIONS names a session's functions bare, the catalog's qualified
+        temporary = {row[0].lower() for row in spark.sql("SHOW USER FUNCTIONS").collect()
+                     if "." not in row[0]}
+        for call in calls:
+            if call.name.lower() in temporary:
+                _refuse(f"temporary function {call.name}", call, sql,
+                        "use a built-in function, or a permanent function "
+                        "(CREATE FUNCTION … in the catalog)")
+
+
+def _refuse(construct: str, node: exp.Expression, sql: str, hint: str):
+    raise UnsupportedQuery(construct, sql, position_of(node), hint=hint,
+                           reason=TEMPORARY_REASON)
+
+
+def analyse(spark, sql: str) -> None:
+    """Have Spark's analyzer resolve the SELECT ``sql``; raise an :class:`IvmError` at the
+    place in ``sql`` Spark objects to."""
+    try:
+        spark.sql(sql).schema
+    except (AnalysisException, ParseException) as error:
+        raise spark_error(error, sql) from None
+
+
+def spark_error(error: AnalysisException, sql: str) -> IvmError:
+    """Spark's refusal of the user's query ``sql``, as an error at the user's SQL: the
+    message's first sentence, without the plan Spark appends.
+
+    >>> from ivm.errors import Position
+    >>> class Refusal:  # what Spark raises, reduced to what is read of it
+    ...     def getCondition(self): return "UNRESOLVED_ROUTINE"
+    ...     def getMessage(self): return ("[UNRESOLVED_ROUTINE] Cannot resolve routine `f`. "
+    ...                                   "SQLSTATE: 42883; line 1 pos 7;\\n'Project [...]")
+    ...     def getQueryContext(self): return []
+    >>> error = spark_error(Refusal(), "SELECT f(x) AS y FROM t")
+    >>> type(error).__name__, error.message, error.position
+    ('CatalogError', 'Spark cannot resolve the query: Cannot resolve routine `f`', None)
+    """
+    condition = error.getCondition() or ""
+    text = (error.getMessage() or "").strip().splitlines()[0]
+    text = re.sub(r"^\[[A-Z_.]+\]\s*", "", text)
+    text = re.split(r"\.?\s*SQLSTATE:|; line \d+ pos \d+", text)[0].rstrip(". ")
+    position = None
+    for context in error.getQueryContext():
+        if context.fragment() and 0 <= context.startIndex() < len(sql):
+            position = position_at_offset(sql, context.startIndex())
+            break
+    if isinstance(error, ParseException):
+        return SqlSyntaxError(f"syntax error: {text}", sql, position,
+                              hint="check the SQL near the marked position")
+    if condition.split(".")[0] in NAME_CONDITIONS:
+        return CatalogError(f"Spark cannot resolve the query: {text}", sql, position,
+                            hint="check the name: it must be a built-in function, or a table, "
+                                 "column or function of the catalog")
+    return InvalidQuery(f"Spark refuses the query: {text}", sql, position,
+                        hint="run the SELECT alone and correct it until it works")
