@@ -15,6 +15,8 @@ VIEW = "ivm.view"                 # store property: the view it stores
 DEFINITION = "ivm.definition"     # store property: the view's SELECT
 FRESHNESS = "ivm.freshness"       # store property: the most seconds `ivm run` lets it lag
 SUSPENDED = "ivm.suspended"       # store property: "true" if `ivm run` leaves it alone
+DATABASE = "ivm.database"         # store property: where the definition's names resolve
+SETTINGS = "ivm.settings"         # store property: the session settings pinned at CREATE (JSON)
 
 
 def store_name(view: str) -> str:
@@ -42,9 +44,11 @@ def qualified_name(spark, name: str) -> str:
     return f"{db}.{table.name}"
 
 
-def source_schema(spark, query: exp.Expression, sql: str) -> tuple[dict, str]:
-    """``({db: {table: {column: type}}}, current database)`` for the tables ``query`` reads."""
-    default_db = current_database(spark)
+def source_schema(spark, query: exp.Expression, sql: str,
+                  default_db: str | None = None) -> tuple[dict, str]:
+    """``({db: {table: {column: type}}}, database)`` for the tables ``query`` reads, names
+    without a database being in ``default_db`` (default: the current database)."""
+    default_db = default_db or current_database(spark)
     schema: dict[str, dict[str, dict[str, str]]] = {}
     for table in referenced_tables(query):
         db = table.db or default_db
