@@ -6,8 +6,8 @@ form the delta query understands. It recomputes in full, and records the reason,
 * a source's log no longer holds some of those commits (log retention, VACUUM), or its
   change data feed was turned off in between (so some commits recorded no change data),
 * a source is not the table the view read: its Delta table id changed, because it was
-  dropped and created again under its name (checked first, as the versions of two tables
-  are not comparable),
+  replaced or dropped and created again under its name (checked first, as the versions of
+  two tables are not comparable),
 * a source's schema changed, or the source was replaced,
 * the change is so large that reading it costs about as much as reading the sources: more
   than ``spark.ivm.refresh.fullRecomputeRatio`` (default 0.3) of the sources' bytes, once
@@ -51,13 +51,13 @@ def replaced_source(consumed: dict[str, str] | None, current: dict[str, str]) ->
     >>> replaced_source(None, {"d.s": "b2"}) is None
     True
     >>> replaced_source({"d.s": "a1"}, {"d.s": "b2"})
-    'd.s was dropped and re-created since the view read it (Delta table id a1, now b2)'
+    'd.s was replaced or dropped and re-created since the view read it (Delta table id a1, now b2)'
     """
     for table, table_id in current.items():
         before = (consumed or {}).get(table)
         if before is not None and before != table_id:
-            return (f"{table} was dropped and re-created since the view read it (Delta table "
-                    f"id {before}, now {table_id})")
+            return (f"{table} was replaced or dropped and re-created since the view read it "
+                    f"(Delta table id {before}, now {table_id})")
     return None
 
 
