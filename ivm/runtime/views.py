@@ -4,8 +4,10 @@ A materialized view ``db.v`` is two catalog objects:
 
 * its **store** ``db.v__ivm_store``, a Delta table with change data feed on, holding the
   view's rows and hidden state (see :mod:`ivm.store`); its table properties keep the view's
-  definition, and each commit's ``userMetadata`` a :class:`~ivm.runtime.history.RefreshRecord`
-  with the source versions it reflects;
+  definition and what fixes its meaning (the database its names resolve in, the settings
+  every refresh runs under: see :mod:`ivm.runtime.definition`), and each commit's
+  ``userMetadata`` a :class:`~ivm.runtime.history.RefreshRecord` with the source versions
+  (and Delta table ids) it reflects;
 * the catalog **view** ``db.v``, ``SELECT <the view's columns> FROM db.v__ivm_store``, which
   is what users query.
 
