@@ -97,7 +97,8 @@ def compile(sql: str, schema: Mapping | None = None, *, spark=None,
     """Compile a view's SELECT into its delta query and store layout.
 
     Names are resolved against ``schema`` (``{table: {column: type}}``, optionally nested by
-    database) or, given a SparkSession, against its catalog. Raises
+    database) or, given a SparkSession, against its catalog; a name without a database is in
+    ``default_db`` (default: the session's current database). Raises
     :class:`~ivm.errors.IvmError` subclasses for bad or unsupported SQL.
     """
     query = parse_query(sql)
@@ -105,7 +106,7 @@ def compile(sql: str, schema: Mapping | None = None, *, spark=None,
         if spark is None:
             raise ValueError("compile needs a schema mapping or a SparkSession")
         from ivm.runtime.catalog import source_schema
-        schema, default_db = source_schema(spark, query, sql)
+        schema, default_db = source_schema(spark, query, sql, default_db)
     qualified = qualify_query(query, sql, schema, default_db)
     plan = lower(qualified, sql)
     return CompiledView(sql, plan, maintain(plan))

@@ -22,6 +22,8 @@ VIEW = "ivm.view"                 # store property: the view it stores
 DEFINITION = "ivm.definition"     # store property: the view's SELECT
 FRESHNESS = "ivm.freshness"       # store property: the most seconds `ivm run` lets it lag
 SUSPENDED = "ivm.suspended"       # store property: "true" if `ivm run` leaves it alone
+DATABASE = "ivm.database"         # store property: where the definition's names resolve
+SETTINGS = "ivm.settings"         # store property: the session settings pinned at CREATE (JSON)
 SESSION_CATALOG = "spark_catalog"
 
 
@@ -71,9 +73,11 @@ def check_name(view: str) -> None:
                                f"table names", hint="choose another name")
 
 
-def source_schema(spark, query: exp.Expression, sql: str) -> tuple[dict, str]:
-    """``({db: {table: {column: type}}}, current database)`` for the tables ``query`` reads."""
-    default_db = current_database(spark)
+def source_schema(spark, query: exp.Expression, sql: str,
+                  default_db: str | None = None) -> tuple[dict, str]:
+    """``({db: {table: {column: type}}}, database)`` for the tables ``query`` reads, names
+    without a database being in ``default_db`` (default: the current database)."""
+    default_db = default_db or current_database(spark)
     schema: dict[str, dict[str, dict[str, str]]] = {}
     for table in referenced_tables(query):
         db, name = (table.db or default_db).lower(), table.name.lower()

@@ -14,9 +14,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ivm.compiler import compile
-from ivm.errors import ViewNotFound
-from ivm.runtime.catalog import DEFINITION, qualified_name, store_name, store_properties
+from ivm.runtime.catalog import qualified_name, store_name
+from ivm.runtime.definition import compile_definition
 from ivm.zset import COUNT
 
 OPERATIONS = {"insert": "+I", "update_preimage": "-U", "update_postimage": "+U",
@@ -30,10 +29,7 @@ def view_changes(spark, name: str, starting_version: int,
     ``starting_version`` (to ``ending_version``): its columns, then ``_op`` (``+I``, ``-U``,
     ``+U``, ``-D``), ``_commit_version`` and ``_commit_timestamp``, in commit order."""
     view = qualified_name(spark, name)
-    properties = store_properties(spark, view)
-    if properties is None:
-        raise ViewNotFound(f"materialized view {view} does not exist")
-    store = compile(properties[DEFINITION], spark=spark).store
+    store = compile_definition(spark, view).store
     reader = (spark.read.format("delta").option("readChangeFeed", "true")
               .option("startingVersion", starting_version))
     if ending_version is not None:

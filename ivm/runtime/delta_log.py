@@ -1,6 +1,6 @@
 """Fast reads of a Delta table's state from its transaction log.
 
-A refresh asks a few questions of each table it touches: its latest version, a table
+A refresh asks a few questions of each table it touches: its latest version, its id, a table
 property, the ``userMetadata`` of a commit, and what the commits since a version did (see
 :class:`Commit`). Delta's public API answers them through
 ``DESCRIBE HISTORY``/``DESCRIBE DETAIL`` jobs (~0.5 s each); the table's ``DeltaLog`` in the
@@ -63,6 +63,13 @@ class DeltaLogReader:
         if self._snapshot is not None:
             return int(self._snapshot.version())
         return DeltaTable.forName(self.spark, self.table).history(1).first().version
+
+    def table_id(self) -> str:
+        """The table's id, which Delta gives a table when it creates it: a table dropped and
+        created again under the same name has another."""
+        if self._snapshot is not None:
+            return str(self._snapshot.metadata().id())
+        return DeltaTable.forName(self.spark, self.table).detail().first().id
 
     def properties(self) -> dict[str, str]:
         """The table's properties."""

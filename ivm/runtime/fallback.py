@@ -5,6 +5,9 @@ form the delta query understands. It recomputes in full, and records the reason,
 
 * a source's log no longer holds some of those commits (log retention, VACUUM), or its
   change data feed was turned off in between (so some commits recorded no change data),
+* a source is not the table the view read: its Delta table id changed, because it was
+  replaced or dropped and created again under its name (checked first, as the versions of
+  two tables are not comparable),
 * a source's schema changed, or the source was replaced,
 * the change is so large that reading it costs about as much as reading the sources: more
   than ``spark.ivm.refresh.fullRecomputeRatio`` (default 0.3) of the sources' bytes, once
@@ -35,6 +38,27 @@ def _setting(spark, key: str, default: float) -> float:
         return float(value) if value is not None else default
     except ValueError:
         raise ValueError(f"{key} must be a number, not {value!r}") from None
+
+
+def replaced_source(consumed: dict[str, str] | None, current: dict[str, str]) -> str | None:
+    """Why a refresh must recompute because a source is another table than the one the
+    view read, if one is: ``consumed`` and ``current`` map sources to Delta table ids, then
+    and now. A source without a consumed id (the view's records predate them) is taken to be
+    the same table.
+
+    >>> replaced_source({"d.s": "a1"}, {"d.s": "a1"}) is None
+    True
+    >>> replaced_source(None, {"d.s": "b2"}) is None
+    True
+    >>> replaced_source({"d.s": "a1"}, {"d.s": "b2"})
+    'd.s was replaced or dropped and re-created since the view read it (Delta table id a1, now b2)'
+    """
+    for table, table_id in current.items():
+        before = (consumed or {}).get(table)
+        if before is not None and before != table_id:
+            return (f"{table} was replaced or dropped and re-created since the view read it "
+                    f"(Delta table id {before}, now {table_id})")
+    return None
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 Every commit ivm makes to a store carries, in Delta's ``userMetadata``, one
 :class:`RefreshRecord`: which refresh wrote it, in which mode and why, and the source versions
 the store reflects from then on. Delta keeps the commits, so the refresh history of a view is
-its store's Delta history, and the latest record is where the next refresh starts.
+its store's Delta history, and the latest record is where the next refresh starts. A source is
+known by its Delta table id, which the record keeps, so a table dropped and created again under
+the same name is not taken for the one the view read.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ class RefreshRecord:
     sources: dict[str, int]                     # the source versions the store now reflects
     reason: str | None = None                   # why a refresh was full
     read_bytes: int | None = None               # the bytes of source data or change it read
+    table_ids: dict[str, str] | None = None     # each source's Delta table id (None: unknown,
+                                                # in records written before ids were kept)
     refresh: str = field(default_factory=lambda: uuid.uuid4().hex)
     started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
 

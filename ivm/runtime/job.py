@@ -2,8 +2,9 @@
 
 ``main(view, definition, steps, argv)`` creates the view if it does not exist, else refreshes
 it (incrementally, ``--full``, or one ``--partition``); ``--loop`` keeps it within its
-FRESHNESS until stopped. Before anything runs it compiles ``definition`` and compares the SQL
-with ``steps``, the SQL the job shows; a job whose text is not what would run is refused.
+FRESHNESS until stopped. Before anything runs it compiles the definition that will run —
+``definition`` for a CREATE, else the view's stored one, as at its CREATE — and compares the
+SQL with ``steps``, the SQL the job shows; a job whose text is not what would run is refused.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ def _check_classpath(spark) -> None:
 def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
     from ivm.compiler import compile
     from ivm.runtime.catalog import FRESHNESS, qualified_name, store_properties
+    from ivm.runtime.definition import compile_definition
     from ivm.runtime.scheduler import run
     from ivm.runtime.session import spark_session
     from ivm.runtime.statements import parse_statement, sql
@@ -91,10 +93,10 @@ def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
     conf = {"spark.sql.warehouse.dir": args.warehouse} if args.warehouse else None
     spark = spark_session(args.home, app_name=f"ivm refresh {view}", conf=conf)
     _check_classpath(spark)
-    statement = parse_statement(definition)
-    _check_steps(compile(statement.query, spark=spark), steps)
     name = qualified_name(spark, view)
     properties = store_properties(spark, name)
+    _check_steps(compile(parse_statement(definition).query, spark=spark) if properties is None
+                 else compile_definition(spark, name, properties), steps)
     if properties is None:
         print(sql(spark, definition), flush=True)
     elif args.partition:

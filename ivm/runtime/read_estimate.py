@@ -62,13 +62,18 @@ def read_estimate(spark, compiled: CompiledView, view: str | None = None) -> str
 
 
 def _pending(spark, compiled: CompiledView, view: str) -> str:
-    from ivm.runtime.sources import table_version
-    from ivm.runtime.views import consumed_versions
+    from ivm.runtime.catalog import store_name
+    from ivm.runtime.fallback import replaced_source
+    from ivm.runtime.history import latest_record
+    from ivm.runtime.sources import latest_sources
 
-    previous = consumed_versions(spark, view)
-    current = {table: table_version(spark, table) for table in compiled.sources}
+    record = latest_record(DeltaLogReader(spark, store_name(view)))[1]
+    previous = record.sources
+    current, ids = latest_sources(spark, compiled.sources)
     if set(previous) != set(current):
         return "a full recompute: its definition reads other sources than this one"
+    if replaced := replaced_source(record.table_ids, ids):
+        return f"a full recompute: {replaced}"
     if previous == current:
         return "nothing to read (no source changed)"
     change = estimate(spark, previous, current)

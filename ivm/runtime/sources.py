@@ -18,10 +18,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
-from ivm.compiler import compile
 from ivm.errors import SourceError
 from ivm.names import quote
-from ivm.runtime.catalog import DEFINITION, store_name, store_properties
+from ivm.runtime.catalog import store_name, store_properties
+from ivm.runtime.definition import compile_definition
 from ivm.runtime.delta_log import CDF_PROPERTY, DeltaLogReader
 from ivm.zset import COUNT, WEIGHT, Read, relation_name
 
@@ -34,7 +34,7 @@ def upstream_repeats_rows(spark, table: str) -> bool | None:
     properties = store_properties(spark, table)
     if properties is None:
         return None
-    return compile(properties[DEFINITION], spark=spark).store.repeat_rows
+    return compile_definition(spark, table, properties).store.repeat_rows
 
 
 def delta_table(spark, table: str) -> str:
@@ -64,6 +64,13 @@ def check_source(spark, table: str) -> None:
 def table_version(spark, table: str) -> int:
     """The latest committed version of the source ``table``."""
     return DeltaLogReader(spark, delta_table(spark, table)).version()
+
+
+def latest_sources(spark, tables) -> tuple[dict[str, int], dict[str, str]]:
+    """The latest version and the Delta table id of each of the source ``tables``."""
+    logs = {table: DeltaLogReader(spark, delta_table(spark, table)) for table in tables}
+    return ({table: log.version() for table, log in logs.items()},
+            {table: log.table_id() for table, log in logs.items()})
 
 
 def snapshot(spark, table: str, columns, version: int, repeats: bool | None = None

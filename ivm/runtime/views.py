@@ -4,8 +4,10 @@ A materialized view ``db.v`` is two catalog objects:
 
 * its **store** ``db.v__ivm_store``, a Delta table with change data feed on, holding the
   view's rows and hidden state (see :mod:`ivm.store`); its table properties keep the view's
-  definition, and each commit's ``userMetadata`` a :class:`~ivm.runtime.history.RefreshRecord`
-  with the source versions it reflects;
+  definition and what fixes its meaning (the database its names resolve in, the settings
+  every refresh runs under: see :mod:`ivm.runtime.definition`), and each commit's
+  ``userMetadata`` a :class:`~ivm.runtime.history.RefreshRecord` with the source versions
+  (and Delta table ids) it reflects;
 * the catalog **view** ``db.v``, ``SELECT <the view's columns> FROM db.v__ivm_store``, which
   is what users query.
 
@@ -40,13 +42,16 @@ from ivm.runtime import faults
 from ivm.runtime.analysis import analyse, refuse_temporary
 from ivm.runtime.catalog import (DEFINITION, FRESHNESS, SUSPENDED, VIEW, check_name,
                                  qualified_name, store_name, store_properties)
+from ivm.runtime.definition import (compile_definition, is_pinned, pin, resolution_database,
+                                    settings, view_properties)
 from ivm.runtime.delta_log import CDF_PROPERTY, DeltaLogReader
-from ivm.runtime.fallback import CHANGE_DATA_UNAVAILABLE, estimate
+from ivm.runtime.fallback import CHANGE_DATA_UNAVAILABLE, estimate, replaced_source
 from ivm.runtime.graph import (check_no_cycle, dependency_graph, materialized_views, readers,
                                refresh_order)
 from ivm.runtime.history import USER_METADATA, RefreshRecord, history, latest_record
 from ivm.runtime.pruning import prune
-from ivm.runtime.sources import bind, check_source, delta_table, table_version, unbind
+from ivm.runtime.sources import (bind, check_source, delta_table, latest_sources,
+                                 table_version, unbind)
 from ivm.runtime.wide import apply_plan_settings
 
 STORE = "ivm.store"
@@ -99,14 +104,17 @@ OVERFLOW_ERRORS = (OVERFLOW, "NUMERIC_VALUE_OUT_OF_RANGE", "ARITHMETIC_OVERFLOW"
 
 
 @contextmanager
-def _isolated(spark):
+def _isolated(spark, pinned: dict[str, str] | None = None):
     """A session of its own for one statement: ``spark``'s settings and current database,
-    its own temporary views and settings."""
+    its own temporary views and settings. ``pinned``: the settings a view's CREATE pinned
+    (see :mod:`ivm.runtime.definition`), which replace ``spark``'s own."""
     own = spark.newSession()
     inherited = own.conf.getAll
     for key, value in spark.conf.getAll.items():
-        if inherited.get(key) != value:
+        if inherited.get(key) != value and (pinned is None or not is_pinned(key)):
             own.conf.set(key, value)
+    for key, value in (pinned or {}).items():
+        own.conf.set(key, value)
     own.catalog.setCurrentDatabase(spark.catalog.currentDatabase())
     yield own
 
@@ -171,21 +179,9 @@ def _is_materialized_view(spark, view: str) -> bool:
     return store_properties(spark, view) is not None
 
 
-def _definition(spark, view: str) -> str:
-    properties = store_properties(spark, view)
-    if properties is None:
-        raise ViewNotFound(f"materialized view {view} does not exist",
-                           hint="create it with CREATE MATERIALIZED VIEW")
-    return properties[DEFINITION]
-
-
 def consumed_versions(spark, view: str) -> dict[str, int]:
     """The source versions the store of ``view`` reflects, from its latest record."""
     return latest_record(DeltaLogReader(spark, store_name(view)))[1].sources
-
-
-def _latest_versions(spark, compiled: CompiledView) -> dict[str, int]:
-    return {table: table_version(spark, table) for table in compiled.sources}
 
 
 def _bind(spark, compiled: CompiledView, before, after, point: str) -> list[str]:
@@ -242,9 +238,9 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
             raise ViewExists(f"{store} already exists and is not the store of {view}",
                              hint="choose another view name")
         check_no_cycle(work, view, compiled.sources)
-        versions = _latest_versions(work, compiled)
-        record = RefreshRecord("create", versions)
-        properties = {CDF_PROPERTY: "true", VIEW: view, DEFINITION: sql.strip()}
+        versions, ids = latest_sources(work, compiled.sources)
+        record = RefreshRecord("create", versions, table_ids=ids)
+        properties = {CDF_PROPERTY: "true", VIEW: view, DEFINITION: sql.strip(), **pin(work)}
         if freshness is not None:
             properties[FRESHNESS] = str(freshness)
         names = _bind(work, compiled, None, versions, "create.during_write")
@@ -275,8 +271,9 @@ def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
     view = qualified_name(spark, name)
     for _ in range(ATTEMPTS):
         try:
-            with _isolated(spark) as work:
-                return _refresh(work, view, full)
+            properties = view_properties(spark, view)
+            with _isolated(spark, settings(properties)) as work:
+                return _refresh(work, view, properties, full)
         except _LostRace:
             continue
     raise ConcurrentRefresh(f"{view} was refreshed by another refresh {ATTEMPTS} times while "
@@ -302,17 +299,19 @@ def refresh_partition(spark, name: str, partition: dict[str, exp.Literal]) -> Re
     view = qualified_name(spark, name)
     for _ in range(ATTEMPTS):
         try:
-            with _isolated(spark) as work:
-                return _refresh_partition(work, view, partition)
+            properties = view_properties(spark, view)
+            with _isolated(spark, settings(properties)) as work:
+                return _refresh_partition(work, view, properties, partition)
         except _LostRace:
             continue
     raise ConcurrentRefresh(f"{view} was refreshed by another refresh {ATTEMPTS} times while "
                             f"this one ran", hint="refresh it again later")
 
 
-def _refresh_partition(spark, view: str, partition: dict[str, exp.Literal]) -> RefreshResult:
+def _refresh_partition(spark, view: str, properties: dict[str, str],
+                       partition: dict[str, exp.Literal]) -> RefreshResult:
     start = time.perf_counter()
-    compiled = compile(_definition(spark, view), spark=spark)
+    compiled = compile_definition(spark, view, properties)
     apply_plan_settings(spark, compiled)
     store = store_name(view)
     log = DeltaLogReader(spark, store)
@@ -324,10 +323,16 @@ def _refresh_partition(spark, view: str, partition: dict[str, exp.Literal]) -> R
                                               f"{', '.join(partitioned_by) or 'nothing'}")
     _repair_catalog_view(spark, view, compiled)
     store_version = log.version()
-    consumed = latest_record(log)[1].sources
+    last = latest_record(log)[1]
+    consumed = last.sources
+    _, ids = latest_sources(spark, compiled.sources)
+    if replaced := replaced_source(last.table_ids, ids):
+        raise SourceError(f"{view} cannot recompute a partition: {replaced}",
+                          hint=f"run REFRESH MATERIALIZED VIEW {view}")
     spec = ", ".join(f"{c} = {v.sql(codegen.DIALECT)}" for c, v in partition.items())
     predicate = exp.and_(*(exp.column(c).eq(v) for c, v in partition.items()))
-    record = RefreshRecord("partition", consumed, reason=f"PARTITION ({spec})")
+    record = RefreshRecord("partition", consumed, reason=f"PARTITION ({spec})",
+                           table_ids=last.table_ids)
     names = _bind(spark, compiled, None, consumed, "refresh.during_write")
     try:
         faults.reach("refresh.before_write")
@@ -344,9 +349,9 @@ def _refresh_partition(spark, view: str, partition: dict[str, exp.Literal]) -> R
                          reason=record.reason, seconds=time.perf_counter() - start)
 
 
-def _refresh(spark, view: str, full: bool) -> RefreshResult:
+def _refresh(spark, view: str, properties: dict[str, str], full: bool) -> RefreshResult:
     start = time.perf_counter()
-    compiled = compile(_definition(spark, view), spark=spark)
+    compiled = compile_definition(spark, view, properties)
     apply_plan_settings(spark, compiled)
     store = store_name(view)
     schema = spark.table(store).schema
@@ -358,11 +363,14 @@ def _refresh(spark, view: str, full: bool) -> RefreshResult:
     log = DeltaLogReader(spark, store)
     with _spark_errors(view):
         store_version = log.version()
-        previous = latest_record(log)[1].sources
-        current = _latest_versions(spark, compiled)
+        last = latest_record(log)[1]
+        previous = last.sources
+        current, ids = latest_sources(spark, compiled.sources)
     reason = f"REFRESH {view} FULL" if full else None
     if not full and set(previous) != set(current):
         reason = "the store records other sources than the definition reads"
+    if reason is None:
+        reason = replaced_source(last.table_ids, ids)
     if reason is None and previous == current:
         return RefreshResult(view, "noop", current, previous,
                              seconds=time.perf_counter() - start)
@@ -374,15 +382,15 @@ def _refresh(spark, view: str, full: bool) -> RefreshResult:
         reason, read_bytes = change.full_recompute_reason, change.change_bytes
     if reason is None:
         try:
-            result = _write(spark, view, compiled, store_version, previous, current, None,
-                            read_bytes, schema)
+            result = _write(spark, view, compiled, store_version, previous, current, ids,
+                            None, read_bytes, schema)
         except SourceError as error:    # a change data file was VACUUMed
             reason = error.message
         except _Overflow:
             reason = OVERFLOW_REASON
     if reason is not None:
         sizes = [DeltaLogReader(spark, table).size_in_bytes() for table in current]
-        result = _write(spark, view, compiled, store_version, previous, current, reason,
+        result = _write(spark, view, compiled, store_version, previous, current, ids, reason,
                         None if None in sizes else sum(sizes), schema)
     result.seconds = time.perf_counter() - start
     return result
@@ -399,13 +407,15 @@ def _inexact_sums(compiled: CompiledView, schema) -> str | None:
 
 
 def _write(spark, view: str, compiled: CompiledView, store_version: int,
-           previous: dict[str, int], current: dict[str, int], reason: str | None,
-           read_bytes: int | None, schema) -> RefreshResult:
+           previous: dict[str, int], current: dict[str, int], ids: dict[str, str],
+           reason: str | None, read_bytes: int | None, schema) -> RefreshResult:
     """Fold the change from ``previous`` to ``current`` into the store in one commit, or,
-    with a ``reason`` to, overwrite the store with the query's result at ``current``."""
+    with a ``reason`` to, overwrite the store with the query's result at ``current``;
+    ``ids``: the sources' Delta table ids."""
     store = store_name(view)
     full = reason is not None
-    record = RefreshRecord("full" if full else "incremental", current, reason, read_bytes)
+    record = RefreshRecord("full" if full else "incremental", current, reason, read_bytes,
+                           table_ids=ids)
     names = _bind(spark, compiled, None if full else previous, current, "refresh.during_write")
     try:
         faults.reach("refresh.before_write")
@@ -455,13 +465,13 @@ def alter_view(spark, name: str, *, freshness: int | None = None,
     """Set the freshness of the view ``name``, or suspend or resume its refreshes by
     ``ivm run``."""
     view = qualified_name(spark, name)
-    _definition(spark, view)
-    settings = {}
+    view_properties(spark, view)
+    changes = {}
     if freshness is not None:
-        settings[FRESHNESS] = str(freshness)
+        changes[FRESHNESS] = str(freshness)
     if suspended is not None:
-        settings[SUSPENDED] = str(suspended).lower()
-    _execute(spark, codegen.set_properties_statement(store_name(view), settings))
+        changes[SUSPENDED] = str(suspended).lower()
+    _execute(spark, codegen.set_properties_statement(store_name(view), changes))
 
 
 def lag_seconds(spark, view: str) -> float:
@@ -474,9 +484,12 @@ def lag_seconds(spark, view: str) -> float:
 def _oldest_unconsumed_ms(spark, view: str) -> int | None:
     """The commit time of the oldest source commit ``view`` does not reflect, if any."""
     times = []
-    for table, consumed in consumed_versions(spark, view).items():
+    last = latest_record(DeltaLogReader(spark, store_name(view)))[1]
+    for table, consumed in last.sources.items():
         log = DeltaLogReader(spark, delta_table(spark, table))
         latest = log.version()
+        if replaced_source(last.table_ids, {table: log.table_id()}):
+            consumed = -1       # another table of that name: none of its commits is reflected
         if latest > consumed:
             commits = log.commits(consumed, latest)
             times.append(commits[0].timestamp_ms if commits else 0)
@@ -490,9 +503,7 @@ def describe_view(spark, name: str) -> DataFrame:
     its definition, its last refresh (when, mode and why, what it read and wrote), the source
     versions it reflects and how far it lags behind its sources."""
     view = qualified_name(spark, name)
-    properties = store_properties(spark, view)
-    if properties is None:
-        _definition(spark, view)    # raises ViewNotFound
+    properties = view_properties(spark, view)
     store = store_name(view)
     last = history(spark, store).first()
     freshness = properties.get(FRESHNESS)
@@ -504,7 +515,10 @@ def describe_view(spark, name: str) -> DataFrame:
              ("last refresh reason", last.reason or ""),
              ("last refresh read bytes", "" if last.read_bytes is None else str(last.read_bytes)),
              ("last refresh rows written", f"+{last.rows_inserted or 0} ~{last.rows_updated or 0}"
-                                           f" -{last.rows_deleted or 0}")]
+                                           f" -{last.rows_deleted or 0}"),
+             ("database", resolution_database(view, properties))]
+    facts += [(f"setting {key}", value)
+              for key, value in (settings(properties) or {}).items()]
     for table, consumed in sorted(consumed_versions(spark, view).items()):
         latest = table_version(spark, table)
         facts.append((f"source {table}", f"version {consumed} of {latest}"))
@@ -516,7 +530,7 @@ def refresh_history(spark, name: str) -> DataFrame:
     """``DESCRIBE HISTORY MATERIALIZED VIEW``: every CREATE and REFRESH that wrote the view,
     newest first (see :func:`ivm.runtime.history.history`)."""
     view = qualified_name(spark, name)
-    _definition(spark, view)
+    view_properties(spark, view)
     return history(spark, store_name(view))
 
 

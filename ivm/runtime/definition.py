@@ -1,0 +1,97 @@
+"""What a view's definition means, fixed at CREATE: where its names resolve, and the session
+settings that give it its meaning.
+
+Spark does this for a persistent view: CREATE VIEW records the current database and the
+session's SQL settings (the time zone and ANSI mode always, others when the session set
+them), and the view's text is analysed under them ever after. A materialized view keeps the
+same in its store's properties: the database current at CREATE (``ivm.database``), in which
+every later compile of the definition resolves names without a database — a refresh from a
+session using another database, ``REFRESH ALL``, a view that reads this one, ``DESCRIBE``, a
+generated job — and the settings of :data:`PINNED` (``ivm.settings``), under which every
+refresh runs. CREATE OR REPLACE records them anew.
+
+>>> is_pinned("spark.sql.session.timeZone"), is_pinned("spark.sql.legacy.sizeOfNull")
+(True, True)
+>>> is_pinned("spark.sql.shuffle.partitions")
+False
+>>> resolution_database("a.v", {}), resolution_database("a.v", {DATABASE: "b"})
+('a', 'b')
+"""
+
+from __future__ import annotations
+
+import json
+
+from pyspark.errors import PySparkException
+from sqlglot import exp
+
+from ivm.compiler import CompiledView, compile
+from ivm.errors import ViewNotFound
+from ivm.runtime.catalog import (DATABASE, DEFINITION, SETTINGS, current_database,
+                                 store_properties)
+
+PINNED = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled",
+          "spark.sql.decimalOperations.allowPrecisionLoss", "spark.sql.legacy.timeParserPolicy",
+          "spark.sql.parser.escapedStringLiterals", "spark.sql.storeAssignmentPolicy",
+          "spark.sql.timestampType", "spark.sql.caseSensitive", "spark.sql.mapKeyDedupPolicy")
+"""Settings that change what a query returns; their effective values are pinned."""
+
+PINNED_PREFIXES = ("spark.sql.legacy.",)
+"""Settings pinned when the session set them: Spark's legacy behaviours, each of which
+changes a query's result."""
+
+
+def is_pinned(key: str) -> bool:
+    return key in PINNED or key.startswith(PINNED_PREFIXES)
+
+
+def pinned_settings(spark) -> dict[str, str]:
+    """The settings of ``spark`` that give a definition its meaning: the effective value of
+    each of :data:`PINNED` this Spark knows, and every setting of :data:`PINNED_PREFIXES`
+    the session set."""
+    settings = {}
+    for key in PINNED:
+        try:
+            settings[key] = spark.conf.get(key)
+        except PySparkException:     # a setting this version of Spark does not have
+            pass
+    settings |= {k: v for k, v in spark.conf.getAll.items() if k.startswith(PINNED_PREFIXES)}
+    return dict(sorted(settings.items()))
+
+
+def pin(spark) -> dict[str, str]:
+    """The store properties that fix the meaning of a definition created in ``spark``."""
+    return {DATABASE: current_database(spark),
+            SETTINGS: json.dumps(pinned_settings(spark), sort_keys=True)}
+
+
+def view_properties(spark, view: str) -> dict[str, str]:
+    """The store properties of the materialized view ``view``; raises ViewNotFound."""
+    properties = store_properties(spark, view)
+    if properties is None:
+        raise ViewNotFound(f"materialized view {view} does not exist",
+                           hint="create it with CREATE MATERIALIZED VIEW")
+    return properties
+
+
+def resolution_database(view: str, properties: dict[str, str]) -> str:
+    """The database in which the definition of ``view`` resolves names without one: the one
+    current at its CREATE, else (a view created before it was recorded) the view's own."""
+    return properties.get(DATABASE) or exp.to_table(view, dialect="spark").db
+
+
+def settings(properties: dict[str, str]) -> dict[str, str] | None:
+    """The settings pinned at the view's CREATE; None for a view created before they were
+    recorded."""
+    text = properties.get(SETTINGS)
+    return None if text is None else json.loads(text)
+
+
+def compile_definition(spark, view: str,
+                       properties: dict[str, str] | None = None) -> CompiledView:
+    """The stored definition of the materialized view ``view`` compiled as at its CREATE,
+    its names resolved in :func:`resolution_database`. ``properties``: the store's, if read
+    already."""
+    properties = properties or view_properties(spark, view)
+    return compile(properties[DEFINITION], spark=spark,
+                   default_db=resolution_database(view, properties))
