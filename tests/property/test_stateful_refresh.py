@@ -21,7 +21,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_sta
 
 import ivm
 from ivm.runtime import faults
-from harness import check_views, create_sources, example_database, pinned_settings, refresh_views
+from harness import (check_views, create_sources, definition, example_database, pinned_settings,
+                     refresh_views)
 from strategies import SCHEMAS, ZONES, changes, table_rows
 from views import FAMILIES
 
@@ -58,7 +59,8 @@ class RefreshMachine(RuleBasedStateMachine):
         create_sources(self.spark, initial)
         for name, query in VIEWS.items():
             partitioned = " PARTITIONED BY (k)" if name == "ByKey" else ""
-            ivm.sql(self.spark, f"CREATE MATERIALIZED VIEW {name}{partitioned} AS {query}")
+            ivm.sql(self.spark,
+                    f"CREATE MATERIALIZED VIEW {name}{partitioned} AS {definition(query)}")
 
     def _change(self, table, data, kinds):
         for statement in data.draw(changes(table, self.known[table], kinds), label="DML"):
