@@ -2,12 +2,16 @@
 
 Every strategy is a plain function returning a strategy. Values come from tiny domains with
 NULL in each (keys from ``{0, 1, 2, NULL}``), so joins and groups collide, rows repeat and
-groups empty out. Queries are nested SELECTs over the sources drawn from a recursive grammar
+groups empty out. The domains put the values that break naive maintenance first: decimals
+that use their last digit of scale and high precision, doubles of mixed magnitude with NaN,
+±Infinity and -0.0, strings that need escapes, timestamps near midnight (whose date and hour
+depend on the session time zone); names include a mixed-case, a reserved and a non-ASCII
+column. Queries are nested SELECTs over the sources drawn from a recursive grammar
 of the SQL ivm maintains (:func:`queries`). Changes are drawn as the DML text a user would
 run, so a falsifying example reads as a script::
 
-    >>> render((1, None, Decimal("2.50"), "x"))
-    "(1, NULL, 2.50, 'x')"
+    >>> render((1, None, Decimal("2.50"), "it's", float("nan")))
+    "(1, NULL, 2.50, 'it\\\\'s', CAST('NaN' AS DOUBLE))"
     >>> insert("t", [(0, 1), (None, None)])
     'INSERT INTO t VALUES (0, 1), (NULL, NULL)'
 """
@@ -15,7 +19,10 @@ run, so a falsifying example reads as a script::
 from __future__ import annotations
 
 import functools
+import math
+import re
 from dataclasses import dataclass, field, replace
+from datetime import date, datetime
 from decimal import Decimal
 
 from hypothesis import strategies as st
@@ -23,22 +30,46 @@ from hypothesis import strategies as st
 KEYS = (0, 1, 2, None)
 
 SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
-    "r": (("k", "INT"), ("a", "INT"), ("b", "DECIMAL(10,2)"), ("s", "STRING")),
-    "s": (("k", "INT"), ("c", "INT"), ("d", "STRING")),
-    "t": (("c", "INT"), ("e", "INT")),
+    "r": (("k", "INT"), ("a", "INT"), ("b", "DECIMAL(18,8)"), ("s", "STRING"),
+          ("Rate", "DOUBLE")),
+    "s": (("k", "INT"), ("c", "INT"), ("d", "STRING"), ("order", "TIMESTAMP")),
+    "t": (("c", "INT"), ("e", "INT"), ("x", "DECIMAL(38,18)"), ("größe", "DECIMAL(38,0)")),
 }
-"""The source tables. ``r.k = s.k`` and ``s.c = t.c`` are the join keys."""
+"""The source tables. ``r.k = s.k`` and ``s.c = t.c`` are the join keys. Names are as
+written at CREATE TABLE (``Rate`` mixed case; ``order`` and ``größe`` need backticks, see
+:func:`ident`)."""
+
+FLOATS = (1e16, 1.0, math.nan, math.inf, -0.0, -math.inf, 0.5, -1.0, 1e16)
+"""Doubles: 1e16 absorbs 1.0 (so a running sum cannot retract it), NaN and ±Infinity stick,
+-0.0 equals 0.0. No -1e16, so no group cancels two large terms: a sum's rounding error stays
+relative to the sum (see ``harness.FLOAT_TOLERANCE``)."""
+
+TIMES = (datetime(2024, 1, 1, 23, 30), datetime(2024, 1, 2, 0, 15),
+         datetime(2024, 3, 31, 1, 30), datetime(2024, 12, 31, 18, 45))
+"""Timestamps whose date or hour differs between UTC and most other zones."""
 
 DOMAINS: dict[tuple[str, str], tuple] = {
     ("r", "k"): KEYS,
     ("r", "a"): (-1, 0, 1, 2, 3, None),
-    ("r", "b"): tuple(Decimal(v) for v in ("-1.50", "0.00", "0.25", "2.00", "10.10")) + (None,),
-    ("r", "s"): ("x", "y", "", None),
+    # the last digit of scale, and a magnitude that doubling in UPDATEs cannot overflow
+    ("r", "b"): tuple(Decimal(v) for v in ("0.12345678", "0.00000001", "-1.50000000", "2.00000000",
+                                           "123456.78901234", "0.12345678")) + (None,),
+    ("r", "s"): ("it's", "x", "y", "", "it's", None),
+    ("r", "Rate"): FLOATS + (None,),
     ("s", "k"): KEYS,
     ("s", "c"): KEYS,
-    ("s", "d"): ("p", "q", None),
+    ("s", "d"): ('dq"x', "p", "q", 'dq"x', None),
+    ("s", "order"): TIMES + (None,),
     ("t", "c"): KEYS,
     ("t", "e"): (-1, 0, 1, 2, None),
+    # 18 digits of scale, 13 integer digits: sums over joins of a million rows still fit
+    ("t", "x"): tuple(Decimal(v) for v in (
+        "0.123456789012345678", "0.000000000000000001", "-9999999999999.999999999999999999",
+        "2.5", "0.123456789012345678")) + (None,),
+    # large magnitudes; the headroom to 10^38 is for sums, not for the values
+    ("t", "größe"): tuple(Decimal(v) for v in (
+        "1000000000000000000000000000000", "-999999999999999999999999999999", "1", "0",
+        "1000000000000000000000000000000")) + (None,),
 }
 
 MAX_ROWS = {"r": 10, "s": 8, "t": 6}
@@ -49,18 +80,52 @@ MARKER = {"r": ("a", 99), "s": ("c", 99), "t": ("e", 99)}
 KEY_COLUMNS = {("r", "k"), ("s", "k"), ("s", "c"), ("t", "c")}
 
 
-def literal(value) -> str:
-    """A SQL literal for a value of a source domain.
+def ident(name: str) -> str:
+    """A column name as SQL: in backticks unless it is a plain word.
 
-    >>> [literal(v) for v in (None, 3, Decimal("1.50"), "it's", True)]
-    ['NULL', '3', '1.50', "'it''s'", 'TRUE']
+    >>> ident("Rate"), ident("order"), ident("größe")
+    ('Rate', '`order`', '`größe`')
+    """
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and name.lower() not in RESERVED:
+        return name
+    return f"`{name}`"
+
+
+RESERVED = {"order", "group", "select", "from", "where", "distinct"}
+
+
+def literal(value) -> str:
+    """A SQL literal for a value of a source domain. Strings are escaped with backslashes
+    (Spark reads ``'it''s'`` as two adjacent literals: ``its``); one with a double quote is
+    written in double quotes.
+
+    >>> [literal(v) for v in (None, 3, Decimal("1.50"), "it's", 'dq"x', True)]
+    ['NULL', '3', '1.50', "'it\\\\'s'", '"dq\\\\"x"', 'TRUE']
+    >>> [literal(v) for v in (1e16, -0.0, -math.inf)]
+    ['1e+16', "CAST('-0.0' AS DOUBLE)", "CAST('-Infinity' AS DOUBLE)"]
+    >>> literal(datetime(2024, 1, 1, 23, 30))
+    "TIMESTAMP '2024-01-01 23:30:00'"
     """
     if value is None:
         return "NULL"
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
     if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
+        escaped = value.replace("\\", "\\\\")
+        if '"' in value and "'" not in value:
+            return '"' + escaped.replace('"', '\\"') + '"'
+        return "'" + escaped.replace("'", "\\'") + "'"
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value) or value == 0 and math.copysign(1, value) < 0:
+            text = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}.get(str(value), "-0.0")
+            return f"CAST('{text}' AS DOUBLE)"
+        return repr(value)
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, datetime):
+        return f"TIMESTAMP '{value:%Y-%m-%d %H:%M:%S}'"
+    if isinstance(value, date):
+        return f"DATE '{value:%Y-%m-%d}'"
     return str(value)
 
 
@@ -74,7 +139,7 @@ def insert(table: str, rows) -> str:
 
 
 def create_table(table: str) -> str:
-    columns = ", ".join(f"{name} {type_}" for name, type_ in SCHEMAS[table])
+    columns = ", ".join(f"{ident(name)} {type_}" for name, type_ in SCHEMAS[table])
     return (f"CREATE TABLE {table} ({columns}) USING DELTA "
             f"TBLPROPERTIES (delta.enableChangeDataFeed = true)")
 
@@ -110,16 +175,19 @@ def table_rows(draw, table: str) -> list[tuple]:
 class Expr:
     """A typed SQL expression.
 
-    ``type`` is coarse (``INT``, ``BIGINT``, ``DECIMAL``, ``DOUBLE``, ``STRING``, ``BOOLEAN``);
-    ``domain`` holds non-NULL values it takes, so a literal compared with it matches rows;
-    ``constructs`` names the SQL constructs its text uses (see :data:`CONSTRUCTS`). In a
-    query, ``{0}`` and ``{1}`` in ``sql`` stand for the aliases of the FROM items.
+    ``type`` is coarse (``INT``, ``BIGINT``, ``DECIMAL``, ``DOUBLE``, ``STRING``, ``BOOLEAN``,
+    ``TIMESTAMP``, ``DATE``); ``domain`` holds non-NULL values it takes, so a literal compared
+    with it matches rows; ``constructs`` names the SQL constructs its text uses (see
+    :data:`CONSTRUCTS`). In a query, ``{0}`` and ``{1}`` in ``sql`` stand for the aliases of
+    the FROM items. ``approximate``: a SUM or AVG of doubles, exact only up to the order of
+    summation; no query reads it again (it is shown, never compared, grouped or joined on).
     """
 
     sql: str
     type: str
     domain: tuple
     constructs: frozenset = frozenset()
+    approximate: bool = False
 
 
 def coarse(type_: str) -> str:
@@ -133,8 +201,8 @@ def coarse(type_: str) -> str:
 
 def table_columns(table: str, qualified: bool = False) -> list[Expr]:
     """The columns of a source table, with the values of their domains."""
-    return [Expr(f"{table}.{name}" if qualified else name, coarse(type_),
-                 tuple(v for v in DOMAINS[table, name] if v is not None))
+    return [Expr(f"{table}.{ident(name)}" if qualified else ident(name), coarse(type_),
+                 tuple(dict.fromkeys(v for v in DOMAINS[table, name] if v is not None)))
             for name, type_ in SCHEMAS[table]]
 
 
@@ -151,6 +219,10 @@ def atoms(draw, columns) -> Expr:
     value = literal(draw(st.sampled_from(column.domain)))
     if type_ == "BOOLEAN":
         forms = ["is", "null", "notnull", "not", "<=>"]
+    elif type_ in ("STRING", "TIMESTAMP", "DATE") and draw(st.booleans()):
+        # the domain's first value: the one that needs escaping or depends on the time zone
+        value = literal(column.domain[0])
+        forms = ["=", "<>"]
     elif type_ == "STRING":
         forms = ["=", "<>", "null", "notnull", "<=>", "in", "like"]
     else:
@@ -207,16 +279,49 @@ def assignments(draw, table: str, exclude=()) -> str:
     name, type_ = draw(st.sampled_from([c for c in SCHEMAS[table] if c[0] not in exclude]))
     domain = DOMAINS[table, name]
     options = [literal(v) for v in domain]
-    if type_ == "INT" and (table, name) not in KEY_COLUMNS:
+    key = (table, name) in KEY_COLUMNS
+    name = ident(name)
+    if type_ == "INT" and not key:
         options += [f"{name} + 1", f"{name} - 1", f"COALESCE({name}, 0)"]
-    if type_.startswith("DECIMAL"):
+    if type_.startswith("DECIMAL") and precision(type_) < 38:
         options += [f"{name} * 2", f"{name} + 0.5"]
+    elif type_.startswith("DECIMAL"):  # doubling near 10^38 would overflow the UPDATE
+        options += [f"-{name}", f"{name} + 0.5"]
+    if type_ == "DOUBLE":  # no negation: see FLOATS
+        options += [f"{name} * 2", f"{name} + 0.5"]
+    if type_ == "TIMESTAMP":
+        options += [f"{name} + INTERVAL 1 HOUR"]
     return f"{name} = {draw(st.sampled_from(options))}"
 
 
-CHANGE_KINDS = ("insert", "repeat", "delete", "clear", "update", "transient")
+def precision(type_: str) -> int:
+    """
+    >>> precision("DECIMAL(38,18)")
+    38
+    """
+    return int(type_.split("(")[1].split(",")[0])
+
+
+CHANGE_KINDS = ("insert", "repeat", "delete", "clear", "update", "transient", "recreate")
 """``repeat`` inserts copies of rows the table has had; ``clear`` deletes every row;
-``transient`` inserts a row, maybe updates it, and deletes it again."""
+``transient`` inserts a row, maybe updates it, and deletes it again; ``recreate`` drops the
+table and creates it again under its name (see :func:`recreate`)."""
+
+ZONES = ("Asia/Kolkata", "America/Los_Angeles", "Pacific/Chatham")
+"""Session time zones other than the one views are created in (UTC in the tests)."""
+
+
+@st.composite
+def recreate(draw, table: str, known: list[tuple]) -> list[str]:
+    """``DROP TABLE``, ``CREATE TABLE`` and one or two commits: the same rows the table had
+    last or new ones. A new table counts its versions from 0 again, so its version may equal
+    the version of the dropped one that a view consumed last."""
+    rows = known[-3:] if known and draw(st.booleans()) else draw(table_rows(table))
+    known.extend(rows)
+    commits = [insert(table, rows)] if rows else []
+    if rows and draw(st.booleans()):
+        commits += draw(changes(table, known, ("delete", "update", "insert")))
+    return [f"DROP TABLE {table}", create_table(table), *commits]
 
 
 @st.composite
@@ -228,6 +333,8 @@ def changes(draw, table: str, known: list[tuple], kinds=CHANGE_KINDS) -> list[st
     kinds = [k for k in kinds if k != "repeat" or known]
     kind = draw(st.sampled_from(kinds))
     where = predicates(table_columns(table))
+    if kind == "recreate":
+        return draw(recreate(table, known))
     if kind == "insert":
         new = draw(st.lists(rows(table), min_size=1, max_size=3))
         known.extend(new)
@@ -256,7 +363,8 @@ def changes(draw, table: str, known: list[tuple], kinds=CHANGE_KINDS) -> list[st
 
 @dataclass
 class Scenario:
-    """Initial rows of each source, then batches of DML; the view is refreshed after each."""
+    """Initial rows of each source, then batches of SQL (DML, DROP and CREATE TABLE, SET TIME
+    ZONE); the view is refreshed after each."""
 
     tables: dict[str, list[tuple]]
     batches: list[list[str]] = field(default_factory=list)
@@ -265,12 +373,18 @@ class Scenario:
 @st.composite
 def scenarios(draw, tables=("r", "s", "t"), min_batches: int = 2,
               max_batches: int = 4) -> Scenario:
-    """Sources ``tables`` with initial rows, and 2-4 batches of 0-3 changes each."""
+    """Sources ``tables`` with initial rows, and 2-4 batches of 0-3 changes each; in most
+    scenarios one batch first sets another session time zone, which the later refreshes run
+    under (a view keeps the settings of its CREATE)."""
     initial = {t: draw(table_rows(t)) for t in tables}
     known = {t: list(rs) for t, rs in initial.items()}
     batches = []
-    for _ in range(draw(st.integers(min_batches, max_batches))):
+    count = draw(st.integers(min_batches, max_batches))
+    zone_at = draw(st.sampled_from([0, 1, None]))
+    for i in range(count):
         batch: list[str] = []
+        if i == zone_at:
+            batch.append(f"SET TIME ZONE '{draw(st.sampled_from(ZONES))}'")
         for _ in range(draw(st.sampled_from([1, 2, 0, 3]))):  # simplest: one change
             table = draw(st.sampled_from(tables))
             batch += draw(changes(table, known[table]))
@@ -299,6 +413,8 @@ GENERIC_DOMAINS = {
     "DOUBLE": (0.5, 1.0, 2.0),
     "STRING": ("x", "p", ""),
     "BOOLEAN": (True, False),
+    "TIMESTAMP": TIMES,
+    "DATE": tuple(dict.fromkeys(t.date() for t in TIMES)),
 }
 """Values to compare a computed column with, by type."""
 
@@ -313,6 +429,7 @@ CONSTRUCTS: dict[str, str | None] = {
     "COALESCE": r"\bCOALESCE\(",
     "arithmetic": r" [-+*] ",
     "CAST": r"\bCAST\(",
+    "hour": r"\bhour\(",
     "IN list": r" IN \(",
     "LIKE": r" LIKE '",
     **{join: rf"\b{join} " for join in JOINS},
@@ -382,7 +499,8 @@ class Select:
 
     @property
     def columns(self) -> tuple[Expr, ...]:
-        return tuple(Expr(f"x{i}", e.type, e.domain) for i, e in enumerate(self.outputs))
+        return tuple(Expr(f"x{i}", e.type, e.domain, approximate=e.approximate)
+                     for i, e in enumerate(self.outputs))
 
     @property
     def joins(self) -> int:
@@ -424,10 +542,12 @@ LEAVES = tuple(Table(name) for name in SCHEMAS)
 
 @dataclass(frozen=True)
 class Query:
-    """A drawn query: its SQL text and the constructs it uses (keys of :data:`CONSTRUCTS`)."""
+    """A drawn query: its SQL text, the constructs it uses (keys of :data:`CONSTRUCTS`) and
+    its approximate output columns (float SUM or AVG, see :class:`Expr`)."""
 
     sql: str
     constructs: frozenset
+    approximate: tuple[str, ...] = ()
 
 
 class _Renderer:
@@ -444,7 +564,9 @@ class _Renderer:
         if self.ctes:
             body = "WITH " + ", ".join(f"{name} AS ({sql})"
                                        for name, sql, _ in self.ctes.values()) + " " + body
-        return Query(body, frozenset(self.constructs))
+        approximate = (tuple(c.sql for c in relation.columns if c.approximate)
+                       if isinstance(relation, Select) else ())
+        return Query(body, frozenset(self.constructs), approximate)
 
     def body(self, relation) -> str:
         if isinstance(relation, SetOperation):
@@ -511,8 +633,10 @@ def to_sql(relation) -> Query:
 
 
 def _columns_of(relation, side: int) -> list[Expr]:
-    """``relation``'s output columns as read from FROM item number ``side``."""
-    return [Expr(f"{{{side}}}.{c.sql}", c.type, c.domain) for c in relation.columns]
+    """``relation``'s output columns as read from FROM item number ``side`` (without the
+    approximate ones, which no query reads again)."""
+    return [Expr(f"{{{side}}}.{c.sql}", c.type, c.domain) for c in relation.columns
+            if not c.approximate]
 
 
 def _sometimes(draw, one_in: int) -> bool:
@@ -520,10 +644,34 @@ def _sometimes(draw, one_in: int) -> bool:
     return draw(st.integers(0, one_in - 1)) == one_in - 1
 
 
+def _text(value) -> str:
+    """About how ``CAST(value AS STRING)`` writes a value (a literal to compare with)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}.get(str(value),
+                                                                          str(value))
+    return str(value)
+
+
 def as_string(c: Expr) -> Expr:
     """``CAST(c AS STRING)``, its domain as Spark writes the values."""
-    domain = tuple(str(v).lower() if isinstance(v, bool) else str(v) for v in c.domain)
+    domain = tuple(_text(v) for v in c.domain)
     return Expr(f"CAST({c.sql} AS STRING)", "STRING", domain, c.constructs | {"CAST"})
+
+
+def _fits_int(domain) -> bool:
+    """Every value casts to INT without overflow (ANSI mode raises)."""
+    return all(not isinstance(v, float) or math.isfinite(v) for v in domain) and all(
+        abs(v) < 2 ** 31 for v in domain)
+
+
+def _differences(a: Expr, b: Expr) -> tuple:
+    """A few values of ``a - b``, the largest in magnitude among them."""
+    values = {float(x) - float(y) if isinstance(x, float) or isinstance(y, float) else x - y
+              for x in a.domain for y in b.domain}
+    finite = sorted((v for v in values if v == v), key=abs)
+    return tuple(finite[:4] + finite[-1:]) or GENERIC_DOMAINS["DOUBLE"]
 
 
 @st.composite
@@ -536,6 +684,8 @@ def scalars(draw, columns) -> Expr:
         forms += ["+", "*", "-", "CAST"]
     elif c.type == "STRING":
         forms += ["CONCAT", "UPPER", "LENGTH"]
+    elif c.type == "TIMESTAMP":  # both depend on the session time zone
+        forms = ["DATE", "HOUR", "DATE", "HOUR", *forms, "CAST"]
     else:
         forms += ["CAST"]
     form = draw(st.sampled_from(forms))
@@ -568,11 +718,19 @@ def scalars(draw, columns) -> Expr:
     if form == "-":
         d = draw(st.sampled_from([n for n in columns if n.type in NUMBERS]))
         type_ = wider(c.type, d.type)
-        return Expr(f"{c.sql} - {d.sql}", type_, GENERIC_DOMAINS[type_],
+        return Expr(f"{c.sql} - {d.sql}", type_, _differences(c, d),
                     used | d.constructs | {"arithmetic"})
+    if form == "DATE":
+        return Expr(f"CAST({c.sql} AS DATE)", "DATE", tuple(dict.fromkeys(
+            v.date() for v in c.domain)), used | {"CAST"})
+    if form == "HOUR":
+        return Expr(f"hour({c.sql})", "INT", tuple(dict.fromkeys(v.hour for v in c.domain)),
+                    used | {"hour"})
     if form == "CAST":
         used = used | {"CAST"}
-        targets = ["STRING"] + (["DECIMAL(12,2)"] if c.type in ("INT", "BIGINT") else ["INT"])
+        targets = ["STRING"] + (["DECIMAL(12,2)"] if c.type in ("INT", "BIGINT") else
+                                ["INT"] if c.type == "BOOLEAN" or c.type in NUMBERS
+                                and _fits_int(c.domain) else [])
         target = draw(st.sampled_from(targets))
         if target == "STRING":
             return as_string(c)
@@ -588,27 +746,38 @@ def scalars(draw, columns) -> Expr:
 
 
 @st.composite
-def exact_numbers(draw, columns) -> Expr:
-    """An exact numeric expression over ``columns`` (some of which are exact numbers)."""
-    c = draw(st.sampled_from([n for n in columns if n.type in EXACT]))
+def numbers(draw, columns) -> Expr:
+    """A numeric expression over ``columns`` (some of which are numbers): what SUM and AVG
+    take. Doubles first: they are the arguments maintenance gets wrong most easily."""
+    doubles = [n for n in columns if n.type == "DOUBLE"]
+    c = draw(st.sampled_from(doubles + [n for n in columns if n.type in NUMBERS]))
     form = draw(st.sampled_from(["column", "*", "COALESCE", "CASE"]))
     if form == "column":
         return c
     if form == "*":
-        return Expr(f"{c.sql} * 2", c.type, (), c.constructs | {"arithmetic"})
+        return Expr(f"{c.sql} * 2", c.type, tuple(v * 2 for v in c.domain),
+                    c.constructs | {"arithmetic"})
     if form == "COALESCE":
-        return Expr(f"COALESCE({c.sql}, 0)", c.type, (), c.constructs | {"COALESCE"})
+        return Expr(f"COALESCE({c.sql}, 0)", c.type, c.domain + (0,), c.constructs | {"COALESCE"})
     p = draw(conditions(columns))
-    return Expr(f"CASE WHEN {p.sql} THEN {c.sql} ELSE 0 END", c.type, (),
+    return Expr(f"CASE WHEN {p.sql} THEN {c.sql} ELSE 0 END", c.type, c.domain + (0,),
                 c.constructs | p.constructs | {"CASE"})
+
+
+def _sums(type_: str, n: Expr) -> tuple:
+    """Values to compare a SUM or AVG of ``n`` with; the last one as large as a sum of many
+    rows of ``n`` may be, so that a CAST to INT is not drawn where it would overflow."""
+    largest = max((abs(v) for v in n.domain if v == v), default=0)
+    return GENERIC_DOMAINS[type_] + ((largest * 1000,) if largest >= 2 ** 20 else ())
 
 
 @st.composite
 def aggregates(draw, columns) -> Expr:
     """An aggregate over ``columns``: COUNT(*), COUNT(x), MIN, MAX, COUNT(DISTINCT x), and
-    over exact numbers SUM, AVG, an expression over two, or ``SUM(x) FILTER (WHERE …)``."""
+    over numbers SUM, AVG, an expression over two, or ``SUM(x) FILTER (WHERE …)`` (over
+    doubles, an approximate column)."""
     forms = ["COUNT(*)", "COUNT(x)", "MIN", "MAX", "COUNT(DISTINCT x)"]
-    if any(c.type in EXACT for c in columns):
+    if any(c.type in NUMBERS for c in columns):
         forms[1:1] = ["SUM", "AVG", "SUM + COUNT(*)", "SUM(x) FILTER"]
     form = draw(st.sampled_from(forms))
     counts = GENERIC_DOMAINS["BIGINT"]
@@ -621,20 +790,22 @@ def aggregates(draw, columns) -> Expr:
             return Expr(f"COUNT({c.sql})", "BIGINT", counts, used)
         if form == "COUNT(DISTINCT x)":
             return Expr(f"COUNT(DISTINCT {c.sql})", "BIGINT", counts, used)
-        return Expr(f"{form}({c.sql})", c.type, c.domain, used)
-    n = draw(exact_numbers(columns))
-    total = "BIGINT" if n.type in ("INT", "BIGINT") else "DECIMAL"
+        # the sign of a MIN or MAX of -0.0 and 0.0 depends on the order of the rows
+        return Expr(f"{form}({c.sql})", c.type, c.domain, used, c.type == "DOUBLE")
+    n = draw(numbers(columns))
+    total = {"INT": "BIGINT"}.get(n.type, n.type)
+    inexact = n.type == "DOUBLE"
     if form == "SUM":
-        return Expr(f"SUM({n.sql})", total, GENERIC_DOMAINS[total], n.constructs | {"SUM"})
+        return Expr(f"SUM({n.sql})", total, _sums(total, n), n.constructs | {"SUM"}, inexact)
     if form == "AVG":
-        mean = "DOUBLE" if n.type in ("INT", "BIGINT") else "DECIMAL"
-        return Expr(f"AVG({n.sql})", mean, GENERIC_DOMAINS[mean], n.constructs | {"AVG"})
+        mean = "DOUBLE" if n.type in ("INT", "BIGINT") else n.type
+        return Expr(f"AVG({n.sql})", mean, _sums(mean, n), n.constructs | {"AVG"}, inexact)
     if form == "SUM(x) FILTER":
         p = draw(conditions(columns))
-        return Expr(f"SUM({n.sql}) FILTER (WHERE {p.sql})", total, GENERIC_DOMAINS[total],
-                    n.constructs | p.constructs | {"SUM", form})
-    return Expr(f"SUM({n.sql}) + COUNT(*)", total, GENERIC_DOMAINS[total],
-                n.constructs | {"SUM", "COUNT(*)", "arithmetic"})
+        return Expr(f"SUM({n.sql}) FILTER (WHERE {p.sql})", total, _sums(total, n),
+                    n.constructs | p.constructs | {"SUM", form}, inexact)
+    return Expr(f"SUM({n.sql}) + COUNT(*)", total, _sums(total, n),
+                n.constructs | {"SUM", "COUNT(*)", "arithmetic"}, inexact)
 
 
 @st.composite
@@ -651,7 +822,11 @@ def selects(draw, sources, columns, join=None, on=None) -> Select:
         st.lists(scalars(columns), min_size=1, max_size=2, unique_by=lambda e: e.sql))
     shown = [k for k in keys if draw(st.booleans())]
     calls = draw(st.lists(aggregates(columns), min_size=1, max_size=3))
-    having = draw(st.none() | conditions(keys + calls)) if _sometimes(draw, 2) else None
+    if all(e.approximate for e in shown + calls):  # a column a query over this one can read
+        calls.append(Expr("COUNT(*)", "BIGINT", GENERIC_DOMAINS["BIGINT"],
+                          frozenset({"COUNT(*)"})))
+    exact = keys + [c for c in calls if not c.approximate]
+    having = draw(st.none() | conditions(exact)) if exact and _sometimes(draw, 2) else None
     return Select(sources, tuple(shown + calls), join, on, where, group=tuple(keys),
                   having=having, cte=_sometimes(draw, 6))
 

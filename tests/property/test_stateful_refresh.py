@@ -3,11 +3,14 @@
 Rules insert, delete and update source rows (each change one Delta commit, or a few for a
 row that lives within one step), refresh every view incrementally or FULL, kill a refresh at
 one of its write points, recompute one partition of a partitioned view, and VACUUM a source
-(so that a later refresh finds its change data gone and must recompute). One view reads
-another. After each complete refresh every view must equal its query recomputed on the
-current sources, and a run that ends with changes not yet refreshed gets a last refresh and
-check. Hypothesis prints a failing run as the short program
-of steps that replays it.
+(so that a later refresh finds its change data gone and must recompute), drop a source and
+create it again under its name (with the rows it had or others; its versions count from 0
+again, so may meet the version a view consumed), and change the session time zone. One view
+reads another, by its name in another case. Views are refreshed one by one by their names in
+the other case, or all at once with REFRESH ALL. After each complete refresh every view must
+equal its query recomputed on the current sources under the settings of the CREATE, and a run
+that ends with changes not yet refreshed gets a last refresh and check. Hypothesis prints a
+failing run as the short program of steps that replays it.
 """
 
 import sys
@@ -18,14 +21,15 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_sta
 
 import ivm
 from ivm.runtime import faults
-from harness import check_views, create_sources, example_database, refresh_views
-from strategies import SCHEMAS, changes, table_rows
+from harness import (check_views, create_sources, definition, example_database, pinned_settings,
+                     refresh_views)
+from strategies import SCHEMAS, ZONES, changes, table_rows
 from views import FAMILIES
 
 VIEWS = {name: FAMILIES[family][name] for family, name in (
-    ("aggregates", "by_key"), ("joins", "join3_by_d"), ("rows", "distinct_join"))}
-VIEWS["on_by_key"] = "SELECT n, COUNT(*) AS groups, SUM(sum_a) AS total FROM by_key GROUP BY n"
-"""Refreshed in this order: ``on_by_key`` reads ``by_key``."""
+    ("aggregates", "ByKey"), ("joins", "join3_by_d"), ("rows", "distinct_join"))}
+VIEWS["`order`"] = "SELECT n, COUNT(*) AS groups, SUM(sum_a) AS total FROM bykey GROUP BY n"
+"""Refreshed in this order: ``order`` reads ``ByKey``."""
 
 REFRESH_POINTS = sorted(p for p in faults.WRITE_POINTS if p.startswith("refresh."))
 
@@ -40,6 +44,7 @@ class RefreshMachine(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
         self.database = None
+        self.created: dict[str, str] = {}  # the pinned settings at CREATE
         self.known: dict[str, list[tuple]] = {}
         self.refreshes = 0
         self.pending = False  # changes since the last refresh
@@ -48,12 +53,14 @@ class RefreshMachine(RuleBasedStateMachine):
     def create(self, r, s, t):
         self.database = example_database(self.spark)
         self.database.__enter__()
+        self.created = pinned_settings(self.spark)
         initial = {"r": r, "s": s, "t": t}
         self.known = {name: list(rows) for name, rows in initial.items()}
         create_sources(self.spark, initial)
         for name, query in VIEWS.items():
-            partitioned = " PARTITIONED BY (k)" if name == "by_key" else ""
-            ivm.sql(self.spark, f"CREATE MATERIALIZED VIEW {name}{partitioned} AS {query}")
+            partitioned = " PARTITIONED BY (k)" if name == "ByKey" else ""
+            ivm.sql(self.spark,
+                    f"CREATE MATERIALIZED VIEW {name}{partitioned} AS {definition(query)}")
 
     def _change(self, table, data, kinds):
         for statement in data.draw(changes(table, self.known[table], kinds), label="DML"):
@@ -72,16 +79,29 @@ class RefreshMachine(RuleBasedStateMachine):
     def update(self, table, data):
         self._change(table, data, ("update",))
 
-    def _refresh(self, full: bool):
-        refresh_views(self.spark, VIEWS, full=full)
+    @rule(table=tables, data=st.data())
+    def recreate(self, table, data):
+        """DROP TABLE and CREATE TABLE ``table`` again, with rows (see ``strategies.recreate``)."""
+        self._change(table, data, ("recreate",))
+
+    @rule(zone=st.sampled_from(ZONES))
+    def set_time_zone(self, zone):
+        """Later refreshes run in a session of another time zone."""
+        self.spark.conf.set("spark.sql.session.timeZone", zone)
+
+    def _refresh(self, full: bool, all_at_once: bool = False):
+        if all_at_once:
+            ivm.sql(self.spark, "REFRESH ALL MATERIALIZED VIEWS")
+        else:
+            refresh_views(self.spark, VIEWS, full=full)
         self.refreshes += 1
         self.pending = False
-        kind = "full" if full else "incremental"
-        check_views(self.spark, VIEWS, f"after {kind} refresh #{self.refreshes}")
+        kind = "full" if full else "REFRESH ALL" if all_at_once else "incremental"
+        check_views(self.spark, VIEWS, f"after {kind} refresh #{self.refreshes}", self.created)
 
-    @rule()
-    def refresh(self):
-        self._refresh(full=False)
+    @rule(all_at_once=st.booleans())
+    def refresh(self, all_at_once):
+        self._refresh(full=False, all_at_once=all_at_once)
 
     @rule()
     def refresh_full(self):
@@ -100,8 +120,8 @@ class RefreshMachine(RuleBasedStateMachine):
 
     @rule(k=st.integers(0, 2))
     def refresh_partition(self, k):
-        """Recompute one partition of ``by_key`` at the source versions it reflects."""
-        ivm.sql(self.spark, f"REFRESH MATERIALIZED VIEW by_key PARTITION (k = {k})")
+        """Recompute one partition of ``ByKey`` at the source versions it reflects."""
+        ivm.sql(self.spark, f"REFRESH MATERIALIZED VIEW BYKEY PARTITION (k = {k})")
         self.pending = True
 
     @rule(table=tables)
@@ -120,6 +140,8 @@ class RefreshMachine(RuleBasedStateMachine):
             if self.pending and sys.exc_info()[0] is None:  # the run passed so far
                 self._refresh(full=False)
         finally:
+            for key, value in self.created.items():  # the time zone of the CREATE again
+                self.spark.conf.set(key, value)
             self.database.__exit__(None, None, None)
 
 

@@ -3,27 +3,34 @@
 A family's views are created over the same generated sources and checked together after every
 refresh. Together the families cover each supported operator alone and in combination; the
 comment above a view says what it is there for.
+
+Names are written as a user might: some view names in mixed case or backticks (the harness
+refreshes each by its name in the other case), tables and columns in another case than their
+CREATE TABLE, string literals with backslash escapes. Views read the sources' high-precision
+decimals (``r.b`` DECIMAL(18,8), ``t.x`` DECIMAL(38,18), ``t.`größe``` DECIMAL(38,0)), doubles
+(``r.Rate``) and a timestamp (``s.`order```) through CAST(… AS DATE) and hour().
 """
 
-from harness import Rewritten
+from harness import Approximate, Rewritten
 
 FAMILIES: dict[str, dict[str, str | Rewritten]] = {
     "rows": {
-        # filter only
-        "filtered": "SELECT * FROM r WHERE a > 0 OR s IS NULL",
+        # filter only, a literal with an escaped quote, the table named in another case
+        "Filtered": "SELECT * FROM R WHERE a > 0 OR s IS NULL OR s = 'it\\'s'",
         # projection with expressions: arithmetic, CASE, COALESCE, CAST, IS NULL, <=>
         "projected": (
             "SELECT k, a * 2 + 1 AS a2, "
             "CASE WHEN b > 1 THEN 'big' WHEN b IS NULL THEN 'none' ELSE 'small' END AS size, "
             "COALESCE(s, 'none') AS label, CAST(a AS STRING) AS a_text, "
-            "CAST(b AS INT) AS b_int, a IS NULL AS no_a "
+            "CAST(b AS INT) AS b_int, a IS NULL AS no_a, CAST(RATE AS STRING) AS rate_text "
             "FROM r WHERE NOT (k <=> 2)"),
         # duplicate rows: no DISTINCT, the key projected away
-        "repeated": "SELECT s, a % 2 AS parity FROM r",
-        # SELECT DISTINCT, with NULLs among the distinct rows
-        "distinct_rows": "SELECT DISTINCT k, s FROM r",
-        # DISTINCT over a join
-        "distinct_join": "SELECT DISTINCT r.s, s.d FROM r JOIN s ON r.k = s.k",
+        "`repeated`": "SELECT s, a % 2 AS parity FROM r",
+        # SELECT DISTINCT, with NULLs among the distinct rows; a reserved word as its name
+        "`distinct`": "SELECT DISTINCT k, s FROM r",
+        # DISTINCT over a join; a date that depends on the time zone
+        "distinct_join": ("SELECT DISTINCT r.s, s.d, CAST(s.`ORDER` AS DATE) AS day "
+                          "FROM r JOIN s ON r.k = s.k"),
     },
     "joins": {
         # inner join with a residual (non-equi) predicate
@@ -38,16 +45,20 @@ FAMILIES: dict[str, dict[str, str | Rewritten]] = {
         # joins under aggregates, grouped and global
         "join_by_key": ("SELECT r.k, COUNT(*) AS n, SUM(s.c) AS sum_c, AVG(r.b) AS avg_b "
                         "FROM r JOIN s ON r.k = s.k GROUP BY r.k"),
-        "join3_by_d": ("SELECT s.d, COUNT(*) AS n, SUM(r.b) AS sum_b, AVG(t.e) AS avg_e "
-                       "FROM r JOIN s ON r.k = s.k JOIN t ON s.c = t.c GROUP BY s.d"),
+        "join3_by_d": Approximate(
+            "SELECT s.d, COUNT(*) AS n, SUM(r.b) AS sum_b, AVG(t.e) AS avg_e, "
+            "SUM(t.x) AS sum_x, SUM(r.rate) AS sum_rate "
+            "FROM r JOIN s ON r.k = s.k JOIN t ON s.c = t.c GROUP BY s.d", ("sum_rate",)),
         "join_global": "SELECT COUNT(*) AS n, SUM(r.a * t.e) AS dot FROM r JOIN t ON r.k = t.c",
     },
     "aggregates": {
         # every aggregate, NULL group keys, groups whose argument is all NULL (SUM is NULL)
-        "by_key": ("SELECT k, COUNT(*) AS n, COUNT(a) AS n_a, SUM(a) AS sum_a, "
+        "ByKey": ("SELECT k, COUNT(*) AS n, COUNT(a) AS n_a, SUM(a) AS sum_a, "
                    "SUM(b) AS sum_b, AVG(a) AS avg_a, AVG(b) AS avg_b FROM r GROUP BY k"),
-        # GROUP BY an expression
-        "by_expr": "SELECT a % 2 AS parity, COUNT(*) AS n, SUM(b) AS sum_b FROM r GROUP BY a % 2",
+        # GROUP BY an expression; float sums that retract 1e16, NaN and ±Infinity
+        "by_expr": Approximate(
+            "SELECT a % 2 AS parity, COUNT(*) AS n, SUM(b) AS sum_b, SUM(Rate) AS sum_rate, "
+            "AVG(rate) AS avg_rate FROM r GROUP BY a % 2", ("sum_rate", "avg_rate")),
         # GROUP BY keys that are not selected (the view repeats rows), under a filter
         "keys_hidden": ("SELECT COUNT(*) AS n, SUM(a) AS sum_a FROM r WHERE b IS NOT NULL "
                         "GROUP BY k, s"),
@@ -57,11 +68,16 @@ FAMILIES: dict[str, dict[str, str | Rewritten]] = {
         # global aggregates: one row always, also over an empty source
         "totals": ("SELECT COUNT(*) AS n, COUNT(b) AS n_b, SUM(a) AS sum_a, SUM(b) AS sum_b, "
                    "AVG(a) AS avg_a, AVG(b) AS avg_b, SUM(a) * 2 + COUNT(*) AS score FROM r"),
-        "filtered_totals": "SELECT COUNT(*) AS n, SUM(e) AS sum_e FROM t WHERE e > 0",
+        # DECIMAL(38,18) and DECIMAL(38,0): every digit of scale, and a change whose own sum
+        # overflows while the total does not
+        "filtered_totals": ("SELECT COUNT(*) AS n, SUM(e) AS sum_e, SUM(x) AS sum_x, "
+                            "AVG(x) AS avg_x, SUM(`GRÖßE`) AS sum_g "
+                            "FROM t WHERE e > 0"),
     },
     "keyed_joins": {
         # outer joins: NULL-padded rows come and go as matches do
-        "left_join": "SELECT r.k, r.a, s.c, s.d FROM r LEFT JOIN s ON r.k = s.k",
+        "left_join": ("SELECT r.k, r.a, s.c, s.d, hour(s.`order`) AS h "
+                      "FROM r LEFT JOIN s ON r.k = s.k"),
         "right_join": ("SELECT r.a, s.k, s.d FROM r RIGHT JOIN s "
                        "ON r.k = s.k AND r.a <= s.c"),
         "full_join": "SELECT s.c AS sc, t.c AS tc, t.e FROM s FULL OUTER JOIN t ON s.c = t.c",
@@ -73,8 +89,10 @@ FAMILIES: dict[str, dict[str, str | Rewritten]] = {
     },
     "keyed_aggregates": {
         # aggregates without accumulators: recomputed per affected group
-        "min_max": ("SELECT k, MIN(a) AS lo, MAX(b) AS hi, COUNT(DISTINCT s) AS kinds, "
-                    "SUM(a) FILTER (WHERE b > 0) AS positive_a FROM r GROUP BY k"),
+        "min_max": Approximate(
+            "SELECT k, MIN(a) AS lo, MAX(b) AS hi, COUNT(DISTINCT s) AS kinds, "
+            "SUM(a) FILTER (WHERE b > 0) AS positive_a, MAX(rate) AS top_rate "
+            "FROM r GROUP BY k", ("top_rate",)),
         "having": "SELECT s, COUNT(*) AS n, SUM(a) AS sum_a FROM r GROUP BY s HAVING COUNT(*) > 1",
         "global_max": "SELECT MAX(e) AS hi, MIN(e) AS lo FROM t",
         "join_max": ("SELECT s.d, MAX(r.a) AS hi FROM r JOIN s ON r.k = s.k GROUP BY s.d"),
@@ -117,8 +135,8 @@ FAMILIES: dict[str, dict[str, str | Rewritten]] = {
     },
     "subqueries": {
         # EXISTS with a residual condition; NOT EXISTS correlated by an equality and more
-        "exists": ("SELECT r.k, r.a FROM r WHERE r.b IS NOT NULL AND "
-                   "EXISTS (SELECT 1 FROM s WHERE s.k = r.k AND s.c > 0)"),
+        "exists": ("SELECT r.k, r.a FROM r WHERE r.b IS NOT NULL AND EXISTS "
+                   "(SELECT 1 FROM s WHERE s.k = r.k AND s.c > 0 AND s.d <> \"dq\\\"x\")"),
         "not_exists": ("SELECT r.k, r.s FROM r WHERE NOT EXISTS "
                        "(SELECT 1 FROM t WHERE t.c = r.k AND t.e >= r.a)"),
         "exists_anywhere": "SELECT k, a FROM r WHERE EXISTS (SELECT 1 FROM t WHERE e > 1)",
