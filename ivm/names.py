@@ -25,8 +25,12 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+READ_AS_NAMES = frozenset({"default"})
+"""Keywords that Spark's and sqlglot's parsers read as a name wherever a name may stand:
+Spark's first database is called ``default``, and ``default.orders`` needs no backticks."""
+
 KEYWORDS = frozenset(word.lower() for keyword in Spark.Tokenizer.KEYWORDS
-                     for word in keyword.split() if _PLAIN.fullmatch(word))
+                     for word in keyword.split() if _PLAIN.fullmatch(word)) - READ_AS_NAMES
 """Words that sqlglot's or Spark's parser may read as a keyword rather than a name."""
 
 CATALOG_NAME = re.compile(r"[A-Za-z0-9_]+")
@@ -37,8 +41,8 @@ def needs_quotes(part: str) -> bool:
     """Whether ``part`` must be written in backticks to be read back as one name: anything
     but ASCII letters, digits and ``_`` not starting with a digit, or a keyword.
 
-    >>> [needs_quotes(p) for p in ("orders", "order", "my view", "vü", "1a")]
-    [False, True, True, True, True]
+    >>> [needs_quotes(p) for p in ("orders", "default", "order", "my view", "vü", "1a")]
+    [False, False, True, True, True, True]
     """
     return not _PLAIN.fullmatch(part) or part.lower() in KEYWORDS
 

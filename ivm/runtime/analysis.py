@@ -15,6 +15,7 @@ import re
 
 from pyspark.errors import AnalysisException, ParseException
 from sqlglot import exp
+from sqlglot.transforms import eliminate_qualify
 
 from ivm.errors import CatalogError, InvalidQuery, IvmError, SqlSyntaxError, UnsupportedQuery
 from ivm.frontend.parse import DIALECT, parse_query, referenced_tables
@@ -60,16 +61,26 @@ def _refuse(construct: str, node: exp.Expression, sql: str, hint: str):
 
 def analyse(spark, sql: str) -> None:
     """Have Spark's analyzer resolve the SELECT ``sql``; raise an :class:`IvmError` at the
-    place in ``sql`` Spark objects to."""
+    place in ``sql`` Spark objects to.
+
+    Spark does not parse ``QUALIFY``, which ivm maintains: such a query is analysed in its
+    equivalent form, a filter over a subquery, and an error then names no position.
+    """
+    query = parse_query(sql)
+    if query.find(exp.Qualify) is None:
+        text = sql
+    else:
+        text = eliminate_qualify(query).sql(DIALECT)
     try:
-        spark.sql(sql).schema
+        spark.sql(text).schema
     except (AnalysisException, ParseException) as error:
-        raise spark_error(error, sql) from None
+        raise spark_error(error, sql, located=text is sql) from None
 
 
-def spark_error(error: AnalysisException, sql: str) -> IvmError:
+def spark_error(error: AnalysisException, sql: str, located: bool = True) -> IvmError:
     """Spark's refusal of the user's query ``sql``, as an error at the user's SQL: the
-    message's first sentence, without the plan Spark appends.
+    message's first sentence, without the plan Spark appends; at the place Spark names if
+    ``located`` (Spark analysed ``sql`` itself).
 
     >>> from ivm.errors import Position
     >>> class Refusal:  # what Spark raises, reduced to what is read of it
@@ -86,7 +97,7 @@ def spark_error(error: AnalysisException, sql: str) -> IvmError:
     text = re.sub(r"^\[[A-Z_.]+\]\s*", "", text)
     text = re.split(r"\.?\s*SQLSTATE:|; line \d+ pos \d+", text)[0].rstrip(". ")
     position = None
-    for context in error.getQueryContext():
+    for context in error.getQueryContext() if located else ():
         if context.fragment() and 0 <= context.startIndex() < len(sql):
             position = position_at_offset(sql, context.startIndex())
             break
