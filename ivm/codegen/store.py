@@ -99,15 +99,21 @@ def merge_statement(store: Store, target: str, change: exp.Query,
         on=on, whens=exp.Whens(expressions=whens))
 
 
-def view_query(store: Store, target: str) -> exp.Select:
-    """The query behind the view: its columns from the store, each row repeated as counted.
+def view_query(store: Store, target: str, spelled: tuple[str, ...] | None = None
+               ) -> exp.Select:
+    """The query behind the view: its columns from the store, each row repeated as counted,
+    named as ``spelled`` says where given (the query's own spelling of each column).
 
     >>> from ivm.store import ROWS, Store
     >>> s = Store(("a",), (("a", exp.column("a")),), (ROWS,), repeat_rows=True)
     >>> view_query(s, "db.v__ivm_store").sql("spark")
     'SELECT a FROM db.v__ivm_store LATERAL VIEW EXPLODE(SEQUENCE(1, _ivm_count)) copies AS copy'
+    >>> view_query(s, "db.v__ivm_store", ("A",)).sql("spark").split(" FROM")[0]
+    'SELECT a AS A'
     """
-    select = exp.select(*(exp.column(name) for name in store.view_columns)).from_(
+    names = spelled or store.view_columns
+    select = exp.select(*(exp.column(column) if name == column else exp.alias_(
+        exp.column(column), name) for column, name in zip(store.view_columns, names))).from_(
         exp.to_table(target, dialect="spark"))
     if store.repeat_rows:
         explode = exp.Explode(this=exp.func("SEQUENCE", exp.Literal.number(1),

@@ -59,12 +59,14 @@ def _refuse(construct: str, node: exp.Expression, sql: str, hint: str):
                            reason=TEMPORARY_REASON)
 
 
-def analyse(spark, sql: str) -> None:
+def analyse(spark, sql: str) -> list[str] | None:
     """Have Spark's analyzer resolve the SELECT ``sql``; raise an :class:`IvmError` at the
-    place in ``sql`` Spark objects to.
+    place in ``sql`` Spark objects to. Returns the query's column names as Spark spells them
+    (``SELECT Amount`` keeps the reference's spelling).
 
     Spark does not parse ``QUALIFY``, which ivm maintains: such a query is analysed in its
-    equivalent form, a filter over a subquery, and an error then names no position.
+    equivalent form, a filter over a subquery, and an error then names no position (nor are
+    the names returned: the form has a column more).
     """
     query = parse_query(sql)
     if query.find(exp.Qualify) is None:
@@ -72,9 +74,10 @@ def analyse(spark, sql: str) -> None:
     else:
         text = eliminate_qualify(query).sql(DIALECT)
     try:
-        spark.sql(text).schema
+        names = spark.sql(text).schema.names
     except (AnalysisException, ParseException) as error:
         raise spark_error(error, sql, located=text is sql) from None
+    return names if text is sql else None
 
 
 def spark_error(error: AnalysisException, sql: str, located: bool = True) -> IvmError:

@@ -24,6 +24,7 @@ FRESHNESS = "ivm.freshness"       # store property: the most seconds `ivm run` l
 SUSPENDED = "ivm.suspended"       # store property: "true" if `ivm run` leaves it alone
 DATABASE = "ivm.database"         # store property: where the definition's names resolve
 SETTINGS = "ivm.settings"         # store property: the session settings pinned at CREATE (JSON)
+COLUMNS = "ivm.columns"           # store property: the view's column names as Spark spells them
 SESSION_CATALOG = "spark_catalog"
 
 

@@ -23,6 +23,7 @@ application do not see each other's bindings.
 
 from __future__ import annotations
 
+import json
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ from ivm.errors import (CatalogError, ConcurrentRefresh, IvmError, SourceError, 
                         ViewExists, ViewNotFound)
 from ivm.runtime import faults
 from ivm.runtime.analysis import analyse, refuse_temporary
-from ivm.runtime.catalog import (DEFINITION, FRESHNESS, SUSPENDED, VIEW, check_name,
+from ivm.runtime.catalog import (COLUMNS, DEFINITION, FRESHNESS, SUSPENDED, VIEW, check_name,
                                  qualified_name, store_name, store_properties)
 from ivm.runtime.definition import (compile_definition, is_pinned, pin, resolution_database,
                                     settings, view_properties)
@@ -190,11 +191,23 @@ def _bind(spark, compiled: CompiledView, before, after, point: str) -> list[str]
                 wrap=lambda frame: faults.during(point, frame))
 
 
-def _write_catalog_view(spark, view: str, compiled: CompiledView) -> None:
+def _spelled(compiled: CompiledView, properties: dict[str, str]) -> tuple[str, ...]:
+    """The view's column names as the query spells them (recorded at CREATE), else the
+    store's."""
+    recorded = json.loads(properties.get(COLUMNS, "null"))
+    columns = compiled.store.view_columns
+    if recorded and [n.lower() for n in recorded] == [c.lower() for c in columns]:
+        return tuple(recorded)
+    return columns
+
+
+def _write_catalog_view(spark, view: str, compiled: CompiledView,
+                        properties: dict[str, str]) -> None:
     """(Re)create the catalog view of ``view`` over its store."""
     _execute(spark, codegen.create_view_statement(
-        view, codegen.view_query(compiled.store, store_name(view)), {STORE: store_name(view)},
-        replace=True))
+        view, codegen.view_query(compiled.store, store_name(view),
+                                 _spelled(compiled, properties)),
+        {STORE: store_name(view)}, replace=True))
 
 
 def create_view(spark, name: str, sql: str, *, replace: bool = False,
@@ -214,7 +227,7 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
     refuse_temporary(spark, sql)
     with _isolated(spark) as work:
         compiled = compile(sql, spark=work)
-        analyse(work, sql)
+        spelled = analyse(work, sql)
         apply_plan_settings(work, compiled)
         for table in compiled.sources:
             check_source(work, table)
@@ -241,6 +254,8 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
         versions, ids = latest_sources(work, compiled.sources)
         record = RefreshRecord("create", versions, table_ids=ids)
         properties = {CDF_PROPERTY: "true", VIEW: view, DEFINITION: sql.strip(), **pin(work)}
+        if spelled is not None and tuple(spelled) != compiled.store.view_columns:
+            properties[COLUMNS] = json.dumps(spelled)
         if freshness is not None:
             properties[FRESHNESS] = str(freshness)
         names = _bind(work, compiled, None, versions, "create.during_write")
@@ -253,7 +268,7 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
         finally:
             unbind(work, names)
         faults.reach("create.after_store")
-        _write_catalog_view(work, view, compiled)
+        _write_catalog_view(work, view, compiled, properties)
         faults.reach("create.after_write")
         rows = work.table(store).count()
     return RefreshResult(view, "create", versions, {}, rows_inserted=rows,
@@ -321,7 +336,7 @@ def _refresh_partition(spark, view: str, properties: dict[str, str],
         raise CatalogError(f"{', '.join(unknown) or 'PARTITION ()'} is not a partition column "
                            f"of {view}", hint=f"{view} is partitioned by "
                                               f"{', '.join(partitioned_by) or 'nothing'}")
-    _repair_catalog_view(spark, view, compiled)
+    _repair_catalog_view(spark, view, compiled, properties)
     store_version = log.version()
     last = latest_record(log)[1]
     consumed = last.sources
@@ -359,7 +374,7 @@ def _refresh(spark, view: str, properties: dict[str, str], full: bool) -> Refres
         raise StateError(f"the definition of {view} no longer matches its store (did a "
                          f"source's schema change?)",
                          hint=f"recreate it: CREATE OR REPLACE MATERIALIZED VIEW {view} AS ...")
-    _repair_catalog_view(spark, view, compiled)
+    _repair_catalog_view(spark, view, compiled, properties)
     log = DeltaLogReader(spark, store)
     with _spark_errors(view):
         store_version = log.version()
@@ -449,15 +464,16 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
     return result
 
 
-def _repair_catalog_view(spark, view: str, compiled: CompiledView) -> None:
+def _repair_catalog_view(spark, view: str, compiled: CompiledView,
+                         properties: dict[str, str]) -> None:
     """Recreate the catalog view if a CREATE died before writing it, or wrote it for an
     earlier definition."""
     try:
         columns = spark.table(view).columns
     except PySparkException:
         columns = None
-    if columns != list(compiled.store.view_columns):
-        _write_catalog_view(spark, view, compiled)
+    if columns != list(_spelled(compiled, properties)):
+        _write_catalog_view(spark, view, compiled, properties)
 
 
 def alter_view(spark, name: str, *, freshness: int | None = None,

@@ -193,9 +193,7 @@ def _mismatches(spark, views) -> dict[str, tuple[list, list]]:
     unbalanced = []
     for name, view in views.items():
         got, want = spark.table(name), spark.sql(oracle(view))
-        # Names as Spark resolves them, without case: a view names its columns in lower case
-        # where the query may keep the spelling of a reference (README, "Sources").
-        assert [c.lower() for c in got.columns] == [c.lower() for c in want.columns], (
+        assert got.columns == want.columns, (
             f"view {name} has columns {got.columns}, its query {want.columns}")
         difference = (_signed(got, 1).unionAll(_signed(want, -1))
                       .groupBy(*(F.col(f"`{c}`") for c in got.columns))
