@@ -16,7 +16,7 @@ from delta.tables import DeltaTable
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import DoubleType, FloatType, LongType, StructField, StructType
 
 from ivm.errors import SourceError
 from ivm.names import quote
@@ -26,6 +26,8 @@ from ivm.runtime.delta_log import CDF_PROPERTY, DeltaLogReader
 from ivm.zset import COUNT, WEIGHT, Read, relation_name
 
 INSERTED = ("insert", "update_postimage")
+BITS = "_ivm_bits"
+"""Grouping keys of a change's float columns, by their text (see :func:`changes`)."""
 
 
 def upstream_repeats_rows(spark, table: str) -> bool | None:
@@ -96,8 +98,16 @@ def changes(spark, table: str, columns, after: int, upto: int, repeats: bool | N
             .option("startingVersion", after + 1).option("endingVersion", upto).table(name))
     sign = F.when(F.col("_change_type").isin(*INSERTED), F.lit(1)).otherwise(F.lit(-1))
     weight = sign * F.col(COUNT) if repeats else sign
-    return (feed.groupBy(*columns).agg(F.sum(weight).cast("bigint").alias(WEIGHT))
-            .where(F.col(WEIGHT) != 0))
+    # Spark groups floats by value, -0.0 with 0.0: group them by their text, which keeps the
+    # sign, and carry the value itself through.
+    floats = [f.name for f in feed.schema.fields
+              if f.name in columns and isinstance(f.dataType, (FloatType, DoubleType))]
+    keys = [F.col(c).cast("string").alias(f"{BITS}{i}") if c in floats else F.col(c)
+            for i, c in enumerate(columns)]
+    return (feed.groupBy(*keys)
+            .agg(F.sum(weight).cast("bigint").alias(WEIGHT),
+                 *(F.first(c).alias(c) for c in floats))
+            .where(F.col(WEIGHT) != 0).select(*columns, WEIGHT))
 
 
 def bind(spark, sources: dict[str, tuple[str, ...]], before: dict[str, int] | None,
