@@ -100,8 +100,10 @@ def changes(spark, table: str, columns, after: int, upto: int, repeats: bool | N
     weight = sign * F.col(COUNT) if repeats else sign
     # Spark groups floats by value, -0.0 with 0.0: group them by their text, which keeps the
     # sign, and carry the value itself through.
-    floats = [f.name for f in feed.schema.fields
-              if f.name in columns and isinstance(f.dataType, (FloatType, DoubleType))]
+    # ``columns`` are the compiler's lowercase names; Spark resolves them in any case.
+    float_types = {f.name.lower() for f in feed.schema.fields
+                   if isinstance(f.dataType, (FloatType, DoubleType))}
+    floats = [c for c in columns if c.lower() in float_types]
     keys = [F.col(c).cast("string").alias(f"{BITS}{i}") if c in floats else F.col(c)
             for i, c in enumerate(columns)]
     return (feed.groupBy(*keys)
