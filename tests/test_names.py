@@ -95,6 +95,17 @@ def test_mixed_case_source_and_columns_resolve_as_in_spark(spark, src):
     assert spark.table("v").columns == ["Region", "Total"]
 
 
+def test_a_column_whose_name_has_a_dot_is_maintained(spark, src):
+    # a named column `a.b` is no column b of a table a
+    query = "SELECT `a.b`, COUNT(*) AS n FROM (SELECT DISTINCT k AS `a.b`, x FROM src) s GROUP BY `a.b`"
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {query}")
+    spark.sql("INSERT INTO src VALUES (1, 11), (3, 30)")
+    spark.sql("DELETE FROM src WHERE k = 2")
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW v").mode == "incremental"
+    assert rows(spark, "v") == sorted(tuple(r) for r in spark.sql(query).collect())
+    assert spark.table("v").columns == ["a.b", "n"]
+
+
 def test_a_source_column_named_like_bookkeeping_is_refused_at_create(spark, src):
     spark.sql(f"CREATE TABLE odd (k INT, _ivm_weight INT) USING DELTA {CDF}")
     with pytest.raises(CatalogError, match="_ivm_weight of .*odd is reserved") as error:

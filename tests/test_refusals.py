@@ -88,22 +88,26 @@ def test_query_spark_refuses_is_reported_at_the_users_sql(spark, orders, select,
     assert not spark.catalog.tableExists(f"{orders}.v__ivm_store")
 
 
-def test_temporary_view_as_a_source_is_refused_as_temporary(spark, orders):
+def _temporary_view(spark):
     spark.sql("CREATE OR REPLACE TEMPORARY VIEW recent AS SELECT * FROM orders WHERE id > 1")
-    with pytest.raises(UnsupportedQuery) as caught:
-        ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS SELECT id FROM recent")
-    assert "temporary view recent" in caught.value.construct
-    assert "refreshes run in other sessions" in caught.value.message
-    assert caught.value.position == Position(1, 46)
 
 
-def test_python_udf_is_refused_as_temporary(spark, orders):
+def _python_udf(spark):
     spark.udf.register("plus_one", lambda x: x + 1, "int")
+
+
+@pytest.mark.parametrize("make, select, construct, position", [
+    (_temporary_view, "SELECT id FROM recent", "temporary view recent", Position(1, 46)),
+    (_python_udf, "SELECT id, plus_one(id) AS n FROM orders", "temporary function plus_one",
+     Position(1, 42))], ids=["temporary_view", "python_udf"])
+def test_what_lives_only_in_this_session_is_refused_as_temporary(spark, orders, make, select,
+                                                                 construct, position):
+    make(spark)
     with pytest.raises(UnsupportedQuery) as caught:
-        ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS SELECT id, plus_one(id) AS n FROM orders")
-    assert "temporary function plus_one" in caught.value.construct
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {select}")
+    assert construct in caught.value.construct
     assert "refreshes run in other sessions" in caught.value.message
-    assert caught.value.position == Position(1, 42)
+    assert caught.value.position == position
 
 
 def test_a_1500_column_distinct_view_is_created_and_refreshed(spark, fresh_db):

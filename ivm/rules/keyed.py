@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ivm.ir import Distinct, Project, Restrict, Union, Weighted, columns, reading
+from ivm.ir import Distinct, Project, Restrict, Union, Weighted, aliases_of, columns, reading
 from ivm.rules.base import terms
 from ivm.zset import WEIGHT, Read
 
@@ -52,13 +52,13 @@ def restricted(node, read: Read, keys, affected):
 def signed(before, after) -> Union:
     """``after − before`` as a Z-set: every row of ``after`` weighs +1, of ``before`` −1.
 
-    A relation with named columns carries its weight as a column; one with qualified columns
-    (a join) as a :class:`~ivm.ir.Weighted` wrapper.
+    A relation with named columns carries its weight as a column; one whose columns a table
+    alias qualifies (a join) as a :class:`~ivm.ir.Weighted` wrapper. Which one it is the
+    relation says, not its names: a named column may contain a dot (``AS `a.b```).
     """
     def weigh(node, weight):
-        names = columns(node)
-        if all("." not in n for n in names):
-            return Project(node, tuple((n, exp.column(n)) for n in names)
+        if not aliases_of(node):
+            return Project(node, tuple((n, exp.column(n)) for n in columns(node))
                            + ((WEIGHT, exp.Literal.number(weight)),))
         return Weighted(node, weight)
     return Union((weigh(after, 1), weigh(before, -1)))

@@ -275,6 +275,21 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
                          seconds=time.perf_counter() - start)
 
 
+def _retrying(spark, view: str, write) -> RefreshResult:
+    """``write(session, view, properties)`` in a session of its own under the settings the
+    view's CREATE pinned; again, from a fresh read of the store, whenever another refresh
+    committed first (at most :data:`ATTEMPTS` times)."""
+    for _ in range(ATTEMPTS):
+        try:
+            properties = view_properties(spark, view)
+            with _isolated(spark, settings(properties)) as work:
+                return write(work, view, properties)
+        except _LostRace:
+            continue
+    raise ConcurrentRefresh(f"{view} was refreshed by another refresh {ATTEMPTS} times while "
+                            f"this one ran", hint="refresh it again later")
+
+
 def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
     """Bring the materialized view ``name`` up to its sources' latest versions.
 
@@ -283,16 +298,8 @@ def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
     folded into the store by one MERGE. A full refresh overwrites the store with the query's
     result instead, which also repairs a store that disagrees with its sources.
     """
-    view = qualified_name(spark, name)
-    for _ in range(ATTEMPTS):
-        try:
-            properties = view_properties(spark, view)
-            with _isolated(spark, settings(properties)) as work:
-                return _refresh(work, view, properties, full)
-        except _LostRace:
-            continue
-    raise ConcurrentRefresh(f"{view} was refreshed by another refresh {ATTEMPTS} times while "
-                            f"this one ran", hint="refresh it again later")
+    return _retrying(spark, qualified_name(spark, name),
+                     lambda work, view, properties: _refresh(work, view, properties, full))
 
 
 def refresh_all(spark, views: list[str] | None = None) -> list[RefreshResult]:
@@ -311,16 +318,9 @@ def refresh_partition(spark, name: str, partition: dict[str, exp.Literal]) -> Re
     The partition is computed from the source versions the store already reflects, so the
     store stays one consistent state; a later refresh applies newer changes as usual.
     """
-    view = qualified_name(spark, name)
-    for _ in range(ATTEMPTS):
-        try:
-            properties = view_properties(spark, view)
-            with _isolated(spark, settings(properties)) as work:
-                return _refresh_partition(work, view, properties, partition)
-        except _LostRace:
-            continue
-    raise ConcurrentRefresh(f"{view} was refreshed by another refresh {ATTEMPTS} times while "
-                            f"this one ran", hint="refresh it again later")
+    return _retrying(spark, qualified_name(spark, name),
+                     lambda work, view, properties: _refresh_partition(work, view, properties,
+                                                                       partition))
 
 
 def _refresh_partition(spark, view: str, properties: dict[str, str],
