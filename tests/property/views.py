@@ -98,11 +98,12 @@ FAMILIES: dict[str, dict[str, str | Rewritten]] = {
         "join_max": ("SELECT s.d, MAX(r.a) AS hi FROM r JOIN s ON r.k = s.k GROUP BY s.d"),
     },
     "nested": {
-        # an aggregate of an aggregate, DISTINCT in a subquery, a CTE read twice
+        # an aggregate of an aggregate, DISTINCT in a subquery (a column named with a dot),
+        # a CTE read twice
         "agg_of_agg": ("SELECT n, COUNT(*) AS groups FROM "
                        "(SELECT k, COUNT(*) AS n FROM r GROUP BY k) g GROUP BY n"),
-        "distinct_sub": ("SELECT d.s, COUNT(*) AS n FROM (SELECT DISTINCT k, s FROM r) d "
-                         "GROUP BY d.s"),
+        "distinct_sub": ("SELECT d.`s.text`, COUNT(*) AS n FROM "
+                         "(SELECT DISTINCT k, s AS `s.text` FROM r) d GROUP BY d.`s.text`"),
         "cte_twice": ("WITH big AS (SELECT k, SUM(a) AS total FROM r GROUP BY k) "
                       "SELECT x.k, x.total, y.total AS other FROM big x JOIN big y "
                       "ON x.k = y.k"),
