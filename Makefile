@@ -1,11 +1,11 @@
-# make demo | test | test-deep | jars | bench-quick | bench
+# make demo | test | test-fast | test-deep | jars | bench-quick | bench
 VENV := .venv
 PY := $(VENV)/bin/python
 HYPOTHESIS_PROFILE ?= ci
 # Test processes, each with its own SparkSession; test files are spread over them.
 TEST_WORKERS ?= 2
 
-.PHONY: demo test test-deep jars bench-quick bench
+.PHONY: demo test test-fast test-deep jars bench-quick bench
 
 demo test test-deep bench-quick bench: export SPARK_LOCAL_IP ?= 127.0.0.1
 
@@ -26,6 +26,10 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed jars
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile \
 		--durations=20
+
+# The tests that need no JVM: the compiler, and every rule checked in-process (seconds).
+test-fast: $(VENV)/.installed
+	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -m fast -p no:cacheprovider
 
 test-deep:
 	$(MAKE) test HYPOTHESIS_PROFILE=deep

@@ -9,6 +9,8 @@ from ivm.rules import differentiate
 from ivm.rules.base import weight_of
 from ivm.zset import COUNT, WEIGHT, Read
 
+pytestmark = pytest.mark.fast
+
 SCHEMA = {
     "orders": {"id": "INT", "cust_id": "INT", "amount": "DECIMAL(10,2)", "status": "STRING"},
     "customers": {"id": "INT", "region": "STRING", "nation_id": "INT"},

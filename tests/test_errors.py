@@ -6,6 +6,8 @@ import ivm
 from ivm.errors import CatalogError, Position, SqlSyntaxError, UnsupportedQuery
 from ivm.runtime.statements import parse_statement
 
+pytestmark = pytest.mark.fast
+
 SCHEMA = {"orders": {"id": "INT", "cust_id": "INT", "amount": "INT", "status": "STRING"},
           "customers": {"id": "INT", "region": "STRING"}}
 

@@ -53,9 +53,9 @@ def change_decimals(spark):
     spark.sql(f"INSERT INTO d VALUES {decimal_row(1, 5)}, {decimal_row(1, 5)}, "
               f"{decimal_row(3, 6)}")
     spark.sql("DELETE FROM d WHERE k = 2 AND d1 IS NOT NULL")
-    spark.sql(f"UPDATE d SET d1 = d1 + CAST(0.00000001 AS DECIMAL(18,8)), "
-              f"d2 = d2 - CAST(0.000000000000000001 AS DECIMAL(38,18)), d3 = d3 * 3, "
-              f"d5 = d5 / 3 WHERE k = 1")
+    spark.sql("UPDATE d SET d1 = d1 + CAST(0.00000001 AS DECIMAL(18,8)), "
+              "d2 = d2 - CAST(0.000000000000000001 AS DECIMAL(38,18)), d3 = d3 * 3, "
+              "d5 = d5 / 3 WHERE k = 1")
 
 
 @pytest.mark.parametrize("type_, first, added", [

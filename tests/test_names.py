@@ -4,7 +4,7 @@ out of the user's way."""
 import pytest
 
 import ivm
-from ivm.errors import CatalogError, IvmError, ViewExists, ViewNotFound
+from ivm.errors import CatalogError, ViewExists, ViewNotFound
 from ivm.runtime.views import consumed_versions
 
 CDF = "TBLPROPERTIES (delta.enableChangeDataFeed = true)"

@@ -12,6 +12,8 @@ from hypothesis import Phase, event, find, given, settings
 import ivm
 from strategies import CONSTRUCTS, SCHEMAS, drawn_queries
 
+pytestmark = pytest.mark.fast
+
 SCHEMA = {table: dict(columns) for table, columns in SCHEMAS.items()}
 
 

@@ -1,0 +1,187 @@
+"""A reference evaluator of compiled views that needs no Spark: DuckDB runs the compiler's SQL.
+
+It checks the identity every derivative rule must satisfy (DBSP's incremental form): folding
+the delta query's rows into the store computed before a change gives the store computed after
+it::
+
+    fold(full(before), delta(before, after)) = full(after)
+
+``full`` is the view's store query, ``delta`` the delta query over the ``before``/``after``
+snapshots and the change ``after − before`` as a Z-set (rows weighted ±n), and ``fold`` the
+MERGE the runtime runs. The two stores are compared as the view they show. DuckDB evaluates
+both sides, so where its functions differ from Spark's it differs on both sides alike: what
+the identity checks is the rules, not the SQL dialect. Spark stays the oracle end to end.
+
+Two departures from the MERGE the runtime runs, both because DuckDB evaluates every action of
+a MERGE eagerly: the guard against negative counts is a query of its own before the MERGE,
+and a rule that gives a count below zero fails the check rather than the statement.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import duckdb
+import sqlglot
+from sqlglot import exp
+
+from ivm import codegen, compile
+from ivm.codegen.store import NEGATIVE_COUNT
+from ivm.compiler import CompiledView
+from ivm.store import is_exact
+from ivm.zset import COUNT, WEIGHT, Read, relation_name
+
+SPARK_FUNCTIONS = (
+    # volatile, so DuckDB cannot fold it into a constant that fails at planning
+    "CREATE MACRO raise_error(message) AS error(message || left(CAST(random() AS VARCHAR), 0))",
+    "CREATE MACRO array_repeat(element, n) AS list_transform(range(n), lambda i: element)",
+    "CREATE MACRO sequence(first, last) AS range(first, last + 1)",
+)
+"""Spark functions the compiler's SQL uses that DuckDB lacks."""
+
+OVERFLOW = ("Overflow", "out of range")
+"""Words of DuckDB errors where a sum left its type: the runtime recomputes then."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a check found: ``folded`` (the view folded and compared), or why not."""
+
+    holds: bool
+    how: str
+    folded: list | None = None
+    fresh: list | None = None
+
+
+def duck(query: exp.Expression) -> str:
+    return query.sql("duckdb")
+
+
+def _type(spark_type: str) -> str:
+    return exp.DataType.build(spark_type, dialect="spark").sql("duckdb")
+
+
+def connect() -> duckdb.DuckDBPyConnection:
+    connection = duckdb.connect()
+    for statement in SPARK_FUNCTIONS:
+        connection.execute(statement)
+    return connection
+
+
+def load(connection, name: str, columns: Sequence[tuple[str, str]], rows: Sequence[tuple],
+         weights: Sequence[int] | None = None) -> None:
+    """Create the table ``name`` of ``columns`` ((name, Spark type) pairs) holding ``rows``,
+    each with its weight as :data:`~ivm.zset.WEIGHT` if ``weights`` are given."""
+    spec = [f'"{column}" {_type(type_)}' for column, type_ in columns]
+    spec += [f"{WEIGHT} BIGINT"] if weights is not None else []
+    if not spec:    # a source of which the view reads no column (COUNT(*) FROM t)
+        spec, rows = ["_row BOOLEAN"], [(True,) for _ in rows]
+    connection.execute(f'CREATE OR REPLACE TABLE "{name}" ({", ".join(spec)})')
+    data = [tuple(row) + ((weight,) if weights is not None else ())
+            for row, weight in zip(rows, weights if weights is not None else [None] * len(rows))]
+    if data:
+        marks = ", ".join("?" * len(data[0]))
+        connection.executemany(f'INSERT INTO "{name}" VALUES ({marks})', data)
+
+
+def _project(table_columns: Sequence[tuple[str, str]], used: Sequence[str], rows):
+    """``rows`` of a table with ``table_columns`` projected onto the ``used`` ones (the
+    compiler's lowercase names), and those columns with their types."""
+    names = [name.lower() for name, _ in table_columns]
+    at = [names.index(column) for column in used]
+    return ([(column, table_columns[i][1]) for column, i in zip(used, at)],
+            [tuple(row[i] for i in at) for row in rows])
+
+
+def _bind(connection, compiled: CompiledView, schema, before, after) -> None:
+    """The reads of a delta query: snapshots before and after, and the change as a Z-set."""
+    for table, used in compiled.sources.items():
+        columns, old = _project(schema[table], used, before[table])
+        _, new = _project(schema[table], used, after[table])
+        change = Counter(new)
+        change.subtract(Counter(old))
+        rows = [row for row, weight in change.items() if weight]
+        load(connection, relation_name(table, Read.BEFORE), columns, old)
+        load(connection, relation_name(table, Read.AFTER), columns, new)
+        load(connection, relation_name(table, Read.DELTA), columns, rows,
+             [change[row] for row in rows])
+
+
+def _canonical(value):
+    """A value as compared: floats to 12 significant digits, -0.0 as 0.0, NaN as text.
+    Float sums added in another order differ in the last bits, a lost retraction
+    (1e16 + 1.0 - 1e16 giving 0.0) in the first."""
+    if isinstance(value, float):
+        return repr(value) if math.isnan(value) or math.isinf(value) \
+            else float(f"{value:.12g}") + 0.0
+    return value
+
+
+def _rows(connection, compiled: CompiledView, store: str) -> list:
+    view = codegen.view_query(compiled.store, store)
+    return sorted((tuple(_canonical(v) for v in row)
+                   for row in connection.execute(duck(view)).fetchall()), key=repr)
+
+
+def _inexact_sums(connection, compiled: CompiledView) -> bool:
+    """Whether the store keeps a sum the runtime recomputes rather than folds: one of floats,
+    or a decimal with no digit to carry (:func:`ivm.store.is_exact`). DuckDB sums integers
+    as HUGEINT, which is exact."""
+    types = dict(connection.execute("SELECT column_name, column_type FROM "
+                                    "(DESCRIBE store)").fetchall())
+
+    def exact(type_: str) -> bool:
+        return type_ == "HUGEINT" or is_exact(
+            exp.DataType.build(type_, dialect="duckdb").sql("spark"))
+    return any(acc.kind == "sum" and not exact(types[acc.name])
+               for acc in compiled.store.accumulators)
+
+
+def _fold(connection, compiled: CompiledView) -> None:
+    """The runtime's MERGE of the change into ``store``, its negative-count guard a query."""
+    connection.execute(f"CREATE TABLE change AS {duck(compiled.delta_query)}")
+    on = " AND ".join(f'store."{k}" IS NOT DISTINCT FROM change."{k}"'
+                      for k in compiled.store.keys) or "TRUE"
+    negative = connection.execute(
+        f"SELECT change.* FROM change LEFT JOIN store ON {on} "
+        f"WHERE COALESCE(store.{COUNT}, 0) + change.{COUNT} < 0").fetchall()
+    if negative:
+        raise AssertionError(f"the change gives rows a negative count: {negative[:3]}")
+    merge = codegen.merge_statement(compiled.store, "store", sqlglot.parse_one(
+        "SELECT * FROM change"))
+    whens = merge.args["whens"]
+    whens.set("expressions", [w for w in whens.expressions if not any(
+        literal.this == NEGATIVE_COUNT for literal in w.find_all(exp.Literal))])
+    connection.execute(duck(merge))
+
+
+def check_identity(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
+                   before: Mapping[str, Sequence[tuple]],
+                   after: Mapping[str, Sequence[tuple]]) -> Outcome:
+    """Whether ``fold(full(before), delta(before, after)) = full(after)`` for the view ``sql``
+    over tables of ``schema`` ({table: [(column, Spark type)]}) holding ``before`` and then
+    ``after`` rows."""
+    compiled = compile(sql, {t: dict(columns) for t, columns in schema.items()})
+    connection = connect()
+    _bind(connection, compiled, schema, before, before)
+    try:
+        connection.execute(f"CREATE TABLE store AS {duck(compiled.full_query)}")
+    except duckdb.Error as error:
+        if any(word in str(error) for word in OVERFLOW):
+            return Outcome(True, "the query fails on these rows")
+        raise
+    if _inexact_sums(connection, compiled):
+        return Outcome(True, "recomputed: a sum of floats")
+    _bind(connection, compiled, schema, before, after)
+    try:
+        _fold(connection, compiled)
+    except duckdb.Error as error:
+        if any(word in str(error) for word in OVERFLOW):
+            return Outcome(True, "recomputed: a sum overflowed")
+        raise
+    connection.execute(f"CREATE TABLE fresh AS {duck(compiled.full_query)}")
+    folded, fresh = _rows(connection, compiled, "store"), _rows(connection, compiled, "fresh")
+    return Outcome(folded == fresh, "folded", folded, fresh)
