@@ -7,13 +7,15 @@ CREATE / REFRESH / DROP MATERIALIZED VIEW (and passes other statements to Spark)
 """
 
 from ivm.compiler import CompiledView, compile
-from ivm.errors import (CatalogError, ConcurrentRefresh, InvalidQuery, IvmError, SourceError,
-                        SqlSyntaxError, StateError, UnsupportedQuery, ViewExists, ViewNotFound)
+from ivm.errors import (CatalogError, ConcurrentRefresh, DependencyCycle, InvalidQuery, IvmError,
+                        ReservedName, SetupError, SourceError, SqlSyntaxError, StaleJob,
+                        StateError, UnsupportedQuery, ViewExists, ViewInUse, ViewNotFound)
 from ivm.runtime.changelog import view_changes
 from ivm.runtime.session import spark_session
 from ivm.runtime.statements import sql
 from ivm.runtime.views import RefreshResult
 
-__all__ = ["CatalogError", "CompiledView", "ConcurrentRefresh", "InvalidQuery", "IvmError", "RefreshResult", "SourceError",
-           "SqlSyntaxError", "StateError", "UnsupportedQuery", "ViewExists", "ViewNotFound",
-           "compile", "spark_session", "sql", "view_changes"]
+__all__ = ["CatalogError", "CompiledView", "ConcurrentRefresh", "DependencyCycle", "InvalidQuery",
+           "IvmError", "RefreshResult", "ReservedName", "SetupError", "SourceError",
+           "SqlSyntaxError", "StaleJob", "StateError", "UnsupportedQuery", "ViewExists",
+           "ViewInUse", "ViewNotFound", "compile", "spark_session", "sql", "view_changes"]

@@ -62,7 +62,13 @@ class CatalogError(IvmError):
 
 
 class InvalidQuery(IvmError):
-    """Spark refuses the query: a type error, a wrong number of arguments, … ."""
+    """The query is no valid view definition: Spark refuses it (a type error, a wrong number
+    of arguments, a column neither grouped nor aggregated, …), or its result has a computed
+    column without a name, or two columns of one name."""
+
+
+class ReservedName(IvmError):
+    """The query names a column as ivm's bookkeeping does (``_ivm_…``)."""
 
 
 class UnsupportedQuery(IvmError):
@@ -96,6 +102,22 @@ class StateError(IvmError):
 
 class ConcurrentRefresh(IvmError):
     """Other refreshes of the same view kept committing first."""
+
+
+class DependencyCycle(IvmError):
+    """Materialized views would read each other in a cycle."""
+
+
+class ViewInUse(IvmError):
+    """DROP of a materialized view that other materialized views read."""
+
+
+class StaleJob(IvmError):
+    """A generated job whose SQL is no longer what its view's definition compiles to."""
+
+
+class SetupError(IvmError):
+    """Something ivm needs is missing where it runs (Delta Lake, a JDBC driver)."""
 
 
 def user_message(error: Exception) -> str | None:

@@ -3,7 +3,8 @@
 import pytest
 
 import ivm
-from ivm.errors import CatalogError, Position, SqlSyntaxError, UnsupportedQuery
+from ivm.errors import (CatalogError, InvalidQuery, Position, ReservedName, SqlSyntaxError,
+                        UnsupportedQuery)
 from ivm.runtime.statements import parse_statement
 
 pytestmark = pytest.mark.fast
@@ -74,28 +75,28 @@ def test_unsupported_construct_is_refused_by_name_and_place(sql, construct, posi
 
 def test_column_neither_grouped_nor_aggregated():
     error = error_of("SELECT status, amount, COUNT(*) AS n FROM orders GROUP BY status",
-                     CatalogError)
+                     InvalidQuery)
     assert "amount" in error.message and "GROUP BY" in error.message
 
 
 def test_computed_column_needs_a_name():
-    error = error_of("SELECT status, COUNT(*) FROM orders GROUP BY status", CatalogError)
+    error = error_of("SELECT status, COUNT(*) FROM orders GROUP BY status", InvalidQuery)
     assert "needs a name" in error.message and error.position == Position(1, 16)
 
 
 def test_duplicate_column_names_are_refused():
     error = error_of("SELECT o.id, c.id FROM orders o JOIN customers c ON o.cust_id = c.id",
-                     CatalogError)
+                     InvalidQuery)
     assert "two columns named id" in error.message
 
 
 def test_column_names_differing_only_in_case_are_duplicates():
-    error = error_of("SELECT id AS Key, cust_id AS key FROM orders", CatalogError)
+    error = error_of("SELECT id AS Key, cust_id AS key FROM orders", InvalidQuery)
     assert "two columns named key" in error.message
 
 
 def test_bookkeeping_column_names_are_reserved():
-    error = error_of("SELECT id AS _ivm_count FROM orders", CatalogError)
+    error = error_of("SELECT id AS _ivm_count FROM orders", ReservedName)
     assert "reserved" in error.message
 
 

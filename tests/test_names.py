@@ -4,7 +4,7 @@ out of the user's way."""
 import pytest
 
 import ivm
-from ivm.errors import CatalogError, ViewExists, ViewNotFound
+from ivm.errors import CatalogError, ReservedName, ViewExists, ViewNotFound
 from ivm.runtime.views import consumed_versions
 
 CDF = "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
@@ -108,7 +108,7 @@ def test_a_column_whose_name_has_a_dot_is_maintained(spark, src):
 
 def test_a_source_column_named_like_bookkeeping_is_refused_at_create(spark, src):
     spark.sql(f"CREATE TABLE odd (k INT, _ivm_weight INT) USING DELTA {CDF}")
-    with pytest.raises(CatalogError, match="_ivm_weight of .*odd is reserved") as error:
+    with pytest.raises(ReservedName, match="_ivm_weight of .*odd is reserved") as error:
         ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS\nSELECT k, _IVM_WEIGHT AS w FROM odd")
     assert "line 2" in str(error.value)
     ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS SELECT k FROM odd")   # not read: fine
@@ -117,7 +117,7 @@ def test_a_source_column_named_like_bookkeeping_is_refused_at_create(spark, src)
 
 
 def test_an_output_column_named_like_bookkeeping_is_refused_whatever_its_case():
-    with pytest.raises(CatalogError, match="_ivm_x is reserved"):
+    with pytest.raises(ReservedName, match="_ivm_x is reserved"):
         ivm.compile("SELECT k AS _IVM_X FROM t", schema={"t": {"k": "INT"}})
 
 

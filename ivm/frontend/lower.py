@@ -20,7 +20,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ivm import store
-from ivm.errors import CatalogError, UnsupportedQuery
+from ivm.errors import InvalidQuery, ReservedName, UnsupportedQuery
 from ivm.frontend.positions import position_of
 from ivm.frontend.subqueries import SUBQUERY_PREFIX, unnest
 from ivm.names import join
@@ -375,7 +375,7 @@ class _Lowering:
                 uses = [c for c in source.root().find_all(exp.Column)
                         if c.table == alias and c.name == column and position_of(c)]
                 where = min(uses, key=lambda c: (position_of(c).line, position_of(c).column), default=source)
-                raise CatalogError(
+                raise ReservedName(
                     f"column name {column} of {table} is reserved for ivm's bookkeeping "
                     f"(names starting with {BOOKKEEPING_PREFIX})", self.sql, position_of(where),
                     hint=f"rename it in the source table (ALTER TABLE {table} RENAME COLUMN "
@@ -390,14 +390,14 @@ class _Lowering:
             name = item.alias_or_name
             expression = item.this if isinstance(item, exp.Alias) else item
             if named and not isinstance(expression, exp.Column) and name.startswith("_col_"):
-                raise CatalogError("a computed column of a materialized view needs a name",
+                raise InvalidQuery("a computed column of a materialized view needs a name",
                                    self.sql, position_of(item),
                                    hint=f"name it: {expression.sql('spark')} AS some_name")
             if name.startswith(BOOKKEEPING_PREFIX):
-                raise CatalogError(f"column name {name} is reserved for ivm's bookkeeping",
+                raise ReservedName(f"column name {name} is reserved for ivm's bookkeeping",
                                    self.sql, position_of(item), hint="rename the column")
             if any(name.lower() == seen.lower() for seen, _ in outputs):  # Delta ignores case
-                raise CatalogError(f"the view would have two columns named {name}", self.sql,
+                raise InvalidQuery(f"the view would have two columns named {name}", self.sql,
                                    position_of(item), hint="give one of them an alias")
             outputs.append((name, expression.copy()))
         return outputs
@@ -434,7 +434,7 @@ class _Lowering:
                 return exp.column(name)
             if isinstance(node, exp.Column) and not (
                     not node.table and node.name.startswith(WINDOW_PREFIX)):
-                raise CatalogError(
+                raise InvalidQuery(
                     f"column {node.sql('spark')} is neither in GROUP BY nor inside an "
                     "aggregate", self.sql, position_of(node),
                     hint="add it to GROUP BY or aggregate it")

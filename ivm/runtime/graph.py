@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import networkx as nx
 
-from ivm.errors import CatalogError
+from ivm.errors import DependencyCycle
 from ivm.names import join
 from ivm.runtime.catalog import STORE_SUFFIX, store_name, store_properties
 from ivm.runtime.delta_log import DeltaLogReader
@@ -67,6 +67,6 @@ def check_no_cycle(spark, view: str, sources) -> None:
     except nx.NetworkXNoCycle:
         return
     path = " → ".join([edge[0] for edge in cycle] + [cycle[0][0]])
-    raise CatalogError(f"{view} would read itself: {path}",
-                       hint="a materialized view may read other materialized views, but not "
-                            "through a cycle")
+    raise DependencyCycle(f"{view} would read itself: {path}",
+                          hint="a materialized view may read other materialized views, but not "
+                               "through a cycle")

@@ -18,7 +18,7 @@ import time
 
 from py4j.protocol import Py4JJavaError
 
-from ivm.errors import CatalogError, user_message
+from ivm.errors import CatalogError, SetupError, StaleJob, user_message
 from ivm.runtime.session import DELTA_EXTENSION
 
 EXIT_FAILED = 1
@@ -52,7 +52,7 @@ def _check_steps(compiled, steps: dict[str, str]) -> None:
     differing = [step for step, text in compiled_steps(compiled).items()
                  if steps.get(step) != text]
     if differing:
-        raise CatalogError(
+        raise StaleJob(
             f"the SQL of step(s) {', '.join(differing)} in this job is not what the "
             "definition compiles to now (another ivm version, or the sources changed)",
             hint="regenerate the job with `ivm compile <view.sql> --emit job`")
@@ -73,13 +73,12 @@ def _check_classpath(spark) -> None:
             return False
 
     if not loadable(DELTA_EXTENSION):
-        raise CatalogError("Delta Lake is not on the driver's classpath",
-                           hint=f"spark-submit --packages {','.join(delta_packages())} "
-                                "...")
+        raise SetupError("Delta Lake is not on the driver's classpath",
+                         hint=f"spark-submit --packages {','.join(delta_packages())} ...")
     if os.environ.get(ENVIRONMENT) and not loadable(CLIENT_DRIVER):
-        raise CatalogError(f"the catalog is served (${ENVIRONMENT}) but Derby's client driver "
-                           "is not on the driver's classpath",
-                           hint=f"spark-submit --driver-class-path {client_classpath()} ...")
+        raise SetupError(f"the catalog is served (${ENVIRONMENT}) but Derby's client driver "
+                         "is not on the driver's classpath",
+                         hint=f"spark-submit --driver-class-path {client_classpath()} ...")
 
 
 def _run(view: str, definition: str, steps: dict[str, str], args) -> None:

@@ -38,7 +38,7 @@ from ivm.codegen.store import NEGATIVE_COUNT
 from ivm.store import OVERFLOW, is_exact
 from ivm.compiler import CompiledView, compile
 from ivm.errors import (CatalogError, ConcurrentRefresh, IvmError, SourceError, StateError,
-                        ViewExists, ViewNotFound)
+                        ViewExists, ViewInUse, ViewNotFound)
 from ivm.runtime import faults
 from ivm.runtime.analysis import analyse, refuse_temporary
 from ivm.runtime.catalog import (COLUMNS, DEFINITION, FRESHNESS, SUSPENDED, VIEW, check_name,
@@ -558,8 +558,8 @@ def drop_view(spark, name: str, *, if_exists: bool = False) -> None:
             return
         raise ViewNotFound(f"materialized view {view} does not exist")
     if downstream := readers(spark, view):
-        raise CatalogError(f"materialized view {view} is read by {', '.join(downstream)}",
-                           hint="drop the views that read it first")
+        raise ViewInUse(f"materialized view {view} is read by {', '.join(downstream)}",
+                        hint="drop the views that read it first")
     _execute(spark, codegen.drop_statement("VIEW", view))
     faults.reach("drop.after_view")
     _execute(spark, codegen.drop_statement("TABLE", store_name(view)))
