@@ -12,9 +12,9 @@ MERGE the runtime runs. The two stores are compared as the view they show. DuckD
 both sides, so where its functions differ from Spark's it differs on both sides alike: what
 the identity checks is the rules, not the SQL dialect. Spark stays the oracle end to end.
 
-Two departures from the MERGE the runtime runs, both because DuckDB evaluates every action of
-a MERGE eagerly: the guard against negative counts is a query of its own before the MERGE,
-and a rule that gives a count below zero fails the check rather than the statement.
+One departure from the MERGE the runtime runs: DuckDB evaluates every action of a MERGE
+eagerly, so the guard against negative counts (a RAISE_ERROR action in Spark) is a query of
+its own before the MERGE, and a rule that gives a count below zero fails the check there.
 """
 
 from __future__ import annotations
