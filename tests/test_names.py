@@ -97,7 +97,8 @@ def test_mixed_case_source_and_columns_resolve_as_in_spark(spark, src):
 
 def test_a_column_whose_name_has_a_dot_is_maintained(spark, src):
     # a named column `a.b` is no column b of a table a
-    query = "SELECT `a.b`, COUNT(*) AS n FROM (SELECT DISTINCT k AS `a.b`, x FROM src) s GROUP BY `a.b`"
+    query = ("SELECT `a.b`, COUNT(*) AS n FROM (SELECT DISTINCT k AS `a.b`, x FROM src) s "
+             "GROUP BY `a.b`")
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {query}")
     spark.sql("INSERT INTO src VALUES (1, 11), (3, 30)")
     spark.sql("DELETE FROM src WHERE k = 2")

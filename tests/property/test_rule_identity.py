@@ -19,7 +19,8 @@ from views import FAMILIES
 pytestmark = pytest.mark.fast
 
 FAST = 6
-"""The fast tier runs this many times the examples of the Spark tier's profile."""
+"""Drawn queries get this many times the examples of the profile's Spark tests; a family,
+whose every example checks all its views, a quarter of that."""
 
 
 @st.composite
