@@ -142,9 +142,13 @@ def maintain_aggregate(plan: Project, differentiate) -> Maintenance:
             weight))
         for acc in accs.all)
     grouped = Aggregate(change, tuple((k, exp.column(k)) for k in store.keys), change_calls)
-    touched = exp.or_(*(exp.NEQ(this=exp.func("COALESCE", exp.column(acc.name),
-                                              exp.Literal.number(0)),
-                                expression=exp.Literal.number(0)) for acc in accs.all))
+    # An empty change of a view without GROUP BY is one row of NULLs; otherwise a change's
+    # sum is NULL only where it overflowed, and the fold must see it to fail.
+    changed = exp.or_(*(exp.Not(this=exp.NullSafeEQ(this=exp.column(acc.name),
+                                                    expression=exp.Literal.number(0)))
+                        for acc in accs.all))
+    touched = exp.and_(exp.Not(this=exp.Is(this=exp.column(ROWS.name), expression=exp.Null())),
+                       changed)
     return Maintenance(store, full, Filter(grouped, touched), RULE)
 
 

@@ -250,8 +250,9 @@ def run_scenario(spark, scenario: Scenario, views: Mapping[str, View]) -> None:
     """Create the sources and views, then after each batch refresh and check every view;
     finally refresh every view FULL and check again. A batch may change session settings
     (``SET TIME ZONE``): the refreshes after it run under them, the oracles under those of the
-    CREATE, and the session gets its own back at the end."""
-    created = pinned_settings(spark)
+    CREATE, and the session gets its own back at the end. The views are created under the
+    scenario's ``settings``."""
+    created = pinned_settings(spark) | scenario.settings
     with example_database(spark), session_settings(spark, created):
         create_sources(spark, scenario.tables)
         create_views(spark, views)

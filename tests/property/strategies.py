@@ -364,10 +364,16 @@ def changes(draw, table: str, known: list[tuple], kinds=CHANGE_KINDS) -> list[st
 @dataclass
 class Scenario:
     """Initial rows of each source, then batches of SQL (DML, DROP and CREATE TABLE, SET TIME
-    ZONE); the view is refreshed after each."""
+    ZONE); the view is refreshed after each. ``settings``: the session's settings when the
+    views are created, which they keep (e.g. ANSI mode off, where an overflow gives NULL)."""
 
     tables: dict[str, list[tuple]]
     batches: list[list[str]] = field(default_factory=list)
+    settings: dict[str, str] = field(default_factory=dict)
+
+
+ANSI_OFF = {"spark.sql.ansi.enabled": "false"}
+"""Spark 3's default: an overflow or a bad cast gives NULL instead of failing the query."""
 
 
 @st.composite
@@ -375,7 +381,9 @@ def scenarios(draw, tables=("r", "s", "t"), min_batches: int = 2,
               max_batches: int = 4) -> Scenario:
     """Sources ``tables`` with initial rows, and 2-4 batches of 0-3 changes each; in most
     scenarios one batch first sets another session time zone, which the later refreshes run
-    under (a view keeps the settings of its CREATE)."""
+    under (a view keeps the settings of its CREATE); in some the views are created with ANSI
+    mode off."""
+    settings = draw(st.sampled_from([{}, {}, {}, ANSI_OFF]))
     initial = {t: draw(table_rows(t)) for t in tables}
     known = {t: list(rs) for t, rs in initial.items()}
     batches = []
@@ -389,7 +397,7 @@ def scenarios(draw, tables=("r", "s", "t"), min_batches: int = 2,
             table = draw(st.sampled_from(tables))
             batch += draw(changes(table, known[table]))
         batches.append(batch)
-    return Scenario(initial, batches)
+    return Scenario(initial, batches, settings)
 
 
 # --- queries ----------------------------------------------------------------------------------
