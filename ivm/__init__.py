@@ -13,7 +13,7 @@ from ivm.errors import (CatalogError, ConcurrentRefresh, DependencyCycle, Invali
 from ivm.runtime.changelog import view_changes
 from ivm.runtime.session import spark_session
 from ivm.runtime.statements import sql
-from ivm.runtime.views import RefreshResult
+from ivm.runtime.history import RefreshResult
 
 __all__ = ["CatalogError", "CompiledView", "ConcurrentRefresh", "DependencyCycle", "InvalidQuery",
            "IvmError", "RefreshResult", "ReservedName", "SetupError", "SourceError",

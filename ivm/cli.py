@@ -195,7 +195,7 @@ def _cmd_run(args) -> int:
 
 def _cmd_status(args) -> int:
     from ivm.runtime.graph import materialized_views
-    from ivm.runtime.views import describe_view
+    from ivm.runtime.describe import describe_view
     spark = _session(args)
     for view in [args.view] if args.view else materialized_views(spark):
         print(view)

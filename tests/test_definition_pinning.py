@@ -8,8 +8,9 @@ from contextlib import contextmanager
 import pytest
 
 import ivm
+from ivm.runtime.catalog import store_name
+from ivm.runtime.describe import lag_seconds
 from ivm.runtime.history import RefreshRecord
-from ivm.runtime.views import lag_seconds, store_name
 
 CDF = "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
 TIME_ZONE = "spark.sql.session.timeZone"

@@ -9,7 +9,8 @@ import pytest
 
 import ivm
 from ivm.runtime import faults
-from ivm.runtime.views import refresh_view, store_name
+from ivm.runtime.catalog import store_name
+from ivm.runtime.refresh import refresh_view
 from test_views import CDF, assert_equals_query, history
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
@@ -70,7 +71,7 @@ def test_a_create_killed_at_any_point_is_completed_by_running_it_again(spark, fr
 def test_a_refresh_repairs_the_catalog_view_of_a_create_that_died(spark, fresh_db):
     spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {CDF}")
     spark.sql("INSERT INTO r VALUES (1, 10)")
-    with faults.inject("create.after_store"), pytest.raises(faults.InjectedFault):
+    with faults.inject("create.after_commit"), pytest.raises(faults.InjectedFault):
         ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
     spark.sql("INSERT INTO r VALUES (1, 5)")
     assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals").mode == "incremental"

@@ -5,7 +5,7 @@ import pytest
 
 import ivm
 from ivm.errors import CatalogError, ReservedName, ViewExists, ViewNotFound
-from ivm.runtime.views import consumed_versions
+from ivm.runtime.describe import consumed_versions
 
 CDF = "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
 

@@ -3,7 +3,7 @@
 import pytest
 
 import ivm
-from ivm.runtime.views import store_name
+from ivm.runtime.catalog import store_name
 from test_views import CDF, assert_equals_query, history
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"

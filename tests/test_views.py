@@ -6,7 +6,8 @@ import pytest
 from delta.tables import DeltaTable
 
 import ivm
-from ivm.runtime.views import consumed_versions, store_name
+from ivm.runtime.catalog import store_name
+from ivm.runtime.describe import consumed_versions
 
 CDF = "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
 SALES = ("SELECT c.region, COUNT(*) AS n, SUM(o.amount) AS total FROM orders o "

@@ -15,7 +15,7 @@ form the delta query understands. It recomputes in full, and records the reason,
   below that a refresh costs its fixed overhead either way).
 
 A change data file removed by VACUUM is only found when the refresh reads it; the refresh then
-falls back too (see :mod:`ivm.runtime.views`).
+falls back too (see :mod:`ivm.runtime.refresh`).
 """
 
 from __future__ import annotations

@@ -5,11 +5,11 @@ the code passes through it: :func:`reach` between writes, :func:`during` inside 
 makes the Spark job that performs the write fail half-way). Nothing is armed outside tests,
 and an unarmed point costs a dictionary lookup.
 
->>> with inject("refresh.after_write"):
-...     reach("refresh.after_write")
+>>> with inject("refresh.after_commit"):
+...     reach("refresh.after_commit")
 Traceback (most recent call last):
 ...
-ivm.runtime.faults.InjectedFault: injected fault at refresh.after_write
+ivm.runtime.faults.InjectedFault: injected fault at refresh.after_commit
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from pyspark.sql import functions as F
 WRITE_POINTS = {
     "create.before_write": "a CREATE, before it writes anything",
     "create.during_write": "a CREATE, inside the job that writes the store",
-    "create.after_store": "a CREATE, after the store's commit, before the catalog view",
+    "create.after_commit": "a CREATE, after the store's commit, before the catalog view",
     "create.after_write": "a CREATE, after every write",
     "refresh.before_write": "a REFRESH, with its reads bound, before it writes",
     "refresh.during_write": "a REFRESH, inside the job of its MERGE or overwrite",
-    "refresh.after_write": "a REFRESH, after its commit, before it returns",
+    "refresh.after_commit": "a REFRESH, after its commit, before it returns",
     "drop.after_view": "a DROP, after the catalog view, before the store",
 }
 """Every point, with the moment it stands for."""

@@ -1,7 +1,7 @@
 """What each write of a view's store records, and the status and history read back from it.
 
 Every commit ivm makes to a store carries, in Delta's ``userMetadata``, one
-:class:`RefreshRecord`: which refresh wrote it, in which mode and why, and the source versions
+:class:`RefreshRecord` (a CREATE or REFRESH returns a :class:`RefreshResult`): which refresh wrote it, in which mode and why, and the source versions
 the store reflects from then on. Delta keeps the commits, so the refresh history of a view is
 its store's Delta history, and the latest record is where the next refresh starts. A source is
 known by its Delta table id, which the record keeps, so a table dropped and created again under
@@ -26,6 +26,35 @@ USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 HISTORY_SCAN = 50
 """How many of a store's latest commits are searched for its latest record (others, such as
 an OPTIMIZE of the store, carry none)."""
+
+
+@dataclass
+class RefreshResult:
+    """What one CREATE or REFRESH did."""
+
+    view: str
+    mode: str                       # create | incremental | full | partition | noop
+    consumed: dict[str, int] = field(default_factory=dict)
+    previous: dict[str, int] = field(default_factory=dict)
+    rows_inserted: int = 0
+    rows_updated: int = 0
+    rows_deleted: int = 0
+    seconds: float = 0.0
+    reason: str | None = None                   # why a refresh was full
+
+    def __str__(self) -> str:
+        versions = ", ".join(
+            f"{t} v{self.previous[t]}→v{v}" if t in self.previous and self.previous[t] != v
+            else f"{t} v{v}" for t, v in self.consumed.items())
+        text = f"{self.mode} refresh of {self.view} in {self.seconds:.2f}s"
+        if self.reason:
+            text += f" ({self.reason})"
+        text += f"; sources: {versions}"
+        if self.mode in ("incremental", "full", "create", "partition"):
+            text += (f"; store rows: +{self.rows_inserted} inserted, ~{self.rows_updated} "
+                     f"updated, -{self.rows_deleted} deleted")
+        return text
+
 
 @dataclass(frozen=True)
 class RefreshRecord:

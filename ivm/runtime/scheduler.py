@@ -19,8 +19,10 @@ from collections.abc import Callable
 import networkx as nx
 
 from ivm.runtime.catalog import FRESHNESS, SUSPENDED, store_properties
+from ivm.runtime.describe import lag_seconds
 from ivm.runtime.graph import dependency_graph, materialized_views, refresh_order
-from ivm.runtime.views import RefreshResult, lag_seconds, refresh_view
+from ivm.runtime.history import RefreshResult
+from ivm.runtime.refresh import refresh_view
 
 CATALOG_RESCAN_SECONDS = 30.0
 """How often the loop looks for views created or dropped since it started."""

@@ -39,8 +39,9 @@ from sqlglot.tokens import Token, TokenType
 from ivm.errors import SqlSyntaxError
 from ivm.frontend.positions import position_at_offset
 from ivm.names import join
-from ivm.runtime.views import (alter_view, create_view, describe_view, drop_view,
-                               refresh_all, refresh_history, refresh_partition, refresh_view)
+from ivm.runtime.describe import describe_view, refresh_history
+from ivm.runtime.refresh import refresh_all, refresh_partition, refresh_view
+from ivm.runtime.views import alter_view, create_view, drop_view
 
 
 @dataclass(frozen=True)
@@ -229,7 +230,7 @@ def _materialized(tokens: _Tokens) -> bool:
 def sql(spark, statement: str):
     """Run ``statement``: a materialized-view statement, or any Spark SQL.
 
-    Returns a :class:`~ivm.runtime.views.RefreshResult` for CREATE and REFRESH, a list of
+    Returns a :class:`~ivm.runtime.history.RefreshResult` for CREATE and REFRESH, a list of
     them for REFRESH ALL, None for ALTER and DROP, and a DataFrame for DESCRIBE and for
     anything else (``spark.sql(statement)``).
     """

@@ -1,0 +1,149 @@
+"""The exactly-once protocol: every write to a view's store is one Delta commit.
+
+A *committed write* (:func:`committed_write`) is the only way ivm writes a store:
+
+1. bind the sources' reads at the versions the write consumes (the first read fails at the
+   fault point ``<stage>.during_write`` when a test armed it);
+2. pass the fault point ``<stage>.before_write``;
+3. run the write as one Delta commit whose ``userMetadata`` is the write's
+   :class:`~ivm.runtime.history.RefreshRecord`: the source versions the store reflects from
+   then on. A write computed from store version *n* is Delta's idempotent transaction
+   ``(ivm:<view>, n)``, so it commits at most once per store version;
+4. unbind the reads, pass ``<stage>.after_commit``;
+5. check that the store's latest record is this write's: Delta skips a transaction whose
+   version was committed already, and then another write got there first.
+
+A write that dies before step 3's commit changes nothing; one that dies after it is done.
+A write that lost the race raises :class:`LostRace`, and :func:`retrying` runs the whole
+refresh again from a fresh read of the store. Each attempt runs in a session of its own
+(:func:`isolated`): same SparkContext and catalog, own temporary views and settings, so that
+writes in threads of one application do not see each other's bindings.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import PySparkException
+
+from ivm.codegen.store import NEGATIVE_COUNT
+from ivm.compiler import CompiledView
+from ivm.errors import ConcurrentRefresh, SourceError, StateError
+from ivm.runtime import faults
+from ivm.runtime.catalog import store_name
+from ivm.runtime.definition import is_pinned, settings, view_properties
+from ivm.runtime.delta_log import DeltaLogReader
+from ivm.runtime.fallback import CHANGE_DATA_UNAVAILABLE
+from ivm.runtime.history import USER_METADATA, RefreshRecord, latest_record
+from ivm.runtime.sources import bind, unbind
+
+TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+ATTEMPTS = 3
+"""How often a refresh that lost a race with another refresh of its view starts again."""
+
+
+class LostRace(Exception):
+    """Another write of the view committed first."""
+
+
+@contextmanager
+def isolated(spark, pinned: dict[str, str] | None = None):
+    """A session of its own for one statement: ``spark``'s settings and current database,
+    its own temporary views and settings. ``pinned``: the settings a view's CREATE pinned
+    (see :mod:`ivm.runtime.definition`), which replace ``spark``'s own."""
+    own = spark.newSession()
+    inherited = own.conf.getAll
+    for key, value in spark.conf.getAll.items():
+        if inherited.get(key) != value and (pinned is None or not is_pinned(key)):
+            own.conf.set(key, value)
+    for key, value in (pinned or {}).items():
+        own.conf.set(key, value)
+    own.catalog.setCurrentDatabase(spark.catalog.currentDatabase())
+    yield own
+
+
+def retrying(spark, view: str, write):
+    """``write(session, view, properties)`` in a session of its own under the settings the
+    view's CREATE pinned; again, from a fresh read of the store, whenever another write
+    committed first (at most :data:`ATTEMPTS` times)."""
+    for _ in range(ATTEMPTS):
+        try:
+            properties = view_properties(spark, view)
+            with isolated(spark, settings(properties)) as work:
+                return write(work, view, properties)
+        except LostRace:
+            continue
+    raise ConcurrentRefresh(f"{view} was refreshed by another refresh {ATTEMPTS} times while "
+                            f"this one ran", hint="refresh it again later")
+
+
+@contextmanager
+def committed_write(spark, view: str, compiled: CompiledView, record: RefreshRecord, *,
+                    stage: str, before: dict[str, int] | None = None,
+                    read_version: int | None = None):
+    """Run the block's write of the store of ``view`` as one commit carrying ``record``,
+    with the sources of ``compiled`` bound at ``record.sources`` (and at ``before`` for a
+    change); ``stage`` (``create`` or ``refresh``) names its fault points. With the store
+    version ``read_version`` it was computed from, the write is idempotent and checked to be
+    the one that committed."""
+    names = bind(spark, compiled.sources, before, record.sources,
+                 wrap=lambda frame: faults.during(f"{stage}.during_write", frame))
+    try:
+        faults.reach(f"{stage}.before_write")
+        with spark_errors(view), _commit_settings(spark, view, record, read_version):
+            yield
+    finally:
+        unbind(spark, names)
+    faults.reach(f"{stage}.after_commit")
+    if read_version is not None and latest_record(
+            DeltaLogReader(spark, store_name(view)))[1].refresh != record.refresh:
+        raise LostRace()
+
+
+@contextmanager
+def _commit_settings(spark, view: str, record: RefreshRecord, read_version: int | None):
+    """Settings for the statements of the block: ``record`` goes into their commit, and, with
+    ``read_version``, the commit is the idempotent transaction ``(ivm:<view>, read_version)``."""
+    conf = {USER_METADATA: record.to_json()}
+    if read_version is not None:
+        conf |= {TXN_APP_ID: f"ivm:{view}", TXN_VERSION: str(read_version)}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key in conf:
+            spark.conf.unset(key)
+
+
+@contextmanager
+def spark_errors(view: str):
+    """Turn Spark failures met while maintaining ``view`` into errors a user can act on, and
+    a write that lost the race into :class:`LostRace`."""
+    try:
+        yield
+    except (PySparkException, Py4JJavaError) as error:
+        if _is_lost_race(error):
+            raise LostRace() from error
+        if _change_data_unavailable(error):
+            raise SourceError(f"{CHANGE_DATA_UNAVAILABLE} for {view}",
+                              hint=f"run REFRESH MATERIALIZED VIEW {view} FULL") from None
+        if NEGATIVE_COUNT in str(error):
+            raise StateError(f"the store of {view} disagrees with its sources",
+                             hint=f"run REFRESH MATERIALIZED VIEW {view} FULL") from None
+        raise
+
+
+def _is_lost_race(error: Exception) -> bool:
+    text = str(error)
+    return "io.delta.exceptions.Concurrent" in text or "DELTA_CONCURRENT" in text \
+        or "ConcurrentTransactionException" in text or "MetadataChangedException" in text
+
+
+def _change_data_unavailable(error: Exception) -> bool:
+    text = str(error)
+    return any(code in text for code in ("DELTA_MISSING_CHANGE_DATA", "DELTA_CHANGE_DATA_FEED",
+                                         "VersionNotFound", "DELTA_FILE_NOT_FOUND",
+                                         "FileNotFoundException"))

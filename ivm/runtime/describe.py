@@ -1,0 +1,80 @@
+"""What a materialized view says about itself: DESCRIBE, its history, its lag."""
+
+from __future__ import annotations
+
+import time
+
+from pyspark.sql import DataFrame
+
+from ivm.runtime.catalog import (DEFINITION, FRESHNESS, SUSPENDED, qualified_name, store_name,
+                                 store_properties)
+from ivm.runtime.definition import resolution_database, settings, view_properties
+from ivm.runtime.delta_log import DeltaLogReader
+from ivm.runtime.fallback import replaced_source
+from ivm.runtime.history import history, latest_record
+from ivm.runtime.sources import delta_table, table_version
+
+
+def consumed_versions(spark, view: str) -> dict[str, int]:
+    """The source versions the store of ``view`` reflects, from its latest record."""
+    return latest_record(DeltaLogReader(spark, store_name(view)))[1].sources
+
+
+def lag_seconds(spark, view: str) -> float:
+    """How long the oldest source commit that ``view`` does not reflect has been waiting,
+    through the materialized views it reads (0 when the view is up to date)."""
+    oldest = _oldest_unconsumed_ms(spark, view)
+    return 0.0 if oldest is None else max(0.0, time.time() - oldest / 1000)
+
+
+def _oldest_unconsumed_ms(spark, view: str) -> int | None:
+    """The commit time of the oldest source commit ``view`` does not reflect, if any."""
+    times = []
+    last = latest_record(DeltaLogReader(spark, store_name(view)))[1]
+    for table, consumed in last.sources.items():
+        log = DeltaLogReader(spark, delta_table(spark, table))
+        latest = log.version()
+        if replaced_source(last.table_ids, {table: log.table_id()}):
+            consumed = -1       # another table of that name: none of its commits is reflected
+        if latest > consumed:
+            commits = log.commits(consumed, latest)
+            times.append(commits[0].timestamp_ms if commits else 0)
+        if store_properties(spark, table) is not None:
+            times.append(_oldest_unconsumed_ms(spark, table))
+    return min((t for t in times if t is not None), default=None)
+
+
+def describe_view(spark, name: str) -> DataFrame:
+    """``DESCRIBE MATERIALIZED VIEW``: one ``(property, value)`` row per fact about the view:
+    its definition, its last refresh (when, mode and why, what it read and wrote), the source
+    versions it reflects and how far it lags behind its sources."""
+    view = qualified_name(spark, name)
+    properties = view_properties(spark, view)
+    store = store_name(view)
+    last = history(spark, store).first()
+    freshness = properties.get(FRESHNESS)
+    facts = [("view", view), ("definition", properties[DEFINITION]), ("store", store),
+             ("freshness seconds", freshness or ""),
+             ("refreshed by ivm run", "suspended" if properties.get(SUSPENDED) == "true"
+              else "yes" if freshness else "no (no FRESHNESS)"),
+             ("last refresh", str(last.timestamp)), ("last refresh mode", last.mode),
+             ("last refresh reason", last.reason or ""),
+             ("last refresh read bytes", "" if last.read_bytes is None else str(last.read_bytes)),
+             ("last refresh rows written", f"+{last.rows_inserted or 0} ~{last.rows_updated or 0}"
+                                           f" -{last.rows_deleted or 0}"),
+             ("database", resolution_database(view, properties))]
+    facts += [(f"setting {key}", value)
+              for key, value in (settings(properties) or {}).items()]
+    for table, consumed in sorted(consumed_versions(spark, view).items()):
+        latest = table_version(spark, table)
+        facts.append((f"source {table}", f"version {consumed} of {latest}"))
+    facts.append(("lag seconds", f"{lag_seconds(spark, view):.1f}"))
+    return spark.createDataFrame(facts, "property STRING, value STRING")
+
+
+def refresh_history(spark, name: str) -> DataFrame:
+    """``DESCRIBE HISTORY MATERIALIZED VIEW``: every CREATE and REFRESH that wrote the view,
+    newest first (see :func:`ivm.runtime.history.history`)."""
+    view = qualified_name(spark, name)
+    view_properties(spark, view)
+    return history(spark, store_name(view))

@@ -1,0 +1,199 @@
+"""Refreshes: bring a materialized view up to its sources' latest versions, or recompute one
+partition of it.
+
+An incremental refresh folds the change of every source since the versions the store records
+into the store by one MERGE; a full one overwrites the store with the query's result. Either
+is one committed write (:mod:`ivm.runtime.commit`), retried from a fresh read of the store
+when another refresh of the view committed first.
+"""
+
+from __future__ import annotations
+
+import time
+
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import PySparkException
+from sqlglot import exp
+
+from ivm import codegen
+from ivm.compiler import CompiledView
+from ivm.errors import CatalogError, SourceError, StateError
+from ivm.runtime.catalog import qualified_name, store_name
+from ivm.runtime.commit import LostRace, committed_write, retrying, spark_errors
+from ivm.runtime.definition import compile_definition
+from ivm.runtime.delta_log import DeltaLogReader
+from ivm.runtime.fallback import estimate, replaced_source
+from ivm.runtime.graph import dependency_graph, materialized_views, refresh_order
+from ivm.runtime.history import RefreshRecord, RefreshResult, latest_record
+from ivm.runtime.pruning import prune
+from ivm.runtime.sources import latest_sources
+from ivm.runtime.views import execute, repair_catalog_view
+from ivm.runtime.wide import apply_plan_settings
+from ivm.store import OVERFLOW, is_exact
+
+
+class _Overflow(Exception):
+    """A value overflowed its type while folding a change: the query alone can say whether
+    it overflows too."""
+
+
+OVERFLOW_REASON = "a sum overflowed its type while folding the change"
+OVERFLOW_ERRORS = (OVERFLOW, "NUMERIC_VALUE_OUT_OF_RANGE", "ARITHMETIC_OVERFLOW",
+                   "CAST_OVERFLOW")
+
+
+def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
+    """Bring the materialized view ``name`` up to its sources' latest versions.
+
+    Incremental unless ``full`` or unless :func:`~ivm.runtime.fallback.estimate` finds a
+    reason to recompute: the change of every source since the versions the store records is
+    folded into the store by one MERGE. A full refresh overwrites the store with the query's
+    result instead, which also repairs a store that disagrees with its sources.
+    """
+    return retrying(spark, qualified_name(spark, name),
+                    lambda work, view, properties: _refresh(work, view, properties, full))
+
+
+def refresh_all(spark, views: list[str] | None = None) -> list[RefreshResult]:
+    """Refresh ``views`` (default: every materialized view) and the materialized views they
+    read, each after the views it reads."""
+    targets = materialized_views(spark) if views is None else [
+        qualified_name(spark, v) for v in views]
+    return [refresh_view(spark, view)
+            for view in refresh_order(dependency_graph(spark, targets))]
+
+
+def refresh_partition(spark, name: str, partition: dict[str, exp.Literal]) -> RefreshResult:
+    """Recompute the rows of the view ``name`` in one partition (``{column: value}``) from
+    scratch, leaving every other partition as it is: a repair or backfill.
+
+    The partition is computed from the source versions the store already reflects, so the
+    store stays one consistent state; a later refresh applies newer changes as usual.
+    """
+    return retrying(spark, qualified_name(spark, name),
+                    lambda work, view, properties: _refresh_partition(work, view, properties,
+                                                                      partition))
+
+
+def _refresh_partition(spark, view: str, properties: dict[str, str],
+                       partition: dict[str, exp.Literal]) -> RefreshResult:
+    start = time.perf_counter()
+    compiled = compile_definition(spark, view, properties)
+    apply_plan_settings(spark, compiled)
+    store = store_name(view)
+    log = DeltaLogReader(spark, store)
+    partitioned_by = log.partition_columns()
+    unknown = [c for c in partition if c not in partitioned_by]
+    if unknown or not partition:
+        raise CatalogError(f"{', '.join(unknown) or 'PARTITION ()'} is not a partition column "
+                           f"of {view}", hint=f"{view} is partitioned by "
+                                              f"{', '.join(partitioned_by) or 'nothing'}")
+    repair_catalog_view(spark, view, compiled, properties)
+    store_version = log.version()
+    last = latest_record(log)[1]
+    consumed = last.sources
+    _, ids = latest_sources(spark, compiled.sources)
+    if replaced := replaced_source(last.table_ids, ids):
+        raise SourceError(f"{view} cannot recompute a partition: {replaced}",
+                          hint=f"run REFRESH MATERIALIZED VIEW {view}")
+    spec = ", ".join(f"{c} = {v.sql(codegen.DIALECT)}" for c, v in partition.items())
+    predicate = exp.and_(*(exp.column(c).eq(v) for c, v in partition.items()))
+    record = RefreshRecord("partition", consumed, reason=f"PARTITION ({spec})",
+                           table_ids=last.table_ids)
+    with committed_write(spark, view, compiled, record, stage="refresh",
+                         read_version=store_version):
+        execute(spark, codegen.replace_where_statement(store, compiled.full_query, predicate))
+    rows = spark.table(store).where(predicate.sql(codegen.DIALECT)).count()
+    return RefreshResult(view, "partition", consumed, consumed, rows_inserted=rows,
+                         reason=record.reason, seconds=time.perf_counter() - start)
+
+
+def _refresh(spark, view: str, properties: dict[str, str], full: bool) -> RefreshResult:
+    start = time.perf_counter()
+    compiled = compile_definition(spark, view, properties)
+    apply_plan_settings(spark, compiled)
+    store = store_name(view)
+    schema = spark.table(store).schema
+    if tuple(schema.names) != compiled.store.columns:
+        raise StateError(f"the definition of {view} no longer matches its store (did a "
+                         f"source's schema change?)",
+                         hint=f"recreate it: CREATE OR REPLACE MATERIALIZED VIEW {view} AS ...")
+    repair_catalog_view(spark, view, compiled, properties)
+    log = DeltaLogReader(spark, store)
+    with spark_errors(view):
+        store_version = log.version()
+        last = latest_record(log)[1]
+        previous = last.sources
+        current, ids = latest_sources(spark, compiled.sources)
+    reason = f"REFRESH {view} FULL" if full else None
+    if not full and set(previous) != set(current):
+        reason = "the store records other sources than the definition reads"
+    if reason is None:
+        reason = replaced_source(last.table_ids, ids)
+    if reason is None and previous == current:
+        return RefreshResult(view, "noop", current, previous,
+                             seconds=time.perf_counter() - start)
+    read_bytes = None
+    if reason is None:
+        reason = _inexact_sums(compiled, schema)
+    if reason is None:
+        change = estimate(spark, previous, current)
+        reason, read_bytes = change.full_recompute_reason, change.change_bytes
+    if reason is None:
+        try:
+            result = _write(spark, view, compiled, store_version, previous, current, ids,
+                            None, read_bytes, schema)
+        except SourceError as error:    # a change data file was VACUUMed
+            reason = error.message
+        except _Overflow:
+            reason = OVERFLOW_REASON
+    if reason is not None:
+        sizes = [DeltaLogReader(spark, table).size_in_bytes() for table in current]
+        result = _write(spark, view, compiled, store_version, previous, current, ids, reason,
+                        None if None in sizes else sum(sizes), schema)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _inexact_sums(compiled: CompiledView, schema) -> str | None:
+    """Why the store's sums cannot be folded, if one is stored as a type whose addition is
+    inexact (floating point)."""
+    types = {f.name: f.dataType.simpleString() for f in schema}
+    inexact = [f"{acc.name} {types[acc.name].upper()}" for acc in compiled.store.accumulators
+               if acc.kind == "sum" and not is_exact(types[acc.name])]
+    return f"sums stored as types that cannot be added exactly ({', '.join(inexact)})" \
+        if inexact else None
+
+
+def _write(spark, view: str, compiled: CompiledView, store_version: int,
+           previous: dict[str, int], current: dict[str, int], ids: dict[str, str],
+           reason: str | None, read_bytes: int | None, schema) -> RefreshResult:
+    """Fold the change from ``previous`` to ``current`` into the store in one commit, or,
+    with a ``reason`` to, overwrite the store with the query's result at ``current``;
+    ``ids``: the sources' Delta table ids."""
+    store = store_name(view)
+    full = reason is not None
+    record = RefreshRecord("full" if full else "incremental", current, reason, read_bytes,
+                           table_ids=ids)
+    with committed_write(spark, view, compiled, record, stage="refresh",
+                         before=None if full else previous, read_version=store_version):
+        if full:
+            execute(spark, codegen.overwrite_statement(store, compiled.full_query))
+            return RefreshResult(view, "full", current, previous, reason=reason,
+                                 rows_inserted=spark.table(store).count())
+        types = {f.name: f.dataType.simpleString() for f in schema}
+        change = codegen.to_select(prune(spark, compiled.maintenance.delta))
+        try:
+            merged = execute(spark, codegen.merge_statement(compiled.store, store, change,
+                                                            types))
+        except (PySparkException, Py4JJavaError) as error:
+            if any(code in str(error) for code in OVERFLOW_ERRORS):
+                raise _Overflow() from error
+            raise
+        if not merged:  # Delta skipped it: the transaction was committed already
+            raise LostRace()
+        metrics = merged[0]
+        return RefreshResult(view, "incremental", current, previous,
+                             rows_inserted=metrics.num_inserted_rows,
+                             rows_updated=metrics.num_updated_rows,
+                             rows_deleted=metrics.num_deleted_rows)
