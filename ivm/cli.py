@@ -75,8 +75,10 @@ def _compiled(args, query: str):
         analyse(spark, query)
         return compiled
     from sqlglot.schema import MappingSchema
+
+    from ivm.names import DIALECT
     schema = _schema(args.schema)
-    if args.emit == "job" and MappingSchema(schema, dialect="spark").depth() == 1:
+    if args.emit == "job" and MappingSchema(schema, dialect=DIALECT).depth() == 1:
         return compile(query, {"default": schema}, default_db="default")
     return compile(query, schema)
 

@@ -32,6 +32,7 @@ from ivm import codegen
 from ivm.circuit import explain, to_dot
 from ivm.frontend import lower, parse_query, qualify_query
 from ivm.ir import Relation, reading, scans
+from ivm.names import DIALECT
 from ivm.rules import Maintenance, maintain
 from ivm.zset import Read
 
@@ -78,11 +79,11 @@ class CompiledView:
     def merge_sql(self, target: str, types: Mapping | None = None) -> str:
         """The MERGE folding the delta query's rows into the store ``target``."""
         statement = codegen.merge_statement(self.store, target, self.delta_query, types)
-        return statement.sql(codegen.DIALECT, pretty=True)
+        return statement.sql(DIALECT, pretty=True)
 
     def view_sql(self, target: str) -> str:
         """The query the catalog view runs over the store ``target``."""
-        return codegen.view_query(self.store, target).sql(codegen.DIALECT)
+        return codegen.view_query(self.store, target).sql(DIALECT)
 
     def explain(self) -> str:
         return explain(self.plan, self.maintenance)

@@ -27,6 +27,7 @@ from sqlglot import exp
 
 from ivm.compiler import CompiledView, compile
 from ivm.errors import ViewNotFound
+from ivm.names import DIALECT
 from ivm.runtime.catalog import (DATABASE, DEFINITION, SETTINGS, current_database,
                                  store_properties)
 
@@ -77,7 +78,7 @@ def view_properties(spark, view: str) -> dict[str, str]:
 def resolution_database(view: str, properties: dict[str, str]) -> str:
     """The database in which the definition of ``view`` resolves names without one: the one
     current at its CREATE, else (a view created before it was recorded) the view's own."""
-    return properties.get(DATABASE) or exp.to_table(view, dialect="spark").db
+    return properties.get(DATABASE) or exp.to_table(view, dialect=DIALECT).db
 
 
 def settings(properties: dict[str, str]) -> dict[str, str] | None:

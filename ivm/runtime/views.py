@@ -39,6 +39,7 @@ from ivm.store import OVERFLOW, is_exact
 from ivm.compiler import CompiledView, compile
 from ivm.errors import (CatalogError, ConcurrentRefresh, IvmError, SourceError, StateError,
                         ViewExists, ViewInUse, ViewNotFound)
+from ivm.names import DIALECT
 from ivm.runtime import faults
 from ivm.runtime.analysis import analyse, refuse_temporary
 from ivm.runtime.catalog import (COLUMNS, DEFINITION, FRESHNESS, SUSPENDED, VIEW, check_name,
@@ -173,7 +174,7 @@ def _change_data_unavailable(error: Exception) -> bool:
 
 
 def _execute(spark, statement) -> list:
-    return spark.sql(statement.sql(codegen.DIALECT)).collect()
+    return spark.sql(statement.sql(DIALECT)).collect()
 
 
 def _is_materialized_view(spark, view: str) -> bool:
@@ -344,7 +345,7 @@ def _refresh_partition(spark, view: str, properties: dict[str, str],
     if replaced := replaced_source(last.table_ids, ids):
         raise SourceError(f"{view} cannot recompute a partition: {replaced}",
                           hint=f"run REFRESH MATERIALIZED VIEW {view}")
-    spec = ", ".join(f"{c} = {v.sql(codegen.DIALECT)}" for c, v in partition.items())
+    spec = ", ".join(f"{c} = {v.sql(DIALECT)}" for c, v in partition.items())
     predicate = exp.and_(*(exp.column(c).eq(v) for c, v in partition.items()))
     record = RefreshRecord("partition", consumed, reason=f"PARTITION ({spec})",
                            table_ids=last.table_ids)
@@ -359,7 +360,7 @@ def _refresh_partition(spark, view: str, properties: dict[str, str],
     faults.reach("refresh.after_write")
     if latest_record(DeltaLogReader(spark, store))[1].refresh != record.refresh:
         raise _LostRace()
-    rows = spark.table(store).where(predicate.sql(codegen.DIALECT)).count()
+    rows = spark.table(store).where(predicate.sql(DIALECT)).count()
     return RefreshResult(view, "partition", consumed, consumed, rows_inserted=rows,
                          reason=record.reason, seconds=time.perf_counter() - start)
 
