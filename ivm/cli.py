@@ -70,8 +70,9 @@ def _compiled(args, query: str):
     from ivm.compiler import compile
     if not args.schema:
         from ivm.runtime.analysis import analyse
+        from ivm.runtime.catalog import catalog_schema
         spark = _session(args)
-        compiled = compile(query, spark=spark)
+        compiled = compile(query, catalog_schema(spark))
         analyse(spark, query)
         return compiled
     from sqlglot.schema import MappingSchema

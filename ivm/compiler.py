@@ -22,7 +22,7 @@ HAVING
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -93,21 +93,23 @@ class CompiledView:
         return to_dot(self.plan, self.maintenance)
 
 
-def compile(sql: str, schema: Mapping | None = None, *, spark=None,
+SchemaLookup = Callable[[exp.Expression, str, "str | None"], "tuple[Mapping, str | None]"]
+"""``(query, sql, default_db) → (schema, default_db)``: the schema of the tables a parsed
+query reads, looked up where they are kept (the runtime's: Spark's catalog)."""
+
+
+def compile(sql: str, schema: Mapping | SchemaLookup, *,
             default_db: str | None = None) -> CompiledView:
     """Compile a view's SELECT into its delta query and store layout.
 
-    Names are resolved against ``schema`` (``{table: {column: type}}``, optionally nested by
-    database) or, given a SparkSession, against its catalog; a name without a database is in
-    ``default_db`` (default: the session's current database). Raises
-    :class:`~ivm.errors.IvmError` subclasses for bad or unsupported SQL.
+    Names are resolved against ``schema``: ``{table: {column: type}}``, optionally nested by
+    database, or a :data:`SchemaLookup` that gives it; a name without a database is in
+    ``default_db`` (or the one the lookup gives). Raises :class:`~ivm.errors.IvmError`
+    subclasses for bad or unsupported SQL.
     """
     query = parse_query(sql)
-    if schema is None:
-        if spark is None:
-            raise ValueError("compile needs a schema mapping or a SparkSession")
-        from ivm.runtime.catalog import source_schema
-        schema, default_db = source_schema(spark, query, sql, default_db)
+    if callable(schema):
+        schema, default_db = schema(query, sql, default_db)
     qualified = qualify_query(query, sql, schema, default_db)
     plan = lower(qualified, sql)
     return CompiledView(sql, plan, maintain(plan))

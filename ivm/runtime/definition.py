@@ -28,8 +28,8 @@ from sqlglot import exp
 from ivm.compiler import CompiledView, compile
 from ivm.errors import ViewNotFound
 from ivm.names import DIALECT
-from ivm.runtime.catalog import (DATABASE, DEFINITION, SETTINGS, current_database,
-                                 store_properties)
+from ivm.runtime.catalog import (DATABASE, DEFINITION, SETTINGS, catalog_schema,
+                                 current_database, store_properties)
 
 PINNED = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled",
           "spark.sql.decimalOperations.allowPrecisionLoss", "spark.sql.legacy.timeParserPolicy",
@@ -94,5 +94,5 @@ def compile_definition(spark, view: str,
     its names resolved in :func:`resolution_database`. ``properties``: the store's, if read
     already."""
     properties = properties or view_properties(spark, view)
-    return compile(properties[DEFINITION], spark=spark,
+    return compile(properties[DEFINITION], catalog_schema(spark),
                    default_db=resolution_database(view, properties))

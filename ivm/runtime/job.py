@@ -83,7 +83,7 @@ def _check_classpath(spark) -> None:
 
 def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
     from ivm.compiler import compile
-    from ivm.runtime.catalog import FRESHNESS, qualified_name, store_properties
+    from ivm.runtime.catalog import FRESHNESS, catalog_schema, qualified_name, store_properties
     from ivm.runtime.definition import compile_definition
     from ivm.runtime.scheduler import run
     from ivm.runtime.session import spark_session
@@ -94,7 +94,8 @@ def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
     _check_classpath(spark)
     name = qualified_name(spark, view)
     properties = store_properties(spark, name)
-    _check_steps(compile(parse_statement(definition).query, spark=spark) if properties is None
+    _check_steps(compile(parse_statement(definition).query, catalog_schema(spark))
+                 if properties is None
                  else compile_definition(spark, name, properties), steps)
     if properties is None:
         print(sql(spark, definition), flush=True)

@@ -42,8 +42,8 @@ from ivm.errors import (CatalogError, ConcurrentRefresh, IvmError, SourceError, 
 from ivm.names import DIALECT
 from ivm.runtime import faults
 from ivm.runtime.analysis import analyse, refuse_temporary
-from ivm.runtime.catalog import (COLUMNS, DEFINITION, FRESHNESS, SUSPENDED, VIEW, check_name,
-                                 qualified_name, store_name, store_properties)
+from ivm.runtime.catalog import (COLUMNS, DEFINITION, FRESHNESS, SUSPENDED, VIEW, catalog_schema,
+                                 check_name, qualified_name, store_name, store_properties)
 from ivm.runtime.definition import (compile_definition, is_pinned, pin, resolution_database,
                                     settings, view_properties)
 from ivm.runtime.delta_log import CDF_PROPERTY, DeltaLogReader
@@ -227,7 +227,7 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
     check_name(view)
     refuse_temporary(spark, sql)
     with _isolated(spark) as work:
-        compiled = compile(sql, spark=work)
+        compiled = compile(sql, catalog_schema(work))
         spelled = analyse(work, sql)
         apply_plan_settings(work, compiled)
         for table in compiled.sources:
