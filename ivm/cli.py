@@ -126,12 +126,13 @@ def _write(args, text: str) -> None:
 
 
 def _cmd_compile(args) -> int:
-    from ivm.job import job_program
     name, definition, query = _view_definition(args)
     compiled = _compiled(args, query)
     if args.emit == "job":
+        from ivm.job import job_program
+        from ivm.runtime.jars import delta_packages
         job = Path(args.output).name if args.output else f"refresh_{name.split('.')[-1]}.py"
-        _write(args, job_program(name, definition, compiled, job))
+        _write(args, job_program(name, definition, compiled, job, packages=delta_packages()))
     elif args.emit == "dot":
         return _emit_dot(args, compiled)
     else:

@@ -19,6 +19,7 @@ import time
 from py4j.protocol import Py4JJavaError
 
 from ivm.errors import CatalogError, SetupError, StaleJob, user_message
+from ivm.job import steps as compiled_steps
 from ivm.runtime.session import DELTA_EXTENSION
 
 EXIT_FAILED = 1
@@ -47,8 +48,6 @@ def arguments(view: str) -> argparse.ArgumentParser:
 
 
 def _check_steps(compiled, steps: dict[str, str]) -> None:
-    from ivm.job import steps as compiled_steps
-
     differing = [step for step, text in compiled_steps(compiled).items()
                  if steps.get(step) != text]
     if differing:
