@@ -52,7 +52,7 @@ def _cmd_sql(args) -> int:
 def _view_definition(args) -> tuple[str, str, str]:
     """``(name, CREATE statement, SELECT)`` of the view in ``args.file`` (``--name`` names a
     bare SELECT)."""
-    from ivm.runtime.statements import parse_statement
+    from ivm.frontend.statements import parse_statement
     text = Path(args.file).read_text()
     statement = parse_statement(text)
     if statement is not None and statement.action == "create":

@@ -82,11 +82,12 @@ def _check_classpath(spark) -> None:
 
 def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
     from ivm.compiler import compile
+    from ivm.frontend.statements import parse_statement
     from ivm.runtime.catalog import FRESHNESS, catalog_schema, qualified_name, store_properties
     from ivm.runtime.definition import compile_definition
     from ivm.runtime.scheduler import run
     from ivm.runtime.session import spark_session
-    from ivm.runtime.statements import parse_statement, sql
+    from ivm.runtime.statements import sql
 
     conf = {"spark.sql.warehouse.dir": args.warehouse} if args.warehouse else None
     spark = spark_session(args.home, app_name=f"ivm refresh {view}", conf=conf)
