@@ -26,7 +26,8 @@ import threading
 import time
 from pathlib import Path
 
-from ivm.errors import IvmError, user_message
+from ivm.errors import IvmError
+from ivm.runtime.messages import user_message
 
 
 def _session(args):

@@ -18,8 +18,9 @@ import time
 
 from py4j.protocol import Py4JJavaError
 
-from ivm.errors import CatalogError, SetupError, StaleJob, user_message
+from ivm.errors import CatalogError, SetupError, StaleJob
 from ivm.job import steps as compiled_steps
+from ivm.runtime.messages import user_message
 from ivm.runtime.session import DELTA_EXTENSION
 
 EXIT_FAILED = 1
