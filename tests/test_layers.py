@@ -16,9 +16,10 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_import_ivm_and_compile_load_no_pyspark():
     program = """
 import sys
-import ivm, ivm.job, ivm.frontend.statements
+import ivm, ivm.job
+from ivm.frontend.statements import parse_statement
 compiled = ivm.compile("SELECT k, COUNT(*) AS n FROM t GROUP BY k", schema={"t": {"k": "INT"}})
-assert compiled.delta_sql and ivm.frontend.statements.parse_statement("DROP MATERIALIZED VIEW v")
+assert compiled.delta_sql and parse_statement("DROP MATERIALIZED VIEW v")
 loaded = sorted(m for m in ("pyspark", "py4j", "delta") if m in sys.modules)
 assert not loaded, loaded
 """
