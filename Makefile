@@ -23,7 +23,9 @@ jars: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(VENV)/bin/ivm demo
 
+# The import layers first (pyproject.toml, [tool.importlinter]), then the whole suite.
 test: $(VENV)/.installed jars
+	$(VENV)/bin/lint-imports
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile \
 		--durations=20
 

@@ -4,16 +4,53 @@
 CREATE / REFRESH / DROP MATERIALIZED VIEW (and passes other statements to Spark);
 ``spark_session()`` starts local Spark with Delta and a persistent catalog;
 ``view_changes(spark, view, version)`` reads a view's changelog (``+I/-U/+U/-D``).
+The names backed by the runtime load it, and pyspark, on first use.
 """
 
-from ivm.compiler import CompiledView, compile
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+
+from ivm import compiler
+from ivm.compiler import CompiledView
 from ivm.errors import (CatalogError, ConcurrentRefresh, DependencyCycle, InvalidQuery, IvmError,
                         ReservedName, SetupError, SourceError, SqlSyntaxError, StaleJob,
                         StateError, UnsupportedQuery, ViewExists, ViewInUse, ViewNotFound)
-from ivm.runtime.changelog import view_changes
-from ivm.runtime.session import spark_session
-from ivm.runtime.statements import sql
-from ivm.runtime.history import RefreshResult
+
+_RUNTIME = {"RefreshResult": "ivm.runtime.history", "spark_session": "ivm.runtime.session",
+            "sql": "ivm.runtime.statements", "view_changes": "ivm.runtime.changelog"}
+"""Public names and the runtime modules that define them."""
+
+
+def __getattr__(name: str):
+    if name not in _RUNTIME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_RUNTIME[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_RUNTIME))
+
+
+def compile(sql: str, schema: Mapping | None = None, *, spark=None,
+            default_db: str | None = None) -> CompiledView:
+    """Compile a view's SELECT into its delta query and store layout.
+
+    Names are resolved against ``schema`` (``{table: {column: type}}``, optionally nested by
+    database) or, given a SparkSession, against its catalog; a name without a database is in
+    ``default_db`` (default: the session's current database). Raises
+    :class:`~ivm.errors.IvmError` subclasses for bad or unsupported SQL.
+    """
+    if schema is None:
+        if spark is None:
+            raise ValueError("compile needs a schema mapping or a SparkSession")
+        from ivm.runtime.catalog import catalog_schema
+        schema = catalog_schema(spark)
+    return compiler.compile(sql, schema, default_db=default_db)
+
 
 __all__ = ["CatalogError", "CompiledView", "ConcurrentRefresh", "DependencyCycle", "InvalidQuery",
            "IvmError", "RefreshResult", "ReservedName", "SetupError", "SourceError",

@@ -10,11 +10,10 @@ import networkx as nx
 
 from ivm.ir import (Aggregate, Distinct, Filter, Join, Project, Restrict, Scan, Window,
                     aliases_of, children, equalities, scans)
+from ivm.names import DIALECT
 from ivm.rules import Kind, rule_for
 from ivm.rules.maintenance import Maintenance
 from ivm.zset import Read
-
-DIALECT = "spark"
 
 
 def circuit(plan) -> nx.DiGraph:

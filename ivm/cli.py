@@ -26,7 +26,8 @@ import threading
 import time
 from pathlib import Path
 
-from ivm.errors import IvmError, user_message
+from ivm.errors import IvmError
+from ivm.runtime.messages import user_message
 
 
 def _session(args):
@@ -52,7 +53,7 @@ def _cmd_sql(args) -> int:
 def _view_definition(args) -> tuple[str, str, str]:
     """``(name, CREATE statement, SELECT)`` of the view in ``args.file`` (``--name`` names a
     bare SELECT)."""
-    from ivm.runtime.statements import parse_statement
+    from ivm.frontend.statements import parse_statement
     text = Path(args.file).read_text()
     statement = parse_statement(text)
     if statement is not None and statement.action == "create":
@@ -70,13 +71,16 @@ def _compiled(args, query: str):
     from ivm.compiler import compile
     if not args.schema:
         from ivm.runtime.analysis import analyse
+        from ivm.runtime.catalog import catalog_schema
         spark = _session(args)
-        compiled = compile(query, spark=spark)
+        compiled = compile(query, catalog_schema(spark))
         analyse(spark, query)
         return compiled
     from sqlglot.schema import MappingSchema
+
+    from ivm.names import DIALECT
     schema = _schema(args.schema)
-    if args.emit == "job" and MappingSchema(schema, dialect="spark").depth() == 1:
+    if args.emit == "job" and MappingSchema(schema, dialect=DIALECT).depth() == 1:
         return compile(query, {"default": schema}, default_db="default")
     return compile(query, schema)
 
@@ -123,12 +127,13 @@ def _write(args, text: str) -> None:
 
 
 def _cmd_compile(args) -> int:
-    from ivm.job import job_program
     name, definition, query = _view_definition(args)
     compiled = _compiled(args, query)
     if args.emit == "job":
+        from ivm.job import job_program
+        from ivm.runtime.jars import delta_packages
         job = Path(args.output).name if args.output else f"refresh_{name.split('.')[-1]}.py"
-        _write(args, job_program(name, definition, compiled, job))
+        _write(args, job_program(name, definition, compiled, job, packages=delta_packages()))
     elif args.emit == "dot":
         return _emit_dot(args, compiled)
     else:

@@ -22,7 +22,7 @@ HAVING
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -32,6 +32,7 @@ from ivm import codegen
 from ivm.circuit import explain, to_dot
 from ivm.frontend import lower, parse_query, qualify_query
 from ivm.ir import Relation, reading, scans
+from ivm.names import DIALECT
 from ivm.rules import Maintenance, maintain
 from ivm.zset import Read
 
@@ -78,11 +79,11 @@ class CompiledView:
     def merge_sql(self, target: str, types: Mapping | None = None) -> str:
         """The MERGE folding the delta query's rows into the store ``target``."""
         statement = codegen.merge_statement(self.store, target, self.delta_query, types)
-        return statement.sql(codegen.DIALECT, pretty=True)
+        return statement.sql(DIALECT, pretty=True)
 
     def view_sql(self, target: str) -> str:
         """The query the catalog view runs over the store ``target``."""
-        return codegen.view_query(self.store, target).sql(codegen.DIALECT)
+        return codegen.view_query(self.store, target).sql(DIALECT)
 
     def explain(self) -> str:
         return explain(self.plan, self.maintenance)
@@ -92,21 +93,23 @@ class CompiledView:
         return to_dot(self.plan, self.maintenance)
 
 
-def compile(sql: str, schema: Mapping | None = None, *, spark=None,
+SchemaLookup = Callable[[exp.Expression, str, "str | None"], "tuple[Mapping, str | None]"]
+"""``(query, sql, default_db) → (schema, default_db)``: the schema of the tables a parsed
+query reads, looked up where they are kept (the runtime's: Spark's catalog)."""
+
+
+def compile(sql: str, schema: Mapping | SchemaLookup, *,
             default_db: str | None = None) -> CompiledView:
     """Compile a view's SELECT into its delta query and store layout.
 
-    Names are resolved against ``schema`` (``{table: {column: type}}``, optionally nested by
-    database) or, given a SparkSession, against its catalog; a name without a database is in
-    ``default_db`` (default: the session's current database). Raises
-    :class:`~ivm.errors.IvmError` subclasses for bad or unsupported SQL.
+    Names are resolved against ``schema``: ``{table: {column: type}}``, optionally nested by
+    database, or a :data:`SchemaLookup` that gives it; a name without a database is in
+    ``default_db`` (or the one the lookup gives). Raises :class:`~ivm.errors.IvmError`
+    subclasses for bad or unsupported SQL.
     """
     query = parse_query(sql)
-    if schema is None:
-        if spark is None:
-            raise ValueError("compile needs a schema mapping or a SparkSession")
-        from ivm.runtime.catalog import source_schema
-        schema, default_db = source_schema(spark, query, sql, default_db)
+    if callable(schema):
+        schema, default_db = schema(query, sql, default_db)
     qualified = qualify_query(query, sql, schema, default_db)
     plan = lower(qualified, sql)
     return CompiledView(sql, plan, maintain(plan))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 from ivm.compiler import compile
+from ivm.runtime.catalog import catalog_schema
 from ivm.runtime.session import spark_session
 from ivm.runtime.statements import sql
 
@@ -70,7 +71,7 @@ def run(home=None) -> None:
     print(f"sources {DATABASE}.orders and {DATABASE}.customers created "
           "(Delta, change data feed on)")
     print(f"\nthe view:\n{QUERY}\n")
-    print(compile(QUERY, spark=spark).explain())
+    print(compile(QUERY, catalog_schema(spark)).explain())
     print(sql(spark, f"CREATE MATERIALIZED VIEW {VIEW} AS {QUERY}"))
     _show(spark, "the view after CREATE:")
     for what, statements in CHANGES:

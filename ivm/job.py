@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from ivm.compiler import CompiledView
@@ -40,23 +41,24 @@ def _string(text: str) -> str:
     return repr(text)
 
 
-def submit_command(job: str, master: str | None = None) -> str:
-    """The spark-submit line of ``job``: Delta from Maven, the ivm runtime as ``--py-files``."""
-    from ivm.runtime.jars import delta_packages
-
+def submit_command(job: str, packages: Sequence[str], master: str | None = None) -> str:
+    """The spark-submit line of ``job``: Delta's Maven ``packages``, the ivm runtime as
+    ``--py-files``."""
     master_option = f"--master {master} " if master else ""
-    return (f"spark-submit {master_option}--packages {','.join(delta_packages())} "
+    return (f"spark-submit {master_option}--packages {','.join(packages)} "
             f"--py-files {ARCHIVE} {job}")
 
 
-def job_program(name: str, definition: str, compiled: CompiledView,
-                job: str = "refresh.py") -> str:
+def job_program(name: str, definition: str, compiled: CompiledView, job: str = "refresh.py",
+                *, packages: Sequence[str]) -> str:
     """The source of the refresh job of view ``name``, defined by the CREATE statement
-    ``definition`` and compiled to ``compiled``; ``job`` is the file name it is saved as."""
+    ``definition`` and compiled to ``compiled``; ``job`` is the file name it is saved as,
+    ``packages`` the Maven coordinates of Delta it is submitted with
+    (:func:`ivm.runtime.jars.delta_packages`)."""
     rule = compiled.maintenance.rule
-    local = submit_command(job)
-    cluster = submit_command(
-        f"{job} --warehouse s3://bucket/warehouse", master="yarn --deploy-mode cluster")
+    local = submit_command(job, packages)
+    cluster = submit_command(f"{job} --warehouse s3://bucket/warehouse", packages,
+                             master="yarn --deploy-mode cluster")
     return f'''\
 """Refresh the materialized view {name}, or create it if it does not exist.
 

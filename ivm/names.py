@@ -47,6 +47,25 @@ def needs_quotes(part: str) -> bool:
     return not _PLAIN.fullmatch(part) or part.lower() in KEYWORDS
 
 
+class IvmSpark(Spark):
+    """Spark SQL, with every identifier Spark would not read back as itself in backticks
+    (sqlglot's Spark generator quotes neither keywords nor non-ASCII names).
+
+    >>> exp.column("group", "select").sql(DIALECT)
+    '`select`.`group`'
+    """
+
+    class Generator(Spark.Generator):
+        def identifier_sql(self, expression: exp.Identifier) -> str:
+            if not expression.quoted and needs_quotes(expression.name):
+                expression = exp.Identifier(this=expression.name, quoted=True)
+            return super().identifier_sql(expression)
+
+
+DIALECT = IvmSpark()
+"""The SQL dialect ivm reads and writes: Spark's."""
+
+
 def quote(part: str) -> str:
     """``part`` as Spark SQL text.
 
@@ -68,7 +87,7 @@ def split(name: str) -> list[str]:
     ['db', 'a`b']
     """
     try:
-        table = exp.to_table(name, dialect="spark")
+        table = exp.to_table(name, dialect=DIALECT)
     except (ParseError, TokenError):
         return name.split(".")
     if not isinstance(table, exp.Table) or not table.name:

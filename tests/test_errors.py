@@ -5,7 +5,7 @@ import pytest
 import ivm
 from ivm.errors import (CatalogError, InvalidQuery, Position, ReservedName, SqlSyntaxError,
                         UnsupportedQuery)
-from ivm.runtime.statements import parse_statement
+from ivm.frontend.statements import parse_statement
 
 pytestmark = pytest.mark.fast
 

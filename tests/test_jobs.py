@@ -48,7 +48,8 @@ def literal_assignments(program: str) -> dict[str, str]:
 def test_a_job_shows_the_sql_it_runs_and_how_to_submit_it():
     head, query = VIEWS["by_region"]
     compiled = ivm.compile(query, SCHEMA)
-    program = job_program("by_region", head + query, compiled, "refresh_by_region.py")
+    program = job_program("by_region", head + query, compiled, "refresh_by_region.py",
+                          packages=delta_packages())
     values = literal_assignments(program)
     assert values["VIEW"] == "by_region"
     assert values["DEFINITION"] == (head + query).strip()
@@ -91,7 +92,8 @@ def test_the_runtime_archive_imports_from_itself(tmp_path):
 def test_bad_arguments_exit_2_with_usage(tmp_path):
     head, query = VIEWS["totals"]
     job = tmp_path / "job.py"
-    job.write_text(job_program("totals", head + query, ivm.compile(query, SCHEMA)))
+    job.write_text(job_program("totals", head + query, ivm.compile(query, SCHEMA),
+                               packages=delta_packages()))
     result = subprocess.run([sys.executable, str(job), "--full", "--partition", "status = 'a'"],
                             capture_output=True, text=True)
     assert result.returncode == 2

@@ -4,7 +4,7 @@ import pytest
 
 import ivm
 from ivm.errors import CatalogError, Position, SqlSyntaxError, UnsupportedQuery
-from ivm.runtime.statements import parse_statement
+from ivm.frontend.statements import parse_statement
 
 SCHEMA = {"orders": {"id": "INT", "status": "STRING", "amount": "INT"}}
 

@@ -1,11 +1,11 @@
 """Code generation: plans and stores → sqlglot ASTs → Spark SQL. No SQL is built from strings."""
 
-from ivm.codegen.sql import DIALECT, to_select, to_sql
+from ivm.codegen.sql import to_select, to_sql
 from ivm.codegen.store import (create_table_statement, create_view_statement, drop_statement,
                                merge_statement, overwrite_statement, replace_where_statement,
                                set_properties_statement, view_query)
 
-__all__ = ["DIALECT", "create_table_statement", "create_view_statement", "drop_statement",
+__all__ = ["create_table_statement", "create_view_statement", "drop_statement",
            "merge_statement", "overwrite_statement", "replace_where_statement",
            "set_properties_statement", "to_select",
            "to_sql", "view_query"]

@@ -19,31 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sqlglot import exp
-from sqlglot.dialects.spark import Spark
 
 from ivm.ir import (Aggregate, Distinct, Filter, Join, Project, Restrict, Scan, SetOperation,
                     Subquery, Union, Weighted, Window, aliases_of, columns)
-from ivm.names import needs_quotes
+from ivm.names import DIALECT
 from ivm.store import parenthesized
 from ivm.zset import WEIGHT, Read, relation_name
 
 
-class IvmSpark(Spark):
-    """Spark SQL, with every identifier Spark would not read back as itself in backticks
-    (sqlglot's Spark generator quotes neither keywords nor non-ASCII names).
-
-    >>> exp.column("group", "select").sql(DIALECT)
-    '`select`.`group`'
-    """
-
-    class Generator(Spark.Generator):
-        def identifier_sql(self, expression: exp.Identifier) -> str:
-            if not expression.quoted and needs_quotes(expression.name):
-                expression = exp.Identifier(this=expression.name, quoted=True)
-            return super().identifier_sql(expression)
-
-
-DIALECT = IvmSpark()
 CHANGE_ROWS = "change_rows"
 JOIN_SQL = {"left": ("LEFT", None), "right": ("RIGHT", None), "full": ("FULL", None),
             "semi": ("LEFT", "SEMI"), "anti": ("LEFT", "ANTI")}

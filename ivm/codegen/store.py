@@ -19,6 +19,7 @@ from collections.abc import Mapping
 
 from sqlglot import exp
 
+from ivm.names import DIALECT
 from ivm.store import Store, parenthesized
 from ivm.zset import COUNT
 
@@ -30,7 +31,7 @@ NEGATIVE_COUNT = ("ivm: a refresh would give a row a negative count: the view's 
 def _cast(value: exp.Expression, column: str, types: Mapping | None) -> exp.Expression:
     if not types or column not in types:
         return value
-    return exp.Cast(this=value, to=exp.DataType.build(types[column], dialect="spark"))
+    return exp.Cast(this=value, to=exp.DataType.build(types[column], dialect=DIALECT))
 
 
 def _folded(store: Store, old_of, change_of, types) -> dict[str, exp.Expression]:
@@ -94,7 +95,7 @@ def merge_statement(store: Store, target: str, change: exp.Query,
                               this=exp.Tuple(expressions=[exp.column(c) for c in store.columns]),
                               expression=exp.Tuple(expressions=[values[c] for c in store.columns]))))
     return exp.Merge(
-        this=exp.alias_(exp.to_table(target, dialect="spark"), STORED, table=True),
+        this=exp.alias_(exp.to_table(target, dialect=DIALECT), STORED, table=True),
         using=exp.Subquery(this=change, alias=exp.TableAlias(this=exp.to_identifier(CHANGE))),
         on=on, whens=exp.Whens(expressions=whens))
 
@@ -114,7 +115,7 @@ def view_query(store: Store, target: str, spelled: tuple[str, ...] | None = None
     names = spelled or store.view_columns
     select = exp.select(*(exp.column(column) if name == column else exp.alias_(
         exp.column(column), name) for column, name in zip(store.view_columns, names))).from_(
-        exp.to_table(target, dialect="spark"))
+        exp.to_table(target, dialect=DIALECT))
     if store.repeat_rows:
         explode = exp.Explode(this=exp.func("SEQUENCE", exp.Literal.number(1),
                                             exp.column(COUNT)))
@@ -139,21 +140,21 @@ def create_table_statement(target: str, query: exp.Query, properties: Mapping[st
     if partitioned_by:
         items.expressions.insert(1, exp.PartitionedByProperty(this=exp.Schema(
             expressions=[exp.to_identifier(c) for c in partitioned_by])))
-    return exp.Create(this=exp.to_table(target, dialect="spark"), kind="TABLE",
+    return exp.Create(this=exp.to_table(target, dialect=DIALECT), kind="TABLE",
                       expression=query, properties=items, replace=replace)
 
 
 def create_view_statement(name: str, query: exp.Query, properties: Mapping[str, str],
                           replace: bool = False) -> exp.Create:
     """``CREATE [OR REPLACE] VIEW name TBLPROPERTIES (...) AS query``."""
-    return exp.Create(this=exp.to_table(name, dialect="spark"), kind="VIEW",
+    return exp.Create(this=exp.to_table(name, dialect=DIALECT), kind="VIEW",
                       expression=query, properties=_properties(properties, delta=False),
                       replace=replace)
 
 
 def overwrite_statement(target: str, query: exp.Query) -> exp.Insert:
     """``INSERT OVERWRITE TABLE target query``: replace every row in one commit."""
-    return exp.Insert(this=exp.to_table(target, dialect="spark"), expression=query,
+    return exp.Insert(this=exp.to_table(target, dialect=DIALECT), expression=query,
                       overwrite=True)
 
 
@@ -168,7 +169,7 @@ def replace_where_statement(target: str, query: exp.Query,
     """
     rows = exp.select("*").from_(exp.Subquery(this=query.copy(), alias=exp.TableAlias(
         this=exp.to_identifier("_ivm_part")))).where(predicate.copy())
-    return exp.Insert(this=exp.to_table(target, dialect="spark"), expression=rows,
+    return exp.Insert(this=exp.to_table(target, dialect=DIALECT), expression=rows,
                       where=predicate.copy())
 
 
@@ -178,7 +179,7 @@ def set_properties_statement(target: str, properties: Mapping[str, str]) -> exp.
     >>> set_properties_statement("db.s", {"k": "1"}).sql("spark")
     "ALTER TABLE db.s SET TBLPROPERTIES ('k'='1')"
     """
-    return exp.Alter(this=exp.to_table(target, dialect="spark"), kind="TABLE", actions=[
+    return exp.Alter(this=exp.to_table(target, dialect=DIALECT), kind="TABLE", actions=[
         exp.AlterSet(expressions=[exp.Properties(expressions=[
             exp.Property(this=exp.Literal.string(k), value=exp.Literal.string(v))
             for k, v in properties.items()])])])
@@ -186,4 +187,4 @@ def set_properties_statement(target: str, properties: Mapping[str, str]) -> exp.
 
 def drop_statement(kind: str, name: str) -> exp.Drop:
     """``DROP <kind> IF EXISTS name``."""
-    return exp.Drop(tables=[exp.to_table(name, dialect="spark")], kind=kind, exists=True)
+    return exp.Drop(tables=[exp.to_table(name, dialect=DIALECT)], kind=kind, exists=True)

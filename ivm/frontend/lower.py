@@ -23,10 +23,10 @@ from ivm import store
 from ivm.errors import InvalidQuery, ReservedName, UnsupportedQuery
 from ivm.frontend.positions import position_of
 from ivm.frontend.subqueries import SUBQUERY_PREFIX, unnest
+from ivm.frontend.windows import deterministic
 from ivm.names import join
 from ivm.ir import (Aggregate, AggregateCall, Distinct, Filter, Join, Project, Scan,
                     SetOperation, Subquery, Union, Window, aliases_of, children, columns)
-from ivm.rules.window import deterministic
 from ivm.zset import BOOKKEEPING_PREFIX
 
 WINDOW_PREFIX = f"{BOOKKEEPING_PREFIX}win"

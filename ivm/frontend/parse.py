@@ -24,8 +24,7 @@ from sqlglot.schema import MappingSchema
 
 from ivm.errors import CatalogError, Position, SqlSyntaxError, UnsupportedQuery
 from ivm.frontend.positions import position_of
-
-DIALECT = "spark"
+from ivm.names import DIALECT
 
 
 def parse_query(sql: str) -> exp.Expression:

@@ -18,8 +18,9 @@ from sqlglot import exp
 from sqlglot.transforms import eliminate_qualify
 
 from ivm.errors import CatalogError, InvalidQuery, IvmError, SqlSyntaxError, UnsupportedQuery
-from ivm.frontend.parse import DIALECT, parse_query, referenced_tables
+from ivm.frontend.parse import parse_query, referenced_tables
 from ivm.frontend.positions import position_at_offset, position_of
+from ivm.names import DIALECT
 
 TEMPORARY_REASON = "temporary objects cannot be used in a materialized view, because " \
                    "refreshes run in other sessions"

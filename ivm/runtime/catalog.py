@@ -8,8 +8,11 @@ functions parse as a multi-part name.
 
 from __future__ import annotations
 
+from functools import partial
+
 from sqlglot import exp
 
+from ivm.compiler import SchemaLookup
 from ivm.errors import CatalogError
 from ivm.names import CATALOG_NAME, canonical, join, split
 from ivm.runtime.delta_log import DeltaLogReader
@@ -72,6 +75,11 @@ def check_name(view: str) -> None:
             raise CatalogError(f"{view} is not a valid name for a materialized view: Spark's "
                                f"catalog accepts only letters, digits and _ in database and "
                                f"table names", hint="choose another name")
+
+
+def catalog_schema(spark) -> SchemaLookup:
+    """The schema lookup :func:`ivm.compiler.compile` takes: ``spark``'s catalog."""
+    return partial(source_schema, spark)
 
 
 def source_schema(spark, query: exp.Expression, sql: str,

@@ -27,8 +27,9 @@ from sqlglot import exp
 
 from ivm.compiler import CompiledView, compile
 from ivm.errors import ViewNotFound
-from ivm.runtime.catalog import (DATABASE, DEFINITION, SETTINGS, current_database,
-                                 store_properties)
+from ivm.names import DIALECT
+from ivm.runtime.catalog import (DATABASE, DEFINITION, SETTINGS, catalog_schema,
+                                 current_database, store_properties)
 
 PINNED = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled",
           "spark.sql.decimalOperations.allowPrecisionLoss", "spark.sql.legacy.timeParserPolicy",
@@ -77,7 +78,7 @@ def view_properties(spark, view: str) -> dict[str, str]:
 def resolution_database(view: str, properties: dict[str, str]) -> str:
     """The database in which the definition of ``view`` resolves names without one: the one
     current at its CREATE, else (a view created before it was recorded) the view's own."""
-    return properties.get(DATABASE) or exp.to_table(view, dialect="spark").db
+    return properties.get(DATABASE) or exp.to_table(view, dialect=DIALECT).db
 
 
 def settings(properties: dict[str, str]) -> dict[str, str] | None:
@@ -93,5 +94,5 @@ def compile_definition(spark, view: str,
     its names resolved in :func:`resolution_database`. ``properties``: the store's, if read
     already."""
     properties = properties or view_properties(spark, view)
-    return compile(properties[DEFINITION], spark=spark,
+    return compile(properties[DEFINITION], catalog_schema(spark),
                    default_db=resolution_database(view, properties))

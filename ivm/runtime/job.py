@@ -18,7 +18,9 @@ import time
 
 from py4j.protocol import Py4JJavaError
 
-from ivm.errors import CatalogError, SetupError, StaleJob, user_message
+from ivm.errors import CatalogError, SetupError, StaleJob
+from ivm.job import steps as compiled_steps
+from ivm.runtime.messages import user_message
 from ivm.runtime.session import DELTA_EXTENSION
 
 EXIT_FAILED = 1
@@ -47,8 +49,6 @@ def arguments(view: str) -> argparse.ArgumentParser:
 
 
 def _check_steps(compiled, steps: dict[str, str]) -> None:
-    from ivm.job import steps as compiled_steps
-
     differing = [step for step, text in compiled_steps(compiled).items()
                  if steps.get(step) != text]
     if differing:
@@ -83,18 +83,20 @@ def _check_classpath(spark) -> None:
 
 def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
     from ivm.compiler import compile
-    from ivm.runtime.catalog import FRESHNESS, qualified_name, store_properties
+    from ivm.frontend.statements import parse_statement
+    from ivm.runtime.catalog import FRESHNESS, catalog_schema, qualified_name, store_properties
     from ivm.runtime.definition import compile_definition
     from ivm.runtime.scheduler import run
     from ivm.runtime.session import spark_session
-    from ivm.runtime.statements import parse_statement, sql
+    from ivm.runtime.statements import sql
 
     conf = {"spark.sql.warehouse.dir": args.warehouse} if args.warehouse else None
     spark = spark_session(args.home, app_name=f"ivm refresh {view}", conf=conf)
     _check_classpath(spark)
     name = qualified_name(spark, view)
     properties = store_properties(spark, name)
-    _check_steps(compile(parse_statement(definition).query, spark=spark) if properties is None
+    _check_steps(compile(parse_statement(definition).query, catalog_schema(spark))
+                 if properties is None
                  else compile_definition(spark, name, properties), steps)
     if properties is None:
         print(sql(spark, definition), flush=True)

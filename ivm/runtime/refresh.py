@@ -18,6 +18,7 @@ from sqlglot import exp
 from ivm import codegen
 from ivm.compiler import CompiledView
 from ivm.errors import CatalogError, SourceError, StateError
+from ivm.names import DIALECT
 from ivm.runtime.catalog import qualified_name, store_name
 from ivm.runtime.commit import LostRace, committed_write, retrying, spark_errors
 from ivm.runtime.definition import compile_definition
@@ -96,14 +97,14 @@ def _refresh_partition(spark, view: str, properties: dict[str, str],
     if replaced := replaced_source(last.table_ids, ids):
         raise SourceError(f"{view} cannot recompute a partition: {replaced}",
                           hint=f"run REFRESH MATERIALIZED VIEW {view}")
-    spec = ", ".join(f"{c} = {v.sql(codegen.DIALECT)}" for c, v in partition.items())
+    spec = ", ".join(f"{c} = {v.sql(DIALECT)}" for c, v in partition.items())
     predicate = exp.and_(*(exp.column(c).eq(v) for c, v in partition.items()))
     record = RefreshRecord("partition", consumed, reason=f"PARTITION ({spec})",
                            table_ids=last.table_ids)
     with committed_write(spark, view, compiled, record, stage="refresh",
                          read_version=store_version):
         execute(spark, codegen.replace_where_statement(store, compiled.full_query, predicate))
-    rows = spark.table(store).where(predicate.sql(codegen.DIALECT)).count()
+    rows = spark.table(store).where(predicate.sql(DIALECT)).count()
     return RefreshResult(view, "partition", consumed, consumed, rows_inserted=rows,
                          reason=record.reason, seconds=time.perf_counter() - start)
 

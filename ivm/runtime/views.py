@@ -25,10 +25,11 @@ from pyspark.errors import PySparkException
 from ivm import codegen
 from ivm.compiler import CompiledView, compile
 from ivm.errors import CatalogError, ViewExists, ViewInUse, ViewNotFound
+from ivm.names import DIALECT
 from ivm.runtime import faults
 from ivm.runtime.analysis import analyse, refuse_temporary
-from ivm.runtime.catalog import (COLUMNS, DEFINITION, FRESHNESS, SUSPENDED, VIEW, check_name,
-                                 qualified_name, store_name, store_properties)
+from ivm.runtime.catalog import (COLUMNS, DEFINITION, FRESHNESS, SUSPENDED, VIEW, catalog_schema,
+                                 check_name, qualified_name, store_name, store_properties)
 from ivm.runtime.commit import committed_write, isolated
 from ivm.runtime.definition import pin, view_properties
 from ivm.runtime.delta_log import CDF_PROPERTY
@@ -42,7 +43,7 @@ STORE = "ivm.store"
 
 
 def execute(spark, statement) -> list:
-    return spark.sql(statement.sql(codegen.DIALECT)).collect()
+    return spark.sql(statement.sql(DIALECT)).collect()
 
 
 def _is_materialized_view(spark, view: str) -> bool:
@@ -96,7 +97,7 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
     check_name(view)
     refuse_temporary(spark, sql)
     with isolated(spark) as work:
-        compiled = compile(sql, spark=work)
+        compiled = compile(sql, catalog_schema(work))
         spelled = analyse(work, sql)
         apply_plan_settings(work, compiled)
         for table in compiled.sources:

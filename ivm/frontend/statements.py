@@ -1,0 +1,223 @@
+"""Materialized-view statements, parsed from SQL text (:mod:`ivm.runtime.statements` runs them).
+
+    CREATE [OR REPLACE] MATERIALIZED {VIEW|TABLE} [IF NOT EXISTS] name
+        [PARTITIONED BY (column, ...)]
+        [FRESHNESS = INTERVAL '<n>' {SECOND|MINUTE|HOUR|DAY}[S]] AS <select>
+    REFRESH MATERIALIZED {VIEW|TABLE} name [FULL | PARTITION (column = literal, ...)]
+    REFRESH ALL MATERIALIZED {VIEWS|TABLES}
+    ALTER MATERIALIZED {VIEW|TABLE} name {SET FRESHNESS = INTERVAL ... | SUSPEND | RESUME}
+    DROP MATERIALIZED {VIEW|TABLE} [IF EXISTS] name
+    DESCRIBE [HISTORY] MATERIALIZED {VIEW|TABLE} name
+
+``MATERIALIZED TABLE`` is Flink's spelling of the same thing. The query keeps its place in
+the statement text, so errors in it point at the statement's own lines and columns.
+
+>>> s = parse_statement("CREATE MATERIALIZED TABLE s.v AS SELECT 1 AS x")
+>>> s.action, s.name, s.query.strip()
+('create', 's.v', 'SELECT 1 AS x')
+>>> parse_statement("CREATE MATERIALIZED VIEW v PARTITIONED BY (ds, k) AS SELECT 1").partitioned_by
+('ds', 'k')
+>>> parse_statement("REFRESH MATERIALIZED VIEW v PARTITION (ds = '2024-11-25')").partition
+{'ds': Literal(this='2024-11-25', is_string=True)}
+>>> parse_statement("ALTER MATERIALIZED VIEW v SET FRESHNESS = INTERVAL '2' MINUTES").freshness
+120
+>>> parse_statement("DROP MATERIALIZED VIEW db.`order`").name
+'db.`order`'
+>>> parse_statement("SELECT 1") is None
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+from sqlglot.errors import TokenError
+from sqlglot.tokens import Token, TokenType
+
+from ivm.errors import SqlSyntaxError
+from ivm.frontend.positions import position_at_offset
+from ivm.names import DIALECT, join
+
+
+@dataclass(frozen=True)
+class Statement:
+    action: str     # create | refresh | refresh_all | alter | drop | describe | history
+    name: str | None
+    query: str | None = None
+    replace: bool = False
+    if_exists: bool = False     # IF NOT EXISTS for create, IF EXISTS for drop
+    full: bool = False
+    freshness: int | None = None    # seconds
+    partitioned_by: tuple[str, ...] = ()
+    partition: dict | None = None   # REFRESH ... PARTITION: {column: literal}
+    suspended: bool | None = None   # ALTER ... SUSPEND / RESUME
+
+
+_UNITS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
+
+
+class _Tokens:
+    def __init__(self, sql: str, tokens: list[Token]):
+        self.sql, self.tokens, self.i = sql, tokens, 0
+
+    def peek(self, *words: str) -> bool:
+        ahead = self.tokens[self.i:self.i + len(words)]
+        return len(ahead) == len(words) and all(t.text.upper() == w for t, w in zip(ahead, words))
+
+    def accept(self, *words: str) -> bool:
+        if self.peek(*words):
+            self.i += len(words)
+            return True
+        return False
+
+    def expect(self, what: str, *words: str) -> None:
+        if not self.accept(*words):
+            self.fail(f"expected {what}")
+
+    def fail(self, message: str):
+        if self.i < len(self.tokens):
+            token = self.tokens[self.i]
+            position = position_at_offset(self.sql, token.start)
+            message += f", found {token.text!r}"
+        else:
+            position = position_at_offset(self.sql, len(self.sql.rstrip()))
+            message += " at the end of the statement"
+        raise SqlSyntaxError(message, self.sql, position)
+
+    def identifier(self, what: str = "a name") -> str:
+        """One name, plain or in backticks."""
+        if self.i >= len(self.tokens) or self.tokens[self.i].token_type not in (
+                TokenType.VAR, TokenType.IDENTIFIER) and not self.tokens[self.i].text.isidentifier():
+            self.fail(f"expected {what}")
+        self.i += 1
+        return self.tokens[self.i - 1].text
+
+    def name(self) -> str:
+        """A view's name, ``name`` or ``database.name``, as Spark SQL text."""
+        parts = [self.identifier("a view name")]
+        while self.accept("."):
+            parts.append(self.identifier("a view name"))
+        return join(parts)
+
+    def interval(self) -> int:
+        """``INTERVAL '<n>' <unit>`` (or ``INTERVAL <n> <unit>``), in seconds."""
+        self.expect("INTERVAL", "INTERVAL")
+        if self.i + 1 >= len(self.tokens):
+            self.fail("expected a number and a unit, such as INTERVAL '30' SECONDS")
+        amount, unit = self.tokens[self.i].text, self.tokens[self.i + 1].text.upper()
+        seconds = _UNITS.get(unit.rstrip("S"))
+        if not amount.isdigit() or int(amount) == 0 or seconds is None:
+            self.fail("expected a positive number and a unit (SECOND, MINUTE, HOUR or DAY)")
+        self.i += 2
+        return int(amount) * seconds
+
+    def columns(self) -> tuple[str, ...]:
+        """``(column, ...)``."""
+        self.expect("(", "(")
+        names = [self.identifier("a column name")]
+        while self.accept(","):
+            names.append(self.identifier("a column name"))
+        self.expect(")", ")")
+        return tuple(names)
+
+    def partition_spec(self) -> dict[str, exp.Literal]:
+        """``(column = literal, ...)``."""
+        self.expect("(", "(")
+        spec = {}
+        while True:
+            column = self.identifier("a column name")
+            self.expect("= after the partition column", "=")
+            token = self.tokens[self.i] if self.i < len(self.tokens) else None
+            if token is None or token.token_type not in (TokenType.STRING, TokenType.NUMBER):
+                self.fail("expected a string or number literal as the partition value")
+            spec[column] = exp.Literal(this=token.text,
+                                       is_string=token.token_type == TokenType.STRING)
+            self.i += 1
+            if not self.accept(","):
+                break
+        self.expect(")", ")")
+        return spec
+
+    def end(self) -> None:
+        while self.accept(";"):
+            pass
+        if self.i < len(self.tokens):
+            self.fail("expected the end of the statement")
+
+
+def parse_statement(sql: str) -> Statement | None:
+    """The materialized-view statement in ``sql``, or None if it is not one."""
+    try:  # Spark's tokenizer: backslash escapes in literals, backquoted names
+        tokens = _Tokens(sql, DIALECT.tokenize(sql))
+    except TokenError:
+        return None
+    if tokens.accept("CREATE"):
+        replace = tokens.accept("OR", "REPLACE")
+        if not _materialized(tokens):
+            return None
+        if_not_exists = tokens.accept("IF", "NOT", "EXISTS")
+        name = tokens.name()
+        freshness, partitioned_by = None, ()
+        while not tokens.peek("AS"):
+            if freshness is None and tokens.accept("FRESHNESS"):
+                tokens.expect("= after FRESHNESS", "=")
+                freshness = tokens.interval()
+            elif not partitioned_by and (tokens.accept("PARTITIONED BY")   # one token
+                                         or tokens.accept("PARTITIONED", "BY")):
+                partitioned_by = tokens.columns()
+            else:
+                tokens.fail("expected PARTITIONED BY, FRESHNESS or AS before the query")
+        tokens.expect("AS before the query", "AS")
+        if tokens.i >= len(tokens.tokens):
+            tokens.fail("expected the view's query")
+        start = tokens.tokens[tokens.i].start
+        # Blank out the statement's head so positions in the query stay the statement's own.
+        query = "".join(c if c == "\n" else " " for c in sql[:start]) + sql[start:]
+        return Statement("create", name, query, replace=replace, if_exists=if_not_exists,
+                         freshness=freshness, partitioned_by=partitioned_by)
+    if tokens.accept("REFRESH"):
+        if tokens.accept("ALL", "MATERIALIZED", "VIEWS") or \
+                tokens.accept("ALL", "MATERIALIZED", "TABLES"):
+            tokens.end()
+            return Statement("refresh_all", None)
+        if not _materialized(tokens):
+            return None
+        name = tokens.name()
+        full = tokens.accept("FULL")
+        partition = None if full or not tokens.accept("PARTITION") else tokens.partition_spec()
+        tokens.end()
+        return Statement("refresh", name, full=full, partition=partition)
+    if tokens.accept("ALTER"):
+        if not _materialized(tokens):
+            return None
+        name = tokens.name()
+        if tokens.accept("SET", "FRESHNESS"):
+            tokens.expect("= after FRESHNESS", "=")
+            statement = Statement("alter", name, freshness=tokens.interval())
+        elif tokens.accept("SUSPEND") or tokens.accept("RESUME"):
+            statement = Statement("alter", name,
+                                  suspended=tokens.tokens[tokens.i - 1].text.upper() == "SUSPEND")
+        else:
+            tokens.fail("expected SET FRESHNESS = INTERVAL ..., SUSPEND or RESUME")
+        tokens.end()
+        return statement
+    if tokens.accept("DROP"):
+        if not _materialized(tokens):
+            return None
+        if_exists = tokens.accept("IF", "EXISTS")
+        name = tokens.name()
+        tokens.end()
+        return Statement("drop", name, if_exists=if_exists)
+    if tokens.accept("DESCRIBE") or tokens.accept("DESC"):
+        action = "history" if tokens.accept("HISTORY") else "describe"
+        if not _materialized(tokens):
+            return None
+        name = tokens.name()
+        tokens.end()
+        return Statement(action, name)
+    return None
+
+
+def _materialized(tokens: _Tokens) -> bool:
+    return tokens.accept("MATERIALIZED", "VIEW") or tokens.accept("MATERIALIZED", "TABLE")
