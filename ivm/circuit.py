@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import networkx as nx
 
-from ivm.ir import (Aggregate, Distinct, Filter, Join, Project, Restrict, Scan, Window,
-                    aliases_of, children, equalities, scans)
+from ivm.ir import (Aggregate, Distinct, Filter, Join, JoinKind, Project, Restrict, Scan,
+                    Window, aliases_of, children, equalities, scans)
 from ivm.rules import Kind, rule_for
 from ivm.rules.maintenance import Maintenance
 from ivm.zset import Read
@@ -38,7 +38,7 @@ def describe(node) -> str:
         return f"scan {node.table} AS {node.alias} ({', '.join(node.columns)})"
     if isinstance(node, Join):
         on = node.condition.sql(DIALECT) if node.condition is not None else "TRUE"
-        kind = "" if node.kind == "inner" else f"{node.kind} "
+        kind = "" if node.kind is JoinKind.INNER else f"{node.kind.value} "
         return f"{kind}join {' ⋈ '.join(_named(i) for i in node.inputs)} ON {on}"
     if isinstance(node, Filter):
         return f"filter {node.predicate.sql(DIALECT)}"
@@ -61,7 +61,7 @@ def _recomputed_whole(node, rule) -> bool:
     """An affected-key rule over an operator without a key recomputes all of it."""
     keyless = (isinstance(node, Window) and not node.partition) or (
         isinstance(node, Aggregate) and not node.keys) or (
-        isinstance(node, Join) and node.kind != "inner" and not (
+        isinstance(node, Join) and node.kind is not JoinKind.INNER and not (
             node.condition is not None and equalities(node.condition, *node.inputs)))
     return rule.kind is Kind.KEYED and keyless
 
@@ -140,7 +140,7 @@ def explain(plan, maintenance: Maintenance) -> str:
                              "(no key to restrict it to): a full recompute of this operator")
             else:
                 lines.append(f"      reads {rule.reads}")
-        if isinstance(node, Join) and node.kind == "inner":
+        if isinstance(node, Join) and node.kind is JoinKind.INNER:
             lines.append(f"      terms: {_term_summary(node)}")
     reads = sorted({(s.table, s.read.value) for s in scans(maintenance.delta)})
     by_table: dict[str, list[str]] = {}

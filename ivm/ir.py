@@ -18,6 +18,8 @@ Column references inside a node's expressions name the output columns of its inp
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from enum import Enum
+
 from sqlglot import exp
 
 from ivm.errors import Position
@@ -46,7 +48,25 @@ class Subquery:
     alias: str
 
 
-JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti")
+class JoinKind(Enum):
+    """How a join pairs the rows of its inputs."""
+
+    INNER = "inner"
+    LEFT = "left"
+    RIGHT = "right"
+    FULL = "full"
+    SEMI = "semi"
+    ANTI = "anti"
+
+    @property
+    def keeps_right(self) -> bool:
+        """The output has the right input's columns (a semi or anti join only filters)."""
+        return self not in (JoinKind.SEMI, JoinKind.ANTI)
+
+    @property
+    def pads_left(self) -> bool:
+        """A right row without a match is output with NULLs for the left input's columns."""
+        return self in (JoinKind.RIGHT, JoinKind.FULL)
 
 
 @dataclass(frozen=True)
@@ -59,15 +79,15 @@ class Join:
 
     inputs: tuple["Relation", ...]
     condition: exp.Expression | None = None
-    kind: str = "inner"
+    kind: JoinKind = JoinKind.INNER
 
     def __post_init__(self):
         if len(self.inputs) < 2:
             raise ValueError("a join has at least two inputs")
-        if self.kind not in JOIN_KINDS:
-            raise ValueError(f"unknown join kind {self.kind}")
-        if self.kind != "inner" and len(self.inputs) != 2:
-            raise ValueError(f"a {self.kind} join has two inputs")
+        if not isinstance(self.kind, JoinKind):
+            raise TypeError(f"a join kind is a JoinKind, got {self.kind!r}")
+        if self.kind is not JoinKind.INNER and len(self.inputs) != 2:
+            raise ValueError(f"a {self.kind.value} join has two inputs")
         aliases = [a for i in self.inputs for a in aliases_of(i)]
         if len(set(aliases)) != len(aliases):
             raise ValueError(f"join inputs need distinct aliases, got {aliases}")
@@ -209,7 +229,7 @@ def columns(node) -> tuple[str, ...]:
     if isinstance(node, Subquery):
         return tuple(f"{node.alias}.{c}" for c in columns(node.input))
     if isinstance(node, Join):
-        kept = node.inputs[:1] if node.kind in ("semi", "anti") else node.inputs
+        kept = node.inputs if node.kind.keeps_right else node.inputs[:1]
         return tuple(c for i in kept for c in columns(i))
     if isinstance(node, (Filter, Distinct, Restrict, Weighted)):
         return columns(node.input)
@@ -231,7 +251,7 @@ def aliases_of(node) -> tuple[str, ...]:
     if isinstance(node, (Scan, Subquery)):
         return (node.alias,)
     if isinstance(node, Join):
-        kept = node.inputs[:1] if node.kind in ("semi", "anti") else node.inputs
+        kept = node.inputs if node.kind.keeps_right else node.inputs[:1]
         return tuple(a for i in kept for a in aliases_of(i))
     if isinstance(node, (Filter, Restrict, Weighted)):
         return aliases_of(node.input)

@@ -7,7 +7,7 @@ An operator without a rule is refused with :class:`~ivm.errors.UnsupportedQuery`
 
 from __future__ import annotations
 
-from ivm.ir import Aggregate, Distinct, Join, Project, Union
+from ivm.ir import Aggregate, Distinct, Join, JoinKind, Project, Union
 from ivm.rules import (aggregate, distinct, filter, integrate, join, project, scan,
                        set_operation, subquery, union, window)
 from ivm.rules.base import Kind, Rule
@@ -43,7 +43,7 @@ def maintain(plan) -> Maintenance:
 
 def rule_for(node) -> Rule | None:
     """The rule that handles ``node`` inside a plan (for explain)."""
-    if isinstance(node, Join) and node.kind != "inner":
+    if isinstance(node, Join) and node.kind is not JoinKind.INNER:
         return join.KEYED_RULE
     return RULES.get(type(node))
 
