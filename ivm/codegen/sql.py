@@ -17,12 +17,13 @@ SELECT o.amount AS amount FROM orders AS o JOIN customers AS c ON o.cust_id = c.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import assert_never
 
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 
-from ivm.ir import (Aggregate, Distinct, Filter, Join, JoinKind, Project, Restrict, Scan,
-                    SetOperation, Subquery, Union, Weighted, Window, aliases_of, columns)
+from ivm.ir import (Aggregate, Distinct, Filter, Join, JoinKind, Project, Relation, Restrict,
+                    Scan, SetOperation, Subquery, Union, Weighted, Window, aliases_of, columns)
 from ivm.names import needs_quotes
 from ivm.store import parenthesized
 from ivm.zset import WEIGHT, Read, relation_name
@@ -98,9 +99,35 @@ class _Compiler:
         self.cte_names: dict = {}
         self.subqueries = 0
 
-    def block(self, node) -> _Block:
-        visit = getattr(self, f"visit_{type(node).__name__}")
-        return visit(node)
+    def block(self, node: Relation) -> _Block:
+        """The SELECT block computing ``node``, by its type."""
+        match node:
+            case Scan():
+                return self.visit_Scan(node)
+            case Subquery():
+                return self.visit_Subquery(node)
+            case Join():
+                return self.visit_Join(node)
+            case Filter():
+                return self.visit_Filter(node)
+            case Project():
+                return self.visit_Project(node)
+            case Aggregate():
+                return self.visit_Aggregate(node)
+            case Window():
+                return self.visit_Window(node)
+            case Distinct():
+                return self.visit_Distinct(node)
+            case Union():
+                return self.visit_Union(node)
+            case SetOperation():
+                return self.visit_SetOperation(node)
+            case Restrict():
+                return self.visit_Restrict(node)
+            case Weighted():
+                return self.visit_Weighted(node)
+            case _:
+                assert_never(node)
 
     def wrapped(self, block: _Block) -> _Block:
         """``block`` as a subquery, its columns read unqualified."""
