@@ -6,10 +6,13 @@ once); an edge runs from an input to the operator reading it. :func:`explain` re
 
 from __future__ import annotations
 
+from typing import assert_never
+
 import networkx as nx
 
-from ivm.ir import (Aggregate, Distinct, Filter, Join, Project, Restrict, Scan, Window,
-                    aliases_of, children, equalities, scans)
+from ivm.ir import (Aggregate, Distinct, Filter, Join, JoinKind, Project, Relation, Restrict,
+                    Scan, SetOperation, Subquery, Union, Weighted, Window, aliases_of, children,
+                    equalities, scans)
 from ivm.names import DIALECT
 from ivm.rules import Kind, rule_for
 from ivm.rules.maintenance import Maintenance
@@ -31,38 +34,55 @@ def circuit(plan) -> nx.DiGraph:
     return graph
 
 
-def describe(node) -> str:
+def describe(node: Relation) -> str:
     """One line naming an operator and its arguments."""
-    if isinstance(node, Scan):
-        return f"scan {node.table} AS {node.alias} ({', '.join(node.columns)})"
-    if isinstance(node, Join):
-        on = node.condition.sql(DIALECT) if node.condition is not None else "TRUE"
-        kind = "" if node.kind == "inner" else f"{node.kind} "
-        return f"{kind}join {' ⋈ '.join(_named(i) for i in node.inputs)} ON {on}"
-    if isinstance(node, Filter):
-        return f"filter {node.predicate.sql(DIALECT)}"
-    if isinstance(node, Project):
-        return "project " + ", ".join(n for n, _ in node.columns)
-    if isinstance(node, Aggregate):
-        keys = ", ".join(e.sql(DIALECT) for _, e in node.keys) or "() (one row)"
-        calls = ", ".join(c.to_sql().sql(DIALECT) for _, c in node.calls)
-        return f"aggregate GROUP BY {keys}: {calls}"
-    if isinstance(node, Window):
-        partition = ", ".join(e.sql(DIALECT) for e in node.partition) or "() (one partition)"
-        functions = ", ".join(f.sql(DIALECT) for _, f in node.functions)
-        return f"window PARTITION BY {partition}: {functions}"
-    if isinstance(node, Distinct):
-        return "distinct"
-    return type(node).__name__
+    match node:
+        case Scan():
+            return f"scan {node.table} AS {node.alias} ({', '.join(node.columns)})"
+        case Join():
+            on = node.condition.sql(DIALECT) if node.condition is not None else "TRUE"
+            kind = "" if node.kind is JoinKind.INNER else f"{node.kind.value} "
+            return f"{kind}join {' ⋈ '.join(_named(i) for i in node.inputs)} ON {on}"
+        case Filter():
+            return f"filter {node.predicate.sql(DIALECT)}"
+        case Project():
+            return "project " + ", ".join(n for n, _ in node.columns)
+        case Aggregate():
+            keys = ", ".join(e.sql(DIALECT) for _, e in node.keys) or "() (one row)"
+            calls = ", ".join(c.to_sql().sql(DIALECT) for _, c in node.calls)
+            return f"aggregate GROUP BY {keys}: {calls}"
+        case Window():
+            partition = ", ".join(e.sql(DIALECT) for e in node.partition) or "() (one partition)"
+            functions = ", ".join(f.sql(DIALECT) for _, f in node.functions)
+            return f"window PARTITION BY {partition}: {functions}"
+        case Distinct():
+            return "distinct"
+        case Subquery() | Union() | SetOperation() | Restrict() | Weighted():
+            return type(node).__name__
+        case _:
+            assert_never(node)
 
 
-def _recomputed_whole(node, rule) -> bool:
+def _keyless(node: Relation) -> bool:
+    """``node``'s operator has no key an affected-key rule could restrict it to."""
+    match node:
+        case Window():
+            return not node.partition
+        case Aggregate():
+            return not node.keys
+        case Join():
+            return node.kind is not JoinKind.INNER and not (
+                node.condition is not None and equalities(node.condition, *node.inputs))
+        case (Scan() | Subquery() | Filter() | Project() | Distinct() | Union() | SetOperation()
+              | Restrict() | Weighted()):
+            return False
+        case _:
+            assert_never(node)
+
+
+def _recomputed_whole(node: Relation, rule) -> bool:
     """An affected-key rule over an operator without a key recomputes all of it."""
-    keyless = (isinstance(node, Window) and not node.partition) or (
-        isinstance(node, Aggregate) and not node.keys) or (
-        isinstance(node, Join) and node.kind != "inner" and not (
-            node.condition is not None and equalities(node.condition, *node.inputs)))
-    return rule.kind is Kind.KEYED and keyless
+    return rule.kind is Kind.KEYED and _keyless(node)
 
 
 def _named(node) -> str:
@@ -139,7 +159,7 @@ def explain(plan, maintenance: Maintenance) -> str:
                              "(no key to restrict it to): a full recompute of this operator")
             else:
                 lines.append(f"      reads {rule.reads}")
-        if isinstance(node, Join) and node.kind == "inner":
+        if isinstance(node, Join) and node.kind is JoinKind.INNER:
             lines.append(f"      terms: {_term_summary(node)}")
     reads = sorted({(s.table, s.read.value) for s in scans(maintenance.delta)})
     by_table: dict[str, list[str]] = {}

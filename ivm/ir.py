@@ -8,6 +8,9 @@ Column references inside a node's expressions name the output columns of its inp
 :class:`Scan` outputs ``alias.column``; a :class:`Join` outputs the columns of all its inputs;
 :class:`Project` and :class:`Aggregate` output unqualified names.
 
+A function that switches on the node type matches every member of :data:`Relation` and ends in
+``assert_never``: a node type added without its case fails there, rather than take a default.
+
 >>> from sqlglot import exp
 >>> orders = Scan("shop.orders", "o", ("id", "amount"))
 >>> plan = Filter(orders, exp.condition("o.amount > 10"))
@@ -18,6 +21,9 @@ Column references inside a node's expressions name the output columns of its inp
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import assert_never
+
 from sqlglot import exp
 
 from ivm.errors import Position
@@ -46,7 +52,25 @@ class Subquery:
     alias: str
 
 
-JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti")
+class JoinKind(Enum):
+    """How a join pairs the rows of its inputs."""
+
+    INNER = "inner"
+    LEFT = "left"
+    RIGHT = "right"
+    FULL = "full"
+    SEMI = "semi"
+    ANTI = "anti"
+
+    @property
+    def keeps_right(self) -> bool:
+        """The output has the right input's columns (a semi or anti join only filters)."""
+        return self not in (JoinKind.SEMI, JoinKind.ANTI)
+
+    @property
+    def pads_left(self) -> bool:
+        """A right row without a match is output with NULLs for the left input's columns."""
+        return self in (JoinKind.RIGHT, JoinKind.FULL)
 
 
 @dataclass(frozen=True)
@@ -59,15 +83,15 @@ class Join:
 
     inputs: tuple["Relation", ...]
     condition: exp.Expression | None = None
-    kind: str = "inner"
+    kind: JoinKind = JoinKind.INNER
 
     def __post_init__(self):
         if len(self.inputs) < 2:
             raise ValueError("a join has at least two inputs")
-        if self.kind not in JOIN_KINDS:
-            raise ValueError(f"unknown join kind {self.kind}")
-        if self.kind != "inner" and len(self.inputs) != 2:
-            raise ValueError(f"a {self.kind} join has two inputs")
+        if not isinstance(self.kind, JoinKind):
+            raise TypeError(f"a join kind is a JoinKind, got {self.kind!r}")
+        if self.kind is not JoinKind.INNER and len(self.inputs) != 2:
+            raise ValueError(f"a {self.kind.value} join has two inputs")
         aliases = [a for i in self.inputs for a in aliases_of(i)]
         if len(set(aliases)) != len(aliases):
             raise ValueError(f"join inputs need distinct aliases, got {aliases}")
@@ -202,74 +226,90 @@ Relation = (Scan | Subquery | Join | Filter | Project | Aggregate | Window | Dis
 """Any plan node: each denotes a relation (under a delta plan, a Z-set)."""
 
 
-def columns(node) -> tuple[str, ...]:
+def columns(node: Relation) -> tuple[str, ...]:
     """Output column names of ``node`` (qualified ``alias.column`` for scans and joins)."""
-    if isinstance(node, Scan):
-        return tuple(f"{node.alias}.{c}" for c in node.columns)
-    if isinstance(node, Subquery):
-        return tuple(f"{node.alias}.{c}" for c in columns(node.input))
-    if isinstance(node, Join):
-        kept = node.inputs[:1] if node.kind in ("semi", "anti") else node.inputs
-        return tuple(c for i in kept for c in columns(i))
-    if isinstance(node, (Filter, Distinct, Restrict, Weighted)):
-        return columns(node.input)
-    if isinstance(node, Project):
-        return tuple(name for name, _ in node.columns)
-    if isinstance(node, Aggregate):
-        return tuple(name for name, _ in node.keys) + tuple(name for name, _ in node.calls)
-    if isinstance(node, Window):
-        return columns(node.input) + tuple(name for name, _ in node.functions)
-    if isinstance(node, Union):
-        return columns(node.inputs[0])
-    if isinstance(node, SetOperation):
-        return columns(node.left)
-    raise TypeError(f"not a relation: {node!r}")
+    match node:
+        case Scan():
+            return tuple(f"{node.alias}.{c}" for c in node.columns)
+        case Subquery():
+            return tuple(f"{node.alias}.{c}" for c in columns(node.input))
+        case Join():
+            kept = node.inputs if node.kind.keeps_right else node.inputs[:1]
+            return tuple(c for i in kept for c in columns(i))
+        case Filter() | Distinct() | Restrict() | Weighted():
+            return columns(node.input)
+        case Project():
+            return tuple(name for name, _ in node.columns)
+        case Aggregate():
+            return tuple(name for name, _ in node.keys) + tuple(name for name, _ in node.calls)
+        case Window():
+            return columns(node.input) + tuple(name for name, _ in node.functions)
+        case Union():
+            return columns(node.inputs[0])
+        case SetOperation():
+            return columns(node.left)
+        case _:
+            assert_never(node)
 
 
-def aliases_of(node) -> tuple[str, ...]:
+def aliases_of(node: Relation) -> tuple[str, ...]:
     """The table aliases that qualify ``node``'s columns (none for named columns)."""
-    if isinstance(node, (Scan, Subquery)):
-        return (node.alias,)
-    if isinstance(node, Join):
-        kept = node.inputs[:1] if node.kind in ("semi", "anti") else node.inputs
-        return tuple(a for i in kept for a in aliases_of(i))
-    if isinstance(node, (Filter, Restrict, Weighted)):
-        return aliases_of(node.input)
-    return ()
+    match node:
+        case Scan() | Subquery():
+            return (node.alias,)
+        case Join():
+            kept = node.inputs if node.kind.keeps_right else node.inputs[:1]
+            return tuple(a for i in kept for a in aliases_of(i))
+        case Filter() | Restrict() | Weighted():
+            return aliases_of(node.input)
+        case Project() | Aggregate() | Window() | Distinct() | Union() | SetOperation():
+            return ()
+        case _:
+            assert_never(node)
 
 
-def children(node) -> tuple:
+def children(node: Relation) -> tuple[Relation, ...]:
     """The input relations of ``node``."""
-    if isinstance(node, Scan):
-        return ()
-    if isinstance(node, (Join, Union)):
-        return node.inputs
-    if isinstance(node, Restrict):
-        return (node.input, node.affected)
-    if isinstance(node, SetOperation):
-        return (node.left, node.right)
-    return (node.input,)
+    match node:
+        case Scan():
+            return ()
+        case Join() | Union():
+            return node.inputs
+        case Restrict():
+            return (node.input, node.affected)
+        case SetOperation():
+            return (node.left, node.right)
+        case Subquery() | Filter() | Project() | Aggregate() | Window() | Distinct() | Weighted():
+            return (node.input,)
+        case _:
+            assert_never(node)
 
 
-def with_children(node, new: tuple):
+def with_children(node: Relation, new: tuple[Relation, ...]) -> Relation:
     """``node`` reading ``new`` instead of its inputs (in :func:`children`'s order)."""
-    if isinstance(node, (Join, Union)):
-        return replace(node, inputs=tuple(new))
-    if isinstance(node, Restrict):
-        return replace(node, input=new[0], affected=new[1])
-    if isinstance(node, SetOperation):
-        return replace(node, left=new[0], right=new[1])
-    return replace(node, input=new[0])
+    match node:
+        case Scan():
+            return node
+        case Join() | Union():
+            return replace(node, inputs=tuple(new))
+        case Restrict():
+            return replace(node, input=new[0], affected=new[1])
+        case SetOperation():
+            return replace(node, left=new[0], right=new[1])
+        case Subquery() | Filter() | Project() | Aggregate() | Window() | Distinct() | Weighted():
+            return replace(node, input=new[0])
+        case _:
+            assert_never(node)
 
 
-def scans(node) -> list[Scan]:
+def scans(node: Relation) -> list[Scan]:
     """Every scan under ``node``, left to right."""
     if isinstance(node, Scan):
         return [node]
     return [s for child in children(node) for s in scans(child)]
 
 
-def reading(node, read: Read):
+def reading(node: Relation, read: Read) -> Relation:
     """``node`` with every scan of a live table reading ``read`` instead."""
     if isinstance(node, Scan):
         return node.reading(read) if node.read is Read.TABLE else node

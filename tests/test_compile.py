@@ -4,7 +4,7 @@ import pytest
 from sqlglot import exp, parse_one
 
 import ivm
-from ivm.ir import Join, Scan, aliases_of
+from ivm.ir import Join, JoinKind, Scan, aliases_of
 from ivm.rules import differentiate
 from ivm.rules.base import weight_of
 from ivm.zset import COUNT, WEIGHT, Read
@@ -161,7 +161,6 @@ def test_self_join_reads_one_source_under_two_aliases():
 
 from ivm.circuit import circuit  # noqa: E402
 from ivm.ir import Aggregate, Restrict, Subquery, Union, Weighted, scans  # noqa: E402
-from ivm.rules import maintain  # noqa: E402
 
 
 def signs(delta):
@@ -311,15 +310,15 @@ def test_order_by_limit_is_a_top_n_recomputed_whole():
 
 @pytest.mark.parametrize("sql, kind", [
     ("SELECT id FROM orders o WHERE EXISTS (SELECT 1 FROM customers c WHERE c.id = o.cust_id)",
-     "semi"),
+     JoinKind.SEMI),
     ("SELECT id FROM orders o WHERE NOT EXISTS "
-     "(SELECT 1 FROM customers c WHERE c.id = o.cust_id AND c.region = 'x')", "anti"),
-    ("SELECT id FROM orders WHERE cust_id IN (SELECT id FROM customers)", "semi"),
-    ("SELECT id FROM orders WHERE cust_id NOT IN (SELECT id FROM customers)", "anti"),
+     "(SELECT 1 FROM customers c WHERE c.id = o.cust_id AND c.region = 'x')", JoinKind.ANTI),
+    ("SELECT id FROM orders WHERE cust_id IN (SELECT id FROM customers)", JoinKind.SEMI),
+    ("SELECT id FROM orders WHERE cust_id NOT IN (SELECT id FROM customers)", JoinKind.ANTI),
 ])
 def test_exists_and_in_become_semi_and_anti_joins_on_their_keys(sql, kind):
     q = ivm.compile(sql, SCHEMA)
-    (join,) = [j for j in nodes_of(q.plan, Join) if j.kind == kind]
+    (join,) = [j for j in nodes_of(q.plan, Join) if j.kind is kind]
     assert "EXISTS" not in q.delta_sql and " IN (" not in q.delta_sql
     # NOT IN also counts the subquery's rows and NULLs: a global aggregate, recomputed whole
     assert ("full recompute: never" in q.explain()) == ("NOT IN" not in sql)
@@ -335,17 +334,17 @@ def test_not_in_keeps_sql_null_rules():
 @pytest.mark.parametrize("sql, kind", [
     # compared in WHERE: an unmatched key fails the comparison either way
     ("SELECT id FROM orders o WHERE o.amount > "
-     "(SELECT AVG(p.amount) FROM orders p WHERE p.cust_id = o.cust_id)", "inner"),
+     "(SELECT AVG(p.amount) FROM orders p WHERE p.cust_id = o.cust_id)", JoinKind.INNER),
     # COUNT over no rows is 0, not NULL: a left join that supplies the 0
     ("SELECT c.id, (SELECT COUNT(*) FROM orders o WHERE o.cust_id = c.id) AS n "
-     "FROM customers c", "left"),
+     "FROM customers c", JoinKind.LEFT),
 ])
 def test_correlated_scalar_subquery_joins_its_grouped_aggregate(sql, kind):
     from ivm.ir import Aggregate
     q = ivm.compile(sql, SCHEMA)
     (join,) = [j for j in nodes_of(q.plan, Join) if j.inputs[1].alias.startswith("_ivm_sq")]
-    assert join.kind == kind and nodes_of(join.inputs[1], Aggregate)
-    assert (kind == "left") == ("CASE WHEN" in q.full_sql)
+    assert join.kind is kind and nodes_of(join.inputs[1], Aggregate)
+    assert (kind is JoinKind.LEFT) == ("CASE WHEN" in q.full_sql)
 
 
 def test_uncorrelated_scalar_subquery_is_a_cross_join_with_one_row():

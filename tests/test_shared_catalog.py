@@ -5,7 +5,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 from conftest import free_port, wait_for_port
 

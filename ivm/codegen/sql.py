@@ -17,19 +17,22 @@ SELECT o.amount AS amount FROM orders AS o JOIN customers AS c ON o.cust_id = c.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import assert_never
 
 from sqlglot import exp
 
-from ivm.ir import (Aggregate, Distinct, Filter, Join, Project, Restrict, Scan, SetOperation,
-                    Subquery, Union, Weighted, Window, aliases_of, columns)
+from ivm.ir import (Aggregate, Distinct, Filter, Join, JoinKind, Project, Relation, Restrict,
+                    Scan, SetOperation, Subquery, Union, Weighted, Window, aliases_of, columns)
 from ivm.names import DIALECT
 from ivm.store import parenthesized
 from ivm.zset import WEIGHT, Read, relation_name
 
 
 CHANGE_ROWS = "change_rows"
-JOIN_SQL = {"left": ("LEFT", None), "right": ("RIGHT", None), "full": ("FULL", None),
-            "semi": ("LEFT", "SEMI"), "anti": ("LEFT", "ANTI")}
+JOIN_SQL = {JoinKind.LEFT: ("LEFT", None), JoinKind.RIGHT: ("RIGHT", None),
+            JoinKind.FULL: ("FULL", None), JoinKind.SEMI: ("LEFT", "SEMI"),
+            JoinKind.ANTI: ("LEFT", "ANTI")}
+"""The side and kind of the SQL JOIN of each join kind but INNER (whose ON may move)."""
 
 
 def table_name(scan: Scan) -> exp.Table:
@@ -79,9 +82,35 @@ class _Compiler:
         self.cte_names: dict = {}
         self.subqueries = 0
 
-    def block(self, node) -> _Block:
-        visit = getattr(self, f"visit_{type(node).__name__}")
-        return visit(node)
+    def block(self, node: Relation) -> _Block:
+        """The SELECT block computing ``node``, by its type."""
+        match node:
+            case Scan():
+                return self.visit_Scan(node)
+            case Subquery():
+                return self.visit_Subquery(node)
+            case Join():
+                return self.visit_Join(node)
+            case Filter():
+                return self.visit_Filter(node)
+            case Project():
+                return self.visit_Project(node)
+            case Aggregate():
+                return self.visit_Aggregate(node)
+            case Window():
+                return self.visit_Window(node)
+            case Distinct():
+                return self.visit_Distinct(node)
+            case Union():
+                return self.visit_Union(node)
+            case SetOperation():
+                return self.visit_SetOperation(node)
+            case Restrict():
+                return self.visit_Restrict(node)
+            case Weighted():
+                return self.visit_Weighted(node)
+            case _:
+                assert_never(node)
 
     def wrapped(self, block: _Block) -> _Block:
         """``block`` as a subquery, its columns read unqualified."""
@@ -113,11 +142,12 @@ class _Compiler:
             self.ctes.append(exp.CTE(this=query, alias=exp.TableAlias(this=exp.to_identifier(cte))))
         return exp.Table(this=exp.to_identifier(self.cte_names[node]))
 
-    def from_block(self, node, kind: str) -> _Block:
-        """A block whose FROM clause further joins can extend."""
+    def from_block(self, node, kind: JoinKind) -> _Block:
+        """A block whose FROM clause further joins can extend: its WHERE stays a WHERE unless
+        the join pads the left input with NULLs."""
         block = self.block(node)
         joinable = block.select is None and block.group is None and not block.distinct and (
-            not block.where or kind in ("inner", "left", "semi", "anti"))
+            not block.where or not kind.pads_left)
         if joinable:
             return block
         (alias,) = aliases_of(node)  # only a single-alias relation can be wrapped
@@ -154,7 +184,7 @@ class _Compiler:
         # Each conjunct goes to the first JOIN where every alias it names is in scope.
         pending = list(node.condition.flatten()) if isinstance(node.condition, exp.And) else (
             [node.condition] if node.condition is not None else [])
-        if node.kind != "inner":
+        if node.kind is not JoinKind.INNER:
             pending = []
         block = self.from_block(node.inputs[0], node.kind)
         block.default_columns = list(block.default_columns)
@@ -163,7 +193,7 @@ class _Compiler:
             (alias,) = aliases_of(right)
             in_scope.add(alias)
             join = exp.Join(this=self.aliased(right, alias))
-            if node.kind != "inner":
+            if node.kind is not JoinKind.INNER:
                 side, kind = JOIN_SQL[node.kind]
                 join.set("side", side)
                 join.set("kind", kind)
@@ -177,7 +207,7 @@ class _Compiler:
                 else:
                     join.set("kind", "CROSS")
             block.joins.append(join)
-            if node.kind not in ("semi", "anti"):
+            if node.kind.keeps_right:
                 block.default_columns += [exp.column(c.split(".", 1)[1], alias)
                                           for c in columns(right)]
         block.where += [c.copy() for c in pending]

@@ -25,7 +25,7 @@ from ivm.frontend.positions import position_of
 from ivm.frontend.subqueries import SUBQUERY_PREFIX, unnest
 from ivm.frontend.windows import deterministic
 from ivm.names import join
-from ivm.ir import (Aggregate, AggregateCall, Distinct, Filter, Join, Project, Scan,
+from ivm.ir import (Aggregate, AggregateCall, Distinct, Filter, Join, JoinKind, Project, Scan,
                     SetOperation, Subquery, Union, Window, aliases_of, children, columns)
 from ivm.zset import BOOKKEEPING_PREFIX
 
@@ -71,15 +71,13 @@ REFUSED_CLAUSES = {
     "sort": ("SORT BY", "remove it: a view has no order"),
 }
 
-JOIN_KINDS = {("", ""): "inner", ("", "INNER"): "inner", ("", "CROSS"): "inner",
-              ("LEFT", ""): "left", ("LEFT", "OUTER"): "left",
-              ("RIGHT", ""): "right", ("RIGHT", "OUTER"): "right",
-              ("FULL", ""): "full", ("FULL", "OUTER"): "full",
-              ("LEFT", "SEMI"): "semi", ("", "SEMI"): "semi",
-              ("LEFT", "ANTI"): "anti", ("", "ANTI"): "anti"}
-
-JOIN_NAMES = {"left": "LEFT JOIN", "right": "RIGHT JOIN", "full": "FULL JOIN",
-              "semi": "LEFT SEMI JOIN", "anti": "LEFT ANTI JOIN"}
+JOIN_KINDS = {("", ""): JoinKind.INNER, ("", "INNER"): JoinKind.INNER,
+              ("", "CROSS"): JoinKind.INNER,
+              ("LEFT", ""): JoinKind.LEFT, ("LEFT", "OUTER"): JoinKind.LEFT,
+              ("RIGHT", ""): JoinKind.RIGHT, ("RIGHT", "OUTER"): JoinKind.RIGHT,
+              ("FULL", ""): JoinKind.FULL, ("FULL", "OUTER"): JoinKind.FULL,
+              ("LEFT", "SEMI"): JoinKind.SEMI, ("", "SEMI"): JoinKind.SEMI,
+              ("LEFT", "ANTI"): JoinKind.ANTI, ("", "ANTI"): JoinKind.ANTI}
 
 
 def lower(query: exp.Expression, sql: str):
@@ -157,7 +155,7 @@ class _Lowering:
         relation = self.from_clause(select, unnested.expressions())
         for crossed in unnested.crossed:  # one-row subqueries, read by WHERE and beyond
             relation = Join(relation.inputs + (crossed,), relation.condition) if isinstance(
-                relation, Join) and relation.kind == "inner" else Join((relation, crossed))
+                relation, Join) and relation.kind is JoinKind.INNER else Join((relation, crossed))
         where = select.args.get("where")
         if where is not None:
             relation = _joined_on_equalities(relation, where.this.copy())
@@ -336,14 +334,14 @@ class _Lowering:
         relation = self.table(from_.this, used)
         inner: list = [relation]
         conditions: list[exp.Expression] = []
-        for join in select.args.get("joins") or []:
-            side = (join.args.get("side") or "").upper()
-            kind = JOIN_KINDS.get((side, (join.args.get("kind") or "").upper()))
+        for clause in select.args.get("joins") or []:
+            side = (clause.args.get("side") or "").upper()
+            kind = JOIN_KINDS.get((side, (clause.args.get("kind") or "").upper()))
             if kind is None:
-                self.refuse(f"{side} {join.args.get('kind')} JOIN".strip(), join)
-            right = self.table(join.this, used)
-            on = join.args.get("on")
-            if kind == "inner":
+                self.refuse(f"{side} {clause.args.get('kind')} JOIN".strip(), clause)
+            right = self.table(clause.this, used)
+            on = clause.args.get("on")
+            if kind is JoinKind.INNER:
                 inner.append(right)
                 if on is not None:
                     conditions.append(on.copy())
@@ -535,7 +533,7 @@ def _joined_on_equalities(relation, predicate: exp.Expression):
     """``relation`` filtered by the WHERE ``predicate``. Over an inner join, the equalities
     between two of its inputs join them (the same rows): the join rule then reads each
     snapshot only at the change's join keys."""
-    if not (isinstance(relation, Join) and relation.kind == "inner"):
+    if not (isinstance(relation, Join) and relation.kind is JoinKind.INNER):
         return Filter(relation, predicate)
     owners = {alias: i for i, x in enumerate(relation.inputs) for alias in aliases_of(x)}
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from ivm.ir import Subquery
+from ivm.ir import JoinKind, Subquery
 
 SUBQUERY_PREFIX = "_ivm_sq"
 VALUE, FOUND = "value", "found"
@@ -147,8 +147,8 @@ class _Unnesting:
         self.refuse_grouped(query, "EXISTS")
         alias = self.alias()
         inner, condition = self.correlated_inner(query, local, correlated, alias)
-        self.result.steps.append(("anti" if negated else "semi", Subquery(inner, alias),
-                                  condition))
+        kind = JoinKind.ANTI if negated else JoinKind.SEMI
+        self.result.steps.append((kind, Subquery(inner, alias), condition))
 
     def in_query(self, node: exp.In, negated: bool) -> None:
         query = node.args["query"].this
@@ -176,8 +176,8 @@ class _Unnesting:
         equal = [exp.EQ(this=x.copy(), expression=exp.column(n, alias))
                  for x, n in zip(probe, names)]
         condition = exp.and_(*equal, *([condition] if condition is not None else []))
-        self.result.steps.append(("anti" if negated else "semi", Subquery(inner, alias),
-                                  condition))
+        kind = JoinKind.ANTI if negated else JoinKind.SEMI
+        self.result.steps.append((kind, Subquery(inner, alias), condition))
         if negated:
             if width != 1:
                 self.refuse("NOT IN of several columns", node, "write it as NOT EXISTS")
@@ -194,7 +194,8 @@ class _Unnesting:
                                expression=exp.Count(this=exp.column(name, "e"))), "nulls"),
         ).from_(source)
         alias = self.alias()
-        self.result.steps.append(("inner", Subquery(self.lowering.query(counts), alias), None))
+        self.result.steps.append((JoinKind.INNER, Subquery(self.lowering.query(counts), alias),
+                                  None))
         empty = exp.EQ(this=exp.column("n", alias), expression=exp.Literal.number(0))
         known = exp.and_(exp.Not(this=exp.Is(this=probe.copy(), expression=exp.Null())),
                          exp.EQ(this=exp.column("nulls", alias),
@@ -227,8 +228,8 @@ class _Unnesting:
         columns = [(VALUE, value)] + ([] if inner_join else [(FOUND, exp.Literal.number(1))])
         inner, condition = self.correlated_inner(query, local, correlated, alias, columns,
                                                  grouped=True)
-        self.result.steps.append(("inner" if inner_join else "left", Subquery(inner, alias),
-                                  condition))
+        kind = JoinKind.INNER if inner_join else JoinKind.LEFT
+        self.result.steps.append((kind, Subquery(inner, alias), condition))
         found = exp.column(VALUE, alias)
         if not inner_join:
             found = exp.Case(ifs=[exp.If(this=exp.Is(this=exp.column(FOUND, alias),

@@ -7,7 +7,8 @@ An operator without a rule is refused with :class:`~ivm.errors.UnsupportedQuery`
 
 from __future__ import annotations
 
-from ivm.ir import Aggregate, Distinct, Join, Project, Union
+from ivm.ir import (Aggregate, Distinct, Join, JoinKind, Project, Relation, Restrict, Union,
+                    Weighted)
 from ivm.rules import (aggregate, distinct, filter, integrate, join, project, scan,
                        set_operation, subquery, union, window)
 from ivm.rules.base import Kind, Rule
@@ -41,11 +42,16 @@ def maintain(plan) -> Maintenance:
     return integrate.maintain_rows(plan, differentiate)
 
 
-def rule_for(node) -> Rule | None:
-    """The rule that handles ``node`` inside a plan (for explain)."""
-    if isinstance(node, Join) and node.kind != "inner":
-        return join.KEYED_RULE
-    return RULES.get(type(node))
+def rule_for(node: Relation) -> Rule | None:
+    """The rule that handles ``node`` inside a plan (for explain); None for a node that only
+    rules build, inside a delta."""
+    match node:
+        case Join() if node.kind is not JoinKind.INNER:
+            return join.KEYED_RULE
+        case Restrict() | Weighted():
+            return None
+        case _:
+            return RULES[type(node)]
 
 
 __all__ = ["Kind", "Maintenance", "RULES", "Rule", "VIEW_RULES", "differentiate", "maintain",

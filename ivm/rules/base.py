@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable
+from typing import Callable, assert_never
 
 from sqlglot import exp
 
-from ivm.ir import Filter, Join, Project, Restrict, Scan, Subquery, Union, Weighted, columns
+from ivm.ir import (Aggregate, Distinct, Filter, Join, Project, Relation, Restrict, Scan,
+                    SetOperation, Subquery, Union, Weighted, Window, columns)
 from ivm.zset import WEIGHT, Read
 
 
@@ -45,7 +46,7 @@ def terms(delta: Union) -> tuple:
     return delta.inputs
 
 
-def weight_of(term) -> exp.Expression | None:
+def weight_of(term: Relation) -> exp.Expression | None:
     """The weight of a row of ``term``; None where every row weighs 1.
 
     >>> print(weight_of(Scan("t", "a", ("x",), Read.DELTA)).sql())
@@ -53,27 +54,31 @@ def weight_of(term) -> exp.Expression | None:
     >>> weight_of(Scan("t", "a", ("x",), Read.BEFORE)) is None
     True
     """
-    if isinstance(term, Scan):
-        return exp.column(WEIGHT, table=term.alias) if term.read is Read.DELTA else None
-    if isinstance(term, Join):
-        factors = [w for w in map(weight_of, term.inputs) if w is not None]
-        if not factors:
-            return None
-        product = factors[0]
-        for factor in factors[1:]:
-            product = exp.Mul(this=product, expression=factor)
-        return product
-    if isinstance(term, (Filter, Restrict)):
-        return weight_of(term.input)
-    if isinstance(term, Weighted):
-        inner = weight_of(term.input)
-        sign = exp.Literal.number(term.weight)
-        return sign if inner is None else exp.Mul(this=sign, expression=inner)
-    if isinstance(term, Subquery):
-        return exp.column(WEIGHT, term.alias) if WEIGHT in columns(term.input) else None
-    if isinstance(term, (Project, Union)):
-        return exp.column(WEIGHT) if WEIGHT in columns(term) else None
-    raise TypeError(f"no Z-set weight for {type(term).__name__}")
+    match term:
+        case Scan():
+            return exp.column(WEIGHT, table=term.alias) if term.read is Read.DELTA else None
+        case Join():
+            factors = [w for w in map(weight_of, term.inputs) if w is not None]
+            if not factors:
+                return None
+            product = factors[0]
+            for factor in factors[1:]:
+                product = exp.Mul(this=product, expression=factor)
+            return product
+        case Filter() | Restrict():
+            return weight_of(term.input)
+        case Weighted():
+            inner = weight_of(term.input)
+            sign = exp.Literal.number(term.weight)
+            return sign if inner is None else exp.Mul(this=sign, expression=inner)
+        case Subquery():
+            return exp.column(WEIGHT, term.alias) if WEIGHT in columns(term.input) else None
+        case Project() | Union():
+            return exp.column(WEIGHT) if WEIGHT in columns(term) else None
+        case Aggregate() | Window() | Distinct() | SetOperation():
+            raise TypeError(f"no Z-set weight for {type(term).__name__}")
+        case _:
+            assert_never(term)
 
 
 def weighted_project(term, columns) -> Project:

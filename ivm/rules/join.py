@@ -32,14 +32,14 @@ One without an equality in its ON has no key, and is recomputed whole when an in
 
 from __future__ import annotations
 
-from ivm.ir import Join, Union, equalities, reading
+from ivm.ir import Join, JoinKind, Union, equalities, reading
 from ivm.rules.base import Kind, Rule, terms
 from ivm.rules.keyed import affected_keys, recompute, restricted
 from ivm.zset import Read
 
 
 def derive_join(node: Join, differentiate) -> Union:
-    if node.kind != "inner":
+    if node.kind is not JoinKind.INNER:
         return derive_keyed_join(node, differentiate)
     inputs = node.inputs
 
