@@ -4,6 +4,8 @@ PY := $(VENV)/bin/python
 HYPOTHESIS_PROFILE ?= ci
 # Test processes, each with its own SparkSession; test files are spread over them.
 TEST_WORKERS ?= 2
+# make test leaves out the long Hypothesis runs; make test-deep runs everything.
+TEST_MARKERS ?= not deep
 
 .PHONY: demo test test-fast test-deep jars bench-quick bench
 
@@ -27,14 +29,14 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed jars
 	$(VENV)/bin/lint-imports
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile \
-		--durations=20
+		-m "$(TEST_MARKERS)" --durations=20
 
 # The tests that need no JVM: the compiler, and every rule checked in-process (seconds).
 test-fast: $(VENV)/.installed
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -m fast -p no:cacheprovider
 
 test-deep:
-	$(MAKE) test HYPOTHESIS_PROFILE=deep
+	$(MAKE) test HYPOTHESIS_PROFILE=deep TEST_MARKERS=
 
 $(VENV)/.bench-installed: pyproject.toml | $(PY)
 	$(VENV)/bin/pip install -e '.[bench]'

@@ -246,12 +246,13 @@ def refresh_views(spark, views: Mapping[str, View], full: bool = False) -> list:
             for name in views]
 
 
-def run_scenario(spark, scenario: Scenario, views: Mapping[str, View]) -> None:
+def run_scenario(spark, scenario: Scenario, views: Mapping[str, View], log=note) -> None:
     """Create the sources and views, then after each batch refresh and check every view;
     finally refresh every view FULL and check again. A batch may change session settings
     (``SET TIME ZONE``): the refreshes after it run under them, the oracles under those of the
     CREATE, and the session gets its own back at the end. The views are created under the
-    scenario's ``settings``."""
+    scenario's ``settings``. ``log`` reports each batch's refreshes (Hypothesis's ``note``
+    inside a property test)."""
     created = pinned_settings(spark) | scenario.settings
     with example_database(spark), session_settings(spark, created):
         create_sources(spark, scenario.tables)
@@ -261,7 +262,7 @@ def run_scenario(spark, scenario: Scenario, views: Mapping[str, View]) -> None:
             for statement in batch:
                 spark.sql(statement)
             results = refresh_views(spark, views)
-            note(f"batch {i}: " + "; ".join(str(r) for r in results))
+            log(f"batch {i}: " + "; ".join(str(r) for r in results))
             check_views(spark, views, f"after the refresh of batch {i} {batch}", created)
         refresh_views(spark, views, full=True)
         check_views(spark, views, "after REFRESH ... FULL", created)

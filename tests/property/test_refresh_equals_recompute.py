@@ -8,10 +8,10 @@ is refreshed and compared, as a multiset, with Spark running the view's own SQL 
 sources; at the end every view is refreshed FULL and compared again.
 
 Spark costs about a second per statement and a refresh several, so each example checks
-several views over the same sources (a *family*, see :mod:`views`), and each test runs a
-fraction of the profile's ``max_examples``. Under ``ci`` each family runs its hand-written
-scenario only (``deep`` adds 10 drawn ones per family), and the drawn queries run over drawn
-scenarios. Those queries come from a recursive grammar of the SQL ivm maintains
+several views over the same sources, and each test runs a fraction of the profile's
+``max_examples``. The hand-written scenario runs the views of every family (see :mod:`views`)
+at once; ``make test-deep`` adds drawn scenarios per family, and the drawn queries run over
+drawn scenarios. Those queries come from a recursive grammar of the SQL ivm maintains
 (:func:`strategies.queries`): joins of every kind, aggregates, DISTINCT and set operations
 nested in derived tables and CTEs; the oracle is still Spark running the query as drawn.
 """
@@ -111,11 +111,19 @@ NULL_GROUPS = Scenario(
 off (an overflow gives NULL rather than failing)."""
 
 
+def test_edge_cases_equal_recompute(spark):
+    """The views of every family over :data:`EDGE_CASES`, all at once: one set of sources and
+    changes for the 51 views."""
+    run_scenario(spark, EDGE_CASES, {name: view for family in FAMILIES.values()
+                                     for name, view in family.items()}, log=print)
+
+
+@pytest.mark.deep
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 @settings(**examples(20))
-@example(scenario=EDGE_CASES)
 @given(scenario=scenarios())
 def test_view_families_equal_recompute(spark, family, scenario):
+    """Each family over drawn scenarios (``make test-deep``)."""
     run_scenario(spark, scenario, FAMILIES[family])
 
 
