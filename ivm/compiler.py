@@ -17,7 +17,7 @@ FROM change_rows
 GROUP BY
   k
 HAVING
-  COALESCE(SUM(_ivm_weight), 0) <> 0
+  SUM(_ivm_weight) <> 0
 """
 
 from __future__ import annotations

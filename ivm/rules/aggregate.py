@@ -142,13 +142,17 @@ def maintain_aggregate(plan: Project, differentiate) -> Maintenance:
             weight))
         for acc in accs.all)
     grouped = Aggregate(change, tuple((k, exp.column(k)) for k in store.keys), change_calls)
-    # An empty change of a view without GROUP BY is one row of NULLs; otherwise a change's
-    # sum is NULL only where it overflowed, and the fold must see it to fail.
-    changed = exp.or_(*(exp.Not(this=exp.NullSafeEQ(this=exp.column(acc.name),
-                                                    expression=exp.Literal.number(0)))
-                        for acc in accs.all))
-    touched = exp.and_(exp.Not(this=exp.Is(this=exp.column(ROWS.name), expression=exp.Null())),
-                       changed)
+    # A group's count changed, or, in a change that has rows (an empty change of a view
+    # without GROUP BY is one row of NULLs), another accumulator did: a change's sum is NULL
+    # only where it overflowed, and the fold must see it to fail.
+    rows = exp.column(ROWS.name)
+    touched = exp.NEQ(this=rows, expression=exp.Literal.number(0))
+    others = [exp.Not(this=exp.paren(exp.NullSafeEQ(this=exp.column(acc.name),
+                                                     expression=exp.Literal.number(0))))
+              for acc in accs.all if acc is not ROWS]
+    if others:
+        touched = exp.or_(touched, exp.and_(exp.Not(this=exp.Is(this=rows, expression=exp.Null())),
+                                            exp.or_(*others)))
     return Maintenance(store, full, Filter(grouped, touched), RULE)
 
 
