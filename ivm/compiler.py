@@ -33,6 +33,7 @@ from ivm.circuit import explain, to_dot
 from ivm.frontend import lower, parse_query, qualify_query
 from ivm.ir import Relation, reading, scans
 from ivm.names import DIALECT
+from ivm.passes import optimize
 from ivm.rules import Maintenance, maintain
 from ivm.zset import Read
 
@@ -111,5 +112,5 @@ def compile(sql: str, schema: Mapping | SchemaLookup, *,
     if callable(schema):
         schema, default_db = schema(query, sql, default_db)
     qualified = qualify_query(query, sql, schema, default_db)
-    plan = lower(qualified, sql)
+    plan = optimize(lower(qualified, sql))
     return CompiledView(sql, plan, maintain(plan))

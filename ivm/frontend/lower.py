@@ -26,7 +26,7 @@ from ivm.frontend.subqueries import SUBQUERY_PREFIX, unnest
 from ivm.frontend.windows import deterministic
 from ivm.names import join
 from ivm.ir import (Aggregate, AggregateCall, Distinct, Filter, Join, JoinKind, Project, Scan,
-                    SetOperation, Subquery, Union, Window, aliases_of, children, columns)
+                    SetOperation, Subquery, Union, Window, children, columns)
 from ivm.zset import BOOKKEEPING_PREFIX
 
 WINDOW_PREFIX = f"{BOOKKEEPING_PREFIX}win"
@@ -158,7 +158,7 @@ class _Lowering:
                 relation, Join) and relation.kind is JoinKind.INNER else Join((relation, crossed))
         where = select.args.get("where")
         if where is not None:
-            relation = _joined_on_equalities(relation, where.this.copy())
+            relation = Filter(relation, where.this.copy())
         for kind, right, condition in unnested.steps:  # EXISTS, IN, correlated subqueries
             relation = Filter(relation, condition) if right is None else Join(
                 (relation, right), condition, kind)
@@ -527,31 +527,6 @@ def _scan_aliases(relation) -> set[str]:
     if isinstance(relation, Subquery):
         return set()
     return {alias for child in children(relation) for alias in _scan_aliases(child)}
-
-
-def _joined_on_equalities(relation, predicate: exp.Expression):
-    """``relation`` filtered by the WHERE ``predicate``. Over an inner join, the equalities
-    between two of its inputs join them (the same rows): the join rule then reads each
-    snapshot only at the change's join keys."""
-    if not (isinstance(relation, Join) and relation.kind is JoinKind.INNER):
-        return Filter(relation, predicate)
-    owners = {alias: i for i, x in enumerate(relation.inputs) for alias in aliases_of(x)}
-
-    def relates_inputs(conjunct) -> bool:
-        if not isinstance(conjunct, exp.EQ) or conjunct.find(exp.Subquery, exp.AggFunc):
-            return False
-        sides = [{owners.get(c.table) for c in side.find_all(exp.Column)}
-                 for side in (conjunct.this, conjunct.expression)]
-        return all(len(side) == 1 and None not in side for side in sides) \
-            and sides[0] != sides[1]
-    conjuncts = list(predicate.flatten()) if isinstance(predicate, exp.And) else [predicate]
-    equalities = [c for c in conjuncts if relates_inputs(c)]
-    rest = [c for c in conjuncts if not relates_inputs(c)]
-    if not equalities:
-        return Filter(relation, predicate)
-    on = [relation.condition] if relation.condition is not None else []
-    joined = Join(relation.inputs, exp.and_(*on, *equalities), relation.kind)
-    return Filter(joined, exp.and_(*rest)) if rest else joined
 
 
 def _clause_name(node: exp.Expression) -> str:
