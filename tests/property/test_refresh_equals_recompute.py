@@ -113,7 +113,7 @@ off (an overflow gives NULL rather than failing)."""
 
 def test_edge_cases_equal_recompute(spark):
     """The views of every family over :data:`EDGE_CASES`, all at once: one set of sources and
-    changes for the 51 views."""
+    changes for all of them."""
     run_scenario(spark, EDGE_CASES, {name: view for family in FAMILIES.values()
                                      for name, view in family.items()}, log=print)
 
