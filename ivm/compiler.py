@@ -94,7 +94,7 @@ class CompiledView:
         return to_dot(self.plan, self.maintenance)
 
 
-SchemaLookup = Callable[[exp.Expression, str, "str | None"], "tuple[Mapping, str | None]"]
+SchemaLookup = Callable[[exp.Expr, str, "str | None"], "tuple[Mapping, str | None]"]
 """``(query, sql, default_db) → (schema, default_db)``: the schema of the tables a parsed
 query reads, looked up where they are kept (the runtime's: Spark's catalog)."""
 

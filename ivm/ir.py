@@ -82,7 +82,7 @@ class Join:
     """
 
     inputs: tuple["Relation", ...]
-    condition: exp.Expression | None = None
+    condition: exp.Expr | None = None
     kind: JoinKind = JoinKind.INNER
 
     def __post_init__(self):
@@ -100,7 +100,7 @@ class Join:
 @dataclass(frozen=True)
 class Filter:
     input: "Relation"
-    predicate: exp.Expression
+    predicate: exp.Expr
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class Project:
     """Output ``columns``: (name, expression over the input's columns) pairs."""
 
     input: "Relation"
-    columns: tuple[tuple[str, exp.Expression], ...]
+    columns: tuple[tuple[str, exp.Expr], ...]
 
     def __post_init__(self):
         names = [name for name, _ in self.columns]
@@ -130,8 +130,8 @@ class AggregateCall:
     """
 
     function: str
-    argument: exp.Expression | None = None
-    call: exp.Expression | None = None
+    argument: exp.Expr | None = None
+    call: exp.Expr | None = None
     decimal: tuple[int, int] | None = None
 
     @property
@@ -139,7 +139,7 @@ class AggregateCall:
         """A group's value follows from additive accumulators (see :mod:`ivm.store`)."""
         return self.function in INVERTIBLE_AGGREGATES and self.call is None
 
-    def to_sql(self) -> exp.Expression:
+    def to_sql(self) -> exp.Expr:
         if self.call is not None:
             return self.call.copy()
         arg = exp.Star() if self.argument is None else self.argument.copy()
@@ -154,7 +154,7 @@ class Aggregate:
     """
 
     input: "Relation"
-    keys: tuple[tuple[str, exp.Expression], ...]
+    keys: tuple[tuple[str, exp.Expr], ...]
     calls: tuple[tuple[str, AggregateCall], ...]
 
 
@@ -168,7 +168,7 @@ class Window:
     """
 
     input: "Relation"
-    partition: tuple[exp.Expression, ...]
+    partition: tuple[exp.Expr, ...]
     functions: tuple[tuple[str, exp.Window], ...]
 
 
@@ -209,7 +209,7 @@ class Restrict:
     """
 
     input: "Relation"
-    keys: tuple[exp.Expression, ...]
+    keys: tuple[exp.Expr, ...]
     affected: "Relation"
 
 
@@ -316,7 +316,7 @@ def reading(node: Relation, read: Read) -> Relation:
     return with_children(node, tuple(reading(c, read) for c in children(node)))
 
 
-def equalities(condition, left, right) -> list[tuple[exp.Expression, exp.Expression]]:
+def equalities(condition, left, right) -> list[tuple[exp.Expr, exp.Expr]]:
     """(left, right) expression pairs of ``condition``'s equalities between two relations.
 
     >>> pairs = equalities(exp.condition("a.k = b.k AND a.x > b.y AND b.j = a.i"),

@@ -51,7 +51,7 @@ class Accumulator:
 
     name: str
     kind: str
-    argument: exp.Expression | None = None
+    argument: exp.Expr | None = None
     guard: str | None = None
     decimal: tuple[int, int] | None = None
 
@@ -61,7 +61,7 @@ class Accumulator:
                 "nonnull": AggregateCall("count", self.argument),
                 "sum": AggregateCall("sum", self.argument)}[self.kind]
 
-    def change_call(self, argument: exp.Expression | None, weight: exp.Expression
+    def change_call(self, argument: exp.Expr | None, weight: exp.Expr
                     ) -> AggregateCall:
         """The aggregate computing this accumulator's change from weighted change rows
         (for a decimal sum, rows of weight ±1).
@@ -87,9 +87,9 @@ class Accumulator:
         zero = exp.Cast(this=exp.Literal.number(0), to=exp.DataType.build("DECIMAL(1, 0)"))
         return AggregateCall("sum", exp.If(this=is_null, true=zero, false=signed))
 
-    def fold(self, old: exp.Expression | None, change: exp.Expression,
-             guard: exp.Expression | None = None, stored: str | None = None
-             ) -> exp.Expression:
+    def fold(self, old: exp.Expr | None, change: exp.Expr,
+             guard: exp.Expr | None = None, stored: str | None = None
+             ) -> exp.Expr:
         """The accumulator after a change: ``old + change``, or ``change`` for a new group.
         A sum stays NULL where its ``guard`` (the folded non-NULL count) is 0, and fails where
         it is NULL otherwise (it overflowed). ``stored``: the store column's type, if known.
@@ -156,7 +156,7 @@ def is_exact(stored: str) -> bool:
         len(data_type.expressions) == 2 and int(data_type.expressions[1].name) >= 38)
 
 
-def parenthesized(expression: exp.Expression) -> exp.Expression:
+def parenthesized(expression: exp.Expr) -> exp.Expr:
     """``expression`` safe to put inside a larger one: operators are parenthesized."""
     if isinstance(expression, (exp.Binary, exp.Unary, exp.Not)) and not isinstance(
             expression, exp.Paren):
@@ -178,7 +178,7 @@ class Store:
     """
 
     keys: tuple[str, ...]
-    visible: tuple[tuple[str, exp.Expression], ...]
+    visible: tuple[tuple[str, exp.Expr], ...]
     accumulators: tuple[Accumulator, ...]
     repeat_rows: bool = False
     single_row: bool = False

@@ -48,14 +48,14 @@ def table_name(scan: Scan) -> exp.Table:
 class _Block:
     """A SELECT being built: FROM/JOINs, WHERE, GROUP BY (with named outputs), SELECT list."""
 
-    source: exp.Expression
+    source: exp.Expr
     joins: list[exp.Join] = field(default_factory=list)
-    where: list[exp.Expression] = field(default_factory=list)
-    group: list[exp.Expression] | None = None
-    grouped: dict[str, exp.Expression] = field(default_factory=dict)
-    having: list[exp.Expression] = field(default_factory=list)
-    select: list[exp.Expression] | None = None
-    default_columns: list[exp.Expression] = field(default_factory=list)
+    where: list[exp.Expr] = field(default_factory=list)
+    group: list[exp.Expr] | None = None
+    grouped: dict[str, exp.Expr] = field(default_factory=dict)
+    having: list[exp.Expr] = field(default_factory=list)
+    select: list[exp.Expr] | None = None
+    default_columns: list[exp.Expr] = field(default_factory=list)
     distinct: bool = False
 
     def to_select(self) -> exp.Select:
@@ -119,7 +119,7 @@ class _Compiler:
         return _Block(exp.Subquery(this=block.to_select(), alias=alias),
                       default_columns=[exp.Star()])
 
-    def aliased(self, node, alias: str) -> exp.Expression:
+    def aliased(self, node, alias: str) -> exp.Expr:
         """``node`` as a FROM item named ``alias``: a table, or a subquery."""
         if isinstance(node, Scan) and node.alias == alias:
             return table_name(node)
@@ -277,7 +277,7 @@ class _Compiler:
         return union
 
 
-def _substitute(expression: exp.Expression, names: dict[str, exp.Expression]) -> exp.Expression:
+def _substitute(expression: exp.Expr, names: dict[str, exp.Expr]) -> exp.Expr:
     """``expression`` with unqualified references to ``names`` replaced by their definitions."""
     if not names:
         return expression.copy()

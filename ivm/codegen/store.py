@@ -28,15 +28,15 @@ NEGATIVE_COUNT = ("ivm: a refresh would give a row a negative count: the view's 
                   "disagrees with its sources. Run REFRESH MATERIALIZED VIEW ... FULL.")
 
 
-def _cast(value: exp.Expression, column: str, types: Mapping | None) -> exp.Expression:
+def _cast(value: exp.Expr, column: str, types: Mapping | None) -> exp.Expr:
     if not types or column not in types:
         return value
     return exp.Cast(this=value, to=exp.DataType.build(types[column], dialect=DIALECT))
 
 
-def _folded(store: Store, old_of, change_of, types) -> dict[str, exp.Expression]:
+def _folded(store: Store, old_of, change_of, types) -> dict[str, exp.Expr]:
     """Store column → its new value, given the old and change value of each accumulator."""
-    new: dict[str, exp.Expression] = {}
+    new: dict[str, exp.Expr] = {}
     for acc in store.accumulators:  # a sum's guard is folded before the sum
         guard = new[acc.guard].copy() if acc.guard else None
         new[acc.name] = _cast(acc.fold(old_of(acc.name), change_of(acc.name), guard,
@@ -45,7 +45,7 @@ def _folded(store: Store, old_of, change_of, types) -> dict[str, exp.Expression]
     return new
 
 
-def _view_values(store: Store, key_of, new, types) -> dict[str, exp.Expression]:
+def _view_values(store: Store, key_of, new, types) -> dict[str, exp.Expr]:
     def replace(node):
         if isinstance(node, exp.Column) and not node.table:
             if store.is_key(node.name):
@@ -159,7 +159,7 @@ def overwrite_statement(target: str, query: exp.Query) -> exp.Insert:
 
 
 def replace_where_statement(target: str, query: exp.Query,
-                            predicate: exp.Expression) -> exp.Insert:
+                            predicate: exp.Expr) -> exp.Insert:
     """``INSERT INTO target REPLACE WHERE predicate SELECT * FROM (query) WHERE predicate``:
     the rows of ``target`` matching ``predicate`` replaced by those of ``query``, in one commit.
 

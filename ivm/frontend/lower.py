@@ -80,7 +80,7 @@ JOIN_KINDS = {("", ""): JoinKind.INNER, ("", "INNER"): JoinKind.INNER,
               ("LEFT", "ANTI"): JoinKind.ANTI, ("", "ANTI"): JoinKind.ANTI}
 
 
-def lower(query: exp.Expression, sql: str):
+def lower(query: exp.Expr, sql: str):
     """The IR of a qualified query; raises :class:`UnsupportedQuery` for what has no rule."""
     return _Lowering(sql).query(query)
 
@@ -94,7 +94,7 @@ class _Lowering:
     def refuse(self, construct: str, node, hint: str | None = None, **kw):
         raise UnsupportedQuery(construct, self.sql, position_of(node), hint=hint, **kw)
 
-    def query(self, query: exp.Expression):
+    def query(self, query: exp.Expr):
         with_ = query.args.get("with_")
         if with_ is not None:
             if with_.args.get("recursive"):
@@ -324,7 +324,7 @@ class _Lowering:
                         "refreshes run in other sessions",
                         hint="write the value as a literal, or into a source column")
 
-    def from_clause(self, select: exp.Select, conditions: list[exp.Expression]):
+    def from_clause(self, select: exp.Select, conditions: list[exp.Expr]):
         """The FROM clause's relation; ``conditions`` (of subqueries' joins) read it too."""
         from_ = select.args.get("from_")
         if from_ is None:
@@ -333,7 +333,7 @@ class _Lowering:
         used = _used_columns(select, conditions)
         relation = self.table(from_.this, used)
         inner: list = [relation]
-        conditions: list[exp.Expression] = []
+        conditions: list[exp.Expr] = []
         for clause in select.args.get("joins") or []:
             side = (clause.args.get("side") or "").upper()
             kind = JOIN_KINDS.get((side, (clause.args.get("kind") or "").upper()))
@@ -355,7 +355,7 @@ class _Lowering:
             return Filter(inner[0], exp.and_(*conditions))
         return Join(tuple(inner), exp.and_(*conditions) if conditions else None)
 
-    def table(self, source: exp.Expression, used: dict[str, list[str]]):
+    def table(self, source: exp.Expr, used: dict[str, list[str]]):
         alias = source.alias_or_name
         if isinstance(source, exp.Subquery):
             return Subquery(self.query(source.this), alias)
@@ -381,7 +381,7 @@ class _Lowering:
         return Scan(table, alias, read, position=position_of(source))
 
     def output_columns(self, select: exp.Select, named: bool = True
-                       ) -> list[tuple[str, exp.Expression]]:
+                       ) -> list[tuple[str, exp.Expr]]:
         """(name, expression) per SELECT item; names must be unique, valid and not ours."""
         outputs = []
         for item in select.expressions:
@@ -403,7 +403,7 @@ class _Lowering:
     def aggregate(self, relation, group, having, outputs, windows):
         """Aggregate(keys, calls) [→ Filter(HAVING)] under a Project naming keys and calls;
         window functions (evaluated after grouping) read the keys and calls too."""
-        keys: list[tuple[str, exp.Expression]] = []
+        keys: list[tuple[str, exp.Expr]] = []
         # A one-row subquery's column is the same in every group: group by it as well.
         constants = [c for e in [e for _, e in outputs] + ([having.this] if having else [])
                      for c in e.find_all(exp.Column)
@@ -416,7 +416,7 @@ class _Lowering:
         calls: list[tuple[str, AggregateCall]] = []
         self.scanned = _scan_aliases(relation)
 
-        def replace(node: exp.Expression) -> exp.Expression:
+        def replace(node: exp.Expr) -> exp.Expr:
             for name, key in keys:
                 if node == key:
                     return exp.column(name)
@@ -478,7 +478,7 @@ class _Lowering:
             return AggregateCall(name, None, node.copy())
         return AggregateCall(function, argument.copy(), decimal=decimal)
 
-    def typed_from_schema(self, argument: exp.Expression) -> bool:
+    def typed_from_schema(self, argument: exp.Expr) -> bool:
         """``argument`` is a column of a source table, so its type is the schema's (sqlglot
         may type a derived column narrower than Spark does)."""
         return isinstance(argument, exp.Column) and argument.table in self.scanned
@@ -504,7 +504,7 @@ def _exact_type(data_type: exp.DataType | None) -> tuple[bool, tuple[int, int] |
     return scale < 38, (precision, scale)   # no + of two DECIMAL(38, 38) keeps every digit
 
 
-def _exact_argument(argument: exp.Expression) -> tuple[bool, tuple[int, int] | None]:
+def _exact_argument(argument: exp.Expr) -> tuple[bool, tuple[int, int] | None]:
     """:func:`_exact_type` of ``argument``, exact only if every number in it is: sqlglot
     types ``d * 1.5e0`` or ``COALESCE(d, f)`` as DECIMAL where Spark computes a DOUBLE.
 
@@ -529,7 +529,7 @@ def _scan_aliases(relation) -> set[str]:
     return {alias for child in children(relation) for alias in _scan_aliases(child)}
 
 
-def _clause_name(node: exp.Expression) -> str:
+def _clause_name(node: exp.Expr) -> str:
     if isinstance(node, exp.AggFunc):
         return "an aggregate"
     if isinstance(node, exp.Window):
@@ -558,7 +558,7 @@ def _extract_windows(outputs, qualify):
     return outputs, windows, qualify
 
 
-def _window_inside(window: exp.Window, transform=None) -> exp.Expression:
+def _window_inside(window: exp.Window, transform=None) -> exp.Expr:
     """What a window function reads: its arguments, PARTITION BY and ORDER BY.
 
     Without ``transform``, those as one tuple expression (to search); with it, ``window``
@@ -575,19 +575,19 @@ def _window_inside(window: exp.Window, transform=None) -> exp.Expression:
         for owner, key in parts:
             value = owner.args.get(key)
             found += [v for v in (value if isinstance(value, list) else [value])
-                      if isinstance(v, exp.Expression)]
+                      if isinstance(v, exp.Expr)]
         return exp.Tuple(expressions=found)
     for owner, key in parts:
         value = owner.args.get(key)
         if isinstance(value, list):
-            owner.set(key, [transform(v) if isinstance(v, exp.Expression) else v
+            owner.set(key, [transform(v) if isinstance(v, exp.Expr) else v
                             for v in value])
-        elif isinstance(value, exp.Expression):
+        elif isinstance(value, exp.Expr):
             owner.set(key, transform(value))
     return window
 
 
-def _own_nodes(root: exp.Expression):
+def _own_nodes(root: exp.Expr):
     """The nodes of ``root`` outside its nested queries (those are lowered on their own)."""
     def prune(node):
         return node is not root and isinstance(node, (exp.Select, exp.SetOperation))

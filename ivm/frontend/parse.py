@@ -27,7 +27,7 @@ from ivm.frontend.positions import position_of
 from ivm.names import DIALECT
 
 
-def parse_query(sql: str) -> exp.Expression:
+def parse_query(sql: str) -> exp.Expr:
     """Parse one query; raise :class:`SqlSyntaxError` with the line and column of the fault."""
     try:
         statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
@@ -58,7 +58,7 @@ CLAUSE_KEYWORDS = {"GROUP", "ORDER", "SORT", "CLUSTER", "DISTRIBUTE", "PARTITION
 the clause was left unfinished."""
 
 
-def _refuse_keyword_aliases(query: exp.Expression, sql: str) -> None:
+def _refuse_keyword_aliases(query: exp.Expr, sql: str) -> None:
     """Raise :class:`SqlSyntaxError` at an unquoted clause keyword read as a table alias
     without ``AS``.
 
@@ -86,15 +86,15 @@ def _refuse_keyword_aliases(query: exp.Expression, sql: str) -> None:
                                   f"`{name.name.lower()}`")
 
 
-def referenced_tables(query: exp.Expression) -> list[exp.Table]:
+def referenced_tables(query: exp.Expr) -> list[exp.Table]:
     """The base tables ``query`` reads (not CTE names), in order of appearance."""
     cte_names = {cte.alias_or_name for cte in query.find_all(exp.CTE)}
     return [t for t in query.find_all(exp.Table)
             if t.name and not (not t.db and t.name in cte_names)]
 
 
-def qualify_query(query: exp.Expression, sql: str, schema: Mapping,
-                  default_db: str | None = None) -> exp.Expression:
+def qualify_query(query: exp.Expr, sql: str, schema: Mapping,
+                  default_db: str | None = None) -> exp.Expr:
     """Qualify tables and columns of ``query`` against ``schema``; expand ``*``; give every
     expression its type (``expression.type``) as far as sqlglot can infer it.
 
@@ -117,7 +117,7 @@ def qualify_query(query: exp.Expression, sql: str, schema: Mapping,
     return annotate_types(qualified, schema=mapping, dialect=DIALECT)
 
 
-def _catalog_error(text: str, query: exp.Expression, sql: str) -> CatalogError:
+def _catalog_error(text: str, query: exp.Expr, sql: str) -> CatalogError:
     """Turn sqlglot's message into one that points at the offending column."""
     name = None
     for marker in ("Unknown column: ", "Column '"):

@@ -18,7 +18,7 @@ def _start(meta: dict) -> Position | None:
     return Position(meta["line"], meta["col"] - width)
 
 
-def position_of(node: exp.Expression | None) -> Position | None:
+def position_of(node: exp.Expr | None) -> Position | None:
     """The earliest recorded position in ``node``'s subtree, or None."""
     if node is None:
         return None

@@ -50,7 +50,7 @@ class Unnested:
     crossed: list = field(default_factory=list)
     steps: list = field(default_factory=list)
 
-    def expressions(self) -> list[exp.Expression]:
+    def expressions(self) -> list[exp.Expr]:
         """The conditions of the joins and filters (they read the outer query's columns)."""
         return [condition for _, _, condition in self.steps if condition is not None]
 
@@ -117,7 +117,7 @@ class _Unnesting:
 
     # -- EXISTS and IN ----------------------------------------------------------------------
 
-    def membership(self, conjunct: exp.Expression) -> bool:
+    def membership(self, conjunct: exp.Expr) -> bool:
         """Turn a conjunct ``[NOT] EXISTS (…)`` or ``x [NOT] IN (…)`` into a join step."""
         negated = isinstance(conjunct, exp.Not)
         test = conjunct.this if negated else conjunct
@@ -183,7 +183,7 @@ class _Unnesting:
                 self.refuse("NOT IN of several columns", node, "write it as NOT EXISTS")
             self.not_in_nulls(query, probe[0], names[0])
 
-    def not_in_nulls(self, query, probe: exp.Expression, name: str) -> None:
+    def not_in_nulls(self, query, probe: exp.Expr, name: str) -> None:
         """The rows ``x NOT IN (S)`` keeps beyond the anti join: ``S`` empty, or ``x`` and
         every value of ``S`` not NULL."""
         source = exp.Subquery(this=_renamed(query, [name]), alias=exp.TableAlias(
@@ -258,7 +258,7 @@ class _Unnesting:
                                 "correlate the subquery in its WHERE clause")
         return correlated, local
 
-    def outer_columns(self, expression: exp.Expression, inner: set[str]) -> list[exp.Column]:
+    def outer_columns(self, expression: exp.Expr, inner: set[str]) -> list[exp.Column]:
         """The columns of ``expression`` that belong to the outer query."""
         found = []
         for column in expression.find_all(exp.Column):
@@ -275,7 +275,7 @@ class _Unnesting:
         inner sides of the correlation (grouped by them when ``grouped``); returns its
         plan and the join condition over ``alias``."""
         inner_aliases = sources_of(query)
-        keys: list[exp.Expression] = []
+        keys: list[exp.Expr] = []
         condition = []
         for conjunct in correlated:
             if grouped:  # a scalar: only equalities, each between an inner and an outer side
@@ -339,7 +339,7 @@ def _renamed(query: exp.Query, names: list[str]) -> exp.Query:
     return query
 
 
-def _nested(node: exp.Expression, root: exp.Expression) -> bool:
+def _nested(node: exp.Expr, root: exp.Expr) -> bool:
     """Whether ``node`` sits in a subquery of ``root`` (which resolves it on its own)."""
     while node is not root and node is not None:
         if isinstance(node, (exp.Subquery, exp.Exists)):
@@ -348,14 +348,14 @@ def _nested(node: exp.Expression, root: exp.Expression) -> bool:
     return False
 
 
-def _conjuncts(condition: exp.Expression) -> list[exp.Expression]:
+def _conjuncts(condition: exp.Expr) -> list[exp.Expr]:
     condition = condition.unnest() if isinstance(condition, exp.Paren) else condition
     if isinstance(condition, exp.And):
         return [c for part in (condition.this, condition.expression) for c in _conjuncts(part)]
     return [condition]
 
 
-def _scalars(expression: exp.Expression) -> list[exp.Subquery]:
+def _scalars(expression: exp.Expr) -> list[exp.Subquery]:
     """The scalar subqueries of ``expression`` (not those under EXISTS, IN or another
     subquery, which their own query lowers)."""
     return [s for s in expression.find_all(exp.Subquery)
@@ -365,7 +365,7 @@ def _scalars(expression: exp.Expression) -> list[exp.Subquery]:
             and not s.parent.find_ancestor(exp.Subquery, exp.Exists, exp.In)]
 
 
-def _over_no_rows(value: exp.Expression) -> exp.Expression:
+def _over_no_rows(value: exp.Expr) -> exp.Expr:
     """``value`` (an expression over aggregates) evaluated over no rows: COUNT is 0, every
     other aggregate NULL. NULL itself where nothing else can come of it."""
     if isinstance(value, exp.AggFunc) and not isinstance(value, exp.Count):

@@ -30,7 +30,7 @@ def join_on_equalities(plan: Relation) -> Relation:
     return plan
 
 
-def _joined(join: Join, predicate: exp.Expression) -> Relation:
+def _joined(join: Join, predicate: exp.Expr) -> Relation:
     owners = {alias: i for i, x in enumerate(join.inputs) for alias in aliases_of(x)}
 
     def relates_inputs(conjunct) -> bool:

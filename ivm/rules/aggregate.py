@@ -43,16 +43,16 @@ class _Accumulators:
 
     def __init__(self):
         self.all: list[Accumulator] = [ROWS]
-        self.arguments: list[exp.Expression] = []
+        self.arguments: list[exp.Expr] = []
 
-    def _index(self, argument: exp.Expression) -> int:
+    def _index(self, argument: exp.Expr) -> int:
         for i, known in enumerate(self.arguments):
             if known == argument:
                 return i
         self.arguments.append(argument)
         return len(self.arguments) - 1
 
-    def get(self, kind: str, argument: exp.Expression,
+    def get(self, kind: str, argument: exp.Expr,
             decimal: tuple[int, int] | None = None) -> Accumulator:
         i = self._index(argument)
         name = f"{BOOKKEEPING_PREFIX}{kind}{i}"
@@ -64,11 +64,11 @@ class _Accumulators:
         self.all.append(acc)
         return acc
 
-    def argument_name(self, argument: exp.Expression) -> str:
+    def argument_name(self, argument: exp.Expr) -> str:
         return f"{BOOKKEEPING_PREFIX}arg{self._index(argument)}"
 
 
-def _value(call, accs: _Accumulators) -> exp.Expression:
+def _value(call, accs: _Accumulators) -> exp.Expr:
     """The aggregate's value as an expression over accumulator columns."""
     if call.function == "count":
         return exp.column((ROWS if call.argument is None else
@@ -111,7 +111,7 @@ def maintain_aggregate(plan: Project, differentiate) -> Maintenance:
             (name for name, e in plan.columns
              if e == exp.column(key_name) and name not in key_columns.values()), key_name)
 
-    def over_store(node: exp.Expression) -> exp.Expression:
+    def over_store(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and not node.table:
             if node.name in key_columns:
                 return exp.column(key_columns[node.name])

@@ -46,7 +46,7 @@ def terms(delta: Union) -> tuple:
     return delta.inputs
 
 
-def weight_of(term: Relation) -> exp.Expression | None:
+def weight_of(term: Relation) -> exp.Expr | None:
     """The weight of a row of ``term``; None where every row weighs 1.
 
     >>> print(weight_of(Scan("t", "a", ("x",), Read.DELTA)).sql())

@@ -28,7 +28,7 @@ def key_names(count: int) -> tuple[str, ...]:
     return tuple(f"{KEY}{i}" for i in range(count))
 
 
-def _keys(keys) -> tuple[exp.Expression, ...]:
+def _keys(keys) -> tuple[exp.Expr, ...]:
     """The key expressions; without any (a global aggregate), one constant key: K is then
     that key when anything changed, and empty when nothing did."""
     return tuple(keys) or (exp.Literal.number(1),)

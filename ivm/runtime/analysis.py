@@ -55,7 +55,7 @@ def refuse_temporary(spark, sql: str) -> None:
                         "(CREATE FUNCTION … in the catalog)")
 
 
-def _refuse(construct: str, node: exp.Expression, sql: str, hint: str):
+def _refuse(construct: str, node: exp.Expr, sql: str, hint: str):
     raise UnsupportedQuery(construct, sql, position_of(node), hint=hint,
                            reason=TEMPORARY_REASON)
 

@@ -82,7 +82,7 @@ def catalog_schema(spark) -> SchemaLookup:
     return partial(source_schema, spark)
 
 
-def source_schema(spark, query: exp.Expression, sql: str,
+def source_schema(spark, query: exp.Expr, sql: str,
                   default_db: str | None = None) -> tuple[dict, str]:
     """``({db: {table: {column: type}}}, database)`` for the tables ``query`` reads, names
     without a database being in ``default_db`` (default: the current database)."""

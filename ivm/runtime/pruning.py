@@ -57,7 +57,7 @@ def _snapshot_scan(node) -> Scan | None:
     return node if isinstance(node, Scan) and node.read in (Read.BEFORE, Read.AFTER) else None
 
 
-def _key_ranges(spark, node: Restrict, keys_read: dict) -> exp.Expression | None:
+def _key_ranges(spark, node: Restrict, keys_read: dict) -> exp.Expr | None:
     """A predicate on the scanned column that every key of ``node.affected`` satisfies, or
     None where there is none to give (no plain column key, too many keys, a type not
     pruned on). A NULL key is a key (the restriction matches null-safely): IS NULL admits it."""
@@ -94,7 +94,7 @@ def _distinct_keys(spark, affected, name: str) -> tuple[list, bool] | None:
     return values, len(values) < len(rows)
 
 
-def _ranges(values: list) -> list[tuple[exp.Expression, exp.Expression]]:
+def _ranges(values: list) -> list[tuple[exp.Expr, exp.Expr]]:
     """At most :data:`MAX_RANGES` ``(low, high)`` literal pairs covering the sorted
     ``values``: split at the widest gaps where values can be subtracted, else evenly."""
     cuts: list[int]
@@ -113,7 +113,7 @@ def _ranges(values: list) -> list[tuple[exp.Expression, exp.Expression]]:
     return [(_literal(values[a]), _literal(values[b - 1])) for a, b in zip(bounds, bounds[1:])]
 
 
-def _literal(value) -> exp.Expression | None:
+def _literal(value) -> exp.Expr | None:
     """``value`` as a Spark SQL literal of its type; None for types not pruned on."""
     if isinstance(value, bool):
         return None
