@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ivm import compiler
 from ivm.compiler import CompiledView
 from ivm.errors import (CatalogError, ConcurrentRefresh, DependencyCycle, InvalidQuery, IvmError,
                         ReservedName, SetupError, SourceError, SqlSyntaxError, StaleJob,
                         StateError, UnsupportedQuery, ViewExists, ViewInUse, ViewNotFound)
+
+if TYPE_CHECKING:  # loaded at run time by __getattr__, on first use
+    from ivm.runtime.changelog import view_changes
+    from ivm.runtime.history import RefreshResult
+    from ivm.runtime.session import spark_session
+    from ivm.runtime.statements import sql
 
 _RUNTIME = {"RefreshResult": "ivm.runtime.history", "spark_session": "ivm.runtime.session",
             "sql": "ivm.runtime.statements", "view_changes": "ivm.runtime.changelog"}
@@ -44,12 +51,12 @@ def compile(sql: str, schema: Mapping | None = None, *, spark=None,
     ``default_db`` (default: the session's current database). Raises
     :class:`~ivm.errors.IvmError` subclasses for bad or unsupported SQL.
     """
-    if schema is None:
-        if spark is None:
-            raise ValueError("compile needs a schema mapping or a SparkSession")
-        from ivm.runtime.catalog import catalog_schema
-        schema = catalog_schema(spark)
-    return compiler.compile(sql, schema, default_db=default_db)
+    if schema is not None:
+        return compiler.compile(sql, schema, default_db=default_db)
+    if spark is None:
+        raise ValueError("compile needs a schema mapping or a SparkSession")
+    from ivm.runtime.catalog import catalog_schema
+    return compiler.compile(sql, catalog_schema(spark), default_db=default_db)
 
 
 __all__ = ["CatalogError", "CompiledView", "ConcurrentRefresh", "DependencyCycle", "InvalidQuery",
