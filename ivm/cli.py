@@ -36,6 +36,8 @@ def _session(args):
 
 
 def _cmd_sql(args) -> int:
+    from pyspark.sql import DataFrame
+
     from ivm.runtime.statements import sql
     spark = _session(args)
     result = sql(spark, args.statement)
@@ -43,7 +45,7 @@ def _cmd_sql(args) -> int:
         print("OK")
     elif isinstance(result, list):
         print("\n".join(str(r) for r in result) or "no materialized views")
-    elif hasattr(result, "show"):
+    elif isinstance(result, DataFrame):
         result.show(args.limit, truncate=False)
     else:
         print(result)
@@ -57,6 +59,7 @@ def _view_definition(args) -> tuple[str, str, str]:
     text = Path(args.file).read_text()
     statement = parse_statement(text)
     if statement is not None and statement.action == "create":
+        assert statement.name is not None and statement.query is not None  # as every CREATE's
         return args.name or statement.name, text, statement.query
     if statement is not None:
         raise IvmError(f"{args.file} holds a {statement.action.upper()} statement",

@@ -19,7 +19,11 @@ def sql(spark, statement: str):
     parsed = parse_statement(statement)
     if parsed is None:
         return spark.sql(statement)
+    if parsed.action == "refresh_all":
+        return refresh_all(spark)
+    assert parsed.name is not None  # every statement but REFRESH ALL names its view
     if parsed.action == "create":
+        assert parsed.query is not None  # a CREATE always carries its query
         return create_view(spark, parsed.name, parsed.query, replace=parsed.replace,
                            if_not_exists=parsed.if_exists, freshness=parsed.freshness,
                            partitioned_by=parsed.partitioned_by)
@@ -27,8 +31,6 @@ def sql(spark, statement: str):
         return refresh_partition(spark, parsed.name, parsed.partition)
     if parsed.action == "refresh":
         return refresh_view(spark, parsed.name, full=parsed.full)
-    if parsed.action == "refresh_all":
-        return refresh_all(spark)
     if parsed.action == "alter":
         return alter_view(spark, parsed.name, freshness=parsed.freshness,
                           suspended=parsed.suspended)
