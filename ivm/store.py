@@ -75,6 +75,7 @@ class Accumulator:
         """
         if self.kind == "rows":
             return AggregateCall("sum", weight.copy())
+        assert argument is not None  # nonnull and sum accumulate an argument
         is_null = exp.Is(this=argument.copy(), expression=exp.Null())
         if self.kind == "nonnull":
             return AggregateCall("sum", exp.If(this=is_null, true=exp.Literal.number(0),
@@ -109,6 +110,7 @@ overflowed its type in this refresh')) END"
         """
         if self.kind != "sum":
             return change if old is None else exp.Add(this=old, expression=change)
+        assert guard is not None  # a sum is guarded by its nonnull count
         total = change
         if old is not None:
             old = exp.func("COALESCE", old, exp.Literal.number(0))

@@ -76,6 +76,7 @@ def _value(call, accs: _Accumulators) -> exp.Expr:
     total = accs.get("sum", call.argument, call.decimal)
     if call.function == "sum":
         return exp.column(total.name)
+    assert total.guard is not None  # every sum is guarded by its nonnull count
     count = exp.column(total.guard)
     numerator, denominator = exp.column(total.name), count.copy()
     if call.decimal is not None:    # as Spark's AVG divides (see ivm.frontend.lower)
@@ -100,7 +101,8 @@ def _unit_weights(change, names: tuple[str, ...]) -> Project:
 
 
 def maintain_aggregate(plan: Project, differentiate) -> Maintenance:
-    aggregate: Aggregate = plan.input
+    aggregate = plan.input
+    assert isinstance(aggregate, Aggregate)  # the rule of a GROUP BY under its projection
     accs = _Accumulators()
     values = {name: _value(call, accs) for name, call in aggregate.calls}
 
