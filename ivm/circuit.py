@@ -101,8 +101,11 @@ def _term_summary(node: Join) -> str:
         reads = {s.read for s in scans(node)}
         return f"Δ{_named(node)}" if Read.DELTA in reads else \
             f"{_named(node)}@{'/'.join(sorted(r.value for r in reads))}"
-    return "; ".join(" ⋈ ".join(read(i) for i in term.inputs)
-                     for term in differentiate(node).inputs)
+    summaries = []
+    for term in differentiate(node).inputs:
+        assert isinstance(term, Join)  # an inner join's delta is a sum of joins
+        summaries.append(" ⋈ ".join(read(i) for i in term.inputs))
+    return "; ".join(summaries)
 
 
 def _rooted(plan, maintenance: Maintenance):
