@@ -17,6 +17,8 @@ own plan (a CTE read twice is one plan read twice); ``UNION ALL`` a :class:`~ivm
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from sqlglot import exp
 
 from ivm import store
@@ -25,8 +27,8 @@ from ivm.frontend.positions import position_of
 from ivm.frontend.subqueries import SUBQUERY_PREFIX, unnest
 from ivm.frontend.windows import deterministic
 from ivm.names import join
-from ivm.ir import (Aggregate, AggregateCall, Distinct, Filter, Join, JoinKind, Project, Scan,
-                    SetOperation, Subquery, Union, Window, children, columns)
+from ivm.ir import (Aggregate, AggregateCall, Distinct, Filter, Join, JoinKind, Project,
+                    Relation, Scan, SetOperation, Subquery, Union, Window, children, columns)
 from ivm.zset import BOOKKEEPING_PREFIX
 
 WINDOW_PREFIX = f"{BOOKKEEPING_PREFIX}win"
@@ -88,10 +90,10 @@ def lower(query: exp.Expr, sql: str):
 class _Lowering:
     def __init__(self, sql: str):
         self.sql = sql
-        self.ctes: dict[str, object] = {}
+        self.ctes: dict[str, Relation] = {}
         self.subqueries = 0  # numbers the relations that compute subqueries
 
-    def refuse(self, construct: str, node, hint: str | None = None, **kw):
+    def refuse(self, construct: str, node, hint: str | None = None, **kw) -> NoReturn:
         raise UnsupportedQuery(construct, self.sql, position_of(node), hint=hint, **kw)
 
     def query(self, query: exp.Expr):
@@ -333,7 +335,7 @@ class _Lowering:
         used = _used_columns(select, conditions)
         relation = self.table(from_.this, used)
         inner: list = [relation]
-        conditions: list[exp.Expr] = []
+        conditions = []
         for clause in select.args.get("joins") or []:
             side = (clause.args.get("side") or "").upper()
             kind = JOIN_KINDS.get((side, (clause.args.get("kind") or "").upper()))
@@ -370,9 +372,10 @@ class _Lowering:
         read = tuple(used.get(alias, ()))
         for column in read:
             if column.lower().startswith(BOOKKEEPING_PREFIX):
-                uses = [c for c in source.root().find_all(exp.Column)
-                        if c.table == alias and c.name == column and position_of(c)]
-                where = min(uses, key=lambda c: (position_of(c).line, position_of(c).column), default=source)
+                uses = [(p, c) for c in source.root().find_all(exp.Column)
+                        if c.table == alias and c.name == column and (p := position_of(c))]
+                _, where = min(uses, key=lambda use: (use[0].line, use[0].column),
+                               default=(None, source))
                 raise ReservedName(
                     f"column name {column} of {table} is reserved for ivm's bookkeeping "
                     f"(names starting with {BOOKKEEPING_PREFIX})", self.sql, position_of(where),
@@ -460,9 +463,8 @@ class _Lowering:
             self.refuse("aggregate of an aggregate", node,
                         "aggregate in a subquery, then aggregate its result")
         function = INVERTIBLE.get(type(node))
-        plain = function is not None and not isinstance(argument, exp.Distinct) and \
-            not isinstance(node.parent, exp.Filter)
-        if not plain:
+        if function is None or isinstance(argument, exp.Distinct) or \
+                isinstance(node.parent, exp.Filter):
             whole = node.parent if isinstance(node.parent, exp.Filter) else node
             return AggregateCall(name, None, whole.copy())
         if isinstance(argument, exp.Star) or argument is None:

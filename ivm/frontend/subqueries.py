@@ -27,10 +27,14 @@ anti join a key, see :mod:`ivm.rules.join`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NoReturn
 
 from sqlglot import exp
 
 from ivm.ir import JoinKind, Subquery
+
+if TYPE_CHECKING:  # lower imports this module
+    from ivm.frontend.lower import _Lowering
 
 SUBQUERY_PREFIX = "_ivm_sq"
 VALUE, FOUND = "value", "found"
@@ -63,19 +67,19 @@ def sources_of(select: exp.Select) -> set[str]:
     return {item.alias_or_name for item in items}
 
 
-def unnest(lowering, select: exp.Select) -> Unnested:
+def unnest(lowering: _Lowering, select: exp.Select) -> Unnested:
     """``select`` (a copy) with every supported subquery in WHERE, SELECT and HAVING
     replaced; what is left (a subquery under OR, in ON, …) the caller refuses."""
     return _Unnesting(lowering, select.copy()).run()
 
 
 class _Unnesting:
-    def __init__(self, lowering, select: exp.Select):
+    def __init__(self, lowering: _Lowering, select: exp.Select):
         self.lowering = lowering
         self.result = Unnested(select)
         self.outer = sources_of(select)
 
-    def refuse(self, construct, node, hint=None, **kw):
+    def refuse(self, construct, node, hint=None, **kw) -> NoReturn:
         self.lowering.refuse(construct, node, hint, **kw)
 
     def alias(self) -> str:
@@ -161,6 +165,7 @@ class _Unnesting:
                         "select as many columns in the subquery as you compare")
         alias = self.alias()
         if correlated:
+            assert selected is not None  # only a SELECT is searched for correlation
             if negated:
                 self.refuse("correlated NOT IN", node, "write it as NOT EXISTS")
             self.refuse_grouped(query, "IN")
@@ -339,7 +344,7 @@ def _renamed(query: exp.Query, names: list[str]) -> exp.Query:
     return query
 
 
-def _nested(node: exp.Expr, root: exp.Expr) -> bool:
+def _nested(node: exp.Expr | None, root: exp.Expr) -> bool:
     """Whether ``node`` sits in a subquery of ``root`` (which resolves it on its own)."""
     while node is not root and node is not None:
         if isinstance(node, (exp.Subquery, exp.Exists)):
