@@ -115,7 +115,9 @@ def build_archive(path: str | os.PathLike) -> Path:
     path = Path(path)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for package in PACKAGES:
-            root = Path(importlib.import_module(package).__file__).parent
+            init = importlib.import_module(package).__file__
+            assert init is not None  # each of PACKAGES is a regular package, not a namespace
+            root = Path(init).parent
             for file in sorted(root.rglob("*.py")):
                 archive.write(file, file.relative_to(root.parent).as_posix())
     return path

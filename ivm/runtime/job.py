@@ -95,9 +95,13 @@ def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
     _check_classpath(spark)
     name = qualified_name(spark, view)
     properties = store_properties(spark, name)
-    _check_steps(compile(parse_statement(definition).query, catalog_schema(spark))
-                 if properties is None
-                 else compile_definition(spark, name, properties), steps)
+    if properties is None:
+        create = parse_statement(definition)
+        assert create is not None and create.query is not None  # a job is made from a CREATE
+        compiled = compile(create.query, catalog_schema(spark))
+    else:
+        compiled = compile_definition(spark, name, properties)
+    _check_steps(compiled, steps)
     if properties is None:
         print(sql(spark, definition), flush=True)
     elif args.partition:
@@ -107,7 +111,9 @@ def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
         print(sql(spark, f"REFRESH MATERIALIZED VIEW {view}{' FULL' if args.full else ''}"),
               flush=True)
     if args.loop:
-        if FRESHNESS not in (properties or store_properties(spark, name)):
+        current = properties or store_properties(spark, name)
+        assert current is not None  # the view existed, or the CREATE above made it
+        if FRESHNESS not in current:
             raise CatalogError(f"materialized view {name} has no FRESHNESS to keep",
                                hint="declare one: CREATE MATERIALIZED VIEW ... FRESHNESS = "
                                     "INTERVAL '1' MINUTE AS ...")
