@@ -75,7 +75,7 @@ def _key_ranges(spark, node: Restrict, keys_read: dict) -> exp.Expr | None:
         return None
     values, has_null = keys_read[node.affected, name]
     column = exp.column(node.keys[position].name, scan.alias)
-    admitted = [column.copy().eq(low) if low == high else
+    admitted: list[exp.Expr] = [column.copy().eq(low) if low == high else
                 exp.Between(this=column.copy(), low=low, high=high)
                 for low, high in _ranges(values)]
     if has_null:
@@ -110,7 +110,12 @@ def _ranges(values: list) -> list[tuple[exp.Expr, exp.Expr]]:
             step = len(values) / MAX_RANGES
             cuts = [round(step * k) for k in range(1, MAX_RANGES)]
     bounds = [0, *cuts, len(values)]
-    return [(_literal(values[a]), _literal(values[b - 1])) for a, b in zip(bounds, bounds[1:])]
+
+    def literal(value) -> exp.Expr:
+        form = _literal(value)
+        assert form is not None  # _distinct_keys keeps only values that have a literal form
+        return form
+    return [(literal(values[a]), literal(values[b - 1])) for a, b in zip(bounds, bounds[1:])]
 
 
 def _literal(value) -> exp.Expr | None:

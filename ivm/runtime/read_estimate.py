@@ -29,10 +29,12 @@ def size(n: int | None) -> str:
     """``n`` bytes for a reader: 512 B, 3.4 KiB, 12.0 MiB."""
     if n is None:
         return "size unknown"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
+    amount: float = n
+    for unit in ("B", "KiB", "MiB"):
+        if amount < 1024:
+            return f"{amount} B" if unit == "B" else f"{amount:.1f} {unit}"
+        amount /= 1024
+    return f"{amount:.1f} GiB"
 
 
 def read_estimate(spark, compiled: CompiledView, view: str | None = None) -> str:
