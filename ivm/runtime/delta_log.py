@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from ivm.names import split
@@ -62,14 +63,14 @@ class DeltaLogReader:
         """The latest committed version."""
         if self._snapshot is not None:
             return int(self._snapshot.version())
-        return DeltaTable.forName(self.spark, self.table).history(1).first().version
+        return _only_row(DeltaTable.forName(self.spark, self.table).history(1)).version
 
     def table_id(self) -> str:
         """The table's id, which Delta gives a table when it creates it: a table dropped and
         created again under the same name has another."""
         if self._snapshot is not None:
             return str(self._snapshot.metadata().id())
-        return DeltaTable.forName(self.spark, self.table).detail().first().id
+        return _only_row(DeltaTable.forName(self.spark, self.table).detail()).id
 
     def properties(self) -> dict[str, str]:
         """The table's properties."""
@@ -81,7 +82,7 @@ class DeltaLogReader:
                 key = keys.next()
                 result[key] = configuration.apply(key)
             return result
-        detail = DeltaTable.forName(self.spark, self.table).detail().first()
+        detail = _only_row(DeltaTable.forName(self.spark, self.table).detail())
         return dict(detail.properties or {})
 
     def partition_columns(self) -> list[str]:
@@ -89,7 +90,8 @@ class DeltaLogReader:
         if self._snapshot is not None:
             columns = self._snapshot.metadata().partitionColumns()
             return [columns.apply(i) for i in range(columns.size())]
-        return list(DeltaTable.forName(self.spark, self.table).detail().first().partitionColumns)
+        return list(_only_row(DeltaTable.forName(self.spark, self.table).detail())
+                    .partitionColumns)
 
     def size_in_bytes(self) -> int | None:
         """The size of the latest version's data files."""
@@ -169,3 +171,11 @@ class DeltaLogReader:
         row = (DeltaTable.forName(self.spark, self.table).history()
                .where(F.col("version") == version).select("userMetadata").first())
         return row.userMetadata if row else None
+
+
+def _only_row(frame: DataFrame) -> Row:
+    """The row of a one-row answer of Delta's: a table's detail, or its latest commit (a
+    Delta table has at least its creating one)."""
+    row = frame.first()
+    assert row is not None
+    return row

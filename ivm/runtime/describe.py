@@ -51,7 +51,9 @@ def describe_view(spark, name: str) -> DataFrame:
     view = qualified_name(spark, name)
     properties = view_properties(spark, view)
     store = store_name(view)
+    consumed = consumed_versions(spark, view)  # a StateError where the store has no record
     last = history(spark, store).first()
+    assert last is not None  # the record consumed_versions read is in the history
     freshness = properties.get(FRESHNESS)
     facts = [("view", view), ("definition", properties[DEFINITION]), ("store", store),
              ("freshness seconds", freshness or ""),
@@ -65,9 +67,9 @@ def describe_view(spark, name: str) -> DataFrame:
              ("database", resolution_database(view, properties))]
     facts += [(f"setting {key}", value)
               for key, value in (settings(properties) or {}).items()]
-    for table, consumed in sorted(consumed_versions(spark, view).items()):
+    for table, version in sorted(consumed.items()):
         latest = table_version(spark, table)
-        facts.append((f"source {table}", f"version {consumed} of {latest}"))
+        facts.append((f"source {table}", f"version {version} of {latest}"))
     facts.append(("lag seconds", f"{lag_seconds(spark, view):.1f}"))
     return spark.createDataFrame(facts, "property STRING, value STRING")
 
