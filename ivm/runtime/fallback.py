@@ -99,10 +99,11 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
         if any(c.metadata_changed for c in commits) and log.schema_at(after) != \
                 log.schema_at(upto):
             return Estimate(None, None, f"the schema of {table} changed after version {after}")
-        if any(c.change_bytes is None for c in commits):
+        sizes = [c.change_bytes for c in commits if c.change_bytes is not None]
+        if len(sizes) < len(commits):
             sized = False
         else:
-            change_bytes += sum(c.change_bytes for c in commits)
+            change_bytes += sum(sizes)
             logs.append(log)
     if not sized:
         return Estimate(None, None)

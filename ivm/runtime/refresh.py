@@ -140,6 +140,7 @@ def _refresh(spark, view: str, properties: dict[str, str], full: bool) -> Refres
     if reason is None:
         change = estimate(spark, previous, current)
         reason, read_bytes = change.full_recompute_reason, change.change_bytes
+    result = None
     if reason is None:
         try:
             result = _write(spark, view, compiled, store_version, previous, current, ids,
@@ -148,10 +149,11 @@ def _refresh(spark, view: str, properties: dict[str, str], full: bool) -> Refres
             reason = error.message
         except _Overflow:
             reason = OVERFLOW_REASON
-    if reason is not None:
+    if result is None:   # not incremental, for ``reason``
         sizes = [DeltaLogReader(spark, table).size_in_bytes() for table in current]
+        known = [s for s in sizes if s is not None]
         result = _write(spark, view, compiled, store_version, previous, current, ids, reason,
-                        None if None in sizes else sum(sizes), schema)
+                        sum(known) if len(known) == len(sizes) else None, schema)
     result.seconds = time.perf_counter() - start
     return result
 
