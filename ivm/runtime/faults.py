@@ -14,6 +14,7 @@ ivm.runtime.faults.InjectedFault: injected fault at refresh.after_commit
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import contextmanager
 
 from pyspark.sql import DataFrame
@@ -31,7 +32,7 @@ WRITE_POINTS = {
 }
 """Every point, with the moment it stands for."""
 
-_armed: dict[str, object] = {}
+_armed: dict[str, Callable[[], object] | None] = {}
 
 
 class InjectedFault(RuntimeError):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
+from typing import Any
 
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
@@ -272,14 +273,17 @@ def spark_session(
     builder = SparkSession.builder
     if "spark.sql.catalogImplementation" not in ambient:
         builder = builder.enableHiveSupport()
-    spark = builder.config(map=final).getOrCreate()
+    # pyspark annotates map as Dict[str, OptionalPrimitiveType], and Dict is invariant: it
+    # rejects the dict[str, str] that config takes at run time
+    spark = builder.config(map=final).getOrCreate()  # pyright: ignore[reportArgumentType]
     _applied.clear()
     _applied.update(defaults)
 
     spark.sparkContext.setLogLevel("ERROR")
     # Derby reads its log location when it boots (lazily, on first catalog access); this
     # covers JVMs launched without our extraJavaOptions (e.g. by spark-submit).
-    system = spark.sparkContext._jvm.java.lang.System
+    jvm: Any = spark.sparkContext._jvm  # py4j: Java packages and classes, found at run time
+    system = jvm.java.lang.System
     if system.getProperty(DERBY_LOG_FLAG) is None:
         system.setProperty(DERBY_LOG_FLAG, str(home_path / "derby.log"))
     return spark
