@@ -25,9 +25,11 @@ jars: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(VENV)/bin/ivm demo
 
-# The import layers first (pyproject.toml, [tool.importlinter]), then the whole suite.
+# The import layers (pyproject.toml, [tool.importlinter]) and the types ([tool.pyright])
+# first, then the whole suite.
 test: $(VENV)/.installed jars
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/pyright
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile \
 		-m "$(TEST_MARKERS)" --durations=20
 
