@@ -29,6 +29,8 @@ from ivm.zset import WEIGHT, Read, relation_name
 
 
 CHANGE_ROWS = "change_rows"
+NO_COLUMN = "_ivm_no_column"
+"""The column of a SELECT that reads no column of its input."""
 JOIN_SQL = {JoinKind.LEFT: ("LEFT", None), JoinKind.RIGHT: ("RIGHT", None),
             JoinKind.FULL: ("FULL", None), JoinKind.SEMI: ("LEFT", "SEMI"),
             JoinKind.ANTI: ("LEFT", "ANTI")}
@@ -59,9 +61,11 @@ class _Block:
     distinct: bool = False
 
     def to_select(self) -> exp.Select:
+        # A relation none of whose columns is read (the right input of a SEMI JOIN without
+        # ON) still needs a column in SQL.
         select = exp.Select(expressions=self.select or (
             [exp.alias_(e.copy(), n) for n, e in self.grouped.items()] if self.group is not None
-            else [c.copy() for c in self.default_columns]))
+            else [c.copy() for c in self.default_columns]) or [exp.alias_(exp.true(), NO_COLUMN)])
         select.set("from_", exp.From(this=self.source))
         if self.joins:
             select.set("joins", self.joins)
@@ -197,9 +201,8 @@ class _Compiler:
                 side, kind = JOIN_SQL[node.kind]
                 join.set("side", side)
                 join.set("kind", kind)
-                # A SEMI or ANTI JOIN written without ON has no condition and fails here
-                # (AttributeError on None), a bug left for a fix tested on Spark.
-                join.set("on", node.condition.copy())  # pyright: ignore[reportOptionalMemberAccess]
+                # a SEMI or ANTI JOIN may be written without ON: it pairs every two rows
+                join.set("on", exp.true() if node.condition is None else node.condition.copy())
             else:
                 ready = [c for c in pending
                          if {col.table for col in c.find_all(exp.Column)} <= in_scope]

@@ -443,6 +443,7 @@ CONSTRUCTS: dict[str, str | None] = {
     **{join: rf"\b{join} " for join in JOINS},
     "INNER JOIN with a residual": r"\bINNER JOIN .* AND ",
     "CROSS JOIN": r"\bCROSS JOIN ",
+    "SEMI or ANTI JOIN without ON": None,
     "GROUP BY": r"\bGROUP BY\b",
     "COUNT(*)": r"\bCOUNT\(\*\)",
     "COUNT(x)": r"\bCOUNT\((?!\*|DISTINCT )",
@@ -595,6 +596,8 @@ class _Renderer:
             sql += f" {relation.join} {items[1][0]}"
             if relation.on is not None:
                 sql += f" ON {fill(relation.on)}"
+            elif relation.join != "CROSS JOIN":
+                self.constructs.add("SEMI or ANTI JOIN without ON")
         if relation.where is not None:
             sql += f" WHERE {fill(relation.where)}"
         if relation.group:
@@ -877,7 +880,8 @@ def residuals(draw, left, right) -> Expr:
 def joins(draw, relations) -> Select:
     """A SELECT block over a join of two relations (now and then a relation with itself):
     INNER, LEFT, RIGHT, FULL OUTER, LEFT SEMI or LEFT ANTI on at least one equality, maybe
-    with a residual condition; or a CROSS JOIN of two relations without joins."""
+    with a residual condition; or a CROSS JOIN of two relations without joins, or a LEFT SEMI
+    or LEFT ANTI JOIN without ON."""
     left = draw(relations)
     right = left if _sometimes(draw, 8) else draw(relations)
     if right is left and not isinstance(left, Table) and draw(st.booleans()):
@@ -887,6 +891,8 @@ def joins(draw, relations) -> Select:
     a, b = _columns_of(left, 0), _columns_of(right, 1)
     visible = a if kind in ("LEFT SEMI JOIN", "LEFT ANTI JOIN") else a + b
     if kind == "CROSS JOIN":
+        return draw(selects((left, right), visible, kind))
+    if kind in ("LEFT SEMI JOIN", "LEFT ANTI JOIN") and _sometimes(draw, 4):
         return draw(selects((left, right), visible, kind))
     on = draw(equalities(a, b))
     if draw(st.booleans()):

@@ -81,8 +81,11 @@ FAMILIES: dict[str, dict[str, str | Rewritten]] = {
         "right_join": ("SELECT r.a, s.k, s.d FROM r RIGHT JOIN s "
                        "ON r.k = s.k AND r.a <= s.c"),
         "full_join": "SELECT s.c AS sc, t.c AS tc, t.e FROM s FULL OUTER JOIN t ON s.c = t.c",
+        # and without ON: every row of r while t has a row, or none
         "semi_anti": ("SELECT r.k, r.s FROM r LEFT SEMI JOIN t ON r.k = t.c "
-                      "UNION ALL SELECT r.k, r.s FROM r LEFT ANTI JOIN t ON r.k = t.c"),
+                      "UNION ALL SELECT r.k, r.s FROM r LEFT ANTI JOIN t ON r.k = t.c "
+                      "UNION ALL SELECT r.k, r.s FROM r LEFT SEMI JOIN s "
+                      "UNION ALL SELECT r.k, r.s FROM r LEFT ANTI JOIN s"),
         # an outer join under an inner join and a filter
         "left_then_inner": ("SELECT r.a, s.d, t.e FROM r LEFT JOIN s ON r.k = s.k "
                             "JOIN t ON r.k = t.c WHERE t.e IS NOT NULL OR s.d IS NULL"),
