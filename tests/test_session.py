@@ -73,12 +73,16 @@ def test_ambient_conf_reads_spark_defaults_and_submit_args(tmp_path, monkeypatch
 
     (tmp_path / "spark-defaults.conf").write_text(
         "# comment\nspark.ivmtest.a   1\nspark.ivmtest.b=2\n"
+        "spark.ivmtest.c -Dx=1 -Dy=2\nspark.ivmtest.d : a b\nspark.ivmtest.e = f=g\n"
     )
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
     monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--conf spark.ivmtest.b=3 pyspark-shell")
     monkeypatch.setenv("SPARK_DRIVER_MEMORY", "2g")
     found = ambient_conf()
     assert (found["spark.ivmtest.a"], found["spark.ivmtest.b"]) == ("1", "3")
+    # as java.util.Properties reads it: the key ends at the first blank, '=' or ':'
+    assert (found["spark.ivmtest.c"], found["spark.ivmtest.d"], found["spark.ivmtest.e"]) \
+        == ("-Dx=1 -Dy=2", "a b", "f=g")
     assert launch_conf()["spark.driver.memory"] == "2g"
     monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--driver-memory 3g pyspark-shell")
     assert launch_conf()["spark.driver.memory"] == "3g"  # as spark-submit: the option wins

@@ -23,6 +23,7 @@ classpath, but no Ivy resolution (and its report on stderr) at every start.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -90,15 +91,21 @@ def _package_key(coordinate: str) -> str:
     return coordinate.rsplit(":", 1)[0]  # group:artifact, any version
 
 
+_PROPERTY = re.compile(r"([^\s=:]+)\s*[=:\s]?\s*(.*)")
+"""A line of a properties file as ``java.util.Properties`` reads it: the key ends at the
+first blank, ``=`` or ``:``; one ``=`` or ``:`` and the blanks around it separate the value."""
+
+
 def _read_properties(path: Path) -> dict[str, str]:
-    """Spark's properties-file format: ``key value`` or ``key=value`` lines, ``#`` comments."""
+    """Spark's properties-file format: ``key value``, ``key=value`` or ``key: value`` lines,
+    ``#`` and ``!`` comments."""
     result = {}
     for line in path.read_text().splitlines():
         line = line.strip()
         if not line or line.startswith(("#", "!")):
             continue
-        parts = line.replace("=", " ", 1).split(None, 1)
-        result[parts[0]] = parts[1].strip() if len(parts) > 1 else ""
+        if found := _PROPERTY.fullmatch(line):
+            result[found[1]] = found[2].strip()
     return result
 
 
