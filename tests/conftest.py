@@ -13,6 +13,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# Read by every Spark process the tests start; see the file for why.
+SUBPROCESS_CONF_DIR = os.path.join(os.path.dirname(__file__), "spark_conf")
+os.environ.setdefault("SPARK_CONF_DIR", SUBPROCESS_CONF_DIR)
 
 _common = dict(
     deadline=None,
@@ -45,7 +48,14 @@ def spark_home(tmp_path_factory):
 def spark(spark_home):
     from ivm.runtime.session import spark_session
 
-    session = spark_session(home=spark_home)
+    # The tests' own session lives for the whole run: C2's compilations pay off there.
+    own = os.environ.pop("SPARK_CONF_DIR") if os.environ.get("SPARK_CONF_DIR") == \
+        SUBPROCESS_CONF_DIR else None
+    try:
+        session = spark_session(home=spark_home)
+    finally:
+        if own is not None:
+            os.environ["SPARK_CONF_DIR"] = own
     yield session
     session.stop()
 
