@@ -360,3 +360,20 @@ def test_outer_join_without_an_equality_is_recomputed_whole():
     q = ivm.compile("SELECT o.id, c.region FROM orders o LEFT JOIN customers c "
                     "ON o.cust_id > c.id", SCHEMA)
     assert "a full recompute of this operator" in q.explain()
+
+
+def test_a_filtered_join_input_applies_its_filter_before_any_padding():
+    """A filter of a join's input, first or not, whatever joins the block holds later."""
+    from ivm.codegen import to_sql
+    from ivm.ir import Filter
+    o, c, n = (Scan(t, t[0], ("id", "k")) for t in ("orders", "customers", "nations"))
+    small = Filter(o, exp.condition("o.id > 0"))
+    inner = Join((small, Filter(c, exp.condition("c.id < 9"))), exp.condition("o.k = c.k"))
+    left = Join((small, c), exp.condition("o.k = c.k"), JoinKind.LEFT)
+    for nested, applied in ((inner, "ON o.k = c.k AND o.id > 0"),
+                            (left, "FROM (SELECT o.id, o.k FROM orders AS o WHERE o.id > 0) AS o")):
+        padded = Join((nested, n), exp.condition("n.k = c.k"), JoinKind.RIGHT)
+        text = to_sql(padded, pretty=False)
+        assert applied in text   # not in a WHERE after the RIGHT JOIN, which would drop its
+        assert "WHERE" not in text[text.index("RIGHT JOIN"):]   # padded rows
+        assert parse_one(text, read="spark") is not None
