@@ -1,4 +1,4 @@
-"""Filters move down to the inputs they read, so that every delta term reads fewer rows.
+"""Filters move down to the inputs they read, so that a change's rows they drop give no keys.
 
 A conjunct of a ``WHERE`` (or of an inner join's ``ON``) that reads one input of a join is
 applied to that input rather than to the join's rows::
@@ -7,17 +7,19 @@ applied to that input rather than to the join's rows::
     A ⋈_{c ∧ p} B      =  σ[p]A ⋈_c B           p reads only A
 
 The join rule restricts the other inputs' snapshots to the keys in a change: with ``p`` on
-``A``, rows of ``ΔA`` that ``p`` drops give no keys, the snapshots of ``A`` the terms read are
-``σ[p]A``, and ``p``, a predicate on literals, lets Delta's data skipping leave files unread.
-Equalities between two inputs stay where they are: :func:`~ivm.passes.join_on_equalities`
-makes them join keys.
+``A``, rows of ``ΔA`` that ``p`` drops give no keys, and the snapshots of ``A`` the terms read
+(restricted to keys, their ranges pruning files) are ``σ[p]A``. Likewise an affected-key rule
+above (an outer join, a ``MIN``) takes its keys from the filtered change. Within one query
+Spark moves ``p`` onto ``A``'s scan itself; the key sets are queries of their own, which it
+cannot move ``p`` into. Equalities between two inputs stay where they are:
+:func:`~ivm.passes.join_on_equalities` makes them join keys.
 
 Outer, semi and anti joins keep a row that has no match, so only these move::
 
     σ[p](A ⟕_c B)      =  σ[p]A ⟕_c B           p reads only A, the preserved input
     A ⟕_{c ∧ q} B      =  A ⟕_c σ[q]B           q reads only B, the NULL-padded input
     σ[p](A ⋉_c B)      =  σ[p]A ⋉_c B           also for ▷ (anti)
-    A ⋉_{c ∧ p ∧ q} B  =  σ[p]A ⋉_c σ[q]B       for ▷ only q: a row failing p has no match
+    A ⋉_{c ∧ p ∧ q} B  =  σ[p]A ⋉_c σ[q]B       for ▷ only q: a row failing p is output
 
 (``⟖`` mirrors ``⟕``.) A ``WHERE`` conjunct on a NULL-padded input stays above the join: it
 decides on the padded rows, which filtering that input first would keep. A ``FULL`` join pads
@@ -288,20 +290,23 @@ def _known(data_type: exp.DataType | None) -> exp.DataType | None:
     return None if unknown else data_type
 
 
+def _known_without(data_type: exp.DataType | None, kinds) -> bool:
+    """``data_type`` is known, and neither it nor a type nested in it is one of ``kinds``."""
+    known = _known(data_type)
+    return known is not None and not any(
+        isinstance(t, exp.DataType) and t.this in kinds for t in known.walk())
+
+
 def _grouped_by_value(data_type: exp.DataType | None) -> bool:
     """Values of this type that are equal (as GROUP BY, PARTITION BY, DISTINCT and set
     operations compare them) are the same value: a known type without floating point."""
-    return _known(data_type) is not None and not any(
-        isinstance(t, exp.DataType) and t.this in exp.DataType.FLOAT_TYPES
-        for t in data_type.walk())
+    return _known_without(data_type, exp.DataType.FLOAT_TYPES)
 
 
 def _typed_alike(data_type: exp.DataType | None) -> bool:
     """A type that sqlglot infers as Spark does, where branches agree on it: known, and
     without DECIMAL (whose precision and scale after arithmetic it infers otherwise)."""
-    return _known(data_type) is not None and not any(
-        isinstance(t, exp.DataType) and t.this in exp.DataType.REAL_TYPES
-        - exp.DataType.FLOAT_TYPES for t in data_type.walk())
+    return _known_without(data_type, exp.DataType.REAL_TYPES - exp.DataType.FLOAT_TYPES)
 
 
 def _movable(expression: exp.Expression) -> bool:
