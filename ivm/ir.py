@@ -78,7 +78,8 @@ class Join:
     """Join of relations on ``condition`` (None: a cross product).
 
     An inner join may have any number of inputs; the other kinds (outer, semi, anti) have two.
-    Every input but the first is a scan or a derived table (a FROM clause reads left to right).
+    Every input but the first is a scan or a derived table, or a filter of one (a FROM clause
+    reads left to right).
     """
 
     inputs: tuple["Relation", ...]

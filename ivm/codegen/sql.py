@@ -148,11 +148,28 @@ class _Compiler:
 
     def from_block(self, node, kind: JoinKind) -> _Block:
         """A block whose FROM clause further joins can extend: its WHERE stays a WHERE unless
-        the join pads the left input with NULLs."""
+        the join pads the left input with NULLs.
+
+        A filtered input with one alias reads as a derived table under any join but an inner
+        one: this block may later be the left input of a join that pads it, where a WHERE
+        would apply after the padding. Several inputs joined (inner or semi) and then filtered
+        under a padding join take the filter into their last ON instead, where it applies
+        before.
+        """
         block = self.block(node)
-        joinable = block.select is None and block.group is None and not block.distinct and (
-            not block.where or not kind.pads_left)
-        if joinable:
+        aliases = aliases_of(node)
+        plain = block.select is None and block.group is None and not block.distinct
+        if plain and (not block.where or not kind.pads_left) and not (
+                isinstance(node, Filter) and len(aliases) == 1 and kind is not JoinKind.INNER):
+            return block
+        if plain and len(aliases) > 1 and block.joins and all(
+                _filters_rows(j) for j in block.joins):
+            last = block.joins[-1]
+            on = [last.args["on"]] if last.args.get("on") is not None else []
+            last.set("on", exp.and_(*on, *block.where))
+            if (last.args.get("kind") or "").upper() == "CROSS":
+                last.set("kind", None)
+            block.where = []
             return block
         (alias,) = aliases_of(node)  # only a single-alias relation can be wrapped
         subquery = exp.Subquery(this=block.to_select(),
@@ -280,6 +297,13 @@ class _Compiler:
         for select in selects[1:]:
             union = exp.Union(this=union, expression=select, distinct=False)
         return union
+
+
+def _filters_rows(join: exp.Join) -> bool:
+    """A JOIN clause that keeps only rows meeting its ON (an inner or a semi join): a WHERE
+    after it may as well be part of its ON."""
+    side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
+    return (side, kind) in (("", ""), ("", "INNER"), ("", "CROSS"), ("LEFT", "SEMI"))
 
 
 def _substitute(expression: exp.Expr, names: dict[str, exp.Expr]) -> exp.Expr:

@@ -50,6 +50,24 @@ NONDETERMINISTIC = {"rand", "random", "randn", "uuid", "shuffle", "current_times
                     "current_date", "curdate", "localtimestamp", "unix_timestamp",
                     "monotonically_increasing_id", "spark_partition_id", "input_file_name"}
 
+
+def function_name(function: exp.Func) -> str:
+    """A function's name, lower case (an unknown function by the name it was called by)."""
+    return (function.sql_name() if not isinstance(function, exp.Anonymous)
+            else function.name).lower()
+
+
+def nondeterministic(function: exp.Func) -> bool:
+    """``function`` may give another value each time it is evaluated on the same arguments.
+
+    >>> from ivm.names import DIALECT
+    >>> [nondeterministic(exp.maybe_parse(f, dialect=DIALECT)) for f in ("rand()", "abs(x)")]
+    [True, False]
+    """
+    return function_name(function) in NONDETERMINISTIC or isinstance(function, (
+        exp.Rand, exp.Randn, exp.Uuid, exp.CurrentTimestamp, exp.CurrentDate))
+
+
 SESSION_DEPENDENT = {"current_user", "user", "session_user", "current_database",
                      "current_schema", "current_catalog"}
 """Functions whose value is the session's: a refresh runs in another session."""
@@ -310,10 +328,8 @@ class _Lowering:
                 self.refuse(f"subquery in {where}", node,
                             "compute it in a subquery in FROM, then refer to its column")
             if isinstance(node, exp.Func):
-                name = (node.sql_name() if not isinstance(node, exp.Anonymous)
-                        else node.name).lower()
-                if name in NONDETERMINISTIC or isinstance(node, (
-                        exp.Rand, exp.Randn, exp.Uuid, exp.CurrentTimestamp, exp.CurrentDate)):
+                name = function_name(node)
+                if nondeterministic(node):
                     self.refuse(
                         f"non-deterministic function {name}()", node,
                         reason="its value changes between refreshes, so no change of the "

@@ -31,6 +31,9 @@ from sqlglot import exp
 from ivm import codegen, compile
 from ivm.codegen.store import NEGATIVE_COUNT
 from ivm.compiler import CompiledView
+from ivm.frontend import lower, parse_query, qualify_query
+from ivm.ir import reading, scans
+from ivm.passes import optimize
 from ivm.store import is_exact
 from ivm.zset import COUNT, WEIGHT, Read, relation_name
 
@@ -185,3 +188,28 @@ def check_identity(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
     connection.execute(f"CREATE TABLE fresh AS {duck(compiled.full_query)}")
     folded, fresh = _rows(connection, compiled, "store"), _rows(connection, compiled, "fresh")
     return Outcome(folded == fresh, "folded", folded, fresh)
+
+
+def check_passes(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
+                 rows: Mapping[str, Sequence[tuple]]) -> Outcome:
+    """Whether the passes keep the view's rows: its plan as lowered and as the passes leave
+    it give the same multiset over tables of ``schema`` holding ``rows``."""
+    mapping = {t: dict(columns) for t, columns in schema.items()}
+    query = parse_query(sql)
+    lowered = lower(qualify_query(query, sql, mapping), sql)
+    connection = connect()
+    for table in {scan.table for scan in scans(lowered)}:
+        used = [c for s in scans(lowered) if s.table == table for c in s.columns]
+        columns, values = _project(schema[table], list(dict.fromkeys(used)), rows[table])
+        load(connection, relation_name(table, Read.AFTER), columns, values)
+    results = []
+    for plan in (lowered, optimize(lowered)):
+        try:
+            found = connection.execute(duck(codegen.to_select(reading(plan, Read.AFTER))))
+        except duckdb.Error as error:
+            if any(word in str(error) for word in OVERFLOW):
+                return Outcome(True, "the query fails on these rows")
+            raise
+        results.append(sorted((tuple(_canonical(v) for v in row) for row in found.fetchall()),
+                              key=repr))
+    return Outcome(results[0] == results[1], "compared", results[1], results[0])

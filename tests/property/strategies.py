@@ -431,6 +431,13 @@ SET_OPERATORS = ("UNION ALL", "UNION", "INTERSECT", "INTERSECT ALL", "EXCEPT", "
 JOINS = ("INNER JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL OUTER JOIN", "LEFT SEMI JOIN",
          "LEFT ANTI JOIN")
 
+JOIN_FILTERS = {
+    "INNER JOIN": "WHERE over an inner join", "CROSS JOIN": "WHERE over an inner join",
+    **{join: "WHERE over an outer join"
+       for join in ("LEFT JOIN", "RIGHT JOIN", "FULL OUTER JOIN")},
+    **{join: "WHERE over a semi or anti join" for join in ("LEFT SEMI JOIN", "LEFT ANTI JOIN")}}
+"""The construct a WHERE over each join is (see :data:`CONSTRUCTS`)."""
+
 CONSTRUCTS: dict[str, str | None] = {
     "WHERE": r"\bWHERE\b",
     "CASE": r"\bCASE WHEN\b",
@@ -461,6 +468,9 @@ CONSTRUCTS: dict[str, str | None] = {
     "nested derived tables": r"\(SELECT .*\(SELECT ",
     "CTE": r"^WITH c1 AS \(",
     "CTE read twice": None,
+    "WHERE over an inner join": None,
+    "WHERE over an outer join": None,
+    "WHERE over a semi or anti join": None,
 }
 """Every construct the generator draws, with a pattern the SQL of a query using it matches
 (None: no simple pattern)."""
@@ -522,6 +532,8 @@ class Select:
         own = {"WHERE": self.where is not None, "HAVING": self.having is not None,
                "GROUP BY": bool(self.group), "global aggregate": self.group == (),
                "SELECT DISTINCT": self.distinct}
+        if self.where is not None and self.join is not None:
+            own[JOIN_FILTERS[self.join]] = True
         return _joined(parts) | {name for name, used in own.items() if used}
 
 
@@ -820,10 +832,14 @@ def aggregates(draw, columns) -> Expr:
 
 
 @st.composite
-def selects(draw, sources, columns, join=None, on=None) -> Select:
+def selects(draw, sources, columns, join=None, on=None, wheres=None) -> Select:
     """A SELECT block over ``sources`` reading ``columns``: rows, DISTINCT rows, groups
-    (GROUP BY, maybe HAVING) or a global aggregate, maybe under a WHERE."""
-    where = draw(conditions(columns)) if _sometimes(draw, 3) else None  # nested, they add up
+    (GROUP BY, maybe HAVING) or a global aggregate, maybe under a WHERE (one of ``wheres``,
+    in one case of two, if given; else of the columns, in one of three)."""
+    if wheres is not None:
+        where = draw(wheres) if draw(st.booleans()) else None
+    else:
+        where = draw(conditions(columns)) if _sometimes(draw, 3) else None  # nested, they add up
     shape = draw(st.sampled_from(["rows", "group", "distinct", "global"]))
     if shape in ("rows", "distinct"):
         outputs = draw(st.lists(scalars(columns), min_size=1, max_size=3))
@@ -876,6 +892,16 @@ def residuals(draw, left, right) -> Expr:
     return draw(conditions(left + right))
 
 
+def join_filters(left, right) -> st.SearchStrategy[Expr]:
+    """A WHERE over a join: a condition over both sides' columns, or a test of each side
+    ANDed (a filter each side's input could apply)."""
+    if not right:
+        return conditions(left)
+    return st.one_of(conditions(left + right), st.tuples(conditions(left), conditions(right)).map(
+        lambda t: Expr(f"{t[0].sql} AND {t[1].sql}", "BOOLEAN", (True, False),
+                       t[0].constructs | t[1].constructs)))
+
+
 @st.composite
 def joins(draw, relations) -> Select:
     """A SELECT block over a join of two relations (now and then a relation with itself):
@@ -890,10 +916,11 @@ def joins(draw, relations) -> Select:
     kind = draw(st.sampled_from(kinds))
     a, b = _columns_of(left, 0), _columns_of(right, 1)
     visible = a if kind in ("LEFT SEMI JOIN", "LEFT ANTI JOIN") else a + b
+    wheres = join_filters(a, b if visible != a else [])
     if kind == "CROSS JOIN":
-        return draw(selects((left, right), visible, kind))
+        return draw(selects((left, right), visible, kind, wheres=wheres))
     if kind in ("LEFT SEMI JOIN", "LEFT ANTI JOIN") and _sometimes(draw, 4):
-        return draw(selects((left, right), visible, kind))
+        return draw(selects((left, right), visible, kind, wheres=wheres))
     on = draw(equalities(a, b))
     if draw(st.booleans()):
         residual = draw(residuals(a, b))
@@ -901,7 +928,7 @@ def joins(draw, relations) -> Select:
         if kind == "INNER JOIN":
             used |= {"INNER JOIN with a residual"}
         on = Expr(f"{on.sql} AND {residual.sql}", "BOOLEAN", (True, False), used)
-    return draw(selects((left, right), visible, kind, on))
+    return draw(selects((left, right), visible, kind, on, wheres))
 
 
 @st.composite

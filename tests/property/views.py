@@ -89,6 +89,25 @@ FAMILIES: dict[str, dict[str, str | Rewritten]] = {
         # an outer join under an inner join and a filter
         "left_then_inner": ("SELECT r.a, s.d, t.e FROM r LEFT JOIN s ON r.k = s.k "
                             "JOIN t ON r.k = t.c WHERE t.e IS NOT NULL OR s.d IS NULL"),
+        # filters of an outer and an anti join's inputs: in ON, on either input; in WHERE, on
+        # the preserved input and on the NULL-padded one (which must stay above the join)
+        "left_join_filtered": ("SELECT r.k, r.a, s.d FROM r LEFT JOIN s ON r.k = s.k "
+                               "AND r.a > 0 AND s.c IS NOT NULL "
+                               "WHERE r.s IS NOT NULL AND (s.d IS NULL OR s.d <> 'p')"),
+        "anti_join_filtered": ("SELECT r.k, r.a FROM r LEFT ANTI JOIN t ON r.k = t.c "
+                               "AND r.a > 0 AND t.e > 0 WHERE r.b IS NOT NULL"),
+    },
+    "pushed_filters": {
+        # filters that move onto an input of a join nested left of a join that pads it: an
+        # inner join's, a left join's preserved input's, a semi join's (their SQL must apply
+        # them before the padding)
+        "inner_then_right": ("SELECT r.a, s.d, t.e FROM r JOIN s ON r.k = s.k AND r.a > 0 "
+                             "RIGHT JOIN t ON t.c = s.c AND r.s <> 'x' AND s.d IS NOT NULL "
+                             "WHERE t.e > 0"),
+        "left_then_right": ("SELECT r.a, s.d, t.e FROM r LEFT JOIN s ON r.k = s.k "
+                            "RIGHT JOIN t ON t.c = s.c AND r.a > 0 WHERE t.e IS NOT NULL"),
+        "semi_then_full": ("SELECT r.a, s.d FROM r LEFT SEMI JOIN t ON r.k = t.c AND r.a > 0 "
+                           "AND t.e <> 0 FULL OUTER JOIN s ON s.k = r.k AND r.s = 'x'"),
     },
     "keyed_aggregates": {
         # aggregates without accumulators: recomputed per affected group
@@ -112,6 +131,9 @@ FAMILIES: dict[str, dict[str, str | Rewritten]] = {
                       "ON x.k = y.k"),
         "agg_join": ("SELECT s.d, g.total FROM (SELECT k, SUM(b) AS total FROM r GROUP BY k) g "
                      "JOIN s ON g.k = s.k"),
+        # a filter over groups: on their keys (it may filter the rows grouped), on a count
+        "filtered_groups": ("SELECT g.k, g.n FROM (SELECT k, s, COUNT(*) AS n FROM r "
+                            "GROUP BY k, s) g WHERE g.k = 1 AND g.s <> 'x' AND g.n > 1"),
     },
     "windows": {
         # the latest row per key (ties broken by every selected column, so the oracle agrees)
@@ -130,6 +152,11 @@ FAMILIES: dict[str, dict[str, str | Rewritten]] = {
                     "DENSE_RANK() OVER (PARTITION BY s ORDER BY a DESC) AS drk FROM r"),
         "lag": ("SELECT k, a, b, LAG(a) OVER (PARTITION BY k ORDER BY a, b) AS prev, "
                 "COUNT(*) OVER (PARTITION BY k) AS in_key FROM r"),
+        # a filter over numbered rows: on the partition (it may filter the rows numbered), on
+        # another column (it may not)
+        "filtered_partitions": ("SELECT k, a, rn FROM (SELECT k, a, ROW_NUMBER() OVER "
+                                "(PARTITION BY k ORDER BY a, b, s) AS rn FROM r) x "
+                                "WHERE k IS NOT NULL AND a > 0"),
         # global top-N, of rows and of groups; a window over groups
         "top3": "SELECT k, a FROM r ORDER BY a DESC, k LIMIT 3",
         "top_groups": ("SELECT k, SUM(a) AS total FROM r GROUP BY k "
@@ -164,5 +191,8 @@ FAMILIES: dict[str, dict[str, str | Rewritten]] = {
         "union": "SELECT k AS x, s AS y FROM r UNION SELECT k, d FROM s",
         "union_grouped": ("SELECT u.x, COUNT(*) AS n FROM (SELECT k AS x FROM r UNION ALL "
                           "SELECT c FROM t) u GROUP BY u.x"),
+        # a filter over a union, of each branch's rows
+        "union_filtered": ("SELECT u.x, u.y FROM (SELECT k AS x, s AS y FROM r UNION ALL "
+                           "SELECT c, d FROM s) u WHERE u.x = 1 AND u.y <> 'p'"),
     },
 }

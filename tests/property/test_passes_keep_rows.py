@@ -1,0 +1,51 @@
+"""The passes rewrite a plan into an equal one: checked in-process, without Spark.
+
+For each view of :mod:`views` and each query the generator draws, over drawn source rows, the
+plan as lowered and the plan the passes leave (:func:`ivm.passes.optimize`) must give the same
+rows (:func:`reference.check_passes`). DuckDB runs both, so what this checks is the rewrite,
+not the SQL dialect. The identity of :mod:`test_rule_identity` cannot see a pass that changes
+a view's rows: it holds for the changed view as well.
+"""
+
+import pytest
+from hypothesis import event, given, note, settings
+from hypothesis import strategies as st
+
+from harness import definition
+from reference import check_passes
+from strategies import SCHEMAS, drawn_queries, table_rows
+from views import FAMILIES
+
+pytestmark = pytest.mark.fast
+
+FAST = 6
+"""As in :mod:`test_rule_identity`, drawn queries get this many times the profile's examples;
+a family, whose every example checks all its views, an eighth of that (half the identity's:
+a plan's rows depend on the data less than its fold does on the change)."""
+
+
+def sources():
+    return st.fixed_dictionaries({table: table_rows(table) for table in SCHEMAS})
+
+
+def assert_same_rows(name: str, sql: str, rows: dict) -> None:
+    outcome = check_passes(sql, SCHEMAS, rows)
+    event(outcome.how)
+    if not outcome.holds:
+        note(f"rows: {rows}")
+    assert outcome.holds, (f"{name}: after the passes\n  {outcome.folded}\n"
+                           f"as lowered\n  {outcome.fresh}")
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@settings(max_examples=settings().max_examples * FAST // 8)
+@given(rows=sources())
+def test_the_views_keep_their_rows(family, rows):
+    for name, view in FAMILIES[family].items():
+        assert_same_rows(name, definition(view), rows)
+
+
+@settings(max_examples=settings().max_examples * FAST)
+@given(query=drawn_queries(), rows=sources())
+def test_drawn_queries_keep_their_rows(query, rows):
+    assert_same_rows(query.sql, query.sql, rows)
