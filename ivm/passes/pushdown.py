@@ -166,12 +166,11 @@ def _where_target(join: Join, conjunct: exp.Expr) -> int | None:
     left, right = join.inputs[0], join.inputs[-1]
     match join.kind:
         case JoinKind.INNER:
-            i = next((i for i, x in enumerate(join.inputs) if _reads_only(conjunct, x)), None)
-            return i if i is not None and _lands(join.inputs[i], conjunct) else None
+            return next((i for i, x in enumerate(join.inputs) if _fits(x, conjunct)), None)
         case JoinKind.LEFT | JoinKind.SEMI | JoinKind.ANTI:
-            return 0 if _reads_only(conjunct, left) and _lands(left, conjunct) else None
+            return 0 if _fits(left, conjunct) else None
         case JoinKind.RIGHT:
-            return 1 if _reads_only(conjunct, right) and _lands(right, conjunct) else None
+            return 1 if _fits(right, conjunct) else None
         case JoinKind.FULL:
             return None
         case _:
@@ -181,20 +180,25 @@ def _where_target(join: Join, conjunct: exp.Expr) -> int | None:
 def _on_target(join: Join, conjunct: exp.Expr) -> int | None:
     """The input a conjunct of ``join``'s ON may filter instead, if any."""
     left, right = join.inputs[0], join.inputs[-1]
-    on_right = 1 if _reads_only(conjunct, right) and _lands(right, conjunct) else None
+    on_right = 1 if _fits(right, conjunct) else None
     match join.kind:
         case JoinKind.INNER:
             return _where_target(join, conjunct)
         case JoinKind.LEFT | JoinKind.ANTI:
             return on_right
         case JoinKind.RIGHT:
-            return 0 if _reads_only(conjunct, left) and _lands(left, conjunct) else None
+            return 0 if _fits(left, conjunct) else None
         case JoinKind.SEMI:
             return on_right if on_right is not None else _where_target(join, conjunct)
         case JoinKind.FULL:
             return None
         case _:
             assert_never(join.kind)
+
+
+def _fits(node: Relation, conjunct: exp.Expr) -> bool:
+    """``conjunct`` may filter ``node``, an input of a join, instead of the join's rows."""
+    return _reads_only(conjunct, node) and _lands(node, conjunct)
 
 
 def _reads_only(conjunct: exp.Expr, node: Relation) -> bool:
