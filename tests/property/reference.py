@@ -45,6 +45,10 @@ SPARK_FUNCTIONS = (
 )
 """Spark functions the compiler's SQL uses that DuckDB lacks."""
 
+FAST = 6
+"""The fast tier's tests draw this many times the examples of the profile's Spark tests (each
+takes milliseconds here); a family, whose every example checks all its views, a fraction."""
+
 OVERFLOW = ("Overflow", "out of range")
 """Words of DuckDB errors where a sum left its type: the runtime recomputes then."""
 

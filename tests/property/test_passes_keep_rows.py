@@ -12,17 +12,11 @@ from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 from harness import definition
-from reference import check_passes
+from reference import FAST, check_passes
 from strategies import SCHEMAS, drawn_queries, table_rows
 from views import FAMILIES
 
 pytestmark = pytest.mark.fast
-
-FAST = 6
-"""As in :mod:`test_rule_identity`, drawn queries get this many times the profile's examples;
-a family, whose every example checks all its views, an eighth of that (half the identity's:
-a plan's rows depend on the data less than its fold does on the change)."""
-
 
 def sources():
     return st.fixed_dictionaries({table: table_rows(table) for table in SCHEMAS})
@@ -38,6 +32,8 @@ def assert_same_rows(name: str, sql: str, rows: dict) -> None:
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
+# an eighth of the examples for a family, half the identity's: a plan's rows depend on the
+# data less than its fold does on the change
 @settings(max_examples=settings().max_examples * FAST // 8)
 @given(rows=sources())
 def test_the_views_keep_their_rows(family, rows):

@@ -12,16 +12,11 @@ from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 from harness import definition
-from reference import check_identity
+from reference import FAST, check_identity
 from strategies import SCHEMAS, drawn_queries, table_rows
 from views import FAMILIES
 
 pytestmark = pytest.mark.fast
-
-FAST = 6
-"""Drawn queries get this many times the examples of the profile's Spark tests; a family,
-whose every example checks all its views, a quarter of that."""
-
 
 @st.composite
 def changes(draw) -> tuple[dict, dict]:
@@ -43,6 +38,7 @@ def assert_identity(name: str, sql: str, before: dict, after: dict) -> None:
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
+# a family's every example checks all its views: a quarter of the examples
 @settings(max_examples=settings().max_examples * FAST // 4)
 @given(change=changes())
 def test_the_views_fold_to_their_recomputation(family, change):
