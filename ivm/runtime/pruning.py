@@ -18,7 +18,10 @@ from __future__ import annotations
 import datetime
 from dataclasses import replace
 from decimal import Decimal
+from functools import reduce
 
+from pyspark.sql import Window
+from pyspark.sql import functions as F
 from sqlglot import exp
 
 from ivm import codegen
@@ -26,28 +29,45 @@ from ivm.ir import Filter, Restrict, Scan, children, columns, with_children
 from ivm.zset import Read
 
 MAX_KEYS = 100_000
-"""More distinct keys than this: the change is large, and the snapshot is read whole."""
+"""More distinct keys than this (a NULL included): the change is large, and the snapshot is
+read whole."""
 
 MAX_RANGES = 32
 """The most ranges a predicate lists; neighbouring keys are merged across the smallest gaps."""
 
+SET, KEY, RANK = "_ivm_set", "_ivm_key", "_ivm_rank"
+
 
 def prune(spark, delta):
-    """``delta`` with each restricted snapshot scan also filtered by its keys' ranges."""
-    keys_read: dict = {}
+    """``delta`` with each restricted snapshot scan also filtered by its keys' ranges; the
+    keys of every restriction are read in one Spark job."""
+    wanted = {}
+    _visit(delta, lambda node: wanted.update(
+        {found: None} if (found := _pruned_key(node)) is not None else {}))
+    keys = _distinct_keys(spark, list(wanted))
     rewritten: dict = {}    # equal subtrees stay equal, so the SQL still shares them
 
     def rewrite(node):
         if node not in rewritten:
             new = with_children(node, tuple(rewrite(c) for c in children(node))) \
                 if children(node) else node
-            if isinstance(new, Restrict):
-                predicate = _key_ranges(spark, new, keys_read)
-                if predicate is not None:
-                    new = replace(new, input=Filter(new.input, predicate))
+            found = _pruned_key(new)
+            values = keys.get(found) if found is not None else None
+            if isinstance(new, Restrict) and values is not None:
+                new = replace(new, input=Filter(new.input, _key_ranges(new, *values)))
             rewritten[node] = new
         return rewritten[node]
     return rewrite(delta)
+
+
+def _visit(node, action, seen=None) -> None:
+    """``action`` on every distinct node of the tree ``node``."""
+    seen = set() if seen is None else seen
+    if node not in seen:
+        seen.add(node)
+        action(node)
+        for child in children(node):
+            _visit(child, action, seen)
 
 
 def _snapshot_scan(node) -> Scan | None:
@@ -57,41 +77,66 @@ def _snapshot_scan(node) -> Scan | None:
     return node if isinstance(node, Scan) and node.read in (Read.BEFORE, Read.AFTER) else None
 
 
-def _key_ranges(spark, node: Restrict, keys_read: dict) -> exp.Expr | None:
-    """A predicate on the scanned column that every key of ``node.affected`` satisfies, or
-    None where there is none to give (no plain column key, too many keys, a type not
-    pruned on). A NULL key is a key (the restriction matches null-safely): IS NULL admits it."""
-    scan = _snapshot_scan(node.input)
-    if scan is None:
+def _pruned(node) -> tuple[Scan, int] | None:
+    """The snapshot scan the restriction ``node`` reads, and the position of its first key
+    that is a plain column of that scan; None where there is none."""
+    if not isinstance(node, Restrict) or (scan := _snapshot_scan(node.input)) is None:
         return None
     position = next((i for i, key in enumerate(node.keys) if isinstance(key, exp.Column)
                      and key.table == scan.alias and key.name in scan.columns), None)
-    if position is None:
-        return None
-    name = columns(node.affected)[position]
-    if (node.affected, name) not in keys_read:
-        keys_read[node.affected, name] = _distinct_keys(spark, node.affected, name)
-    if keys_read[node.affected, name] is None:
-        return None
-    values, has_null = keys_read[node.affected, name]
+    return None if position is None else (scan, position)
+
+
+def _pruned_key(node) -> tuple | None:
+    """``(affected, column)``: the relation of keys that :func:`_pruned` finds, and its
+    column; equal restrictions share it."""
+    found = _pruned(node)
+    return None if found is None else (node.affected, columns(node.affected)[found[1]])
+
+
+def _key_ranges(node: Restrict, values: list, has_null: bool) -> exp.Expr:
+    """A predicate on the scanned column that every key of ``node.affected`` satisfies,
+    given the keys' sorted non-NULL ``values``. A NULL key is a key (the restriction matches
+    null-safely): IS NULL admits it."""
+    found = _pruned(node)
+    assert found is not None
+    scan, position = found
     column = exp.column(node.keys[position].name, scan.alias)
     admitted: list[exp.Expr] = [column.copy().eq(low) if low == high else
-                exp.Between(this=column.copy(), low=low, high=high)
-                for low, high in _ranges(values)]
+                                exp.Between(this=column.copy(), low=low, high=high)
+                                for low, high in _ranges(values)]
     if has_null:
         admitted.append(exp.Is(this=column.copy(), expression=exp.null()))
     return exp.or_(*admitted) if admitted else exp.false()
 
 
-def _distinct_keys(spark, affected, name: str) -> tuple[list, bool] | None:
-    """The sorted non-NULL values of column ``name`` of ``affected`` and whether it holds a
-    NULL; None if there are more than :data:`MAX_KEYS` or a value has no literal form."""
-    rows = (spark.sql(codegen.to_sql(affected, pretty=False)).select(name).distinct()
-            .orderBy(name).limit(MAX_KEYS + 2).collect())
-    values = [row[0] for row in rows if row[0] is not None]
-    if len(values) > MAX_KEYS or not all(_literal(v) is not None for v in values):
-        return None
-    return values, len(values) < len(rows)
+def _distinct_keys(spark, wanted: list[tuple]) -> dict[tuple, tuple[list, bool] | None]:
+    """For each ``(affected, column)`` of ``wanted``: the sorted non-NULL values of the
+    column and whether it holds a NULL; None if it has more than :data:`MAX_KEYS` distinct
+    values or a value without a literal form. One Spark job reads them all: the distinct
+    keys of each set in a column of its own, sorted by Spark (so in the column's own
+    order), at most ``MAX_KEYS + 1`` of a set sent back."""
+    if not wanted:
+        return {}
+    frames = [spark.sql(codegen.to_sql(affected, pretty=False))
+              .select(F.lit(i).alias(SET), F.col(name).alias(f"{KEY}{i}")).distinct()
+              for i, (affected, name) in enumerate(wanted)]
+    union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+    in_set = Window.partitionBy(SET)
+    rank = F.row_number().over(in_set.orderBy(*(f"{KEY}{i}" for i in range(len(wanted)))))
+    rows = (union.withColumn(RANK, rank).where(F.col(RANK) <= MAX_KEYS + 1)
+            .orderBy(SET, RANK).collect())
+    found: dict[int, list] = {i: [] for i in range(len(wanted))}
+    for row in rows:
+        found[row[SET]].append(row[f"{KEY}{row[SET]}"])
+    result: dict[tuple, tuple[list, bool] | None] = {}
+    for i, request in enumerate(wanted):
+        values = [v for v in found[i] if v is not None]
+        if len(found[i]) > MAX_KEYS or not all(_literal(v) is not None for v in values):
+            result[request] = None
+        else:
+            result[request] = (values, len(values) < len(found[i]))
+    return result
 
 
 def _ranges(values: list) -> list[tuple[exp.Expr, exp.Expr]]:
