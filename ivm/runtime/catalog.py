@@ -46,7 +46,7 @@ def store_properties(spark, view: str) -> dict[str, str] | None:
     store = store_name(view)
     if not spark.catalog.tableExists(store):
         return None
-    properties = DeltaLogReader(spark, store).properties()
+    properties = DeltaLogReader.of(spark, store).properties()
     return properties if canonical(properties.get(VIEW) or "``") == view else None
 
 

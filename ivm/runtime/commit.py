@@ -2,10 +2,11 @@
 
 A *committed write* (:func:`committed_write`) is the only way ivm writes a store:
 
-1. bind the sources' reads at the versions the write consumes (the first read fails at the
-   fault point ``<stage>.during_write`` when a test armed it);
+1. bind the sources' reads at the versions the write consumes, each source's change read
+   once (the first source's reads fail at the fault point ``<stage>.during_write`` when a
+   test armed it);
 2. pass the fault point ``<stage>.before_write``;
-3. run the write as one Delta commit whose ``userMetadata`` is the write's
+3. run the write, one statement, as one Delta commit whose ``userMetadata`` is the write's
    :class:`~ivm.runtime.history.RefreshRecord`: the source versions the store reflects from
    then on. A write computed from store version *n* is Delta's idempotent transaction
    ``(ivm:<view>, n)``, so it commits at most once per store version;
@@ -23,6 +24,7 @@ writes in threads of one application do not see each other's bindings.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import replace
 
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
@@ -30,12 +32,14 @@ from pyspark.errors import PySparkException
 from ivm.codegen.store import NEGATIVE_COUNT
 from ivm.compiler import CompiledView
 from ivm.errors import ConcurrentRefresh, SourceError, StateError
+from ivm.names import DIALECT
 from ivm.runtime import faults
 from ivm.runtime.catalog import store_name
 from ivm.runtime.definition import is_pinned, settings, view_properties
-from ivm.runtime.delta_log import DeltaLogReader
+from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.fallback import CHANGE_DATA_UNAVAILABLE
 from ivm.runtime.history import USER_METADATA, RefreshRecord, latest_record
+from ivm.runtime.phases import PhaseClock
 from ivm.runtime.sources import bind, unbind
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
@@ -66,13 +70,14 @@ def isolated(spark, pinned: dict[str, str] | None = None):
 
 def retrying(spark, view: str, write):
     """``write(session, view, properties)`` in a session of its own under the settings the
-    view's CREATE pinned; again, from a fresh read of the store, whenever another write
-    committed first (at most :data:`ATTEMPTS` times)."""
+    view's CREATE pinned, each Delta log it plans from read once; again, from a fresh read
+    of the store, whenever another write committed first (at most :data:`ATTEMPTS` times)."""
     for _ in range(ATTEMPTS):
         try:
-            properties = view_properties(spark, view)
-            with isolated(spark, settings(properties)) as work:
-                return write(work, view, properties)
+            with reading_each_log_once():
+                properties = view_properties(spark, view)
+                with isolated(spark, settings(properties)) as work:
+                    return write(work, view, properties)
         except LostRace:
             continue
     raise ConcurrentRefresh(f"{view} was refreshed by another refresh {ATTEMPTS} times while "
@@ -82,24 +87,36 @@ def retrying(spark, view: str, write):
 @contextmanager
 def committed_write(spark, view: str, compiled: CompiledView, record: RefreshRecord, *,
                     stage: str, before: dict[str, int] | None = None,
-                    read_version: int | None = None):
-    """Run the block's write of the store of ``view`` as one commit carrying ``record``,
-    with the sources of ``compiled`` bound at ``record.sources`` (and at ``before`` for a
-    change); ``stage`` (``create`` or ``refresh``) names its fault points. With the store
-    version ``read_version`` it was computed from, the write is idempotent and checked to be
-    the one that committed."""
-    names = bind(spark, compiled.sources, before, record.sources,
-                 wrap=lambda frame: faults.during(f"{stage}.during_write", frame))
+                    read_version: int | None = None, clock: PhaseClock | None = None):
+    """A block that writes the store of ``view`` in one commit carrying ``record``, with the
+    sources of ``compiled`` bound at ``record.sources`` (and at ``before`` for a change);
+    ``stage`` (``create`` or ``refresh``) names its fault points. The block receives
+    ``commit(statement)``, which runs its one writing statement and returns its rows. With
+    the store version ``read_version`` it was computed from, the write is idempotent and
+    checked to be the one that committed. ``clock`` times the phases ``change`` (the
+    binding), ``write`` (the statement) and ``check``; the record carries those measured
+    before the write."""
+    timer = clock or PhaseClock(None)
+    with spark_errors(view), timer.phase("change"):
+        bound = bind(spark, compiled.sources, before, record.sources,
+                     wrap=lambda frame: faults.during(f"{stage}.during_write", frame))
+
+    def commit(statement) -> list:
+        with timer.phase("write"):
+            final = record if clock is None else replace(record, phases=clock.summary())
+            with spark_errors(view), _commit_settings(spark, view, final, read_version):
+                return spark.sql(statement.sql(DIALECT)).collect()
     try:
         faults.reach(f"{stage}.before_write")
-        with spark_errors(view), _commit_settings(spark, view, record, read_version):
-            yield
+        yield commit
     finally:
-        unbind(spark, names)
+        unbind(spark, bound)
     faults.reach(f"{stage}.after_commit")
-    if read_version is not None and latest_record(
-            DeltaLogReader(spark, store_name(view)))[1].refresh != record.refresh:
-        raise LostRace()
+    if read_version is not None:
+        with timer.phase("check"):
+            committed = latest_record(DeltaLogReader(spark, store_name(view)))[1]
+        if committed.refresh != record.refresh:
+            raise LostRace()
 
 
 @contextmanager

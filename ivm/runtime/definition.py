@@ -21,6 +21,8 @@ False
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 
 from pyspark.errors import PySparkException
 from sqlglot import exp
@@ -28,8 +30,9 @@ from sqlglot import exp
 from ivm.compiler import CompiledView, compile
 from ivm.errors import ViewNotFound
 from ivm.names import DIALECT
-from ivm.runtime.catalog import (DATABASE, DEFINITION, SETTINGS, catalog_schema,
-                                 current_database, store_properties)
+from ivm.runtime.catalog import (COLUMNS, DATABASE, DEFINITION, SETTINGS, catalog_schema,
+                                 current_database, store_name, store_properties)
+from ivm.runtime.delta_log import DeltaLogReader
 
 PINNED = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled",
           "spark.sql.decimalOperations.allowPrecisionLoss", "spark.sql.legacy.timeParserPolicy",
@@ -88,11 +91,50 @@ def settings(properties: dict[str, str]) -> dict[str, str] | None:
     return None if text is None else json.loads(text)
 
 
+KEPT_PLANS = 256
+"""How many views' compiled plans a process keeps (the least recently used go first)."""
+
+_plans: OrderedDict[tuple, tuple[tuple, CompiledView]] = OrderedDict()
+_plans_lock = threading.Lock()
+
+
 def compile_definition(spark, view: str,
                        properties: dict[str, str] | None = None) -> CompiledView:
     """The stored definition of the materialized view ``view`` compiled as at its CREATE,
     its names resolved in :func:`resolution_database`. ``properties``: the store's, if read
-    already."""
+    already.
+
+    A compiled plan depends on the definition, the database it resolves names in and the
+    schemas of the tables it reads, nothing else; it is kept, and compiled again only when
+    one of them changed, which the sources' Delta logs tell (:func:`_sources_fingerprint`)
+    without asking the catalog for each schema."""
     properties = properties or view_properties(spark, view)
-    return compile(properties[DEFINITION], catalog_schema(spark),
-                   default_db=resolution_database(view, properties))
+    key = (view, properties[DEFINITION], resolution_database(view, properties))
+    with _plans_lock:
+        kept = _plans.get(key)
+    if kept is not None and kept[0] == _sources_fingerprint(spark, kept[1].sources):
+        with _plans_lock:
+            _plans.move_to_end(key)
+        return kept[1]
+    compiled = compile(properties[DEFINITION], catalog_schema(spark), default_db=key[2])
+    fingerprint = _sources_fingerprint(spark, compiled.sources)
+    with _plans_lock:
+        _plans[key] = (fingerprint, compiled)
+        while len(_plans) > KEPT_PLANS:
+            _plans.popitem(last=False)
+    return compiled
+
+
+def _sources_fingerprint(spark, sources) -> tuple:
+    """What a compiled plan depends on in each of its ``sources``: its Delta table's id and
+    schema (a materialized view's store's, and the view's columns' spelling). Unequal to
+    every other when a log cannot tell."""
+    found = []
+    for table in sources:
+        properties = store_properties(spark, table)
+        delta_table = table if properties is None else store_name(table)
+        schema = DeltaLogReader.of(spark, delta_table).schema_fingerprint()
+        if schema is None:
+            return (object(),)
+        found.append((table, schema, (properties or {}).get(COLUMNS)))
+    return tuple(found)

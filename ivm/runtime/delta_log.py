@@ -10,6 +10,8 @@ for the exact Delta version ivm pins; should it ever fail, the public API answer
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from delta.tables import DeltaTable
@@ -23,6 +25,20 @@ CDF_PROPERTY = "delta.enableChangeDataFeed"
 REPLACING_OPERATIONS = ("CREATE OR REPLACE TABLE", "REPLACE TABLE", "TRUNCATE",
                         "CREATE OR REPLACE TABLE AS SELECT", "REPLACE TABLE AS SELECT")
 """Operations after which a table's earlier rows are not what its change data feed deletes."""
+
+_read_once: ContextVar[dict | None] = ContextVar("ivm_read_once", default=None)
+
+
+@contextmanager
+def reading_each_log_once():
+    """In the block, :meth:`DeltaLogReader.of` reads each table's log once: the state a
+    refresh plans from. (A reader made directly reads the log anew, as the check of a
+    refresh's own commit must.)"""
+    token = _read_once.set({})
+    try:
+        yield
+    finally:
+        _read_once.reset(token)
 
 
 @dataclass(frozen=True)
@@ -58,6 +74,24 @@ class DeltaLogReader:
             self._snapshot = self._log.update(False, empty, empty)
         except Exception:  # internal API unavailable: fall back to the public one
             self._log = self._snapshot = None
+
+    @classmethod
+    def of(cls, spark, table: str) -> "DeltaLogReader":
+        """A reader of ``table``'s log, the same one for every call in a block of
+        :func:`reading_each_log_once`."""
+        readers = _read_once.get()
+        if readers is None:
+            return cls(spark, table)
+        if table not in readers:
+            readers[table] = cls(spark, table)
+        return readers[table]
+
+    def schema_fingerprint(self) -> str | None:
+        """The table's id and schema, as its log's metadata holds them; None if unknown."""
+        if self._snapshot is None:
+            return None
+        metadata = self._snapshot.metadata()
+        return f"{metadata.id()} {metadata.schemaString()}"
 
     def version(self) -> int:
         """The latest committed version."""

@@ -84,7 +84,7 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
         if upto < after:
             return Estimate(None, None, f"{table} is at version {upto}, before version "
                                         f"{after} that the view consumed")
-        log = DeltaLogReader(spark, delta_table(spark, table))
+        log = DeltaLogReader.of(spark, delta_table(spark, table))
         commits = log.commits(after, upto)
         if commits is None:
             return Estimate(None, None, f"the log of {table} no longer holds every commit "

@@ -41,6 +41,7 @@ class RefreshResult:
     rows_deleted: int = 0
     seconds: float = 0.0
     reason: str | None = None                   # why a refresh was full
+    phases: dict = field(default_factory=dict)  # phase → Phase (ivm.runtime.phases)
 
     def __str__(self) -> str:
         versions = ", ".join(
@@ -68,6 +69,8 @@ class RefreshRecord:
                                                 # in records written before ids were kept)
     refresh: str = field(default_factory=lambda: uuid.uuid4().hex)
     started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    phases: dict[str, dict] | None = None       # phase → {seconds, jobs}, of the phases
+                                                # before the write (ivm.runtime.phases)
 
     def to_json(self) -> str:
         return json.dumps({"ivm": asdict(self)}, sort_keys=True)
@@ -96,11 +99,22 @@ def latest_record(log: DeltaLogReader) -> tuple[int, RefreshRecord]:
 def history(spark, store: str) -> DataFrame:
     """Every write of ``store`` that ivm made, newest first: its store version and time, the
     refresh's id, mode and reason, the source versions it consumed, the bytes it read, the
-    store rows it inserted, updated and deleted, and how long it took."""
+    store rows it inserted, updated and deleted, how long it took until its commit, and
+    where that time went: ``phases``, each phase's seconds and Spark jobs (see
+    :mod:`ivm.runtime.phases`), the ``write`` up to its commit included, its jobs uncounted
+    (the commit is written before they are known)."""
     record = F.from_json("userMetadata", "ivm STRUCT<refresh STRING, mode STRING, reason "
                          "STRING, sources MAP<STRING, BIGINT>, read_bytes BIGINT, "
-                         "started_ms BIGINT>").ivm
+                         "started_ms BIGINT, phases MAP<STRING, STRUCT<seconds DOUBLE, "
+                         "jobs INT>>>").ivm
     metrics = F.col("operationMetrics")
+    seconds = (F.unix_millis("timestamp") - F.col("record.started_ms")) / 1000
+    # the write of an attempt that fell back to a full recompute is the final write's share
+    before_write = F.map_filter("record.phases", lambda name, _: name != "write")
+    write = F.create_map(F.lit("write"), F.struct(
+        F.round(seconds - F.aggregate(F.map_values(before_write), F.lit(0.0),
+                                      lambda total, phase: total + phase.seconds), 3)
+        .alias("seconds"), F.lit(None).cast("int").alias("jobs")))
 
     def metric(*names):
         return F.coalesce(*(metrics[n] for n in names)).cast("bigint")
@@ -112,6 +126,6 @@ def history(spark, store: str) -> DataFrame:
                     metric("numTargetRowsInserted", "numOutputRows").alias("rows_inserted"),
                     metric("numTargetRowsUpdated").alias("rows_updated"),
                     metric("numTargetRowsDeleted").alias("rows_deleted"),
-                    ((F.unix_millis("timestamp") - F.col("record.started_ms")) / 1000)
-                    .alias("seconds"))
+                    seconds.alias("seconds"),
+                    F.map_concat(before_write, write).alias("phases"))
             .orderBy(F.col("version").desc()))

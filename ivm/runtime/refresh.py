@@ -26,9 +26,10 @@ from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.fallback import estimate, replaced_source
 from ivm.runtime.graph import dependency_graph, materialized_views, refresh_order
 from ivm.runtime.history import RefreshRecord, RefreshResult, latest_record
+from ivm.runtime.phases import PhaseClock
 from ivm.runtime.pruning import prune
-from ivm.runtime.sources import latest_sources
-from ivm.runtime.views import execute, repair_catalog_view
+from ivm.runtime.sources import kept, latest_sources, release
+from ivm.runtime.views import repair_catalog_view
 from ivm.runtime.wide import apply_plan_settings
 from ivm.store import OVERFLOW, is_exact
 
@@ -37,6 +38,10 @@ class _Overflow(Exception):
     """A value overflowed its type while folding a change: the query alone can say whether
     it overflows too."""
 
+
+STORE_CHANGE = "_ivm_store_change"
+"""The temporary view of the change to the store, which the MERGE reads."""
+MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
 
 OVERFLOW_REASON = "a sum overflowed its type while folding the change"
 OVERFLOW_ERRORS = (OVERFLOW, "NUMERIC_VALUE_OUT_OF_RANGE", "ARITHMETIC_OVERFLOW",
@@ -51,8 +56,14 @@ def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
     folded into the store by one MERGE. A full refresh overwrites the store with the query's
     result instead, which also repairs a store that disagrees with its sources.
     """
-    return retrying(spark, qualified_name(spark, name),
-                    lambda work, view, properties: _refresh(work, view, properties, full))
+    clock = PhaseClock(spark)
+    with clock.running():
+        result = retrying(spark, qualified_name(spark, name),
+                          lambda work, view, properties: _refresh(work, view, properties,
+                                                                  full, clock))
+    clock.count_jobs()
+    result.phases = clock.phases
+    return result
 
 
 def refresh_all(spark, views: list[str] | None = None) -> list[RefreshResult]:
@@ -102,58 +113,60 @@ def _refresh_partition(spark, view: str, properties: dict[str, str],
     record = RefreshRecord("partition", consumed, reason=f"PARTITION ({spec})",
                            table_ids=last.table_ids)
     with committed_write(spark, view, compiled, record, stage="refresh",
-                         read_version=store_version):
-        execute(spark, codegen.replace_where_statement(store, compiled.full_query, predicate))
+                         read_version=store_version) as commit:
+        commit(codegen.replace_where_statement(store, compiled.full_query, predicate))
     rows = spark.table(store).where(predicate.sql(DIALECT)).count()
     return RefreshResult(view, "partition", consumed, consumed, rows_inserted=rows,
                          reason=record.reason, seconds=time.perf_counter() - start)
 
 
-def _refresh(spark, view: str, properties: dict[str, str], full: bool) -> RefreshResult:
+def _refresh(spark, view: str, properties: dict[str, str], full: bool,
+             clock: PhaseClock) -> RefreshResult:
     start = time.perf_counter()
-    compiled = compile_definition(spark, view, properties)
-    apply_plan_settings(spark, compiled)
-    store = store_name(view)
-    schema = spark.table(store).schema
-    if tuple(schema.names) != compiled.store.columns:
-        raise StateError(f"the definition of {view} no longer matches its store (did a "
-                         f"source's schema change?)",
-                         hint=f"recreate it: CREATE OR REPLACE MATERIALIZED VIEW {view} AS ...")
-    repair_catalog_view(spark, view, compiled, properties)
-    log = DeltaLogReader(spark, store)
-    with spark_errors(view):
+    with clock.phase("plan"):
+        compiled = compile_definition(spark, view, properties)
+        apply_plan_settings(spark, compiled)
+        store = store_name(view)
+        schema = spark.table(store).schema
+        if tuple(schema.names) != compiled.store.columns:
+            raise StateError(f"the definition of {view} no longer matches its store (did a "
+                             f"source's schema change?)", hint=f"recreate it: CREATE OR "
+                             f"REPLACE MATERIALIZED VIEW {view} AS ...")
+        repair_catalog_view(spark, view, compiled, properties)
+    with clock.phase("versions"), spark_errors(view):
+        log = DeltaLogReader.of(spark, store)
         store_version = log.version()
         last = latest_record(log)[1]
         previous = last.sources
         current, ids = latest_sources(spark, compiled.sources)
-    reason = f"REFRESH {view} FULL" if full else None
-    if not full and set(previous) != set(current):
-        reason = "the store records other sources than the definition reads"
-    if reason is None:
-        reason = replaced_source(last.table_ids, ids)
-    if reason is None and previous == current:
-        return RefreshResult(view, "noop", current, previous,
-                             seconds=time.perf_counter() - start)
-    read_bytes = None
-    if reason is None:
-        reason = _inexact_sums(compiled, schema)
-    if reason is None:
-        change = estimate(spark, previous, current)
-        reason, read_bytes = change.full_recompute_reason, change.change_bytes
+        reason = f"REFRESH {view} FULL" if full else None
+        if not full and set(previous) != set(current):
+            reason = "the store records other sources than the definition reads"
+        if reason is None:
+            reason = replaced_source(last.table_ids, ids)
+        if reason is None and previous == current:
+            return RefreshResult(view, "noop", current, previous,
+                                 seconds=time.perf_counter() - start)
+        read_bytes = None
+        if reason is None:
+            reason = _inexact_sums(compiled, schema)
+        if reason is None:
+            change = estimate(spark, previous, current)
+            reason, read_bytes = change.full_recompute_reason, change.change_bytes
     result = None
     if reason is None:
         try:
             result = _write(spark, view, compiled, store_version, previous, current, ids,
-                            None, read_bytes, schema)
+                            None, read_bytes, schema, clock)
         except SourceError as error:    # a change data file was VACUUMed
             reason = error.message
         except _Overflow:
             reason = OVERFLOW_REASON
     if result is None:   # not incremental, for ``reason``
-        sizes = [DeltaLogReader(spark, table).size_in_bytes() for table in current]
+        sizes = [DeltaLogReader.of(spark, table).size_in_bytes() for table in current]
         known = [s for s in sizes if s is not None]
         result = _write(spark, view, compiled, store_version, previous, current, ids, reason,
-                        sum(known) if len(known) == len(sizes) else None, schema)
+                        sum(known) if len(known) == len(sizes) else None, schema, clock)
     result.seconds = time.perf_counter() - start
     return result
 
@@ -170,29 +183,45 @@ def _inexact_sums(compiled: CompiledView, schema) -> str | None:
 
 def _write(spark, view: str, compiled: CompiledView, store_version: int,
            previous: dict[str, int], current: dict[str, int], ids: dict[str, str],
-           reason: str | None, read_bytes: int | None, schema) -> RefreshResult:
+           reason: str | None, read_bytes: int | None, schema,
+           clock: PhaseClock) -> RefreshResult:
     """Fold the change from ``previous`` to ``current`` into the store in one commit, or,
     with a ``reason`` to, overwrite the store with the query's result at ``current``;
-    ``ids``: the sources' Delta table ids."""
+    ``ids``: the sources' Delta table ids.
+
+    The change to the store is computed once, before the MERGE, which then reads it as it
+    is (Delta need not materialize the MERGE's source again); an empty change is a MERGE of
+    no rows, which commits the record and writes no file."""
     store = store_name(view)
     full = reason is not None
     record = RefreshRecord("full" if full else "incremental", current, reason, read_bytes,
-                           table_ids=ids)
+                           table_ids=ids, started_ms=clock.started_ms)
     with committed_write(spark, view, compiled, record, stage="refresh",
-                         before=None if full else previous, read_version=store_version):
+                         before=None if full else previous, read_version=store_version,
+                         clock=clock) as commit:
         if full:
-            execute(spark, codegen.overwrite_statement(store, compiled.full_query))
+            commit(codegen.overwrite_statement(store, compiled.full_query))
             return RefreshResult(view, "full", current, previous, reason=reason,
                                  rows_inserted=spark.table(store).count())
+        with clock.phase("prune"), spark_errors(view):
+            delta = codegen.to_select(prune(spark, compiled.maintenance.delta))
         types = {f.name: f.dataType.simpleString() for f in schema}
-        change = codegen.to_select(prune(spark, compiled.maintenance.delta))
+        checkpoint = None
         try:
-            merged = execute(spark, codegen.merge_statement(compiled.store, store, change,
-                                                            types))
+            with clock.phase("delta"), spark_errors(view):
+                change, checkpoint = kept(spark, spark.sql(delta.sql(DIALECT)))
+                change.createOrReplaceTempView(STORE_CHANGE)
+            spark.conf.set(MATERIALIZE_SOURCE, "none")
+            merged = commit(codegen.merge_statement(
+                compiled.store, store, exp.select("*").from_(STORE_CHANGE), types))
         except (PySparkException, Py4JJavaError) as error:
             if any(code in str(error) for code in OVERFLOW_ERRORS):
                 raise _Overflow() from error
             raise
+        finally:
+            spark.catalog.dropTempView(STORE_CHANGE)
+            if checkpoint is not None:
+                release(checkpoint)
         if not merged:  # Delta skipped it: the transaction was committed already
             raise LostRace()
         metrics = merged[0]

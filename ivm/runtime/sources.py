@@ -12,6 +12,8 @@ keeps duplicates, for ``_ivm_count`` of them, so its change weighs ``±_ivm_coun
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from delta.tables import DeltaTable
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame
@@ -70,7 +72,7 @@ def table_version(spark, table: str) -> int:
 
 def latest_sources(spark, tables) -> tuple[dict[str, int], dict[str, str]]:
     """The latest version and the Delta table id of each of the source ``tables``."""
-    logs = {table: DeltaLogReader(spark, delta_table(spark, table)) for table in tables}
+    logs = {table: DeltaLogReader.of(spark, delta_table(spark, table)) for table in tables}
     return ({table: log.version() for table, log in logs.items()},
             {table: log.table_id() for table, log in logs.items()})
 
@@ -91,8 +93,7 @@ def changes(spark, table: str, columns, after: int, upto: int, repeats: bool | N
     """The net change of ``columns`` of ``table`` over versions ``(after, upto]``, weighted."""
     if upto <= after:
         schema = snapshot(spark, table, columns, after, repeats).schema
-        return spark.createDataFrame([], StructType(schema.fields + [
-            StructField(WEIGHT, LongType(), False)]))
+        return empty(spark, StructType(schema.fields + [StructField(WEIGHT, LongType(), False)]))
     name = table if repeats is None else store_name(table)
     feed = (spark.read.format("delta").option("readChangeFeed", "true")
             .option("startingVersion", after + 1).option("endingVersion", upto).table(name))
@@ -112,28 +113,80 @@ def changes(spark, table: str, columns, after: int, upto: int, repeats: bool | N
             .where(F.col(WEIGHT) != 0).select(*columns, WEIGHT))
 
 
+def kept(spark, frame: DataFrame) -> tuple[DataFrame, DataFrame | None]:
+    """``frame`` computed once, so that later reads do not compute it again: a local
+    checkpoint (its rows kept by the executors, its plan cut), or, when it has no rows, an
+    empty local relation, which Spark's optimizer removes with what it joins. Returns the
+    frame to read and the checkpoint to :func:`release` (None for none).
+
+    (A checkpoint, not ``persist``: a persisted plan keeps its executed form, broadcast
+    relations included, for as long as the JVM holds the plan, and Spark holds on to them.)"""
+    checkpoint = frame.localCheckpoint(eager=False)
+    if checkpoint.count() > 0:      # the one job that computes and keeps the rows
+        return checkpoint, checkpoint
+    release(checkpoint)
+    return empty(spark, frame.schema), None
+
+
+def release(checkpoint: DataFrame) -> None:
+    """Drop the rows of a :func:`kept` checkpoint now, not when the JVM collects it."""
+    checkpoint._jdf.queryExecution().analyzed().rdd().unpersist(False)
+
+
+def empty(spark, schema: StructType) -> DataFrame:
+    """A relation of no rows that Spark's optimizer knows to be empty (a local relation), so
+    that it removes what only joins with it; PySpark's ``createDataFrame([])`` gives an RDD,
+    which Spark must run a job to find empty."""
+    jvm = spark.sparkContext._jvm
+    frame = spark._jsparkSession.createDataFrame(
+        jvm.java.util.ArrayList(), jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()))
+    return DataFrame(frame, spark)
+
+
+@dataclass
+class Bound:
+    """The relations a delta query reads, registered as temporary views."""
+
+    names: list[str] = field(default_factory=list)
+    checkpoints: list[DataFrame] = field(default_factory=list)
+
+
 def bind(spark, sources: dict[str, tuple[str, ...]], before: dict[str, int] | None,
-         after: dict[str, int], wrap=lambda frame: frame) -> list[str]:
-    """Register each source's reads under the names delta queries use; returns the names.
+         after: dict[str, int], wrap=lambda frame: frame) -> Bound:
+    """Register each source's reads under the names delta queries use.
 
     Without ``before`` only the ``AFTER`` snapshots are bound (for a full computation).
-    The first source's reads pass through ``wrap``.
+    With it, each source's change is read here, once (:func:`kept`), for the key sets and
+    the delta query to share. The first source's reads pass through ``wrap``.
     """
-    names = []
+    bound = Bound()
+    try:
+        _bind_each(spark, sources, before, after, wrap, bound)
+    except BaseException:
+        unbind(spark, bound)
+        raise
+    return bound
+
+
+def _bind_each(spark, sources, before, after, wrap, bound: Bound) -> None:
     for i, (table, columns) in enumerate(sources.items()):
         repeats = upstream_repeats_rows(spark, table)
         reads = {Read.AFTER: snapshot(spark, table, columns, after[table], repeats)}
         if before is not None:
             reads[Read.BEFORE] = snapshot(spark, table, columns, before[table], repeats)
-            reads[Read.DELTA] = changes(spark, table, columns, before[table], after[table],
-                                        repeats)
+            change = changes(spark, table, columns, before[table], after[table], repeats)
+            if after[table] > before[table]:
+                change, checkpoint = kept(spark, change)
+                bound.checkpoints += [checkpoint] if checkpoint is not None else []
+            reads[Read.DELTA] = change
         for read, frame in reads.items():
             name = relation_name(table, read)
             (wrap(frame) if i == 0 else frame).createOrReplaceTempView(quote(name))
-            names.append(name)
-    return names
+            bound.names.append(name)
 
 
-def unbind(spark, names: list[str]) -> None:
-    for name in names:
+def unbind(spark, bound: Bound) -> None:
+    for name in bound.names:
         spark.catalog.dropTempView(name)
+    for checkpoint in bound.checkpoints:
+        release(checkpoint)

@@ -129,8 +129,8 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
             properties[COLUMNS] = json.dumps(spelled)
         if freshness is not None:
             properties[FRESHNESS] = str(freshness)
-        with committed_write(work, view, compiled, record, stage="create"):
-            execute(work, codegen.create_table_statement(
+        with committed_write(work, view, compiled, record, stage="create") as commit:
+            commit(codegen.create_table_statement(
                 store, compiled.full_query, properties, replace=is_view,
                 partitioned_by=partitioned_by))
         write_catalog_view(work, view, compiled, properties)
