@@ -13,6 +13,7 @@ keeps duplicates, for ``_ivm_count`` of them, so its change weighs ``±_ivm_coun
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.errors import AnalysisException
@@ -130,7 +131,8 @@ def kept(spark, frame: DataFrame) -> tuple[DataFrame, DataFrame | None]:
 
 def release(checkpoint: DataFrame) -> None:
     """Drop the rows of a :func:`kept` checkpoint now, not when the JVM collects it."""
-    checkpoint._jdf.queryExecution().analyzed().rdd().unpersist(False)
+    frame: Any = checkpoint._jdf    # py4j: the JVM Dataset, whose plan is a LogicalRDD
+    frame.queryExecution().analyzed().rdd().unpersist(False)
 
 
 def empty(spark, schema: StructType) -> DataFrame:
