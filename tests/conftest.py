@@ -12,6 +12,8 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, settings
 
+from cdf import CDF
+
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # Read by every Spark process the tests start; see the file for why.
 SUBPROCESS_CONF_DIR = os.path.join(os.path.dirname(__file__), "spark_conf")
@@ -111,3 +113,14 @@ def served(tmp_path):
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=60)
+
+
+@pytest.fixture
+def shop(spark, fresh_db):
+    spark.sql(f"CREATE TABLE orders (id INT, cust_id INT, amount DECIMAL(10,2), "
+              f"status STRING) USING DELTA {CDF}")
+    spark.sql(f"CREATE TABLE customers (id INT, region STRING) USING DELTA {CDF}")
+    spark.sql("INSERT INTO customers VALUES (1, 'EU'), (2, 'US'), (3, NULL)")
+    spark.sql("INSERT INTO orders VALUES (1, 1, 10.00, 'ok'), (2, 2, NULL, 'ok'), "
+              "(3, 3, 2.50, 'void'), (4, 3, 4.00, 'ok')")
+    return fresh_db

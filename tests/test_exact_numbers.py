@@ -8,7 +8,8 @@ import pytest
 
 import ivm
 from ivm import compile
-from test_views import CDF, assert_equals_query
+from cdf import CDF
+from test_views import assert_equals_query
 
 DECIMALS = {"d1": (18, 8), "d2": (38, 18), "d3": (38, 0), "d4": (10, 2), "d5": (38, 38)}
 

@@ -11,7 +11,8 @@ import ivm
 from ivm.runtime import faults
 from ivm.runtime.catalog import store_name
 from ivm.runtime.refresh import refresh_view
-from test_views import CDF, assert_equals_query, history
+from cdf import CDF
+from test_views import assert_equals_query, history
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 

@@ -5,7 +5,8 @@ import pytest
 
 import ivm
 from ivm.runtime.fallback import MIN_BYTES, RATIO
-from test_views import CDF, assert_equals_query
+from cdf import CDF
+from test_views import assert_equals_query
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 

@@ -4,7 +4,8 @@ import pytest
 
 import ivm
 from ivm.runtime.catalog import store_name
-from test_views import CDF, assert_equals_query, history
+from cdf import CDF
+from test_views import assert_equals_query, history
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 

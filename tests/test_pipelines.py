@@ -7,7 +7,8 @@ import pytest
 
 import ivm
 from ivm.runtime.scheduler import run
-from test_views import CDF, assert_equals_query
+from cdf import CDF
+from test_views import assert_equals_query
 
 POSITIVE = "SELECT k, a FROM r WHERE a > 0"
 PER_KEY = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM positive GROUP BY k"

@@ -1,4 +1,5 @@
-"""Materialized views on Spark + Delta: lifecycle, bookkeeping, and the errors users meet."""
+"""Materialized views on Spark + Delta: lifecycle, bookkeeping, and the errors users meet.
+(The ``shop`` they run in is a fixture of conftest.py.)"""
 
 import json
 
@@ -9,20 +10,8 @@ import ivm
 from ivm.runtime.catalog import store_name
 from ivm.runtime.describe import consumed_versions
 
-CDF = "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
 SALES = ("SELECT c.region, COUNT(*) AS n, SUM(o.amount) AS total FROM orders o "
          "JOIN customers c ON o.cust_id = c.id WHERE o.status <> 'void' GROUP BY c.region")
-
-
-@pytest.fixture
-def shop(spark, fresh_db):
-    spark.sql(f"CREATE TABLE orders (id INT, cust_id INT, amount DECIMAL(10,2), "
-              f"status STRING) USING DELTA {CDF}")
-    spark.sql(f"CREATE TABLE customers (id INT, region STRING) USING DELTA {CDF}")
-    spark.sql("INSERT INTO customers VALUES (1, 'EU'), (2, 'US'), (3, NULL)")
-    spark.sql("INSERT INTO orders VALUES (1, 1, 10.00, 'ok'), (2, 2, NULL, 'ok'), "
-              "(3, 3, 2.50, 'void'), (4, 3, 4.00, 'ok')")
-    return fresh_db
 
 
 def assert_equals_query(spark, view, query):

@@ -1,0 +1,119 @@
+"""What a refresh costs, and how it says so: its phases in its result and its history, the
+plan kept between refreshes, the change's key sets read in one query, and a change that
+leaves the view as it is committed without writing a file."""
+
+import datetime
+from decimal import Decimal
+
+import pytest
+
+from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
+from sqlglot import exp
+
+import ivm
+from ivm import compile
+from ivm.ir import Filter, Scan
+from ivm.runtime import definition, pruning
+from ivm.runtime.catalog import store_name
+from ivm.runtime.phases import PHASES
+from test_views import SALES, assert_equals_query, history
+
+
+def test_a_refresh_records_where_its_time_went(spark, shop):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    spark.sql("INSERT INTO orders VALUES (5, 1, 1.25, 'ok')")
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
+
+    assert list(result.phases) == list(PHASES)
+    assert result.phases["change"].jobs >= 1 and result.phases["write"].jobs >= 1
+    assert sum(p.seconds for p in result.phases.values()) <= result.seconds
+    latest = ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW sales").first()
+    recorded = latest.phases
+    assert set(recorded) == set(PHASES) - {"check"}   # the check follows the commit
+    assert recorded["write"].jobs is None and recorded["write"].seconds > 0
+    for name in ("plan", "versions", "change", "prune", "delta"):
+        assert recorded[name].seconds == pytest.approx(result.phases[name].seconds, abs=2e-3)
+        assert recorded[name].jobs == result.phases[name].jobs
+    assert sum(p.seconds for p in recorded.values()) == pytest.approx(latest.seconds, abs=2e-3)
+
+
+def test_a_refresh_without_change_runs_no_spark_job(spark, shop):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
+    assert result.mode == "noop"
+    assert set(result.phases) == {"plan", "versions"}
+    assert sum(p.jobs for p in result.phases.values()) == 0
+
+
+def test_a_change_the_view_does_not_see_commits_no_file(spark, shop):
+    """The change to the store is empty (a void order): the refresh's commit records the
+    source versions and adds no file."""
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    spark.sql("INSERT INTO orders VALUES (9, 1, 7.00, 'void')")
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
+    assert result.mode == "incremental"
+    last = history(spark, store_name(f"{shop}.sales"))[-1]
+    assert last.operation == "MERGE" and last.operationMetrics["numTargetFilesAdded"] == "0"
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales").mode == "noop"
+    assert_equals_query(spark, "sales", SALES)
+
+
+def test_the_plan_is_kept_until_a_source_schema_changes(spark, shop, monkeypatch):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    compiled = []
+    monkeypatch.setattr(definition, "compile",
+                        lambda *args, **kwargs: compiled.append(1) or compile(*args, **kwargs))
+    for amount in ("1.00", "2.00"):
+        spark.sql(f"INSERT INTO orders VALUES (7, 2, {amount}, 'ok')")
+        assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales").mode == "incremental"
+    assert compiled == [1], "compiled once, then kept"
+
+    spark.sql("ALTER TABLE customers ADD COLUMNS (segment STRING)")
+    spark.sql("INSERT INTO customers VALUES (4, 'EU', 'retail')")
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
+    assert compiled == [1, 1], "a source's schema changed: compiled again"
+    assert_equals_query(spark, "sales", SALES)
+
+
+def test_every_key_set_is_read_in_one_query(spark, fresh_db, monkeypatch):
+    """Key sets of several types, with NULLs, and one with more keys than MAX_KEYS, read
+    together: each comes back sorted in its column's order, as if read alone."""
+    monkeypatch.setattr(pruning, "MAX_KEYS", 5)
+    spark.sql("CREATE TABLE r (i INT, s STRING, d DATE, m DECIMAL(20, 4)) USING DELTA")
+    spark.sql("INSERT INTO r VALUES (3, 'b', DATE'2024-02-29', 1.5), (1, NULL, NULL, -2), "
+              "(3, 'a', DATE'2023-01-01', NULL), (2, 'B', DATE'2024-02-29', 1.5)")
+    spark.sql("INSERT INTO r SELECT id, 'z', NULL, id FROM range(10, 20)")
+    table = Scan(f"{fresh_db}.r", "r", ("i", "s", "d", "m"))
+    small = Filter(table, exp.condition("r.i < 10"))
+    wanted = [(small, "i"), (small, "s"), (small, "d"), (small, "m"), (table, "m")]
+    actions = []
+    collect = ClassicFrame.collect
+    monkeypatch.setattr(ClassicFrame, "collect",
+                        lambda frame: actions.append(frame) or collect(frame))
+    found = pruning._distinct_keys(spark, wanted)
+    assert len(actions) == 1
+    assert found[wanted[0]] == ([1, 2, 3], False)
+    assert found[wanted[1]] == (["B", "a", "b"], True)
+    assert found[wanted[2]] == ([datetime.date(2023, 1, 1), datetime.date(2024, 2, 29)], True)
+    assert found[wanted[3]] == ([Decimal("-2.0000"), Decimal("1.5000")], True)
+    assert found[wanted[4]] is None, "13 keys: more than MAX_KEYS"
+
+
+def test_a_refresh_keeps_nothing_after_it(spark, shop):
+    """The changes a refresh kept (the sources', the store's) are released when it ends;
+    Delta's own cached table states may stay."""
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    spark.sql("INSERT INTO orders VALUES (5, 1, 1.25, 'ok')")
+    spark.sql("UPDATE customers SET region = 'APAC' WHERE id = 3")
+    before = set(_persisted(spark))
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales").mode == "incremental"
+    kept = {rdd: name for rdd, name in _persisted(spark).items()
+            if rdd not in before and not name.startswith("Delta")}
+    assert not kept, kept
+    assert_equals_query(spark, "sales", SALES)
+
+
+def _persisted(spark) -> dict[int, str]:
+    """The persisted RDDs of the Spark application: id → name."""
+    found = spark.sparkContext._jsc.getPersistentRDDs()
+    return {int(rdd): str(found[rdd].name()) for rdd in found}
