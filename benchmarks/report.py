@@ -61,7 +61,25 @@ def medians(rows: list[dict]) -> dict[tuple, dict[str, float]]:
     for key, group in groups.items():
         result[key] = {f: median(_number(r[f]) for r in group) for f in figures}
         result[key]["modes"] = "/".join(sorted({r["mode"] for r in group}))
+        phases = [_phases(r.get("phases") or "") for r in group]
+        for name in dict.fromkeys(n for p in phases for n in p):
+            result[key][f"phase {name}"] = median(p.get(name, (0.0, 0))[0] for p in phases)
+            result[key][f"jobs {name}"] = median(p.get(name, (0.0, 0))[1] for p in phases)
     return result
+
+
+def _phases(text: str) -> dict[str, tuple[float, int]]:
+    """A refresh's phases as ``measurements.csv`` keeps them: ``name=seconds/jobs ...``.
+
+    >>> _phases("plan=0.050/0 write=0.700/6")
+    {'plan': (0.05, 0), 'write': (0.7, 6)}
+    """
+    found = {}
+    for item in text.split():
+        name, figures = item.split("=")
+        seconds, jobs = figures.split("/")
+        found[name] = (float(seconds), int(jobs) if jobs != "None" else 0)
+    return found
 
 
 def _geomean(values: list[float]) -> float:
@@ -180,18 +198,21 @@ def write(out: Path, machine: dict[str, str], minutes: float | None = None,
                           lambda view, column: _cell(summary, column.split()[1], 0.0, view,
                                                      column.split()[2]), views)
 
+    lines += _phase_tables(summary, scales, views)
+
     batch_scale = max(scales, key=lambda s: len({k[1] for k in summary if k[0] == s}))
     fractions = sorted({k[1] for k in summary if k[0] == batch_scale and k[1] > 0})
-    lines += _curve_table(f"## Refresh time against batch size, SF {batch_scale}",
-                          [f"{f:.2%}" for f in fractions],
-                          lambda view, c: _cell(summary, batch_scale,
-                                                fractions[[f"{f:.2%}" for f in fractions]
-                                                          .index(c)], view), views)
-    _plot(out / "batch_size.png", f"Incremental refresh against batch size, SF {batch_scale}",
-          "batch, fraction of lineitem",
-          {v: [(f, summary[(batch_scale, f, v, "incremental")]["seconds"])
-               for f in fractions if (batch_scale, f, v, "incremental") in summary]
-           for v in views})
+    if fractions:
+        lines += _curve_table(f"## Refresh time against batch size, SF {batch_scale}",
+                              [f"{f:.2%}" for f in fractions],
+                              lambda view, c: _cell(summary, batch_scale,
+                                                    fractions[[f"{f:.2%}" for f in fractions]
+                                                              .index(c)], view), views)
+        _plot(out / "batch_size.png", f"Incremental refresh against batch size, SF {batch_scale}",
+              "batch, fraction of lineitem",
+              {v: [(f, summary[(batch_scale, f, v, "incremental")]["seconds"])
+                   for f in fractions if (batch_scale, f, v, "incremental") in summary]
+               for v in views})
     curve_scales = [s for s in scales if any(k[0] == s and k[1] == SCALE_CURVE_FRACTION
                                              for k in summary)]
     if len(curve_scales) > 1:
@@ -209,6 +230,29 @@ def write(out: Path, machine: dict[str, str], minutes: float | None = None,
                    if (s, SCALE_CURVE_FRACTION, v, "incremental") in summary]
                for v in views})
     (out / "results.md").write_text("\n".join(lines))
+
+
+def _phase_tables(summary, scales: list[str], views: list[str]) -> list[str]:
+    """Where the time of a one-row refresh goes: each phase's median seconds (and Spark
+    jobs), per scale factor (see ``ivm.runtime.phases``)."""
+    lines = []
+    for scale in scales:
+        measured = {v: summary.get((scale, 0.0, v, "one_row")) for v in views}
+        names = list(dict.fromkeys(key.split(" ", 1)[1] for m in measured.values() if m
+                                   for key in m if key.startswith("phase ")))
+        if not names:
+            continue
+        lines += [f"### Where a one-row refresh's time goes, SF {scale}", "",
+                  "Median seconds of each phase, and in parentheses its Spark jobs.", "",
+                  "| view | " + " | ".join(names) + " | total |",
+                  "|---|" + "---:|" * (len(names) + 1)]
+        for view, m in measured.items():
+            if m:
+                lines.append(f"| {view} | " + " | ".join(
+                    f"{m.get(f'phase {n}', 0):.2f} ({m.get(f'jobs {n}', 0):.0f})"
+                    for n in names) + f" | {m['seconds']:.2f} |")
+        lines.append("")
+    return lines
 
 
 def _cell(summary, scale: str, fraction: float, view: str, kind: str = "incremental") -> str:

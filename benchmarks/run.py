@@ -4,6 +4,7 @@
     python -m benchmarks.run --setting core         # SF 0.1, the core views: half an hour
     python -m benchmarks.run --setting every        # SF 0.1, every view: about an hour
     python -m benchmarks.run --setting full         # SF 0.1, 1 and 10, the core views: hours
+    python -m benchmarks.run --setting fixed        # SF 0.1: no-op and one-row refreshes only
 
 For each scale factor: generate TPC-H (cached), load it into Delta tables with change data
 feed on (cached: later runs RESTORE the tables to their loaded version), create the views,
@@ -45,13 +46,17 @@ SETTINGS = {
     "every": dict(scales={"0.1": [0.001, 0.01]}, views=None, repetitions=2),
     "full": dict(scales={"0.1": [0.001], "1": [0.0001, 0.001, 0.01, 0.1], "10": [0.001]},
                  views=[*CORE, "latest_order", "revenue_bands"], repetitions=2),
+    # the fixed cost of a refresh, to check a change of the refresh path in minutes
+    "fixed": dict(scales={"0.1": []}, views=[*CORE, "latest_order", "revenue_bands"],
+                  repetitions=3),
 }
 
 #: Shuffle partitions per scale factor (ivm's local default of 4 suits small data only).
 SHUFFLE_PARTITIONS = {"0.1": 4, "1": 8, "10": 32}
 
 FIELDS = ["scale", "fraction", "repetition", "view", "kind", "mode", "seconds", "rows_read",
-          "bytes_read", "bytes_shuffled", "files_written", "bytes_written", "heap_peak_bytes"]
+          "bytes_read", "bytes_shuffled", "files_written", "bytes_written", "heap_peak_bytes",
+          "phases"]
 
 
 def log(message: str) -> None:
@@ -102,11 +107,14 @@ class Run:
         self.spark, self.scale, self.views, self.writer = spark, scale, chosen, writer
         self.meter = Meter(spark)
 
-    def record(self, fraction, repetition, view, kind, mode, cost, files=0, size=0):
+    def record(self, fraction, repetition, view, kind, mode, cost, files=0, size=0,
+               phases=None):
         self.writer.writerow({
             "scale": self.scale, "fraction": fraction, "repetition": repetition,
             "view": view.name, "kind": kind, "mode": mode, "files_written": files,
-            "bytes_written": size, **dataclasses.asdict(cost)})
+            "bytes_written": size, **dataclasses.asdict(cost),
+            "phases": " ".join(f"{name}={p.seconds:.3f}/{p.jobs}"
+                               for name, p in (phases or {}).items())})
 
     def refresh(self, fraction, repetition, kind) -> None:
         for view in self.views:
@@ -114,7 +122,8 @@ class Run:
                 lambda: ivm.sql(self.spark, f"REFRESH MATERIALIZED VIEW {view.name}"))
             files, size = (0, 0) if result.mode == "noop" else \
                 written(self.spark, store_name(f"{database(self.scale)}.{view.name}"))
-            self.record(fraction, repetition, view, kind, result.mode, cost, files, size)
+            self.record(fraction, repetition, view, kind, result.mode, cost, files, size,
+                        result.phases)
             if kind == "incremental" and result.mode != "incremental":
                 log(f"  {view.name}: {result}")
 
