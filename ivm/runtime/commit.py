@@ -68,6 +68,11 @@ def isolated(spark, pinned: dict[str, str] | None = None):
     yield own
 
 
+def execute(spark, statement) -> list:
+    """Run the sqlglot ``statement`` in ``spark``; its rows."""
+    return spark.sql(statement.sql(DIALECT)).collect()
+
+
 def retrying(spark, view: str, write):
     """``write(session, view, properties)`` in a session of its own under the settings the
     view's CREATE pinned, each Delta log it plans from read once; again, from a fresh read
@@ -105,7 +110,7 @@ def committed_write(spark, view: str, compiled: CompiledView, record: RefreshRec
         with timer.phase("write"):
             final = record if clock is None else replace(record, phases=clock.summary())
             with spark_errors(view), _commit_settings(spark, view, final, read_version):
-                return spark.sql(statement.sql(DIALECT)).collect()
+                return execute(spark, statement)
     try:
         faults.reach(f"{stage}.before_write")
         yield commit

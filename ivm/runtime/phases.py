@@ -4,9 +4,10 @@ A refresh runs its phases one after the other (:data:`PHASES`): ``plan`` (the de
 compiled), ``versions`` (the store's and the sources' logs read), ``change`` (the sources'
 change read and kept), ``prune`` (the change's key sets read), ``delta`` (the delta query
 computed: the change to the store), ``write`` (the MERGE or overwrite, up to its commit)
-and ``check`` (the commit's record read back). A :class:`PhaseClock` times them and counts the Spark jobs each
-started: the refresh tags its jobs (Spark's job tags are per thread, so the jobs of other
-threads are not counted), and each job belongs to the phase in which it was submitted.
+and ``check`` (the commit's record read back). A :class:`PhaseClock` times them and counts
+the Spark jobs each started: the refresh tags its jobs (Spark's job tags are per thread, so
+the jobs of other threads are not counted), and each job belongs to the phase in which it
+was submitted.
 
 >>> clock = PhaseClock(None)
 >>> with clock.phase("plan"):
@@ -30,10 +31,6 @@ class Phase:
     seconds: float
     jobs: int | None            # None: not counted (no Spark context to ask)
     started_ms: int = 0
-
-    def __str__(self) -> str:
-        jobs = "" if self.jobs is None else f", {self.jobs} job{'s' * (self.jobs != 1)}"
-        return f"{self.seconds:.2f}s{jobs}"
 
 
 class PhaseClock:

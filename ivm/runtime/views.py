@@ -25,12 +25,11 @@ from pyspark.errors import PySparkException
 from ivm import codegen
 from ivm.compiler import CompiledView, compile
 from ivm.errors import CatalogError, ViewExists, ViewInUse, ViewNotFound
-from ivm.names import DIALECT
 from ivm.runtime import faults
 from ivm.runtime.analysis import analyse, refuse_temporary
 from ivm.runtime.catalog import (COLUMNS, DEFINITION, FRESHNESS, SUSPENDED, VIEW, catalog_schema,
                                  check_name, qualified_name, store_name, store_properties)
-from ivm.runtime.commit import committed_write, isolated
+from ivm.runtime.commit import committed_write, execute, isolated
 from ivm.runtime.definition import pin, view_properties
 from ivm.runtime.delta_log import CDF_PROPERTY
 from ivm.runtime.describe import consumed_versions
@@ -40,10 +39,6 @@ from ivm.runtime.sources import check_source, latest_sources
 from ivm.runtime.wide import apply_plan_settings
 
 STORE = "ivm.store"
-
-
-def execute(spark, statement) -> list:
-    return spark.sql(statement.sql(DIALECT)).collect()
 
 
 def _is_materialized_view(spark, view: str) -> bool:
