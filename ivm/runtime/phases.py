@@ -7,7 +7,8 @@ computed: the change to the store), ``write`` (the MERGE or overwrite, up to its
 and ``check`` (the commit's record read back). A :class:`PhaseClock` times them and counts
 the Spark jobs each started: the refresh tags its jobs (Spark's job tags are per thread, so
 the jobs of other threads are not counted), and each job belongs to the phase in which it
-was submitted.
+was submitted. Spark learns of a job from its listener bus, which runs behind the jobs
+themselves, so the count first waits for the bus to catch up (:data:`LISTENER_WAIT_MS`).
 
 >>> clock = PhaseClock(None)
 >>> with clock.phase("plan"):
@@ -23,7 +24,13 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from py4j.protocol import Py4JJavaError
+
 PHASES = ("plan", "versions", "change", "prune", "delta", "write", "check")
+
+LISTENER_WAIT_MS = 10_000
+"""How long a count waits for Spark's listener bus to deliver the jobs' events; a bus that
+stays busy longer leaves the count short by the jobs it has not delivered."""
 
 
 @dataclass
@@ -74,6 +81,10 @@ class PhaseClock:
         if self._context is None:
             return
         context = self._context._jsc.sc()
+        try:
+            context.listenerBus().waitUntilEmpty(LISTENER_WAIT_MS)
+        except Py4JJavaError:   # a TimeoutException: count what Spark has seen
+            pass
         tracker, store = context.statusTracker(), context.statusStore()
         submitted = []
         for job in tracker.getJobIdsForTag(self.tag):
