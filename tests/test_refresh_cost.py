@@ -3,6 +3,7 @@ plan kept between refreshes, the change's key sets read in one query, and a chan
 leaves the view as it is committed without writing a file."""
 
 import datetime
+import json
 from decimal import Decimal
 
 import pytest
@@ -13,7 +14,7 @@ from sqlglot import exp
 import ivm
 from ivm import compile
 from ivm.ir import Filter, Scan
-from ivm.runtime import definition, pruning
+from ivm.runtime import definition, pruning, refresh
 from ivm.runtime.catalog import store_name
 from ivm.runtime.phases import PHASES
 from test_views import SALES, assert_equals_query, history
@@ -53,9 +54,30 @@ def test_a_change_the_view_does_not_see_commits_no_file(spark, shop):
     result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
     assert result.mode == "incremental"
     last = history(spark, store_name(f"{shop}.sales"))[-1]
-    assert last.operation == "MERGE" and last.operationMetrics["numTargetFilesAdded"] == "0"
+    assert json.loads(last.userMetadata)["ivm"]["mode"] == "incremental"
+    added = {k: v for k, v in last.operationMetrics.items() if "Added" in k or "FilesAdded" in k}
+    assert added and set(added.values()) == {"0"}, added
+    assert (result.rows_inserted, result.rows_updated, result.rows_deleted) == (0, 0, 0)
+    recorded = ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW sales").first()
+    assert (recorded.rows_inserted, recorded.rows_updated, recorded.rows_deleted) == (0, 0, 0)
     assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales").mode == "noop"
     assert_equals_query(spark, "sales", SALES)
+
+
+def test_a_small_store_is_merged_into_in_fewer_jobs(spark, shop, monkeypatch):
+    """The same change merged into the store as into a small one and as into a large one:
+    the same rows, and the small store's MERGE runs its stages in fewer Spark jobs."""
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    write_jobs = {}
+    for small, amount in ((1 << 40, "1.25"), (0, "2.50")):
+        monkeypatch.setattr(refresh, "SMALL_STORE_BYTES", small)
+        spark.sql(f"INSERT INTO orders VALUES (5, 1, {amount}, 'ok')")
+        result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
+        assert result.mode == "incremental" and result.rows_updated == 1
+        assert_equals_query(spark, "sales", SALES)
+        write_jobs[small > 0] = result.phases["write"].jobs
+    assert write_jobs[True] < write_jobs[False], write_jobs
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "true", "the session keeps its own"
 
 
 def test_the_plan_is_kept_until_a_source_schema_changes(spark, shop, monkeypatch):

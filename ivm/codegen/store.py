@@ -100,6 +100,19 @@ def merge_statement(store: Store, target: str, change: exp.Query,
         on=on, whens=exp.Whens(expressions=whens))
 
 
+def record_only_statement(target: str) -> exp.Update:
+    """An ``UPDATE`` of no row: the commit of a change that leaves every stored row as it
+    is, carrying the refresh's record. It writes no file, and costs Delta less than a
+    ``MERGE`` of no rows (no join to plan and run).
+
+    >>> record_only_statement("db.v__ivm_store").sql("spark")
+    'UPDATE db.v__ivm_store SET _ivm_count = _ivm_count WHERE FALSE'
+    """
+    return exp.Update(this=exp.to_table(target, dialect=DIALECT),
+                      expressions=[exp.EQ(this=exp.column(COUNT), expression=exp.column(COUNT))],
+                      where=exp.Where(this=exp.false()))
+
+
 def view_query(store: Store, target: str, spelled: tuple[str, ...] | None = None
                ) -> exp.Select:
     """The query behind the view: its columns from the store, each row repeated as counted,

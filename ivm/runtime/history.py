@@ -117,7 +117,9 @@ def history(spark, store: str) -> DataFrame:
         .alias("seconds"), F.lit(None).cast("int").alias("jobs")))
 
     def metric(*names):
-        return F.coalesce(*(metrics[n] for n in names)).cast("bigint")
+        # a commit of the record alone (an UPDATE of no row) changed no row
+        nothing = F.when(F.col("operation") == "UPDATE", F.lit(0))
+        return F.coalesce(*(metrics[n] for n in names), nothing).cast("bigint")
 
     return (DeltaTable.forName(spark, store).history()
             .withColumn("record", record).where(F.col("record.refresh").isNotNull())

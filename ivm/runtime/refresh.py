@@ -10,6 +10,7 @@ when another refresh of the view committed first.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
@@ -42,6 +43,9 @@ class _Overflow(Exception):
 STORE_CHANGE = "_ivm_store_change"
 """The temporary view of the change to the store, which the MERGE reads."""
 MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
+ADAPTIVE, SHUFFLE_PARTITIONS = "spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions"
+SMALL_STORE_BYTES = 64 * 1024 * 1024
+"""A store up to this size is merged into by one task per stage (:func:`_merge_settings`)."""
 
 OVERFLOW_REASON = "a sum overflowed its type while folding the change"
 OVERFLOW_ERRORS = (OVERFLOW, "NUMERIC_VALUE_OUT_OF_RANGE", "ARITHMETIC_OVERFLOW",
@@ -171,6 +175,34 @@ def _refresh(spark, view: str, properties: dict[str, str], full: bool,
     return result
 
 
+def _merge_settings(spark, store: str) -> dict[str, str]:
+    """Settings for the MERGE into ``store``. Into a store of at most
+    :data:`SMALL_STORE_BYTES`, it runs one task per stage, each stage in the job of its
+    action: Delta rewrites at most the whole (small) store, and adaptive execution would run
+    each shuffle of the MERGE's joins as a Spark job of its own (11 jobs against 5 for a
+    one-row change, a third of the MERGE's time here)."""
+    size = DeltaLogReader.of(spark, store).size_in_bytes()
+    if size is None or size > SMALL_STORE_BYTES:
+        return {}
+    return {ADAPTIVE: "false", SHUFFLE_PARTITIONS: "1", "spark.sql.codegen.wholeStage": "false"}
+
+
+@contextmanager
+def _settings(spark, settings: dict[str, str]):
+    """``settings`` on ``spark`` for the block, the values before restored after it."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
 def _inexact_sums(compiled: CompiledView, schema) -> str | None:
     """Why the store's sums cannot be folded, if one is stored as a type whose addition is
     inexact (floating point)."""
@@ -190,8 +222,8 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
     ``ids``: the sources' Delta table ids.
 
     The change to the store is computed once, before the MERGE, which then reads it as it
-    is (Delta need not materialize the MERGE's source again); an empty change is a MERGE of
-    no rows, which commits the record and writes no file."""
+    is (Delta need not materialize the MERGE's source again); an empty change commits the
+    record alone, and writes no file."""
     store = store_name(view)
     full = reason is not None
     record = RefreshRecord("full" if full else "incremental", current, reason, read_bytes,
@@ -210,10 +242,15 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
         try:
             with clock.phase("delta"), spark_errors(view):
                 change, checkpoint = kept(spark, spark.sql(delta.sql(DIALECT)))
-                change.createOrReplaceTempView(STORE_CHANGE)
+                settings = _merge_settings(spark, store) if checkpoint is not None else {}
+            if checkpoint is None:  # no stored row changes: the commit carries the record
+                commit(codegen.record_only_statement(store))
+                return RefreshResult(view, "incremental", current, previous)
+            change.createOrReplaceTempView(STORE_CHANGE)
             spark.conf.set(MATERIALIZE_SOURCE, "none")
-            merged = commit(codegen.merge_statement(
-                compiled.store, store, exp.select("*").from_(STORE_CHANGE), types))
+            with _settings(spark, settings):
+                merged = commit(codegen.merge_statement(
+                    compiled.store, store, exp.select("*").from_(STORE_CHANGE), types))
         except (PySparkException, Py4JJavaError) as error:
             if any(code in str(error) for code in OVERFLOW_ERRORS):
                 raise _Overflow() from error
