@@ -131,13 +131,24 @@ def _commit_settings(spark, view: str, record: RefreshRecord, read_version: int 
     conf = {USER_METADATA: record.to_json()}
     if read_version is not None:
         conf |= {TXN_APP_ID: f"ivm:{view}", TXN_VERSION: str(read_version)}
-    for key, value in conf.items():
+    with session_settings(spark, conf):
+        yield
+
+
+@contextmanager
+def session_settings(spark, settings: dict[str, str]):
+    """``settings`` on ``spark`` for the block; the values from before it put back after."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
         spark.conf.set(key, value)
     try:
         yield
     finally:
-        for key in conf:
-            spark.conf.unset(key)
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 @contextmanager

@@ -10,7 +10,6 @@ when another refresh of the view committed first.
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
@@ -21,7 +20,8 @@ from ivm.compiler import CompiledView
 from ivm.errors import CatalogError, SourceError, StateError
 from ivm.names import DIALECT
 from ivm.runtime.catalog import qualified_name, store_name
-from ivm.runtime.commit import LostRace, committed_write, retrying, spark_errors
+from ivm.runtime.commit import (LostRace, committed_write, retrying, session_settings,
+                                spark_errors)
 from ivm.runtime.definition import compile_definition
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.fallback import estimate, replaced_source
@@ -187,22 +187,6 @@ def _merge_settings(spark, store: str) -> dict[str, str]:
     return {ADAPTIVE: "false", SHUFFLE_PARTITIONS: "1", "spark.sql.codegen.wholeStage": "false"}
 
 
-@contextmanager
-def _settings(spark, settings: dict[str, str]):
-    """``settings`` on ``spark`` for the block, the values before restored after it."""
-    before = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
-
-
 def _inexact_sums(compiled: CompiledView, schema) -> str | None:
     """Why the store's sums cannot be folded, if one is stored as a type whose addition is
     inexact (floating point)."""
@@ -248,7 +232,7 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
                 return RefreshResult(view, "incremental", current, previous)
             change.createOrReplaceTempView(STORE_CHANGE)
             spark.conf.set(MATERIALIZE_SOURCE, "none")
-            with _settings(spark, settings):
+            with session_settings(spark, settings):
                 merged = commit(codegen.merge_statement(
                     compiled.store, store, exp.select("*").from_(STORE_CHANGE), types))
         except (PySparkException, Py4JJavaError) as error:
