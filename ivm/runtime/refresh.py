@@ -44,6 +44,7 @@ STORE_CHANGE = "_ivm_store_change"
 """The temporary view of the change to the store, which the MERGE reads."""
 MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
 ADAPTIVE, SHUFFLE_PARTITIONS = "spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions"
+WHOLE_STAGE_CODEGEN = "spark.sql.codegen.wholeStage"
 SMALL_STORE_BYTES = 64 * 1024 * 1024
 """A store up to this size is merged into by one task per stage (:func:`_merge_settings`)."""
 
@@ -180,11 +181,12 @@ def _merge_settings(spark, store: str) -> dict[str, str]:
     :data:`SMALL_STORE_BYTES`, it runs one task per stage, each stage in the job of its
     action: Delta rewrites at most the whole (small) store, and adaptive execution would run
     each shuffle of the MERGE's joins as a Spark job of its own (11 jobs against 5 for a
-    one-row change, a third of the MERGE's time here)."""
+    one-row change, a third of the MERGE's time here). Its few rows are evaluated without
+    compiling code for each stage (whole-stage codegen off)."""
     size = DeltaLogReader.of(spark, store).size_in_bytes()
     if size is None or size > SMALL_STORE_BYTES:
         return {}
-    return {ADAPTIVE: "false", SHUFFLE_PARTITIONS: "1", "spark.sql.codegen.wholeStage": "false"}
+    return {ADAPTIVE: "false", SHUFFLE_PARTITIONS: "1", WHOLE_STAGE_CODEGEN: "false"}
 
 
 def _inexact_sums(compiled: CompiledView, schema) -> str | None:
