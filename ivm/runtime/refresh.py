@@ -177,16 +177,18 @@ def _refresh(spark, view: str, properties: dict[str, str], full: bool,
 
 
 def _merge_settings(spark, store: str) -> dict[str, str]:
-    """Settings for the MERGE into ``store``. Into a store of at most
-    :data:`SMALL_STORE_BYTES`, it runs one task per stage, each stage in the job of its
-    action: Delta rewrites at most the whole (small) store, and adaptive execution would run
-    each shuffle of the MERGE's joins as a Spark job of its own (11 jobs against 5 for a
+    """Settings for the MERGE into ``store``. Its source, the change to the store, is kept
+    already: Delta need not materialize it again. Into a store of at most
+    :data:`SMALL_STORE_BYTES`, the MERGE runs one task per stage, each stage in the job of
+    its action: Delta rewrites at most the whole (small) store, and adaptive execution would
+    run each shuffle of the MERGE's joins as a Spark job of its own (11 jobs against 5 for a
     one-row change, a third of the MERGE's time here). Its few rows are evaluated without
     compiling code for each stage (whole-stage codegen off)."""
+    settings = {MATERIALIZE_SOURCE: "none"}
     size = DeltaLogReader.of(spark, store).size_in_bytes()
-    if size is None or size > SMALL_STORE_BYTES:
-        return {}
-    return {ADAPTIVE: "false", SHUFFLE_PARTITIONS: "1", WHOLE_STAGE_CODEGEN: "false"}
+    if size is not None and size <= SMALL_STORE_BYTES:
+        settings |= {ADAPTIVE: "false", SHUFFLE_PARTITIONS: "1", WHOLE_STAGE_CODEGEN: "false"}
+    return settings
 
 
 def _inexact_sums(compiled: CompiledView, schema) -> str | None:
@@ -233,7 +235,6 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
                 commit(codegen.record_only_statement(store))
                 return RefreshResult(view, "incremental", current, previous)
             change.createOrReplaceTempView(STORE_CHANGE)
-            spark.conf.set(MATERIALIZE_SOURCE, "none")
             with session_settings(spark, settings):
                 merged = commit(codegen.merge_statement(
                     compiled.store, store, exp.select("*").from_(STORE_CHANGE), types))
