@@ -14,7 +14,7 @@ from sqlglot import exp
 import ivm
 from ivm import compile
 from ivm.ir import Filter, Scan
-from ivm.runtime import definition, pruning, refresh
+from ivm.runtime import definition, execution, pruning
 from ivm.runtime.catalog import store_name
 from ivm.runtime.phases import PHASES
 from test_views import SALES, assert_equals_query, history
@@ -70,7 +70,7 @@ def test_a_small_store_is_merged_into_in_fewer_jobs(spark, shop, monkeypatch):
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
     write_jobs = {}
     for small, amount in ((1 << 40, "1.25"), (0, "2.50")):
-        monkeypatch.setattr(refresh, "SMALL_STORE_BYTES", small)
+        monkeypatch.setattr(execution, "SMALL_STORE_BYTES", small)
         spark.sql(f"INSERT INTO orders VALUES (5, 1, {amount}, 'ok')")
         result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
         assert result.mode == "incremental" and result.rows_updated == 1
@@ -78,6 +78,30 @@ def test_a_small_store_is_merged_into_in_fewer_jobs(spark, shop, monkeypatch):
         write_jobs[small > 0] = result.phases["write"].jobs
     assert write_jobs[True] < write_jobs[False], write_jobs
     assert spark.conf.get("spark.sql.adaptive.enabled") == "true", "the session keeps its own"
+
+
+def test_a_refresh_of_little_data_compiles_no_code(spark, shop):
+    """Refreshes reading less than ``spark.ivm.interpretedMaxBytes`` evaluate their
+    expressions without compiling Java code; others compile it. Each gives the query's rows.
+    (Spark counts the classes it compiles in ``CodegenMetrics``.)"""
+    compilations = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics \
+        .METRIC_COMPILATION_TIME()
+    # a query of its own, so that no earlier test compiled its code
+    query = ("SELECT c.region, MAX(o.amount) AS top, COUNT(*) AS n FROM orders o "
+             "JOIN customers c ON o.cust_id = c.id WHERE o.id < 1000 GROUP BY c.region")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW top_amounts AS {query}")
+    compiled = []
+    for round_, limit in enumerate((None, None, "0")):  # the first warms Delta's own code
+        if limit is not None:
+            spark.conf.set(execution.INTERPRETED_MAX_BYTES, limit)
+        spark.sql(f"INSERT INTO orders VALUES ({20 + round_}, 2, {round_}.5, 'ok')")
+        before = compilations.getCount()
+        assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW top_amounts").mode == "incremental"
+        compiled.append(compilations.getCount() - before)
+        spark.conf.unset(execution.INTERPRETED_MAX_BYTES)
+        assert_equals_query(spark, "top_amounts", query)
+    assert compiled[1] == 0 and compiled[2] > 0, compiled
+    assert spark.conf.get(execution.FACTORY_MODE) == "FALLBACK", "the session keeps its own"
 
 
 def test_the_plan_is_kept_until_a_source_schema_changes(spark, shop, monkeypatch):

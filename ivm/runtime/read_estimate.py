@@ -37,25 +37,61 @@ def size(n: int | None) -> str:
     return f"{amount:.1f} GiB"
 
 
-def read_estimate(spark, compiled: CompiledView, view: str | None = None) -> str:
-    """The estimate as explain lines; ``view`` (qualified) adds its pending change."""
+def _reads(compiled: CompiledView) -> dict[str, set[Read]]:
+    """The reads of each source that the delta query of ``compiled`` makes."""
     reads: dict[str, set[Read]] = {}
     for scan in scans(compiled.maintenance.delta):
         reads.setdefault(scan.table, set()).add(scan.read)
-    sizes = {table: DeltaLogReader(spark, delta_table(spark, table)).size_in_bytes()
-             for table in compiled.sources}
+    return reads
+
+
+def _snapshot_bytes(kinds: set[Read], table_bytes: int | None) -> int | None:
+    """The bytes of a table's snapshots read by reads ``kinds`` (at most all of each)."""
+    count = sum(k in kinds for k in SNAPSHOTS) + (Read.TABLE in kinds)
+    return 0 if count == 0 else None if table_bytes is None else count * table_bytes
+
+
+def source_bytes(spark, tables) -> dict[str, int | None]:
+    """The size of each of the source ``tables`` (None where its log does not say)."""
+    return {table: DeltaLogReader.of(spark, delta_table(spark, table)).size_in_bytes()
+            for table in tables}
+
+
+def total_source_bytes(spark, tables) -> int | None:
+    """The size of all of the source ``tables``: what a full recompute reads at most; None
+    if a log does not say."""
+    sizes = list(source_bytes(spark, tables).values())
+    return None if None in sizes else sum(s for s in sizes if s is not None)
+
+
+def incremental_read_bytes(spark, compiled: CompiledView, change_bytes: int | None,
+                           store_bytes: int | None) -> int | None:
+    """At most what an incremental refresh of ``compiled`` reads: the sources' change of
+    ``change_bytes``, every snapshot its delta query reads (the latest version's size standing
+    for an earlier one's), and the store of ``store_bytes`` that the change is merged into;
+    None if a size is not known."""
+    reads = _reads(compiled)
+    sizes = source_bytes(spark, [t for t, kinds in reads.items() if kinds - {Read.DELTA}])
+    known = [change_bytes, store_bytes,
+             *(_snapshot_bytes(kinds, sizes.get(table)) for table, kinds in reads.items())]
+    return None if None in known else sum(n for n in known if n is not None)
+
+
+def read_estimate(spark, compiled: CompiledView, view: str | None = None) -> str:
+    """The estimate as explain lines; ``view`` (qualified) adds its pending change."""
+    reads = _reads(compiled)
+    sizes = source_bytes(spark, compiled.sources)
     lines = ["estimate of what a refresh reads (from the sources' Delta logs):"]
-    snapshot_bytes = 0
     for table, kinds in sorted(reads.items()):
         parts = ["its change (Δ)"] if Read.DELTA in kinds else []
         snapshots = [k.value for k in SNAPSHOTS if k in kinds]
         if snapshots:
             parts.append(f"up to {size(sizes[table])} per snapshot ({', '.join(snapshots)})")
-            snapshot_bytes += (sizes[table] or 0) * len(snapshots)
         if Read.TABLE in kinds:
             parts.append(f"all of it ({size(sizes[table])})")
-            snapshot_bytes += sizes[table] or 0
         lines.append(f"  {table} ({size(sizes[table])}): {'; '.join(parts)}")
+    snapshot_bytes = sum(_snapshot_bytes(kinds, sizes[table]) or 0
+                         for table, kinds in reads.items())
     lines.append(f"  a refresh: the change + up to {size(snapshot_bytes)} of snapshots; "
                  f"a full recompute: {size(sum(s or 0 for s in sizes.values()))}")
     if view is not None and store_properties(spark, view) is not None:

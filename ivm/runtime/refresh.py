@@ -24,14 +24,16 @@ from ivm.runtime.commit import (LostRace, committed_write, retrying, session_set
                                 spark_errors)
 from ivm.runtime.definition import compile_definition
 from ivm.runtime.delta_log import DeltaLogReader
+from ivm.runtime.execution import (apply_settings, evaluation_settings, merge_settings,
+                                   plan_settings)
 from ivm.runtime.fallback import estimate, replaced_source
 from ivm.runtime.graph import dependency_graph, materialized_views, refresh_order
 from ivm.runtime.history import RefreshRecord, RefreshResult, latest_record
 from ivm.runtime.phases import PhaseClock
 from ivm.runtime.pruning import prune
+from ivm.runtime.read_estimate import incremental_read_bytes, total_source_bytes
 from ivm.runtime.sources import kept, latest_sources, release
 from ivm.runtime.views import repair_catalog_view
-from ivm.runtime.wide import apply_plan_settings
 from ivm.store import OVERFLOW, is_exact
 
 
@@ -43,10 +45,6 @@ class _Overflow(Exception):
 STORE_CHANGE = "_ivm_store_change"
 """The temporary view of the change to the store, which the MERGE reads."""
 MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
-ADAPTIVE, SHUFFLE_PARTITIONS = "spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions"
-WHOLE_STAGE_CODEGEN = "spark.sql.codegen.wholeStage"
-SMALL_STORE_BYTES = 64 * 1024 * 1024
-"""A store up to this size is merged into by one task per stage (:func:`_merge_settings`)."""
 
 OVERFLOW_REASON = "a sum overflowed its type while folding the change"
 OVERFLOW_ERRORS = (OVERFLOW, "NUMERIC_VALUE_OUT_OF_RANGE", "ARITHMETIC_OVERFLOW",
@@ -96,7 +94,7 @@ def _refresh_partition(spark, view: str, properties: dict[str, str],
                        partition: dict[str, exp.Literal]) -> RefreshResult:
     start = time.perf_counter()
     compiled = compile_definition(spark, view, properties)
-    apply_plan_settings(spark, compiled)
+    apply_settings(spark, plan_settings(compiled))
     store = store_name(view)
     log = DeltaLogReader(spark, store)
     partitioned_by = log.partition_columns()
@@ -117,8 +115,9 @@ def _refresh_partition(spark, view: str, properties: dict[str, str],
     predicate = exp.and_(*(exp.column(c).eq(v) for c, v in partition.items()))
     record = RefreshRecord("partition", consumed, reason=f"PARTITION ({spec})",
                            table_ids=last.table_ids)
-    with committed_write(spark, view, compiled, record, stage="refresh",
-                         read_version=store_version) as commit:
+    evaluation = evaluation_settings(spark, total_source_bytes(spark, compiled.sources))
+    with session_settings(spark, evaluation), committed_write(
+            spark, view, compiled, record, stage="refresh", read_version=store_version) as commit:
         commit(codegen.replace_where_statement(store, compiled.full_query, predicate))
     rows = spark.table(store).where(predicate.sql(DIALECT)).count()
     return RefreshResult(view, "partition", consumed, consumed, rows_inserted=rows,
@@ -130,7 +129,7 @@ def _refresh(spark, view: str, properties: dict[str, str], full: bool,
     start = time.perf_counter()
     with clock.phase("plan"):
         compiled = compile_definition(spark, view, properties)
-        apply_plan_settings(spark, compiled)
+        apply_settings(spark, plan_settings(compiled))
         store = store_name(view)
         schema = spark.table(store).schema
         if tuple(schema.names) != compiled.store.columns:
@@ -152,43 +151,40 @@ def _refresh(spark, view: str, properties: dict[str, str], full: bool,
         if reason is None and previous == current:
             return RefreshResult(view, "noop", current, previous,
                                  seconds=time.perf_counter() - start)
-        read_bytes = None
+        read_bytes, evaluation = None, {}
         if reason is None:
             reason = _inexact_sums(compiled, schema)
         if reason is None:
             change = estimate(spark, previous, current)
             reason, read_bytes = change.full_recompute_reason, change.change_bytes
+        if reason is None:
+            evaluation = evaluation_settings(
+                spark, incremental_read_bytes(spark, compiled, read_bytes, log.size_in_bytes()))
     result = None
     if reason is None:
         try:
-            result = _write(spark, view, compiled, store_version, previous, current, ids,
-                            None, read_bytes, schema, clock)
+            with session_settings(spark, evaluation):
+                result = _write(spark, view, compiled, store_version, previous, current, ids,
+                                None, read_bytes, schema, clock)
         except SourceError as error:    # a change data file was VACUUMed
             reason = error.message
         except _Overflow:
             reason = OVERFLOW_REASON
     if result is None:   # not incremental, for ``reason``
-        sizes = [DeltaLogReader.of(spark, table).size_in_bytes() for table in current]
-        known = [s for s in sizes if s is not None]
-        result = _write(spark, view, compiled, store_version, previous, current, ids, reason,
-                        sum(known) if len(known) == len(sizes) else None, schema, clock)
+        total = total_source_bytes(spark, current)
+        with session_settings(spark, evaluation_settings(spark, total)):
+            result = _write(spark, view, compiled, store_version, previous, current, ids,
+                            reason, total, schema, clock)
     result.seconds = time.perf_counter() - start
     return result
 
 
 def _merge_settings(spark, store: str) -> dict[str, str]:
-    """Settings for the MERGE into ``store``. Its source, the change to the store, is kept
-    already: Delta need not materialize it again. Into a store of at most
-    :data:`SMALL_STORE_BYTES`, the MERGE runs one task per stage, each stage in the job of
-    its action: Delta rewrites at most the whole (small) store, and adaptive execution would
-    run each shuffle of the MERGE's joins as a Spark job of its own (11 jobs against 5 for a
-    one-row change, a third of the MERGE's time here). Its few rows are evaluated without
-    compiling code for each stage (whole-stage codegen off)."""
-    settings = {MATERIALIZE_SOURCE: "none"}
-    size = DeltaLogReader.of(spark, store).size_in_bytes()
-    if size is not None and size <= SMALL_STORE_BYTES:
-        settings |= {ADAPTIVE: "false", SHUFFLE_PARTITIONS: "1", WHOLE_STAGE_CODEGEN: "false"}
-    return settings
+    """Settings for the MERGE into ``store``: its source, the change to the store, is kept
+    already, so Delta need not materialize it again; and those for the store's size
+    (:func:`~ivm.runtime.execution.merge_settings`)."""
+    return {MATERIALIZE_SOURCE: "none"} | merge_settings(
+        DeltaLogReader.of(spark, store).size_in_bytes())
 
 
 def _inexact_sums(compiled: CompiledView, schema) -> str | None:

@@ -29,14 +29,15 @@ from ivm.runtime import faults
 from ivm.runtime.analysis import analyse, refuse_temporary
 from ivm.runtime.catalog import (COLUMNS, DEFINITION, FRESHNESS, SUSPENDED, VIEW, catalog_schema,
                                  check_name, qualified_name, store_name, store_properties)
-from ivm.runtime.commit import committed_write, execute, isolated
+from ivm.runtime.commit import committed_write, execute, isolated, session_settings
 from ivm.runtime.definition import pin, view_properties
 from ivm.runtime.delta_log import CDF_PROPERTY
 from ivm.runtime.describe import consumed_versions
 from ivm.runtime.graph import check_no_cycle, readers
 from ivm.runtime.history import RefreshRecord, RefreshResult
+from ivm.runtime.read_estimate import total_source_bytes
 from ivm.runtime.sources import check_source, latest_sources
-from ivm.runtime.wide import apply_plan_settings
+from ivm.runtime.execution import apply_settings, evaluation_settings, plan_settings
 
 STORE = "ivm.store"
 
@@ -94,7 +95,7 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
     with isolated(spark) as work:
         compiled = compile(sql, catalog_schema(work))
         spelled = analyse(work, sql)
-        apply_plan_settings(work, compiled)
+        apply_settings(work, plan_settings(compiled))
         for table in compiled.sources:
             check_source(work, table)
         for column in partitioned_by:
@@ -124,7 +125,9 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
             properties[COLUMNS] = json.dumps(spelled)
         if freshness is not None:
             properties[FRESHNESS] = str(freshness)
-        with committed_write(work, view, compiled, record, stage="create") as commit:
+        evaluation = evaluation_settings(work, total_source_bytes(work, compiled.sources))
+        with session_settings(work, evaluation), \
+                committed_write(work, view, compiled, record, stage="create") as commit:
             commit(codegen.create_table_statement(
                 store, compiled.full_query, properties, replace=is_view,
                 partitioned_by=partitioned_by))

@@ -1,0 +1,94 @@
+"""Spark settings chosen by what a view's statements work on: how wide, how much data.
+
+Spark's defaults are made for large inputs. Three kinds of work do better with others:
+
+* **Very wide views.** Spark 4 derives the output partitionings of a plan node whose output
+  has aliases one grouping key at a time, in nested lazy lists
+  (``PartitioningPreservingUnaryExecNode``), and overflows the driver's stack past about a
+  thousand keys: ``SELECT c0, …, c1499, COUNT(*) … GROUP BY c0, …, c1499`` fails in plain
+  Spark, and the store of ``SELECT DISTINCT *`` over 1,500 columns is computed by just such a
+  query. With no candidate partitionings derived (limit 0) Spark plans it; the price is at
+  most a shuffle that the derivation would have saved, so only wide views pay it
+  (:func:`plan_settings`).
+* **Little data.** Spark compiles Java code for every plan it runs: for each whole stage and
+  for each projection, predicate and ordering. Compiling takes tens of milliseconds per
+  class, most of it Janino looking names up in every jar on the class path, and a refresh's
+  statements are new to Spark's cache of compiled classes each time they change. Over a few
+  thousand rows that is most of a statement's time: the refreshes of the property tests'
+  views took a third less time without it. A statement that reads at most
+  ``spark.ivm.interpretedMaxBytes`` (:data:`INTERPRETED_MAX_BYTES`) evaluates its
+  expressions without compiled code (:func:`evaluation_settings`); Spark's setting for that,
+  ``spark.sql.codegen.factoryMode``, is one Spark keeps for its own tests, and what it does is
+  pinned with the Spark version ivm requires (see ``tests/test_refresh_cost.py``).
+* **A MERGE into a small store.** Delta rewrites at most the whole (small) store; adaptive
+  execution would run each shuffle of the MERGE's joins as a Spark job of its own (11 jobs
+  against 5 for a one-row change, a third of the MERGE's time). A store up to
+  :data:`SMALL_STORE_BYTES` is merged into with one task per stage (:func:`merge_settings`).
+
+>>> sorted(merge_settings(4096)), merge_settings(2**30)
+(['spark.sql.adaptive.enabled', 'spark.sql.codegen.wholeStage', 'spark.sql.shuffle.partitions'], {})
+"""
+
+from __future__ import annotations
+
+PROJECTION_CANDIDATES = "spark.sql.optimizer.expressionProjectionCandidateLimit"
+WIDE = 500
+"""Store columns from which a view counts as wide (Spark overflows between 1,000 and 1,500)."""
+
+WHOLE_STAGE_CODEGEN = "spark.sql.codegen.wholeStage"
+FACTORY_MODE = "spark.sql.codegen.factoryMode"
+ADAPTIVE, SHUFFLE_PARTITIONS = "spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions"
+
+INTERPRETED_MAX_BYTES = "spark.ivm.interpretedMaxBytes"
+DEFAULT_INTERPRETED_MAX_BYTES = 2 * 1024 * 1024
+"""Statements reading up to this many bytes (of Delta data files) run without compiled
+code; 0 turns that off."""
+
+SMALL_STORE_BYTES = 64 * 1024 * 1024
+"""A store up to this size is merged into by one task per stage (:func:`merge_settings`)."""
+
+
+def plan_settings(compiled) -> dict[str, str]:
+    """The Spark settings the statements of ``compiled`` (a CompiledView) need.
+
+    >>> from ivm import compile
+    >>> plan_settings(compile("SELECT DISTINCT k FROM t", {"t": {"k": "INT"}}))
+    {}
+    >>> columns = {f"c{i}": "INT" for i in range(WIDE)}
+    >>> plan_settings(compile("SELECT DISTINCT * FROM t", {"t": columns}))
+    {'spark.sql.optimizer.expressionProjectionCandidateLimit': '0'}
+    """
+    return {PROJECTION_CANDIDATES: "0"} if len(compiled.store.columns) > WIDE else {}
+
+
+def interpreted_max_bytes(spark) -> int:
+    """The session's :data:`INTERPRETED_MAX_BYTES`."""
+    value = spark.conf.get(INTERPRETED_MAX_BYTES, None)
+    if value is None:
+        return DEFAULT_INTERPRETED_MAX_BYTES
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{INTERPRETED_MAX_BYTES} must be a whole number of bytes, "
+                         f"not {value!r}") from None
+
+
+def evaluation_settings(spark, read_bytes: int | None) -> dict[str, str]:
+    """Settings for statements that read at most ``read_bytes`` (None: unknown): without
+    compiled code when that is at most the session's :data:`INTERPRETED_MAX_BYTES`."""
+    if read_bytes is None or read_bytes > interpreted_max_bytes(spark):
+        return {}
+    return {WHOLE_STAGE_CODEGEN: "false", FACTORY_MODE: "NO_CODEGEN"}
+
+
+def merge_settings(store_bytes: int | None) -> dict[str, str]:
+    """Settings for a MERGE into a store of ``store_bytes`` (None: unknown)."""
+    if store_bytes is None or store_bytes > SMALL_STORE_BYTES:
+        return {}
+    return {ADAPTIVE: "false", SHUFFLE_PARTITIONS: "1", WHOLE_STAGE_CODEGEN: "false"}
+
+
+def apply_settings(spark, settings: dict[str, str]) -> None:
+    """Set ``settings`` on ``spark``, a session of one view's statements alone."""
+    for key, value in settings.items():
+        spark.conf.set(key, value)
