@@ -50,6 +50,13 @@ LOCAL_DEFAULTS = {
     "spark.driver.memory": "4g",
 }
 
+CODEGEN_CACHE = "spark.sql.codegen.cache.maxEntries"
+CODEGEN_CACHE_ENTRIES = "2000"
+"""Spark keeps the classes it compiled for the last 100 generated sources by default; one
+refresh of a view with a join and an aggregate compiles about 190, so every refresh evicted
+its own and compiled them all again (a second of a one-row refresh here). With room for a
+few views' worth, a view's next refresh, whose generated code is the same, compiles none."""
+
 # spark-submit options that are shorthands for Spark properties.
 _SUBMIT_OPTIONS = {
     "--master": "spark.master",
@@ -198,6 +205,7 @@ def session_conf(
         "spark.app.name": app_name,
         "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
         "spark.sql.warehouse.dir": str(home / "warehouse"),
+        CODEGEN_CACHE: CODEGEN_CACHE_ENTRIES,
         "spark.hadoop.javax.jdo.option.ConnectionURL": (
             f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
         ),
