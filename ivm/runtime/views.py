@@ -33,11 +33,11 @@ from ivm.runtime.commit import committed_write, execute, isolated, session_setti
 from ivm.runtime.definition import pin, view_properties
 from ivm.runtime.delta_log import CDF_PROPERTY
 from ivm.runtime.describe import consumed_versions
+from ivm.runtime.execution import apply_settings, evaluation_settings, plan_settings
 from ivm.runtime.graph import check_no_cycle, readers
 from ivm.runtime.history import RefreshRecord, RefreshResult
 from ivm.runtime.read_estimate import total_source_bytes
 from ivm.runtime.sources import check_source, latest_sources
-from ivm.runtime.execution import apply_settings, evaluation_settings, plan_settings
 
 STORE = "ivm.store"
 
