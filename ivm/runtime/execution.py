@@ -61,22 +61,20 @@ def plan_settings(compiled) -> dict[str, str]:
     return {PROJECTION_CANDIDATES: "0"} if len(compiled.store.columns) > WIDE else {}
 
 
-def interpreted_max_bytes(spark) -> int:
-    """The session's :data:`INTERPRETED_MAX_BYTES`."""
-    value = spark.conf.get(INTERPRETED_MAX_BYTES, None)
-    if value is None:
-        return DEFAULT_INTERPRETED_MAX_BYTES
+def number_setting(spark, key: str, default: float) -> float:
+    """The session's setting ``key`` as a number, ``default`` where it is not set."""
+    value = spark.conf.get(key, None)
     try:
-        return int(value)
+        return float(value) if value is not None else default
     except ValueError:
-        raise ValueError(f"{INTERPRETED_MAX_BYTES} must be a whole number of bytes, "
-                         f"not {value!r}") from None
+        raise ValueError(f"{key} must be a number, not {value!r}") from None
 
 
 def evaluation_settings(spark, read_bytes: int | None) -> dict[str, str]:
     """Settings for statements that read at most ``read_bytes`` (None: unknown): without
     compiled code when that is at most the session's :data:`INTERPRETED_MAX_BYTES`."""
-    if read_bytes is None or read_bytes > interpreted_max_bytes(spark):
+    if read_bytes is None or read_bytes > number_setting(
+            spark, INTERPRETED_MAX_BYTES, DEFAULT_INTERPRETED_MAX_BYTES):
         return {}
     return {WHOLE_STAGE_CODEGEN: "false", FACTORY_MODE: "NO_CODEGEN"}
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ivm.runtime.delta_log import DeltaLogReader
+from ivm.runtime.execution import number_setting
 from ivm.runtime.sources import delta_table
 
 RATIO = "spark.ivm.refresh.fullRecomputeRatio"
@@ -30,14 +31,6 @@ MIN_BYTES = "spark.ivm.refresh.fullRecomputeMinBytes"
 DEFAULT_RATIO = 0.3
 DEFAULT_MIN_BYTES = 64 * 1024 * 1024
 CHANGE_DATA_UNAVAILABLE = "the change data of a source is no longer available"
-
-
-def _setting(spark, key: str, default: float) -> float:
-    value = spark.conf.get(key, None)
-    try:
-        return float(value) if value is not None else default
-    except ValueError:
-        raise ValueError(f"{key} must be a number, not {value!r}") from None
 
 
 def replaced_source(consumed: dict[str, str] | None, current: dict[str, str]) -> str | None:
@@ -107,8 +100,8 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
             logs.append(log)
     if not sized:
         return Estimate(None, None)
-    ratio, min_bytes = _setting(spark, RATIO, DEFAULT_RATIO), _setting(spark, MIN_BYTES,
-                                                                       DEFAULT_MIN_BYTES)
+    ratio = number_setting(spark, RATIO, DEFAULT_RATIO)
+    min_bytes = number_setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES)
     if change_bytes <= ratio * min_bytes:
         return Estimate(change_bytes, None)
     sizes = [log.size_in_bytes() for log in logs]
