@@ -16,6 +16,7 @@ from ivm import compile
 from ivm.ir import Filter, Scan
 from ivm.runtime import definition, execution, pruning
 from ivm.runtime.catalog import store_name
+from ivm.runtime.commit import session_settings
 from ivm.runtime.phases import PHASES
 from test_views import SALES, assert_equals_query, history
 
@@ -93,13 +94,12 @@ def test_a_refresh_of_little_data_compiles_no_code(spark, shop):
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW top_amounts AS {query}")
     compiled = []
     for round_, limit in enumerate((None, None, "0", "0")):  # the first warms Delta's code
-        if limit is not None:
-            spark.conf.set(execution.INTERPRETED_MAX_BYTES, limit)
         spark.sql(f"INSERT INTO orders VALUES ({20 + round_}, 2, {round_}.5, 'ok')")
         before = compilations.getCount()
-        assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW top_amounts").mode == "incremental"
+        with session_settings(spark, {} if limit is None
+                              else {execution.INTERPRETED_MAX_BYTES: limit}):
+            assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW top_amounts").mode == "incremental"
         compiled.append(compilations.getCount() - before)
-        spark.conf.unset(execution.INTERPRETED_MAX_BYTES)
         assert_equals_query(spark, "top_amounts", query)
     assert compiled[1] == 0 and compiled[2] > 0 and compiled[3] == 0, compiled
     assert spark.conf.get(execution.FACTORY_MODE) == "FALLBACK", "the session keeps its own"
