@@ -67,13 +67,16 @@ def test_a_change_the_view_does_not_see_commits_no_file(spark, shop):
 
 def test_a_small_store_is_merged_into_in_fewer_jobs(spark, shop, monkeypatch):
     """The same change merged into the store as into a small one and as into a large one:
-    the same rows, and the small store's MERGE runs its stages in fewer Spark jobs."""
+    the same rows, and the small store's MERGE runs its stages in fewer Spark jobs. (As for
+    a change of more than ``spark.ivm.interpretedMaxBytes``: a smaller one runs in few jobs
+    whatever the store's size.)"""
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
     write_jobs = {}
     for small, amount in ((1 << 40, "1.25"), (0, "2.50")):
         monkeypatch.setattr(execution, "SMALL_STORE_BYTES", small)
         spark.sql(f"INSERT INTO orders VALUES (5, 1, {amount}, 'ok')")
-        result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
+        with session_settings(spark, {execution.INTERPRETED_MAX_BYTES: "0"}):
+            result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
         assert result.mode == "incremental" and result.rows_updated == 1
         assert_equals_query(spark, "sales", SALES)
         write_jobs[small > 0] = result.phases["write"].jobs
@@ -81,27 +84,30 @@ def test_a_small_store_is_merged_into_in_fewer_jobs(spark, shop, monkeypatch):
     assert spark.conf.get("spark.sql.adaptive.enabled") == "true", "the session keeps its own"
 
 
-def test_a_refresh_of_little_data_compiles_no_code(spark, shop):
+def test_a_refresh_of_little_data_compiles_no_code_in_fewer_jobs(spark, shop):
     """Refreshes reading less than ``spark.ivm.interpretedMaxBytes`` evaluate their
-    expressions without compiling Java code; others compile it, once: the next refresh of the
-    view finds its classes in Spark's cache. Each gives the query's rows. (Spark counts the
-    classes it compiles in ``CodegenMetrics``.)"""
+    expressions without compiling Java code, in fewer Spark jobs; others compile it, once: the
+    next refresh of the view finds its classes in Spark's cache. Each gives the query's rows.
+    (Spark counts the classes it compiles in ``CodegenMetrics``.)"""
     compilations = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics \
         .METRIC_COMPILATION_TIME()
     # a query of its own, so that no earlier test compiled its code
     query = ("SELECT c.region, MAX(o.amount) AS top, COUNT(*) AS n FROM orders o "
              "JOIN customers c ON o.cust_id = c.id WHERE o.id < 1000 GROUP BY c.region")
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW top_amounts AS {query}")
-    compiled = []
+    compiled, jobs = [], []
     for round_, limit in enumerate((None, None, "0", "0")):  # the first warms Delta's code
         spark.sql(f"INSERT INTO orders VALUES ({20 + round_}, 2, {round_}.5, 'ok')")
         before = compilations.getCount()
         with session_settings(spark, {} if limit is None
                               else {execution.INTERPRETED_MAX_BYTES: limit}):
-            assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW top_amounts").mode == "incremental"
+            result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW top_amounts")
+        assert result.mode == "incremental"
         compiled.append(compilations.getCount() - before)
+        jobs.append(sum(phase.jobs for phase in result.phases.values()))
         assert_equals_query(spark, "top_amounts", query)
     assert compiled[1] == 0 and compiled[2] > 0 and compiled[3] == 0, compiled
+    assert jobs[1] < jobs[3], jobs
     assert spark.conf.get(execution.FACTORY_MODE) == "FALLBACK", "the session keeps its own"
 
 
