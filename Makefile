@@ -1,15 +1,16 @@
-# make demo | test | test-fast | test-deep | jars | bench-quick | bench
+# make demo | test | test-fast | test-integration | test-deep | jars | bench-quick | bench
 VENV := .venv
 PY := $(VENV)/bin/python
 HYPOTHESIS_PROFILE ?= ci
 # Test processes, each with its own SparkSession; test files are spread over them.
 TEST_WORKERS ?= 2
-# make test leaves out the long Hypothesis runs; make test-deep runs everything.
-TEST_MARKERS ?= not deep
+# make test leaves out the long Hypothesis runs (make test-deep) and the tests that start
+# Spark in other processes or run the TPC-H views (make test-integration); CI runs both.
+TEST_MARKERS ?= not deep and not slow and not tpch
 
-.PHONY: demo test test-fast test-deep jars bench-quick bench
+.PHONY: demo test test-fast test-integration test-deep jars bench-quick bench
 
-demo test test-deep bench-quick bench: export SPARK_LOCAL_IP ?= 127.0.0.1
+demo test test-integration test-deep bench-quick bench: export SPARK_LOCAL_IP ?= 127.0.0.1
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -25,17 +26,23 @@ jars: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(VENV)/bin/ivm demo
 
+PYTEST = HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n $(TEST_WORKERS) \
+	--dist loadfile --durations=20
+
 # The import layers (pyproject.toml, [tool.importlinter]) and the types ([tool.pyright])
-# first, then the whole suite.
+# first, then the suite.
 test: $(VENV)/.installed jars
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pyright
-	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile \
-		-m "$(TEST_MARKERS)" --durations=20
+	$(PYTEST) -m "$(TEST_MARKERS)"
 
 # The tests that need no JVM: the compiler, and every rule checked in-process (seconds).
 test-fast: $(VENV)/.installed
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -m fast -p no:cacheprovider
+
+# spark-submit jobs, shells and restarts in processes of their own, and the 22 TPC-H views.
+test-integration: $(VENV)/.installed jars
+	$(PYTEST) -m "(slow or tpch) and not deep"
 
 test-deep:
 	$(MAKE) test HYPOTHESIS_PROFILE=deep TEST_MARKERS=

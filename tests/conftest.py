@@ -77,8 +77,8 @@ def fresh_db(spark):
 
 def pytest_collection_modifyitems(items):
     """Run the TPC-H module first: it is the longest, and with parallel workers
-    (``make test`` runs ``pytest -n 2 --dist loadfile``) starting it last leaves one worker
-    busy alone at the end."""
+    (``make test-integration`` runs ``pytest -n 2 --dist loadfile``) starting it last leaves
+    one worker busy alone at the end."""
     items.sort(key=lambda item: item.get_closest_marker("tpch") is None)
 
 

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from conftest import free_port, wait_for_port
 
 SETUP = """
@@ -41,6 +43,7 @@ def python(code: str, env) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_ivm_run_and_a_user_session_share_the_catalog(served):
     setup = python(SETUP, served)
     assert setup.returncode == 0, setup.stderr[-3000:]
