@@ -177,19 +177,36 @@ def _describe(spark, name: str, view, extra: list, missing: list) -> str:
             f"  delta query:\n    {delta_sql}")
 
 
+CHECK_SETTINGS = {
+    # Spark 4.0's constraint propagation fails (a key lookup in UnionBase.rewriteConstraints)
+    # on a union over a correlated scalar subquery in SELECT; it only infers filters.
+    "spark.sql.constraintPropagation.enabled": "false",
+}
+"""The settings of the check's one query over every view and its oracle."""
+
+FEW_ROWS = {
+    "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1",
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+}
+"""And over sources of a few rows: compiling Java code for every oracle and running each
+shuffle as a Spark job of its own took a third of the check's time."""
+
+
 def _signed(frame: DataFrame, weight: int) -> DataFrame:
     return frame.withColumn("_check_weight", F.lit(weight))
 
 
-def mismatches(spark, views: Mapping[str, View],
-               created: Mapping[str, str] | None = None) -> dict[str, tuple[list, list]]:
+def mismatches(spark, views: Mapping[str, View], created: Mapping[str, str] | None = None,
+               few_rows: bool = True) -> dict[str, tuple[list, list]]:
     """``{view: (rows only in the view, rows only in the oracle)}`` for every wrong view; the
-    oracles run under the settings ``created`` (:func:`pinned_settings` at CREATE)."""
+    oracles run under the settings ``created`` (:func:`pinned_settings` at CREATE);
+    ``few_rows``: the sources hold a few rows (:data:`FEW_ROWS`)."""
     with session_settings(spark, created or {}):
-        return _mismatches(spark, views)
+        return _mismatches(spark, views, CHECK_SETTINGS | (FEW_ROWS if few_rows else {}))
 
 
-def _mismatches(spark, views) -> dict[str, tuple[list, list]]:
+def _mismatches(spark, views, settings) -> dict[str, tuple[list, list]]:
     unbalanced = []
     for name, view in views.items():
         got, want = spark.table(name), spark.sql(oracle(view))
@@ -200,13 +217,8 @@ def _mismatches(spark, views) -> dict[str, tuple[list, list]]:
                       .agg(F.sum("_check_weight").alias("_check_weight"))
                       .where("_check_weight <> 0"))
         unbalanced.append(difference.select(F.lit(name).alias("view")).limit(1))
-    # Spark 4.0's constraint propagation fails (a key lookup in UnionBase.rewriteConstraints)
-    # on a union over a correlated scalar subquery in SELECT; it only infers filters.
-    spark.conf.set("spark.sql.constraintPropagation.enabled", "false")
-    try:
+    with session_settings(spark, settings):
         wrong = reduce(DataFrame.unionAll, unbalanced).collect()
-    finally:
-        spark.conf.unset("spark.sql.constraintPropagation.enabled")
     result = {}
     for row in wrong:
         got, want = spark.table(row.view), spark.sql(oracle(views[row.view]))
@@ -222,10 +234,10 @@ def _mismatches(spark, views) -> dict[str, tuple[list, list]]:
 
 
 def check_views(spark, views: Mapping[str, View], when: str,
-                created: Mapping[str, str] | None = None) -> None:
+                created: Mapping[str, str] | None = None, few_rows: bool = True) -> None:
     """Assert every view equals its oracle (run under the settings ``created``); on failure
-    show both sides of each wrong view."""
-    wrong = mismatches(spark, views, created)
+    show both sides of each wrong view. ``few_rows``: as for :func:`mismatches`."""
+    wrong = mismatches(spark, views, created, few_rows)
     if wrong:
         with session_settings(spark, created or {}):
             message = "\n".join(_describe(spark, name, views[name], *wrong[name])
