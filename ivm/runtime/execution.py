@@ -49,6 +49,11 @@ DEFAULT_INTERPRETED_MAX_BYTES = 2 * 1024 * 1024
 """Statements reading up to this many bytes (of Delta data files) run without compiled
 code; 0 turns that off."""
 
+LITTLE_DATA = {WHOLE_STAGE_CODEGEN: "false", FACTORY_MODE: "NO_CODEGEN", ADAPTIVE: "false",
+               SHUFFLE_PARTITIONS: "1", BROADCAST_MAX_BYTES: "-1"}
+"""The settings of a statement over little data: no compiled code, as few Spark jobs as the
+plan allows."""
+
 SMALL_STORE_BYTES = 64 * 1024 * 1024
 """A store up to this size is merged into by one task per stage (:func:`merge_settings`)."""
 
@@ -82,8 +87,7 @@ def evaluation_settings(spark, read_bytes: int | None) -> dict[str, str]:
     if read_bytes is None or read_bytes > number_setting(
             spark, INTERPRETED_MAX_BYTES, DEFAULT_INTERPRETED_MAX_BYTES):
         return {}
-    return {WHOLE_STAGE_CODEGEN: "false", FACTORY_MODE: "NO_CODEGEN", ADAPTIVE: "false",
-            SHUFFLE_PARTITIONS: "1", BROADCAST_MAX_BYTES: "-1"}
+    return dict(LITTLE_DATA)
 
 
 def merge_settings(store_bytes: int | None) -> dict[str, str]:

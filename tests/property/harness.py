@@ -38,6 +38,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 import ivm
+from ivm.runtime.execution import LITTLE_DATA
 from strategies import Scenario, create_table, insert
 
 
@@ -184,14 +185,6 @@ CHECK_SETTINGS = {
 }
 """The settings of the check's one query over every view and its oracle."""
 
-FEW_ROWS = {
-    "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-    "spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1",
-    "spark.sql.autoBroadcastJoinThreshold": "-1",
-}
-"""And over sources of a few rows: compiling Java code for every oracle and running each
-shuffle as a Spark job of its own took a third of the check's time."""
-
 
 def _signed(frame: DataFrame, weight: int) -> DataFrame:
     return frame.withColumn("_check_weight", F.lit(weight))
@@ -201,9 +194,12 @@ def mismatches(spark, views: Mapping[str, View], created: Mapping[str, str] | No
                few_rows: bool = True) -> dict[str, tuple[list, list]]:
     """``{view: (rows only in the view, rows only in the oracle)}`` for every wrong view; the
     oracles run under the settings ``created`` (:func:`pinned_settings` at CREATE);
-    ``few_rows``: the sources hold a few rows (:data:`FEW_ROWS`)."""
+    ``few_rows``: the sources hold a few rows, so the check runs as ivm's statements over
+    little data do (:data:`~ivm.runtime.execution.LITTLE_DATA`): compiling Java code for
+    every oracle and running each shuffle as a Spark job of its own took a third of its
+    time."""
     with session_settings(spark, created or {}):
-        return _mismatches(spark, views, CHECK_SETTINGS | (FEW_ROWS if few_rows else {}))
+        return _mismatches(spark, views, CHECK_SETTINGS | (LITTLE_DATA if few_rows else {}))
 
 
 def _mismatches(spark, views, settings) -> dict[str, tuple[list, list]]:
