@@ -47,6 +47,16 @@ def test_a_refresh_without_change_runs_no_spark_job(spark, shop):
     assert sum(p.jobs for p in result.phases.values()) == 0
 
 
+def test_a_refresh_plans_from_the_logs_without_a_spark_job(spark, shop):
+    """The versions, table ids and sizes a refresh plans from are read from the Delta logs
+    and their checksum files, not computed by Spark jobs over the logs' state."""
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    spark.sql("INSERT INTO orders VALUES (5, 1, 1.25, 'ok')")
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
+    assert result.mode == "incremental"
+    assert result.phases["plan"].jobs == 0 and result.phases["versions"].jobs == 0
+
+
 def test_a_change_the_view_does_not_see_commits_no_file(spark, shop):
     """The change to the store is empty (a void order): the refresh's commit records the
     source versions and adds no file."""
