@@ -59,6 +59,14 @@ class CompiledView:
             cols += [c for c in scan.columns if c not in cols]
         return {table: tuple(cols) for table, cols in used.items()}
 
+    @cached_property
+    def delta_reads(self) -> dict[str, frozenset[Read]]:
+        """The reads of each source that the delta query makes (its change, snapshots)."""
+        reads: dict[str, set[Read]] = {}
+        for scan in scans(self.maintenance.delta):
+            reads.setdefault(scan.table, set()).add(scan.read)
+        return {table: frozenset(kinds) for table, kinds in reads.items()}
+
     @property
     def delta_query(self) -> exp.Query:
         """Per affected store key, the change of every accumulator (see :mod:`ivm.store`)."""

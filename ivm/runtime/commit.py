@@ -104,7 +104,8 @@ def committed_write(spark, view: str, compiled: CompiledView, record: RefreshRec
     timer = clock or PhaseClock(None)
     with spark_errors(view), timer.phase("change"):
         bound = bind(spark, compiled.sources, before, record.sources,
-                     wrap=lambda frame: faults.during(f"{stage}.during_write", frame))
+                     wrap=lambda frame: faults.during(f"{stage}.during_write", frame),
+                     reads=compiled.delta_reads)
 
     def commit(statement) -> list:
         with timer.phase("write"):

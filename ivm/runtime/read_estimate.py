@@ -15,7 +15,6 @@ and the estimate says whether the next refresh would fall back to a full recompu
 from __future__ import annotations
 
 from ivm.compiler import CompiledView
-from ivm.ir import scans
 from ivm.runtime.catalog import store_properties
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.fallback import estimate
@@ -37,15 +36,7 @@ def size(n: int | None) -> str:
     return f"{amount:.1f} GiB"
 
 
-def _reads(compiled: CompiledView) -> dict[str, set[Read]]:
-    """The reads of each source that the delta query of ``compiled`` makes."""
-    reads: dict[str, set[Read]] = {}
-    for scan in scans(compiled.maintenance.delta):
-        reads.setdefault(scan.table, set()).add(scan.read)
-    return reads
-
-
-def _snapshot_bytes(kinds: set[Read], table_bytes: int | None) -> int | None:
+def _snapshot_bytes(kinds: frozenset[Read], table_bytes: int | None) -> int | None:
     """The bytes of a table's snapshots read by reads ``kinds`` (at most all of each)."""
     count = sum(k in kinds for k in SNAPSHOTS) + (Read.TABLE in kinds)
     return 0 if count == 0 else None if table_bytes is None else count * table_bytes
@@ -70,7 +61,7 @@ def incremental_read_bytes(spark, compiled: CompiledView, change_bytes: int | No
     ``change_bytes``, every snapshot its delta query reads (the latest version's size standing
     for an earlier one's), and the store of ``store_bytes`` that the change is merged into;
     None if a size is not known."""
-    reads = _reads(compiled)
+    reads = compiled.delta_reads
     sizes = source_bytes(spark, [t for t, kinds in reads.items() if kinds - {Read.DELTA}])
     known = [change_bytes, store_bytes,
              *(_snapshot_bytes(kinds, sizes.get(table)) for table, kinds in reads.items())]
@@ -79,7 +70,7 @@ def incremental_read_bytes(spark, compiled: CompiledView, change_bytes: int | No
 
 def read_estimate(spark, compiled: CompiledView, view: str | None = None) -> str:
     """The estimate as explain lines; ``view`` (qualified) adds its pending change."""
-    reads = _reads(compiled)
+    reads = compiled.delta_reads
     sizes = source_bytes(spark, compiled.sources)
     lines = ["estimate of what a refresh reads (from the sources' Delta logs):"]
     for table, kinds in sorted(reads.items()):

@@ -12,6 +12,7 @@ keeps duplicates, for ``_ivm_count`` of them, so its change weighs ``±_ivm_coun
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,34 +155,40 @@ class Bound:
 
 
 def bind(spark, sources: dict[str, tuple[str, ...]], before: dict[str, int] | None,
-         after: dict[str, int], wrap=lambda frame: frame) -> Bound:
+         after: dict[str, int], wrap=lambda frame: frame,
+         reads: Mapping[str, Collection[Read]] | None = None) -> Bound:
     """Register each source's reads under the names delta queries use.
 
     Without ``before`` only the ``AFTER`` snapshots are bound (for a full computation).
-    With it, each source's change is read here, once (:func:`kept`), for the key sets and
-    the delta query to share. The first source's reads pass through ``wrap``.
+    With it, the reads of each table that ``reads`` names (default: its change and both
+    snapshots), its change read here, once (:func:`kept`), for the key sets and the delta
+    query to share. The first source's reads pass through ``wrap``.
     """
     bound = Bound()
     try:
-        _bind_each(spark, sources, before, after, wrap, bound)
+        _bind_each(spark, sources, before, after, wrap, reads, bound)
     except BaseException:
         unbind(spark, bound)
         raise
     return bound
 
 
-def _bind_each(spark, sources, before, after, wrap, bound: Bound) -> None:
+def _bind_each(spark, sources, before, after, wrap, reads, bound: Bound) -> None:
     for i, (table, columns) in enumerate(sources.items()):
         repeats = upstream_repeats_rows(spark, table)
-        reads = {Read.AFTER: snapshot(spark, table, columns, after[table], repeats)}
-        if before is not None:
-            reads[Read.BEFORE] = snapshot(spark, table, columns, before[table], repeats)
+        wanted = set(reads.get(table, ())) if reads is not None else set(Read) - {Read.TABLE}
+        frames = {}
+        if before is None or Read.AFTER in wanted:
+            frames[Read.AFTER] = snapshot(spark, table, columns, after[table], repeats)
+        if before is not None and Read.BEFORE in wanted:
+            frames[Read.BEFORE] = snapshot(spark, table, columns, before[table], repeats)
+        if before is not None and Read.DELTA in wanted:
             change = changes(spark, table, columns, before[table], after[table], repeats)
             if after[table] > before[table]:
                 change, checkpoint = kept(spark, change)
                 bound.checkpoints += [checkpoint] if checkpoint is not None else []
-            reads[Read.DELTA] = change
-        for read, frame in reads.items():
+            frames[Read.DELTA] = change
+        for read, frame in frames.items():
             name = relation_name(table, read)
             (wrap(frame) if i == 0 else frame).createOrReplaceTempView(quote(name))
             bound.names.append(name)
