@@ -15,7 +15,7 @@ from sqlglot import exp
 from ivm.compiler import SchemaLookup
 from ivm.errors import CatalogError
 from ivm.names import CATALOG_NAME, canonical, join, split
-from ivm.runtime.delta_log import DeltaLogReader
+from ivm.runtime.delta_log import DeltaLogReader, once
 from ivm.frontend.parse import referenced_tables
 from ivm.frontend.positions import position_of
 
@@ -42,7 +42,13 @@ def store_name(view: str) -> str:
 
 
 def store_properties(spark, view: str) -> dict[str, str] | None:
-    """The properties of the store of ``view``; None if ``view`` is no materialized view."""
+    """The properties of the store of ``view``; None if ``view`` is no materialized view.
+    (Asked of each table several times while a refresh plans, and answered once there.)"""
+    properties = once(("store properties", view), lambda: _store_properties(spark, view))
+    return None if properties is None else dict(properties)
+
+
+def _store_properties(spark, view: str) -> dict[str, str] | None:
     store = store_name(view)
     if not spark.catalog.tableExists(store):
         return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Callable, TypeVar
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, Row
@@ -27,18 +28,30 @@ REPLACING_OPERATIONS = ("CREATE OR REPLACE TABLE", "REPLACE TABLE", "TRUNCATE",
 """Operations after which a table's earlier rows are not what its change data feed deletes."""
 
 _read_once: ContextVar[dict | None] = ContextVar("ivm_read_once", default=None)
+T = TypeVar("T")
 
 
 @contextmanager
 def reading_each_log_once():
-    """In the block, :meth:`DeltaLogReader.of` reads each table's log once: the state a
-    refresh plans from. (A reader made directly reads the log anew, as the check of a
-    refresh's own commit must.)"""
+    """In the block, :meth:`DeltaLogReader.of` reads each table's log once, and
+    :func:`once` answers each question once: the state a refresh plans from. (A reader made
+    directly reads the log anew, as the check of a refresh's own commit must.)"""
     token = _read_once.set({})
     try:
         yield
     finally:
         _read_once.reset(token)
+
+
+def once(key: tuple, read: Callable[[], T]) -> T:
+    """``read()``, the first time ``key`` is asked for in a block of
+    :func:`reading_each_log_once`; every time outside one."""
+    answers = _read_once.get()
+    if answers is None:
+        return read()
+    if key not in answers:
+        answers[key] = read()
+    return answers[key]
 
 
 @dataclass(frozen=True)
@@ -79,12 +92,7 @@ class DeltaLogReader:
     def of(cls, spark, table: str) -> "DeltaLogReader":
         """A reader of ``table``'s log, the same one for every call in a block of
         :func:`reading_each_log_once`."""
-        readers = _read_once.get()
-        if readers is None:
-            return cls(spark, table)
-        if table not in readers:
-            readers[table] = cls(spark, table)
-        return readers[table]
+        return once(("log", table), lambda: cls(spark, table))
 
     def schema_fingerprint(self) -> str | None:
         """The table's id and schema, as its log's metadata holds them; None if unknown."""
