@@ -90,11 +90,6 @@ def evaluation_settings(spark, read_bytes: int | None) -> dict[str, str]:
     return dict(LITTLE_DATA)
 
 
-def is_little_data(spark) -> bool:
-    """Whether ``spark`` runs its statements as over little data (:data:`LITTLE_DATA`)."""
-    return all(spark.conf.get(key, None) == value for key, value in LITTLE_DATA.items())
-
-
 def merge_settings(store_bytes: int | None) -> dict[str, str]:
     """Settings for a MERGE into a store of ``store_bytes`` (None: unknown)."""
     if store_bytes is None or store_bytes > SMALL_STORE_BYTES:

@@ -32,7 +32,7 @@ from ivm.runtime.history import RefreshRecord, RefreshResult, latest_record
 from ivm.runtime.phases import PhaseClock
 from ivm.runtime.pruning import prune
 from ivm.runtime.read_estimate import incremental_read_bytes, total_source_bytes
-from ivm.runtime.sources import kept, latest_sources
+from ivm.runtime.sources import kept, latest_sources, release
 from ivm.runtime.views import repair_catalog_view
 from ivm.store import OVERFLOW, is_exact
 
@@ -222,15 +222,15 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
         with clock.phase("prune"), spark_errors(view):
             delta = codegen.to_select(prune(spark, compiled.maintenance.delta))
         types = {f.name: f.dataType.simpleString() for f in schema}
-        computed = None
+        checkpoint = None
         try:
             with clock.phase("delta"), spark_errors(view):
-                computed = kept(spark, spark.sql(delta.sql(DIALECT)))
-                settings = _merge_settings(spark, store) if computed.rows else {}
-            if not computed.rows:  # no stored row changes: the commit carries the record
+                change, checkpoint = kept(spark, spark.sql(delta.sql(DIALECT)))
+                settings = _merge_settings(spark, store) if checkpoint is not None else {}
+            if checkpoint is None:  # no stored row changes: the commit carries the record
                 commit(codegen.record_only_statement(store))
                 return RefreshResult(view, "incremental", current, previous)
-            computed.frame.createOrReplaceTempView(STORE_CHANGE)
+            change.createOrReplaceTempView(STORE_CHANGE)
             with session_settings(spark, settings):
                 merged = commit(codegen.merge_statement(
                     compiled.store, store, exp.select("*").from_(STORE_CHANGE), types))
@@ -240,8 +240,8 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
             raise
         finally:
             spark.catalog.dropTempView(STORE_CHANGE)
-            if computed is not None:
-                computed.release()
+            if checkpoint is not None:
+                release(checkpoint)
         if not merged:  # Delta skipped it: the transaction was committed already
             raise LostRace()
         metrics = merged[0]

@@ -27,7 +27,6 @@ from ivm.names import quote
 from ivm.runtime.catalog import store_name, store_properties
 from ivm.runtime.definition import compile_definition
 from ivm.runtime.delta_log import CDF_PROPERTY, DeltaLogReader
-from ivm.runtime.execution import is_little_data
 from ivm.zset import COUNT, WEIGHT, Read, relation_name
 
 INSERTED = ("insert", "update_postimage")
@@ -116,65 +115,25 @@ def changes(spark, table: str, columns, after: int, upto: int, repeats: bool | N
             .where(F.col(WEIGHT) != 0).select(*columns, WEIGHT))
 
 
-LOCAL_MAX_ROWS = 100_000
-"""The most rows of a change over little data kept on the driver (:func:`kept`)."""
-
-
-@dataclass
-class Kept:
-    """A relation computed once (:func:`kept`): ``frame`` to read, whether it has ``rows``,
-    and the ``checkpoint`` holding them, if the executors hold them."""
-
-    frame: DataFrame
-    rows: bool
-    checkpoint: DataFrame | None = None
-
-    def release(self) -> None:
-        """Drop the rows of the checkpoint now, not when the JVM collects it."""
-        if self.checkpoint is not None:
-            frame: Any = self.checkpoint._jdf  # py4j: the JVM Dataset, its plan a LogicalRDD
-            frame.queryExecution().analyzed().rdd().unpersist(False)
-
-
-def kept(spark, frame: DataFrame) -> Kept:
-    """``frame`` computed once, so that later reads do not compute it again.
-
-    Over little data (:func:`~ivm.runtime.execution.is_little_data`), up to
-    :data:`LOCAL_MAX_ROWS` rows are collected into a local relation in the JVM, as Spark's
-    internal rows (no value is converted): one Spark job, and Spark's optimizer knows the rows
-    and evaluates on the driver what reads only them. Otherwise, a local checkpoint (its rows
-    kept by the executors, its plan cut); and without rows, an empty local relation, which
-    the optimizer removes with what it joins.
+def kept(spark, frame: DataFrame) -> tuple[DataFrame, DataFrame | None]:
+    """``frame`` computed once, so that later reads do not compute it again: a local
+    checkpoint (its rows kept by the executors, its plan cut), or, when it has no rows, an
+    empty local relation, which Spark's optimizer removes with what it joins. Returns the
+    frame to read and the checkpoint to :func:`release` (None for none).
 
     (A checkpoint, not ``persist``: a persisted plan keeps its executed form, broadcast
     relations included, for as long as the JVM holds the plan, and Spark holds on to them.)"""
-    if is_little_data(spark):
-        rows = _internal_rows(frame.limit(LOCAL_MAX_ROWS + 1))
-        if len(rows) <= LOCAL_MAX_ROWS:
-            return Kept(_local_relation(spark, frame.schema, rows), len(rows) > 0)
     checkpoint = frame.localCheckpoint(eager=False)
     if checkpoint.count() > 0:      # the one job that computes and keeps the rows
-        return Kept(checkpoint, True, checkpoint)
-    Kept(checkpoint, False, checkpoint).release()
-    return Kept(empty(spark, frame.schema), False)
+        return checkpoint, checkpoint
+    release(checkpoint)
+    return empty(spark, frame.schema), None
 
 
-def _internal_rows(frame: DataFrame) -> Any:
-    """The rows of ``frame`` as the JVM array of Spark's internal rows."""
-    dataset: Any = frame._jdf     # py4j: the JVM Dataset
-    return dataset.queryExecution().executedPlan().executeCollect()
-
-
-def _local_relation(spark, schema: StructType, rows) -> DataFrame:
-    """A relation of the JVM's internal ``rows`` of ``schema``."""
-    jvm = spark.sparkContext._jvm
-    attributes = jvm.org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttributes(
-        jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()))
-    relation = jvm.org.apache.spark.sql.catalyst.plans.logical.LocalRelation(
-        attributes, jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(rows), False,
-        jvm.scala.Option.empty())
-    return DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(
-        spark._jsparkSession, relation), spark)
+def release(checkpoint: DataFrame) -> None:
+    """Drop the rows of a :func:`kept` checkpoint now, not when the JVM collects it."""
+    frame: Any = checkpoint._jdf    # py4j: the JVM Dataset, whose plan is a LogicalRDD
+    frame.queryExecution().analyzed().rdd().unpersist(False)
 
 
 def empty(spark, schema: StructType) -> DataFrame:
@@ -192,7 +151,7 @@ class Bound:
     """The relations a delta query reads, registered as temporary views."""
 
     names: list[str] = field(default_factory=list)
-    kept: list[Kept] = field(default_factory=list)
+    checkpoints: list[DataFrame] = field(default_factory=list)
 
 
 def bind(spark, sources: dict[str, tuple[str, ...]], before: dict[str, int] | None,
@@ -226,9 +185,8 @@ def _bind_each(spark, sources, before, after, wrap, reads, bound: Bound) -> None
         if before is not None and Read.DELTA in wanted:
             change = changes(spark, table, columns, before[table], after[table], repeats)
             if after[table] > before[table]:
-                computed = kept(spark, change)
-                bound.kept.append(computed)
-                change = computed.frame
+                change, checkpoint = kept(spark, change)
+                bound.checkpoints += [checkpoint] if checkpoint is not None else []
             frames[Read.DELTA] = change
         for read, frame in frames.items():
             name = relation_name(table, read)
@@ -239,5 +197,5 @@ def _bind_each(spark, sources, before, after, wrap, reads, bound: Bound) -> None
 def unbind(spark, bound: Bound) -> None:
     for name in bound.names:
         spark.catalog.dropTempView(name)
-    for computed in bound.kept:
-        computed.release()
+    for checkpoint in bound.checkpoints:
+        release(checkpoint)
