@@ -1,7 +1,9 @@
 """`ivm run` and another process share one catalog through the served metastore."""
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -86,3 +88,24 @@ def test_metastore_stops_its_server_on_sigterm(tmp_path):
     finally:
         if running(server):
             os.kill(server, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_the_served_metastore_stops_on_ctrl_c_or_sigterm(tmp_path, stop):
+    """Both stop it and its Derby server, also when it was started in the background of a
+    script, where a shell starts it with Ctrl-C's signal ignored (as ``ivm run`` is)."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ivm.cli", "metastore", "--port", str(port)],
+        env={**os.environ, "IVM_HOME": str(tmp_path / "home")}, stdout=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        start_new_session=True)
+    try:
+        wait_for_port(port)
+        server.send_signal(stop)
+        assert server.wait(timeout=60) == 0
+        with socket.socket() as probe:
+            assert probe.connect_ex(("localhost", port)) != 0, "the Derby server still runs"
+    finally:
+        with contextlib.suppress(ProcessLookupError):   # the server and its JVM, if they run
+            os.killpg(server.pid, signal.SIGKILL)

@@ -70,11 +70,14 @@ def _interrupt(signum, frame):
 
 
 def serve(home: Path, host: str = "localhost", port: int = DEFAULT_PORT) -> int:
-    """Serve the metastore of ``home`` until Ctrl-C or SIGTERM, which stop the server too."""
+    """Serve the metastore of ``home`` until Ctrl-C or SIGTERM, which stop the server too.
+
+    Both are handled here, also where the process was started with Ctrl-C's signal ignored
+    (a shell's background job), as ``ivm run`` does."""
     home.mkdir(parents=True, exist_ok=True)
     print(f"serving the catalog of {home} on {host}:{port}; in other processes of this "
           f"home: export {ENVIRONMENT}={host}:{port}", flush=True)
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = {stop: signal.signal(stop, _interrupt) for stop in (signal.SIGINT, signal.SIGTERM)}
     server = subprocess.Popen(server_command(home, host, port))
     try:
         return server.wait()
@@ -83,4 +86,5 @@ def serve(home: Path, host: str = "localhost", port: int = DEFAULT_PORT) -> int:
         server.wait()
         return 0
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for stop, handler in previous.items():
+            signal.signal(stop, handler)
