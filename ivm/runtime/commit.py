@@ -103,9 +103,8 @@ def committed_write(spark, view: str, compiled: CompiledView, record: RefreshRec
     before the write."""
     timer = clock or PhaseClock(None)
     with spark_errors(view), timer.phase("change"):
-        bound = bind(spark, compiled.sources, before, record.sources,
-                     wrap=lambda frame: faults.during(f"{stage}.during_write", frame),
-                     reads=compiled.delta_reads)
+        bound = bind(spark, compiled.sources, before, record.sources, compiled.delta_reads,
+                     wrap=lambda frame: faults.during(f"{stage}.during_write", frame))
 
     def commit(statement) -> list:
         with timer.phase("write"):

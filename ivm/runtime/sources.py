@@ -155,14 +155,14 @@ class Bound:
 
 
 def bind(spark, sources: dict[str, tuple[str, ...]], before: dict[str, int] | None,
-         after: dict[str, int], wrap=lambda frame: frame,
-         reads: Mapping[str, Collection[Read]] | None = None) -> Bound:
+         after: dict[str, int], reads: Mapping[str, Collection[Read]],
+         wrap=lambda frame: frame) -> Bound:
     """Register each source's reads under the names delta queries use.
 
     Without ``before`` only the ``AFTER`` snapshots are bound (for a full computation).
-    With it, the reads of each table that ``reads`` names (default: its change and both
-    snapshots), its change read here, once (:func:`kept`), for the key sets and the delta
-    query to share. The first source's reads pass through ``wrap``.
+    With it, the reads of each table that ``reads`` names (what the delta query reads), its
+    change read here, once (:func:`kept`), for the key sets and the delta query to share.
+    The first source's reads pass through ``wrap``.
     """
     bound = Bound()
     try:
@@ -176,7 +176,7 @@ def bind(spark, sources: dict[str, tuple[str, ...]], before: dict[str, int] | No
 def _bind_each(spark, sources, before, after, wrap, reads, bound: Bound) -> None:
     for i, (table, columns) in enumerate(sources.items()):
         repeats = upstream_repeats_rows(spark, table)
-        wanted = set(reads.get(table, ())) if reads is not None else set(Read) - {Read.TABLE}
+        wanted = reads.get(table, ())
         frames = {}
         if before is None or Read.AFTER in wanted:
             frames[Read.AFTER] = snapshot(spark, table, columns, after[table], repeats)
