@@ -27,7 +27,7 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/ivm demo
 
 PYTEST = HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n $(TEST_WORKERS) \
-	--dist loadfile --durations=20
+	--dist loadfile --no-loadscope-reorder --durations=20
 
 # The import layers (pyproject.toml, [tool.importlinter]) and the types ([tool.pyright])
 # first, then the suite.

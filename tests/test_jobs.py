@@ -23,6 +23,8 @@ from ivm.job import build_archive, job_program
 from ivm.runtime.jars import delta_packages
 from ivm.runtime.metastore import client_classpath
 
+pytestmark = pytest.mark.long
+
 BIN = Path(sys.executable).parent
 IVM, SPARK_SUBMIT = str(BIN / "ivm"), str(BIN / "spark-submit")
 SCHEMA = {"orders": {"id": "INT", "cust": "INT", "status": "STRING", "amount": "INT"},

@@ -27,6 +27,8 @@ from harness import Approximate, run_scenario
 from strategies import ANSI_OFF, TIMES, Scenario, create_table, drawn_queries, scenarios
 from views import FAMILIES
 
+pytestmark = pytest.mark.long
+
 
 def examples(share: int) -> dict:
     """Settings for ``1/share`` of the profile's ``max_examples``; where that is none, only

@@ -15,6 +15,7 @@ failing run as the short program of steps that replays it.
 
 import sys
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
@@ -25,6 +26,8 @@ from harness import (check_views, create_sources, definition, example_database, 
                      refresh_views)
 from strategies import SCHEMAS, ZONES, changes, table_rows
 from views import FAMILIES
+
+pytestmark = pytest.mark.long
 
 VIEWS = {name: FAMILIES[family][name] for family, name in (
     ("aggregates", "ByKey"), ("joins", "join3_by_d"), ("rows", "distinct_join"))}

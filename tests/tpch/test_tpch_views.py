@@ -21,7 +21,7 @@ from benchmarks import tpch_data
 from benchmarks.tpch_queries import QUERIES
 from harness import check_views, create_views, example_database, refresh_views
 
-pytestmark = pytest.mark.tpch
+pytestmark = [pytest.mark.tpch, pytest.mark.long]
 
 #: Queries the compiler refuses, as ``{"qN": "<construct>: <what in the query>"}``; the
 #: construct is the one the error names (``UnsupportedQuery.construct``). Every TPC-H query
