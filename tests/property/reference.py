@@ -19,6 +19,7 @@ its own before the MERGE, and a rule that gives a count below zero fails the che
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -71,11 +72,20 @@ def _type(spark_type: str) -> str:
     return exp.DataType.build(spark_type, dialect="spark").sql("duckdb")
 
 
+_connection: duckdb.DuckDBPyConnection | None = None
+
+
 def connect() -> duckdb.DuckDBPyConnection:
-    connection = duckdb.connect()
-    for statement in SPARK_FUNCTIONS:
-        connection.execute(statement)
-    return connection
+    """An in-memory DuckDB with :data:`SPARK_FUNCTIONS` and no tables. There is one per
+    process, emptied for each check: opening a new one took longer than the check itself."""
+    global _connection
+    if _connection is None:
+        _connection = duckdb.connect()
+        for statement in SPARK_FUNCTIONS:
+            _connection.execute(statement)
+    for (table,) in _connection.execute("SELECT table_name FROM duckdb_tables()").fetchall():
+        _connection.execute(f'DROP TABLE "{table}"')
+    return _connection
 
 
 def load(connection, name: str, columns: Sequence[tuple[str, str]], rows: Sequence[tuple],
@@ -89,9 +99,10 @@ def load(connection, name: str, columns: Sequence[tuple[str, str]], rows: Sequen
     connection.execute(f'CREATE OR REPLACE TABLE "{name}" ({", ".join(spec)})')
     data = [tuple(row) + ((weight,) if weights is not None else ())
             for row, weight in zip(rows, weights if weights is not None else [None] * len(rows))]
-    if data:
-        marks = ", ".join("?" * len(data[0]))
-        connection.executemany(f'INSERT INTO "{name}" VALUES ({marks})', data)
+    if data:    # one statement: DuckDB runs executemany's statement once per row
+        marks = ", ".join([f"({', '.join('?' * len(data[0]))})"] * len(data))
+        connection.execute(f'INSERT INTO "{name}" VALUES {marks}',
+                           [value for row in data for value in row])
 
 
 def _project(table_columns: Sequence[tuple[str, str]], used: Sequence[str], rows):
@@ -127,10 +138,10 @@ def _canonical(value):
     return value
 
 
-def _rows(connection, compiled: CompiledView, store: str) -> list:
-    view = codegen.view_query(compiled.store, store)
+def _rows(connection, view: str) -> list:
+    """The rows of the DuckDB query ``view``, canonical and sorted."""
     return sorted((tuple(_canonical(v) for v in row)
-                   for row in connection.execute(duck(view)).fetchall()), key=repr)
+                   for row in connection.execute(view).fetchall()), key=repr)
 
 
 def _inexact_sums(connection, compiled: CompiledView) -> bool:
@@ -147,22 +158,44 @@ def _inexact_sums(connection, compiled: CompiledView) -> bool:
                for acc in compiled.store.accumulators)
 
 
-def _fold(connection, compiled: CompiledView) -> None:
-    """The runtime's MERGE of the change into ``store``, its negative-count guard a query."""
-    connection.execute(f"CREATE TABLE change AS {duck(compiled.delta_query)}")
+@dataclass(frozen=True)
+class _Statements:
+    """A view compiled, and the DuckDB statements that check it: the same for every example,
+    so made once per process (:func:`_statements`)."""
+
+    compiled: CompiledView
+    full: str                   # every store row, over the AFTER relations
+    delta: str                  # the delta query
+    negative: str               # the change's rows that would leave a count below zero
+    merge: str                  # the runtime's MERGE of ``change`` into ``store``, unguarded
+    views: dict[str, str]       # the view's rows, of the stores ``store`` and ``fresh``
+
+
+@functools.lru_cache(maxsize=1024)
+def _statements(sql: str, schema: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+                ) -> _Statements:
+    compiled = compile(sql, {t: dict(columns) for t, columns in schema})
     on = " AND ".join(f'store."{k}" IS NOT DISTINCT FROM change."{k}"'
                       for k in compiled.store.keys) or "TRUE"
-    negative = connection.execute(
-        f"SELECT change.* FROM change LEFT JOIN store ON {on} "
-        f"WHERE COALESCE(store.{COUNT}, 0) + change.{COUNT} < 0").fetchall()
-    if negative:
-        raise AssertionError(f"the change gives rows a negative count: {negative[:3]}")
     merge = codegen.merge_statement(compiled.store, "store", sqlglot.parse_one(
         "SELECT * FROM change"))
-    whens = merge.args["whens"]
+    whens = merge.args["whens"]     # DuckDB runs every action eagerly: the guard is a query
     whens.set("expressions", [w for w in whens.expressions if not any(
         literal.this == NEGATIVE_COUNT for literal in w.find_all(exp.Literal))])
-    connection.execute(duck(merge))
+    return _Statements(
+        compiled, duck(compiled.full_query), duck(compiled.delta_query),
+        f"SELECT change.* FROM change LEFT JOIN store ON {on} "
+        f"WHERE COALESCE(store.{COUNT}, 0) + change.{COUNT} < 0", duck(merge),
+        {store: duck(codegen.view_query(compiled.store, store)) for store in ("store", "fresh")})
+
+
+def _fold(connection, statements: _Statements) -> None:
+    """The runtime's MERGE of the change into ``store``, its negative-count guard a query."""
+    connection.execute(f"CREATE TABLE change AS {statements.delta}")
+    negative = connection.execute(statements.negative).fetchall()
+    if negative:
+        raise AssertionError(f"the change gives rows a negative count: {negative[:3]}")
+    connection.execute(statements.merge)
 
 
 def check_identity(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
@@ -171,11 +204,12 @@ def check_identity(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
     """Whether ``fold(full(before), delta(before, after)) = full(after)`` for the view ``sql``
     over tables of ``schema`` ({table: [(column, Spark type)]}) holding ``before`` and then
     ``after`` rows."""
-    compiled = compile(sql, {t: dict(columns) for t, columns in schema.items()})
+    statements = _statements(sql, tuple((t, tuple(columns)) for t, columns in schema.items()))
+    compiled = statements.compiled
     connection = connect()
     _bind(connection, compiled, schema, before, before)
     try:
-        connection.execute(f"CREATE TABLE store AS {duck(compiled.full_query)}")
+        connection.execute(f"CREATE TABLE store AS {statements.full}")
     except duckdb.Error as error:
         if any(word in str(error) for word in OVERFLOW):
             return Outcome(True, "the query fails on these rows")
@@ -184,13 +218,13 @@ def check_identity(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
         return Outcome(True, "recomputed: a sum of floats")
     _bind(connection, compiled, schema, before, after)
     try:
-        _fold(connection, compiled)
+        _fold(connection, statements)
     except duckdb.Error as error:
         if any(word in str(error) for word in OVERFLOW):
             return Outcome(True, "recomputed: a sum overflowed")
         raise
-    connection.execute(f"CREATE TABLE fresh AS {duck(compiled.full_query)}")
-    folded, fresh = _rows(connection, compiled, "store"), _rows(connection, compiled, "fresh")
+    connection.execute(f"CREATE TABLE fresh AS {statements.full}")
+    folded, fresh = (_rows(connection, statements.views[store]) for store in ("store", "fresh"))
     return Outcome(folded == fresh, "folded", folded, fresh)
 
 
