@@ -16,8 +16,9 @@ from ivm import compile
 from ivm.ir import Filter, Scan
 from ivm.runtime import definition, execution, pruning
 from ivm.runtime.catalog import store_name
-from ivm.runtime.commit import session_settings
+from ivm.runtime.execution import session_settings
 from ivm.runtime.phases import PHASES
+from cdf import CDF
 from test_views import SALES, assert_equals_query, history
 
 
@@ -121,6 +122,38 @@ def test_a_refresh_of_little_data_compiles_no_code_in_fewer_jobs(spark, shop):
     assert spark.conf.get(execution.FACTORY_MODE) == "FALLBACK", "the session keeps its own"
 
 
+def test_a_delta_query_is_judged_by_the_files_it_reads_after_pruning(spark, fresh_db):
+    """A one-row change of a small table joined with a large one, written in key order:
+    the delta query reads the large table's files around the change's key, not all of
+    them, and the plan says so before it runs. With ``spark.ivm.interpretedMaxBytes``
+    between those files' size and the large table's, the delta query runs as little data
+    (fewer Spark jobs); between the change's size and those files' it does not, while the
+    change is read as little data both times. Either way the view equals its query."""
+    spark.sql(f"CREATE TABLE facts (k BIGINT, v BIGINT) USING DELTA {CDF}")
+    for part in range(8):     # eight files, each a range of keys
+        spark.sql(f"INSERT INTO facts SELECT id, id % 7 FROM range({part * 5000}, "
+                  f"{(part + 1) * 5000})")
+    detail = spark.sql("DESCRIBE DETAIL facts").first()
+    one_file = detail.sizeInBytes // detail.numFiles
+    assert execution.planned_read_bytes(spark.table("facts"), None) == detail.sizeInBytes
+    assert execution.planned_read_bytes(
+        spark.table("facts").where("k BETWEEN 100 AND 200"), None) < 2 * one_file
+
+    spark.sql(f"CREATE TABLE picks (k BIGINT, tag STRING) USING DELTA {CDF}")
+    spark.sql("INSERT INTO picks VALUES (1, 'a')")
+    query = "SELECT p.tag, SUM(f.v) AS total FROM picks p JOIN facts f ON p.k = f.k GROUP BY p.tag"
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW picked AS {query}")
+    jobs = []
+    for key, limit in ((12_345, 4 * one_file), (23_456, 4 * one_file), (34_567, one_file // 2)):
+        spark.sql(f"INSERT INTO picks VALUES ({key}, 'b')")
+        with session_settings(spark, {execution.INTERPRETED_MAX_BYTES: str(limit)}):
+            result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW picked")
+        assert result.mode == "incremental"
+        jobs.append((result.phases["change"].jobs, result.phases["delta"].jobs))
+        assert_equals_query(spark, "picked", query)
+    assert jobs[1][0] == jobs[2][0] == 1 and jobs[1][1] < jobs[2][1], jobs
+
+
 def test_the_plan_is_kept_until_a_source_schema_changes(spark, shop, monkeypatch):
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
     compiled = []
@@ -153,7 +186,7 @@ def test_every_key_set_is_read_in_one_query(spark, fresh_db, monkeypatch):
     collect = ClassicFrame.collect
     monkeypatch.setattr(ClassicFrame, "collect",
                         lambda frame: actions.append(frame) or collect(frame))
-    found = pruning._distinct_keys(spark, wanted)
+    found = pruning._distinct_keys(spark, wanted, None)
     assert len(actions) == 1
     assert found[wanted[0]] == ([1, 2, 3], False)
     assert found[wanted[1]] == (["B", "a", "b"], True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from pyspark.errors import AnalysisException
 from sqlglot import exp
 
 from ivm.compiler import SchemaLookup
@@ -50,10 +51,23 @@ def store_properties(spark, view: str) -> dict[str, str] | None:
 
 def _store_properties(spark, view: str) -> dict[str, str] | None:
     store = store_name(view)
-    if not spark.catalog.tableExists(store):
+    *db, name = split(store)
+    if name.lower() not in once(("stores", *db), lambda: _stores(spark, join(db) or None)):
         return None
     properties = DeltaLogReader.of(spark, store).properties()
     return properties if canonical(properties.get(VIEW) or "``") == view else None
+
+
+def _stores(spark, database: str | None) -> frozenset[str]:
+    """The names of the stores in ``database`` (None: the current one; none if it does not
+    exist), in lower case: one catalog call, where asking after each source's store would
+    make one each."""
+    where = f" IN {database}" if database else ""
+    try:
+        rows = spark.sql(f"SHOW TABLES{where} LIKE '*{STORE_SUFFIX}'").collect()
+    except AnalysisException:       # no such database
+        return frozenset()
+    return frozenset(row.tableName.lower() for row in rows if not row.isTemporary)
 
 
 def current_database(spark) -> str:

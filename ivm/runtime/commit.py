@@ -37,6 +37,7 @@ from ivm.runtime import faults
 from ivm.runtime.catalog import store_name
 from ivm.runtime.definition import is_pinned, settings, view_properties
 from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once
+from ivm.runtime.execution import session_settings
 from ivm.runtime.fallback import CHANGE_DATA_UNAVAILABLE
 from ivm.runtime.history import USER_METADATA, RefreshRecord, latest_record
 from ivm.runtime.phases import PhaseClock
@@ -104,7 +105,8 @@ def committed_write(spark, view: str, compiled: CompiledView, record: RefreshRec
     timer = clock or PhaseClock(None)
     with spark_errors(view), timer.phase("change"):
         bound = bind(spark, compiled.sources, before, record.sources, compiled.delta_reads,
-                     wrap=lambda frame: faults.during(f"{stage}.during_write", frame))
+                     wrap=lambda frame: faults.during(f"{stage}.during_write", frame),
+                     change_bytes=record.read_bytes)
 
     def commit(statement) -> list:
         with timer.phase("write"):
@@ -133,22 +135,6 @@ def _commit_settings(spark, view: str, record: RefreshRecord, read_version: int 
         conf |= {TXN_APP_ID: f"ivm:{view}", TXN_VERSION: str(read_version)}
     with session_settings(spark, conf):
         yield
-
-
-@contextmanager
-def session_settings(spark, settings: dict[str, str]):
-    """``settings`` on ``spark`` for the block; the values from before it put back after."""
-    before = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 @contextmanager

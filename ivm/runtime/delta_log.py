@@ -94,6 +94,10 @@ class DeltaLogReader:
         :func:`reading_each_log_once`."""
         return once(("log", table), lambda: cls(spark, table))
 
+    def location(self) -> str | None:
+        """Where the table's files are, as its log says; None if unknown."""
+        return None if self._log is None else str(self._log.dataPath().toString())
+
     def schema_fingerprint(self) -> str | None:
         """The table's id and schema, as its log's metadata holds them; None if unknown."""
         if self._snapshot is None:

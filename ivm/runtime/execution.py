@@ -17,7 +17,12 @@ Spark's defaults are made for large inputs. Three kinds of work do better with o
   thousand rows that is most of a statement's time: the refreshes of the property tests'
   views took a third less time without it. A statement that reads at most
   ``spark.ivm.interpretedMaxBytes`` (:data:`INTERPRETED_MAX_BYTES`) evaluates its
-  expressions without compiled code (:func:`evaluation_settings`); Spark's setting for that,
+  expressions without compiled code (:func:`evaluation_settings`). Each statement of a
+  refresh is judged by what it reads itself: a source's change by the change's size, the
+  key sets and the delta query by their plans, where Delta has already skipped the files
+  the change's keys exclude (:func:`planned_read_bytes`); so a one-row change of a large
+  table is little data, and so is the delta query that joins it with a few files of the
+  other sources. Spark's setting for evaluation without compiled code,
   ``spark.sql.codegen.factoryMode``, is one Spark keeps for its own tests, and what it does is
   pinned with the Spark version ivm requires (see ``tests/test_refresh_cost.py``).
   Such a statement also runs as one Spark job where it can: adaptive execution would run each
@@ -34,6 +39,9 @@ Spark's defaults are made for large inputs. Three kinds of work do better with o
 """
 
 from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any
 
 PROJECTION_CANDIDATES = "spark.sql.optimizer.expressionProjectionCandidateLimit"
 WIDE = 500
@@ -90,6 +98,30 @@ def evaluation_settings(spark, read_bytes: int | None) -> dict[str, str]:
     return dict(LITTLE_DATA)
 
 
+def planned_read_bytes(frame, kept_bytes: int | None) -> int | None:
+    """At most what computing the DataFrame ``frame`` reads, from its optimized plan: the
+    bytes of each Delta scan's files (Delta prunes them by the scan's filters and the files'
+    min/max statistics while Spark optimizes, so the pruned snapshot reads of a delta query
+    count only the files around the change), and ``kept_bytes`` if it reads rows kept in
+    memory (:func:`~ivm.runtime.sources.kept`: what they were computed from, at most), and
+    the size of the rows held in the plan itself. None if a size is unknown or a leaf is of
+    another kind. The plan is the one Spark runs next, so this costs no extra Spark job."""
+    leaves: Any = frame._jdf.queryExecution().optimizedPlan().collectLeaves()  # py4j: a Seq
+    total, reads_kept = 0, False
+    for i in range(leaves.size()):
+        leaf = leaves.apply(i)
+        kind = leaf.getClass().getSimpleName()
+        if kind in ("LogicalRelation", "LocalRelation"):   # a file scan, rows in the plan
+            total += int(str(leaf.stats().sizeInBytes()))
+        elif kind == "LogicalRDD":          # a local checkpoint
+            reads_kept = True
+        else:
+            return None
+    if reads_kept:
+        return None if kept_bytes is None else total + kept_bytes
+    return total
+
+
 def merge_settings(store_bytes: int | None) -> dict[str, str]:
     """Settings for a MERGE into a store of ``store_bytes`` (None: unknown)."""
     if store_bytes is None or store_bytes > SMALL_STORE_BYTES:
@@ -101,3 +133,19 @@ def apply_settings(spark, settings: dict[str, str]) -> None:
     """Set ``settings`` on ``spark``, a session of one view's statements alone."""
     for key, value in settings.items():
         spark.conf.set(key, value)
+
+
+@contextmanager
+def session_settings(spark, settings: dict[str, str]):
+    """``settings`` on ``spark`` for the block; the values from before it put back after."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)

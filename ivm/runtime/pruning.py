@@ -26,6 +26,7 @@ from sqlglot import exp
 
 from ivm import codegen
 from ivm.ir import Filter, Restrict, Scan, children, columns, with_children
+from ivm.runtime.execution import evaluation_settings, planned_read_bytes, session_settings
 from ivm.zset import Read
 
 MAX_KEYS = 100_000
@@ -38,13 +39,14 @@ MAX_RANGES = 32
 SET, KEY, RANK = "_ivm_set", "_ivm_key", "_ivm_rank"
 
 
-def prune(spark, delta):
+def prune(spark, delta, change_bytes: int | None):
     """``delta`` with each restricted snapshot scan also filtered by its keys' ranges; the
-    keys of every restriction are read in one Spark job."""
+    keys of every restriction are read in one Spark job (``change_bytes``: the size of the
+    sources' change data it reads, None if unknown)."""
     wanted = {}
     _visit(delta, lambda node: wanted.update(
         {found: None} if (found := _pruned_key(node)) is not None else {}))
-    keys = _distinct_keys(spark, list(wanted))
+    keys = _distinct_keys(spark, list(wanted), change_bytes)
     rewritten: dict = {}    # equal subtrees stay equal, so the SQL still shares them
 
     def rewrite(node):
@@ -110,7 +112,8 @@ def _key_ranges(node: Restrict, values: list, has_null: bool) -> exp.Expr:
     return exp.or_(*admitted) if admitted else exp.false()
 
 
-def _distinct_keys(spark, wanted: list[tuple]) -> dict[tuple, tuple[list, bool] | None]:
+def _distinct_keys(spark, wanted: list[tuple], change_bytes: int | None
+                   ) -> dict[tuple, tuple[list, bool] | None]:
     """For each ``(affected, column)`` of ``wanted``: the sorted non-NULL values of the
     column and whether it holds a NULL; None if it has more than :data:`MAX_KEYS` distinct
     values or a value without a literal form. One Spark job reads them all: the distinct
@@ -124,8 +127,10 @@ def _distinct_keys(spark, wanted: list[tuple]) -> dict[tuple, tuple[list, bool] 
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
     in_set = Window.partitionBy(SET)
     rank = F.row_number().over(in_set.orderBy(*(f"{KEY}{i}" for i in range(len(wanted)))))
-    rows = (union.withColumn(RANK, rank).where(F.col(RANK) <= MAX_KEYS + 1)
-            .orderBy(SET, RANK).collect())
+    ranked = union.withColumn(RANK, rank).where(F.col(RANK) <= MAX_KEYS + 1).orderBy(SET, RANK)
+    read_bytes = planned_read_bytes(ranked, change_bytes)
+    with session_settings(spark, evaluation_settings(spark, read_bytes)):
+        rows = ranked.collect()
     found: dict[int, list] = {i: [] for i in range(len(wanted))}
     for row in rows:
         found[row[SET]].append(row[f"{KEY}{row[SET]}"])

@@ -55,19 +55,6 @@ def total_source_bytes(spark, tables) -> int | None:
     return None if None in sizes else sum(s for s in sizes if s is not None)
 
 
-def incremental_read_bytes(spark, compiled: CompiledView, change_bytes: int | None,
-                           store_bytes: int | None) -> int | None:
-    """At most what an incremental refresh of ``compiled`` reads: the sources' change of
-    ``change_bytes``, every snapshot its delta query reads (the latest version's size standing
-    for an earlier one's), and the store of ``store_bytes`` that the change is merged into;
-    None if a size is not known."""
-    reads = compiled.delta_reads
-    sizes = source_bytes(spark, [t for t, kinds in reads.items() if kinds - {Read.DELTA}])
-    known = [change_bytes, store_bytes,
-             *(_snapshot_bytes(kinds, sizes.get(table)) for table, kinds in reads.items())]
-    return None if None in known else sum(n for n in known if n is not None)
-
-
 def read_estimate(spark, compiled: CompiledView, view: str | None = None) -> str:
     """The estimate as explain lines; ``view`` (qualified) adds its pending change."""
     reads = compiled.delta_reads

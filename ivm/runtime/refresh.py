@@ -20,18 +20,17 @@ from ivm.compiler import CompiledView
 from ivm.errors import CatalogError, SourceError, StateError
 from ivm.names import DIALECT
 from ivm.runtime.catalog import qualified_name, store_name
-from ivm.runtime.commit import (LostRace, committed_write, retrying, session_settings,
-                                spark_errors)
+from ivm.runtime.commit import LostRace, committed_write, retrying, spark_errors
 from ivm.runtime.definition import compile_definition
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.execution import (apply_settings, evaluation_settings, merge_settings,
-                                   plan_settings)
+                                   plan_settings, planned_read_bytes, session_settings)
 from ivm.runtime.fallback import estimate, replaced_source
 from ivm.runtime.graph import dependency_graph, materialized_views, refresh_order
 from ivm.runtime.history import RefreshRecord, RefreshResult, latest_record
 from ivm.runtime.phases import PhaseClock
 from ivm.runtime.pruning import prune
-from ivm.runtime.read_estimate import incremental_read_bytes, total_source_bytes
+from ivm.runtime.read_estimate import total_source_bytes
 from ivm.runtime.sources import kept, latest_sources, release
 from ivm.runtime.views import repair_catalog_view
 from ivm.store import OVERFLOW, is_exact
@@ -151,21 +150,17 @@ def _refresh(spark, view: str, properties: dict[str, str], full: bool,
         if reason is None and previous == current:
             return RefreshResult(view, "noop", current, previous,
                                  seconds=time.perf_counter() - start)
-        read_bytes, evaluation = None, {}
+        read_bytes = None
         if reason is None:
             reason = _inexact_sums(compiled, schema)
         if reason is None:
             change = estimate(spark, previous, current)
             reason, read_bytes = change.full_recompute_reason, change.change_bytes
-        if reason is None:
-            evaluation = evaluation_settings(
-                spark, incremental_read_bytes(spark, compiled, read_bytes, log.size_in_bytes()))
     result = None
     if reason is None:
         try:
-            with session_settings(spark, evaluation):
-                result = _write(spark, view, compiled, store_version, previous, current, ids,
-                                None, read_bytes, schema, clock)
+            result = _write(spark, view, compiled, store_version, previous, current, ids,
+                            None, read_bytes, schema, clock)
         except SourceError as error:    # a change data file was VACUUMed
             reason = error.message
         except _Overflow:
@@ -179,12 +174,16 @@ def _refresh(spark, view: str, properties: dict[str, str], full: bool,
     return result
 
 
-def _merge_settings(spark, store: str) -> dict[str, str]:
-    """Settings for the MERGE into ``store``: its source, the change to the store, is kept
-    already, so Delta need not materialize it again; and those for the store's size
-    (:func:`~ivm.runtime.execution.merge_settings`)."""
-    return {MATERIALIZE_SOURCE: "none"} | merge_settings(
-        DeltaLogReader.of(spark, store).size_in_bytes())
+def _merge_settings(spark, store: str, change_bytes: int | None) -> dict[str, str]:
+    """Settings for the MERGE into ``store`` of a change computed from ``change_bytes`` (at
+    most its size): its source, the change to the store, is kept already, so Delta need not
+    materialize it again; those for the store's size
+    (:func:`~ivm.runtime.execution.merge_settings`); and those for the little data of a
+    small store and change (:func:`~ivm.runtime.execution.evaluation_settings`)."""
+    store_bytes = DeltaLogReader.of(spark, store).size_in_bytes()
+    both = None if store_bytes is None or change_bytes is None else store_bytes + change_bytes
+    return {MATERIALIZE_SOURCE: "none"} | merge_settings(store_bytes) \
+        | evaluation_settings(spark, both)
 
 
 def _inexact_sums(compiled: CompiledView, schema) -> str | None:
@@ -220,17 +219,19 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
             return RefreshResult(view, "full", current, previous, reason=reason,
                                  rows_inserted=spark.table(store).count())
         with clock.phase("prune"), spark_errors(view):
-            delta = codegen.to_select(prune(spark, compiled.maintenance.delta))
+            delta = codegen.to_select(prune(spark, compiled.maintenance.delta, read_bytes))
         types = {f.name: f.dataType.simpleString() for f in schema}
-        checkpoint = None
+        change = None
         try:
             with clock.phase("delta"), spark_errors(view):
-                change, checkpoint = kept(spark, spark.sql(delta.sql(DIALECT)))
-                settings = _merge_settings(spark, store) if checkpoint is not None else {}
-            if checkpoint is None:  # no stored row changes: the commit carries the record
+                query = spark.sql(delta.sql(DIALECT))
+                query_bytes = planned_read_bytes(query, read_bytes)
+                change = kept(spark, query, query_bytes)
+                settings = _merge_settings(spark, store, query_bytes) if change.rows else {}
+            if not change.rows:  # no stored row changes: the commit carries the record
                 commit(codegen.record_only_statement(store))
                 return RefreshResult(view, "incremental", current, previous)
-            change.createOrReplaceTempView(STORE_CHANGE)
+            change.frame.createOrReplaceTempView(STORE_CHANGE)
             with session_settings(spark, settings):
                 merged = commit(codegen.merge_statement(
                     compiled.store, store, exp.select("*").from_(STORE_CHANGE), types))
@@ -240,8 +241,8 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
             raise
         finally:
             spark.catalog.dropTempView(STORE_CHANGE)
-            if checkpoint is not None:
-                release(checkpoint)
+            if change is not None and change.checkpoint is not None:
+                release(change.checkpoint)
         if not merged:  # Delta skipped it: the transaction was committed already
             raise LostRace()
         metrics = merged[0]

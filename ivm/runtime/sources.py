@@ -27,6 +27,7 @@ from ivm.names import quote
 from ivm.runtime.catalog import store_name, store_properties
 from ivm.runtime.definition import compile_definition
 from ivm.runtime.delta_log import CDF_PROPERTY, DeltaLogReader
+from ivm.runtime.execution import evaluation_settings, session_settings
 from ivm.zset import COUNT, WEIGHT, Read, relation_name
 
 INSERTED = ("insert", "update_postimage")
@@ -79,12 +80,21 @@ def latest_sources(spark, tables) -> tuple[dict[str, int], dict[str, str]]:
             {table: log.table_id() for table, log in logs.items()})
 
 
+def _delta_read(spark, name: str, **options) -> DataFrame:
+    """The Delta table ``name`` read with ``options``: from its location, as its log (read
+    once per refresh) says, where a read by name would look the table up in the catalog
+    again (which costs more than planning the read); by name if the log is not at hand."""
+    reader = spark.read.format("delta").options(**options)
+    location = DeltaLogReader.of(spark, name).location()
+    return reader.load(location) if location is not None else reader.table(name)
+
+
 def snapshot(spark, table: str, columns, version: int, repeats: bool | None = None
              ) -> DataFrame:
     """``columns`` of ``table`` as of ``version``; ``repeats`` as
     :func:`upstream_repeats_rows` says of ``table``."""
-    name = table if repeats is None else store_name(table)
-    rows = spark.read.format("delta").option("versionAsOf", version).table(name)
+    rows = _delta_read(spark, table if repeats is None else store_name(table),
+                       versionAsOf=version)
     if repeats:
         rows = rows.withColumn("_copy", F.explode(F.sequence(F.lit(1), F.col(COUNT))))
     return rows.select(*columns)
@@ -92,13 +102,10 @@ def snapshot(spark, table: str, columns, version: int, repeats: bool | None = No
 
 def changes(spark, table: str, columns, after: int, upto: int, repeats: bool | None = None
             ) -> DataFrame:
-    """The net change of ``columns`` of ``table`` over versions ``(after, upto]``, weighted."""
-    if upto <= after:
-        schema = snapshot(spark, table, columns, after, repeats).schema
-        return empty(spark, StructType(schema.fields + [StructField(WEIGHT, LongType(), False)]))
-    name = table if repeats is None else store_name(table)
-    feed = (spark.read.format("delta").option("readChangeFeed", "true")
-            .option("startingVersion", after + 1).option("endingVersion", upto).table(name))
+    """The net change of ``columns`` of ``table`` over versions ``(after, upto]``, weighted;
+    ``upto`` > ``after``."""
+    feed = _delta_read(spark, table if repeats is None else store_name(table),
+                       readChangeFeed="true", startingVersion=after + 1, endingVersion=upto)
     sign = F.when(F.col("_change_type").isin(*INSERTED), F.lit(1)).otherwise(F.lit(-1))
     weight = sign * F.col(COUNT) if repeats else sign
     # Spark groups floats by value, -0.0 with 0.0: group them by their text, which keeps the
@@ -115,19 +122,39 @@ def changes(spark, table: str, columns, after: int, upto: int, repeats: bool | N
             .where(F.col(WEIGHT) != 0).select(*columns, WEIGHT))
 
 
-def kept(spark, frame: DataFrame) -> tuple[DataFrame, DataFrame | None]:
-    """``frame`` computed once, so that later reads do not compute it again: a local
-    checkpoint (its rows kept by the executors, its plan cut), or, when it has no rows, an
-    empty local relation, which Spark's optimizer removes with what it joins. Returns the
-    frame to read and the checkpoint to :func:`release` (None for none).
+@dataclass
+class Kept:
+    """Rows computed once (:func:`kept`): ``frame`` reads them; ``checkpoint``, if not None,
+    holds them, to :func:`release` after the last read."""
+
+    frame: DataFrame
+    rows: int
+    checkpoint: DataFrame | None = None
+
+
+def kept(spark, frame: DataFrame, read_bytes: int | None) -> Kept:
+    """``frame`` computed once, so that later reads do not compute it again, with the
+    settings for a statement reading ``read_bytes`` (None: unknown; see
+    :func:`~ivm.runtime.execution.evaluation_settings`). Little data is collected into the
+    driver and held in the plan as a local relation, whose size Spark's optimizer knows
+    exactly (it broadcasts what joins it) and whose emptiness it sees (it removes what only
+    joins with it); more is kept as a local checkpoint (its rows kept by the executors, its
+    plan cut).
 
     (A checkpoint, not ``persist``: a persisted plan keeps its executed form, broadcast
     relations included, for as long as the JVM holds the plan, and Spark holds on to them.)"""
-    checkpoint = frame.localCheckpoint(eager=False)
-    if checkpoint.count() > 0:      # the one job that computes and keeps the rows
-        return checkpoint, checkpoint
+    settings = evaluation_settings(spark, read_bytes)
+    with session_settings(spark, settings):
+        if settings:
+            java: Any = frame._jdf      # py4j: the JVM Dataset
+            rows = java.collectAsList()
+            return Kept(_local(spark, rows, java.schema()), rows.size())
+        checkpoint = frame.localCheckpoint(eager=False)    # plans (and, adaptive, runs) it
+        count = checkpoint.count()      # the one job that computes and keeps the rows
+    if count > 0:
+        return Kept(checkpoint, count, checkpoint)
     release(checkpoint)
-    return empty(spark, frame.schema), None
+    return Kept(empty(spark, frame.schema), 0)
 
 
 def release(checkpoint: DataFrame) -> None:
@@ -141,9 +168,14 @@ def empty(spark, schema: StructType) -> DataFrame:
     that it removes what only joins with it; PySpark's ``createDataFrame([])`` gives an RDD,
     which Spark must run a job to find empty."""
     jvm = spark.sparkContext._jvm
-    frame = spark._jsparkSession.createDataFrame(
-        jvm.java.util.ArrayList(), jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()))
-    return DataFrame(frame, spark)
+    return _local(spark, jvm.java.util.ArrayList(),
+                  jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()))
+
+
+def _local(spark, rows, schema) -> DataFrame:
+    """A local relation of the JVM ``rows`` (a java.util.List of Rows) of the JVM ``schema``:
+    the rows never pass through Python."""
+    return DataFrame(spark._jsparkSession.createDataFrame(rows, schema), spark)
 
 
 @dataclass
@@ -156,38 +188,50 @@ class Bound:
 
 def bind(spark, sources: dict[str, tuple[str, ...]], before: dict[str, int] | None,
          after: dict[str, int], reads: Mapping[str, Collection[Read]],
-         wrap=lambda frame: frame) -> Bound:
+         wrap=lambda frame: frame, change_bytes: int | None = None) -> Bound:
     """Register each source's reads under the names delta queries use.
 
     Without ``before`` only the ``AFTER`` snapshots are bound (for a full computation).
     With it, the reads of each table that ``reads`` names (what the delta query reads), its
-    change read here, once (:func:`kept`), for the key sets and the delta query to share.
+    change read here, once (:func:`kept`), for the key sets and the delta query to share;
+    ``change_bytes``: the size of all sources' change data (None: unknown).
     The first source's reads pass through ``wrap``.
     """
     bound = Bound()
     try:
-        _bind_each(spark, sources, before, after, wrap, reads, bound)
+        _bind_each(spark, sources, before, after, wrap, reads, bound, change_bytes)
     except BaseException:
         unbind(spark, bound)
         raise
     return bound
 
 
-def _bind_each(spark, sources, before, after, wrap, reads, bound: Bound) -> None:
+def _bind_each(spark, sources, before, after, wrap, reads, bound: Bound,
+               change_bytes: int | None) -> None:
     for i, (table, columns) in enumerate(sources.items()):
         repeats = upstream_repeats_rows(spark, table)
         wanted = reads.get(table, ())
+        resolved: dict[int, DataFrame] = {}     # a version read twice is resolved once
+
+        def at(version: int) -> DataFrame:
+            if version not in resolved:
+                resolved[version] = snapshot(spark, table, columns, version, repeats)
+            return resolved[version]
         frames = {}
         if before is None or Read.AFTER in wanted:
-            frames[Read.AFTER] = snapshot(spark, table, columns, after[table], repeats)
+            frames[Read.AFTER] = at(after[table])
         if before is not None and Read.BEFORE in wanted:
-            frames[Read.BEFORE] = snapshot(spark, table, columns, before[table], repeats)
+            frames[Read.BEFORE] = at(before[table])
         if before is not None and Read.DELTA in wanted:
-            change = changes(spark, table, columns, before[table], after[table], repeats)
             if after[table] > before[table]:
-                change, checkpoint = kept(spark, change)
-                bound.checkpoints += [checkpoint] if checkpoint is not None else []
-            frames[Read.DELTA] = change
+                change = kept(spark, changes(spark, table, columns, before[table],
+                                             after[table], repeats), change_bytes)
+                bound.checkpoints += [change.checkpoint] if change.checkpoint else []
+                frames[Read.DELTA] = change.frame
+            else:
+                fields = at(after[table]).schema.fields
+                frames[Read.DELTA] = empty(
+                    spark, StructType([*fields, StructField(WEIGHT, LongType(), False)]))
         for read, frame in frames.items():
             name = relation_name(table, read)
             (wrap(frame) if i == 0 else frame).createOrReplaceTempView(quote(name))
