@@ -132,20 +132,22 @@ class Kept:
     checkpoint: DataFrame | None = None
 
 
-def kept(spark, frame: DataFrame, read_bytes: int | None) -> Kept:
+def kept(spark, frame: DataFrame, read_bytes: int | None, *, collect: bool = False) -> Kept:
     """``frame`` computed once, so that later reads do not compute it again, with the
     settings for a statement reading ``read_bytes`` (None: unknown; see
-    :func:`~ivm.runtime.execution.evaluation_settings`). Little data is collected into the
+    :func:`~ivm.runtime.execution.evaluation_settings`). With ``collect``, when it has no
+    more rows than it reads (a source's net change), little data is collected into the
     driver and held in the plan as a local relation, whose size Spark's optimizer knows
-    exactly (it broadcasts what joins it) and whose emptiness it sees (it removes what only
-    joins with it); more is kept as a local checkpoint (its rows kept by the executors, its
-    plan cut).
+    exactly (it broadcasts what joins it; a checkpoint carries only an estimate) and whose
+    emptiness it sees (it removes what only joins with it). Otherwise it is kept as a local
+    checkpoint (its rows kept by the executors, its plan cut): a join's result may have far
+    more rows than it reads.
 
     (A checkpoint, not ``persist``: a persisted plan keeps its executed form, broadcast
     relations included, for as long as the JVM holds the plan, and Spark holds on to them.)"""
     settings = evaluation_settings(spark, read_bytes)
     with session_settings(spark, settings):
-        if settings:
+        if settings and collect:
             java: Any = frame._jdf      # py4j: the JVM Dataset
             rows = java.collectAsList()
             return Kept(_local(spark, rows, java.schema()), rows.size())
@@ -225,7 +227,7 @@ def _bind_each(spark, sources, before, after, wrap, reads, bound: Bound,
         if before is not None and Read.DELTA in wanted:
             if after[table] > before[table]:
                 change = kept(spark, changes(spark, table, columns, before[table],
-                                             after[table], repeats), change_bytes)
+                                             after[table], repeats), change_bytes, collect=True)
                 bound.checkpoints += [change.checkpoint] if change.checkpoint else []
                 frames[Read.DELTA] = change.frame
             else:
