@@ -38,7 +38,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 import ivm
-from ivm.runtime.execution import LITTLE_DATA
+from ivm.runtime import execution
 from strategies import Scenario, create_table, insert
 
 
@@ -103,14 +103,14 @@ def pinned_settings(spark) -> dict[str, str]:
 
 @contextmanager
 def session_settings(spark, settings: Mapping[str, str]):
-    """Run the block under ``settings``; put back the values from before it afterwards."""
-    before = pinned_settings(spark) | {key: spark.conf.get(key) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
+    """Run the block under ``settings`` (:func:`ivm.runtime.execution.session_settings`);
+    the :data:`PINNED` settings, which the block may change too, are put back afterwards."""
+    pinned = pinned_settings(spark)
     try:
-        yield
+        with execution.session_settings(spark, dict(settings)):
+            yield
     finally:
-        for key, value in before.items():
+        for key, value in pinned.items():
             spark.conf.set(key, value)
 
 
@@ -199,7 +199,8 @@ def mismatches(spark, views: Mapping[str, View], created: Mapping[str, str] | No
     every oracle and running each shuffle as a Spark job of its own took a third of its
     time."""
     with session_settings(spark, created or {}):
-        return _mismatches(spark, views, CHECK_SETTINGS | (LITTLE_DATA if few_rows else {}))
+        little = execution.LITTLE_DATA if few_rows else {}
+        return _mismatches(spark, views, CHECK_SETTINGS | little)
 
 
 def _mismatches(spark, views, settings) -> dict[str, tuple[list, list]]:
