@@ -1,15 +1,18 @@
 """Materialized-view statements, parsed from SQL text (:mod:`ivm.runtime.statements` runs them).
 
-    CREATE [OR REPLACE] MATERIALIZED {VIEW|TABLE} [IF NOT EXISTS] name
+    [EXPLAIN] CREATE [OR REPLACE] MATERIALIZED {VIEW|TABLE} [IF NOT EXISTS] name
         [PARTITIONED BY (column, ...)]
-        [FRESHNESS = INTERVAL '<n>' {SECOND|MINUTE|HOUR|DAY}[S]] AS <select>
+        [FRESHNESS = INTERVAL '<n>' {SECOND|MINUTE|HOUR|DAY}[S]]
+        [REFRESH POLICY {AUTO | INCREMENTAL [STRICT] | FULL}] AS <select>
     REFRESH MATERIALIZED {VIEW|TABLE} name [FULL | PARTITION (column = literal, ...)]
     REFRESH ALL MATERIALIZED {VIEWS|TABLES}
-    ALTER MATERIALIZED {VIEW|TABLE} name {SET FRESHNESS = INTERVAL ... | SUSPEND | RESUME}
+    ALTER MATERIALIZED {VIEW|TABLE} name
+        {SET FRESHNESS = INTERVAL ... | SET REFRESH POLICY ... | SUSPEND | RESUME}
     DROP MATERIALIZED {VIEW|TABLE} [IF EXISTS] name
     DESCRIBE [HISTORY] MATERIALIZED {VIEW|TABLE} name
 
-``MATERIALIZED TABLE`` is Flink's spelling of the same thing. The query keeps its place in
+``MATERIALIZED TABLE`` is Flink's spelling of the same thing; ``REFRESH POLICY`` and
+``EXPLAIN CREATE`` are Databricks' (see :mod:`ivm.runtime.planner`). The query keeps its place in
 the statement text, so errors in it point at the statement's own lines and columns.
 
 >>> s = parse_statement("CREATE MATERIALIZED TABLE s.v AS SELECT 1 AS x")
@@ -21,6 +24,10 @@ the statement text, so errors in it point at the statement's own lines and colum
 {'ds': Literal(this='2024-11-25', is_string=True)}
 >>> parse_statement("ALTER MATERIALIZED VIEW v SET FRESHNESS = INTERVAL '2' MINUTES").freshness
 120
+>>> parse_statement("ALTER MATERIALIZED VIEW v SET REFRESH POLICY INCREMENTAL STRICT").policy
+'INCREMENTAL STRICT'
+>>> parse_statement("EXPLAIN CREATE MATERIALIZED VIEW v REFRESH POLICY FULL AS SELECT 1").action
+'explain'
 >>> parse_statement("DROP MATERIALIZED VIEW db.`order`").name
 'db.`order`'
 >>> parse_statement("SELECT 1") is None
@@ -29,6 +36,7 @@ True
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -42,7 +50,8 @@ from ivm.names import DIALECT, join
 
 @dataclass(frozen=True)
 class Statement:
-    action: str     # create | refresh | refresh_all | alter | drop | describe | history
+    action: str     # create | explain | refresh | refresh_all | alter | drop | describe |
+                    # history
     name: str | None
     query: str | None = None
     replace: bool = False
@@ -52,8 +61,11 @@ class Statement:
     partitioned_by: tuple[str, ...] = ()
     partition: dict | None = None   # REFRESH ... PARTITION: {column: literal}
     suspended: bool | None = None   # ALTER ... SUSPEND / RESUME
+    policy: str | None = None       # REFRESH POLICY: AUTO | INCREMENTAL | INCREMENTAL STRICT |
+                                    # FULL
 
 
+_EXPLAIN = re.compile(r"\s*EXPLAIN\b", re.IGNORECASE)
 _UNITS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 
 
@@ -121,6 +133,13 @@ class _Tokens:
         self.expect(")", ")")
         return tuple(names)
 
+    def policy(self) -> str:
+        """``AUTO | INCREMENTAL [STRICT] | FULL``, after ``REFRESH POLICY``."""
+        for words in (("INCREMENTAL", "STRICT"), ("INCREMENTAL",), ("AUTO",), ("FULL",)):
+            if self.accept(*words):
+                return " ".join(words)
+        self.fail("expected AUTO, INCREMENTAL, INCREMENTAL STRICT or FULL after REFRESH POLICY")
+
     def partition_spec(self) -> dict[str, exp.Literal]:
         """``(column = literal, ...)``."""
         self.expect("(", "(")
@@ -148,6 +167,9 @@ class _Tokens:
 
 def parse_statement(sql: str) -> Statement | None:
     """The materialized-view statement in ``sql``, or None if it is not one."""
+    explain = _EXPLAIN.match(sql)
+    if explain:  # Spark's tokenizer takes the rest of an EXPLAIN for one string
+        sql = " " * explain.end() + sql[explain.end():]
     try:  # Spark's tokenizer: backslash escapes in literals, backquoted names
         tokens = _Tokens(sql, DIALECT.tokenize(sql))
     except TokenError:
@@ -158,7 +180,7 @@ def parse_statement(sql: str) -> Statement | None:
             return None
         if_not_exists = tokens.accept("IF", "NOT", "EXISTS")
         name = tokens.name()
-        freshness, partitioned_by = None, ()
+        freshness, partitioned_by, policy = None, (), None
         while not tokens.peek("AS"):
             if freshness is None and tokens.accept("FRESHNESS"):
                 tokens.expect("= after FRESHNESS", "=")
@@ -166,16 +188,22 @@ def parse_statement(sql: str) -> Statement | None:
             elif not partitioned_by and (tokens.accept("PARTITIONED BY")   # one token
                                          or tokens.accept("PARTITIONED", "BY")):
                 partitioned_by = tokens.columns()
+            elif policy is None and tokens.accept("REFRESH", "POLICY"):
+                policy = tokens.policy()
             else:
-                tokens.fail("expected PARTITIONED BY, FRESHNESS or AS before the query")
+                tokens.fail("expected PARTITIONED BY, FRESHNESS, REFRESH POLICY or AS before "
+                            "the query")
         tokens.expect("AS before the query", "AS")
         if tokens.i >= len(tokens.tokens):
             tokens.fail("expected the view's query")
         start = tokens.tokens[tokens.i].start
         # Blank out the statement's head so positions in the query stay the statement's own.
         query = "".join(c if c == "\n" else " " for c in sql[:start]) + sql[start:]
-        return Statement("create", name, query, replace=replace, if_exists=if_not_exists,
-                         freshness=freshness, partitioned_by=partitioned_by)
+        return Statement("explain" if explain else "create", name, query, replace=replace,
+                         if_exists=if_not_exists, freshness=freshness,
+                         partitioned_by=partitioned_by, policy=policy)
+    if explain:
+        return None
     if tokens.accept("REFRESH"):
         if tokens.accept("ALL", "MATERIALIZED", "VIEWS") or \
                 tokens.accept("ALL", "MATERIALIZED", "TABLES"):
@@ -195,11 +223,14 @@ def parse_statement(sql: str) -> Statement | None:
         if tokens.accept("SET", "FRESHNESS"):
             tokens.expect("= after FRESHNESS", "=")
             statement = Statement("alter", name, freshness=tokens.interval())
+        elif tokens.accept("SET", "REFRESH", "POLICY"):
+            statement = Statement("alter", name, policy=tokens.policy())
         elif tokens.accept("SUSPEND") or tokens.accept("RESUME"):
             statement = Statement("alter", name,
                                   suspended=tokens.tokens[tokens.i - 1].text.upper() == "SUSPEND")
         else:
-            tokens.fail("expected SET FRESHNESS = INTERVAL ..., SUSPEND or RESUME")
+            tokens.fail("expected SET FRESHNESS = INTERVAL ..., SET REFRESH POLICY ..., SUSPEND "
+                        "or RESUME")
         tokens.end()
         return statement
     if tokens.accept("DROP"):

@@ -97,7 +97,8 @@ def committed_write(spark, view: str, compiled: CompiledView, record: RefreshRec
     """A block that writes the store of ``view`` in one commit carrying ``record``, with the
     sources of ``compiled`` bound at ``record.sources`` (and at ``before`` for a change);
     ``stage`` (``create`` or ``refresh``) names its fault points. The block receives
-    ``commit(statement)``, which runs its one writing statement and returns its rows. With
+    ``commit(statement, **amend)``, which runs its one writing statement and returns its
+    rows; ``amend`` sets fields of the record known only once the write is planned. With
     the store version ``read_version`` it was computed from, the write is idempotent and
     checked to be the one that committed. ``clock`` times the phases ``change`` (the
     binding), ``write`` (the statement) and ``check``; the record carries those measured
@@ -108,9 +109,11 @@ def committed_write(spark, view: str, compiled: CompiledView, record: RefreshRec
                      wrap=lambda frame: faults.during(f"{stage}.during_write", frame),
                      change_bytes=record.read_bytes)
 
-    def commit(statement) -> list:
+    def commit(statement, **amend) -> list:
         with timer.phase("write"):
-            final = record if clock is None else replace(record, phases=clock.summary())
+            final = replace(record, **amend)
+            if clock is not None:
+                final = replace(final, phases=clock.summary())
             with spark_errors(view), _commit_settings(spark, view, final, read_version):
                 return execute(spark, statement)
     try:

@@ -211,8 +211,9 @@ class DeltaLogReader:
                                        "SET TBLPROPERTIES", "UNSET TBLPROPERTIES")
                        or r.operation in REPLACING_OPERATIONS, None) for r in rows]
 
-    def user_metadata(self, version: int) -> str | None:
-        """The ``userMetadata`` of the commit that made ``version``."""
+    def commit_info(self, version: int) -> tuple[str | None, int | None]:
+        """The ``userMetadata`` of the commit that made ``version``, and its time in ms
+        (None, None where the log no longer holds it)."""
         if self._log is not None:
             changes = self._log.getChanges(version, False)
             if changes.hasNext():
@@ -221,11 +222,12 @@ class DeltaLogReader:
                     action = actions.apply(i)
                     if action.getClass().getSimpleName() == "CommitInfo":
                         metadata = action.userMetadata()
-                        return metadata.get() if metadata.isDefined() else None
-            return None
+                        return (metadata.get() if metadata.isDefined() else None,
+                                int(action.timestamp().getTime()))
+            return None, None
         row = (DeltaTable.forName(self.spark, self.table).history()
-               .where(F.col("version") == version).select("userMetadata").first())
-        return row.userMetadata if row else None
+               .where(F.col("version") == version).select("userMetadata", "timestamp").first())
+        return (row.userMetadata, int(row.timestamp.timestamp() * 1000)) if row else (None, None)
 
 
 def _only_row(frame: DataFrame) -> Row:

@@ -12,6 +12,7 @@ from ivm.runtime.definition import resolution_database, settings, view_propertie
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.fallback import replaced_source
 from ivm.runtime.history import history, latest_record
+from ivm.runtime.planner import DEFAULT_POLICY, POLICY
 from ivm.runtime.sources import delta_table, table_version
 
 
@@ -46,7 +47,8 @@ def _oldest_unconsumed_ms(spark, view: str) -> int | None:
 
 def describe_view(spark, name: str) -> DataFrame:
     """``DESCRIBE MATERIALIZED VIEW``: one ``(property, value)`` row per fact about the view:
-    its definition, its last refresh (when, mode and why, what it read and wrote), the source
+    its definition and refresh policy, its last refresh (when, mode and why, the cost model's
+    prediction, what it read and wrote), the source
     versions it reflects and how far it lags behind its sources."""
     view = qualified_name(spark, name)
     properties = view_properties(spark, view)
@@ -59,8 +61,10 @@ def describe_view(spark, name: str) -> DataFrame:
              ("freshness seconds", freshness or ""),
              ("refreshed by ivm run", "suspended" if properties.get(SUSPENDED) == "true"
               else "yes" if freshness else "no (no FRESHNESS)"),
+             ("refresh policy", properties.get(POLICY, DEFAULT_POLICY)),
              ("last refresh", str(last.timestamp)), ("last refresh mode", last.mode),
              ("last refresh reason", last.reason or ""),
+             ("last refresh prediction", last.prediction or ""),
              ("last refresh read bytes", "" if last.read_bytes is None else str(last.read_bytes)),
              ("last refresh rows written", f"+{last.rows_inserted or 0} ~{last.rows_updated or 0}"
                                            f" -{last.rows_deleted or 0}"),

@@ -1,21 +1,25 @@
-"""When a refresh recomputes the view instead of applying the change, and why.
+"""What stands in the way of applying the change, found in the sources' logs before any of
+it is read (:class:`~ivm.runtime.planner.Obstacle`; the view's refresh policy decides what a
+refresh does about it, see :mod:`ivm.runtime.planner`).
 
 An incremental refresh needs every source's change since the version the view consumed, in a
-form the delta query understands. It recomputes in full, and records the reason, when
+form the delta query understands. It cannot apply the change when
 
-* a source's log no longer holds some of those commits (log retention, VACUUM), or its
-  change data feed was turned off in between (so some commits recorded no change data),
-* a source is not the table the view read: its Delta table id changed, because it was
-  replaced or dropped and created again under its name (checked first, as the versions of
-  two tables are not comparable),
-* a source's schema changed, or the source was replaced,
-* the change is so large that reading it costs about as much as reading the sources: more
-  than ``spark.ivm.refresh.fullRecomputeRatio`` (default 0.3) of the sources' bytes, once
-  the sources hold at least ``spark.ivm.refresh.fullRecomputeMinBytes`` (default 64 MiB;
-  below that a refresh costs its fixed overhead either way).
+* (``unavailable``) a source's log no longer holds some of those commits (log retention,
+  VACUUM), or its change data feed was turned off in between (so some commits recorded no
+  change data);
+* (``reinitialize``) a source is not the table the view read: its Delta table id changed,
+  because it was replaced or dropped and created again under its name (checked first, as the
+  versions of two tables are not comparable); a source's schema changed, or the source was
+  replaced or restored to an older version;
+* (``cost``) the change is so large that reading it costs about as much as reading the
+  sources: more than ``spark.ivm.refresh.fullRecomputeRatio`` (default 0.3) of the sources'
+  bytes, once the sources hold at least ``spark.ivm.refresh.fullRecomputeMinBytes`` (default
+  64 MiB; below that a refresh costs its fixed overhead either way, and the cost model of
+  :mod:`ivm.runtime.planner` does not predict either).
 
 A change data file removed by VACUUM is only found when the refresh reads it; the refresh then
-falls back too (see :mod:`ivm.runtime.refresh`).
+meets an ``unavailable`` obstacle too (see :mod:`ivm.runtime.refresh`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from dataclasses import dataclass
 
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.execution import number_setting
+from ivm.runtime.planner import Obstacle
 from ivm.runtime.sources import delta_table
 
 RATIO = "spark.ivm.refresh.fullRecomputeRatio"
@@ -57,16 +62,17 @@ def replaced_source(consumed: dict[str, str] | None, current: dict[str, str]) ->
 @dataclass(frozen=True)
 class Estimate:
     """What a refresh would read: the sources' change, and their size when it was needed, in
-    bytes (None where the log does not say), and why it must recompute, if it must."""
+    bytes (None where the log does not say), and what stands in the way of applying the
+    change, if anything does."""
 
     change_bytes: int | None
     source_bytes: int | None
-    full_recompute_reason: str | None = None
+    obstacle: Obstacle | None = None
 
 
 def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estimate:
-    """The change from source versions ``previous`` to ``current``, and whether a full
-    recompute should apply it (see the module's docstring).
+    """The change from source versions ``previous`` to ``current``, and what stands in the
+    way of applying it (see the module's docstring).
 
     The sources' sizes cost a scan of their logs' state; they are only read when the change
     could exceed its share: ``change > ratio · source`` with ``source ≥ min_bytes`` needs
@@ -75,23 +81,28 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
     for table, upto in current.items():
         after = previous[table]
         if upto < after:
-            return Estimate(None, None, f"{table} is at version {upto}, before version "
-                                        f"{after} that the view consumed")
+            return Estimate(None, None, Obstacle("reinitialize", (
+                f"{table} is at version {upto}, before version {after} that the view "
+                f"consumed")))
         log = DeltaLogReader.of(spark, delta_table(spark, table))
         commits = log.commits(after, upto)
         if commits is None:
-            return Estimate(None, None, f"the log of {table} no longer holds every commit "
-                                        f"after version {after} (log retention or VACUUM)")
+            return Estimate(None, None, Obstacle("unavailable", (
+                f"the log of {table} no longer holds every commit after version {after} "
+                f"(log retention or VACUUM)")))
         for commit in commits:
             if commit.replaces_table:
-                return Estimate(None, None, f"{table} was replaced at version "
-                                            f"{commit.version} ({commit.operation})")
+                return Estimate(None, None, Obstacle("reinitialize", (
+                    f"{table} was replaced at version {commit.version} "
+                    f"({commit.operation})")))
         if off := next((c for c in commits if c.change_data_feed is False), None):
-            return Estimate(None, None, f"the change data feed of {table} was turned off at "
-                                        f"version {off.version}")
+            return Estimate(None, None, Obstacle("unavailable", (
+                f"the change data feed of {table} was turned off at version "
+                f"{off.version}")))
         if any(c.metadata_changed for c in commits) and log.schema_at(after) != \
                 log.schema_at(upto):
-            return Estimate(None, None, f"the schema of {table} changed after version {after}")
+            return Estimate(None, None, Obstacle("reinitialize", (
+                f"the schema of {table} changed after version {after}")))
         sizes = [c.change_bytes for c in commits if c.change_bytes is not None]
         if len(sizes) < len(commits):
             sized = False
@@ -109,7 +120,7 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
         return Estimate(change_bytes, None)
     source_bytes = sum(sizes)
     if source_bytes >= min_bytes and change_bytes > ratio * source_bytes:
-        return Estimate(change_bytes, source_bytes, (
+        return Estimate(change_bytes, source_bytes, Obstacle("cost", (
             f"the change ({change_bytes} bytes) is over {ratio:g} of the sources' "
-            f"{source_bytes} bytes ({RATIO})"))
+            f"{source_bytes} bytes ({RATIO})")))
     return Estimate(change_bytes, source_bytes)

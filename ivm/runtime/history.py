@@ -71,16 +71,30 @@ class RefreshRecord:
     started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     phases: dict[str, dict] | None = None       # phase → {seconds, jobs}, of the phases
                                                 # before the write (ivm.runtime.phases)
+    planned_bytes: int | None = None            # what it read as the cost model counts it
+    cost: dict | None = None                    # the cost model it was planned with
+    prediction: str | None = None               # the cost model's prediction, where it chose
+    committed_ms: int | None = None             # when it was committed: read from the log,
+                                                # never written
+
+    @property
+    def seconds(self) -> float | None:
+        """How long the write took, from its start to its commit."""
+        return None if self.committed_ms is None else (self.committed_ms - self.started_ms) / 1000
 
     def to_json(self) -> str:
-        return json.dumps({"ivm": asdict(self)}, sort_keys=True)
+        written = {k: v for k, v in asdict(self).items() if k != "committed_ms"}
+        return json.dumps({"ivm": written}, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str | None) -> "RefreshRecord | None":
-        """The record in a commit's ``userMetadata``; None if it holds none."""
+    def from_json(cls, text: str | None, committed_ms: int | None = None,
+                  ) -> "RefreshRecord | None":
+        """The record in the ``userMetadata`` of a commit made at ``committed_ms``; None if it
+        holds none."""
         try:
             record = json.loads(text or "")["ivm"]
-            return cls(**{**record, "sources": {t: int(v) for t, v in record["sources"].items()}})
+            return cls(**{**record, "sources": {t: int(v) for t, v in record["sources"].items()},
+                          "committed_ms": committed_ms})
         except (ValueError, KeyError, TypeError):
             return None
 
@@ -89,7 +103,7 @@ def latest_record(log: DeltaLogReader) -> tuple[int, RefreshRecord]:
     """The latest commit of a store that holds a record, and the record."""
     latest = log.version()
     for version in range(latest, max(-1, latest - HISTORY_SCAN), -1):
-        record = RefreshRecord.from_json(log.user_metadata(version))
+        record = RefreshRecord.from_json(*log.commit_info(version))
         if record is not None:
             return version, record
     raise StateError(f"the store {log.table} records no consumed source versions",
@@ -98,13 +112,14 @@ def latest_record(log: DeltaLogReader) -> tuple[int, RefreshRecord]:
 
 def history(spark, store: str) -> DataFrame:
     """Every write of ``store`` that ivm made, newest first: its store version and time, the
-    refresh's id, mode and reason, the source versions it consumed, the bytes it read, the
+    refresh's id, mode and reason, the cost model's prediction where it chose the mode (see
+    :mod:`ivm.runtime.planner`), the source versions it consumed, the bytes it read, the
     store rows it inserted, updated and deleted, how long it took until its commit, and
     where that time went: ``phases``, each phase's seconds and Spark jobs (see
     :mod:`ivm.runtime.phases`), the ``write`` up to its commit included, its jobs uncounted
     (the commit is written before they are known)."""
     record = F.from_json("userMetadata", "ivm STRUCT<refresh STRING, mode STRING, reason "
-                         "STRING, sources MAP<STRING, BIGINT>, read_bytes BIGINT, "
+                         "STRING, prediction STRING, sources MAP<STRING, BIGINT>, read_bytes BIGINT, "
                          "started_ms BIGINT, phases MAP<STRING, STRUCT<seconds DOUBLE, "
                          "jobs INT>>>").ivm
     metrics = F.col("operationMetrics")
@@ -124,7 +139,7 @@ def history(spark, store: str) -> DataFrame:
     return (DeltaTable.forName(spark, store).history()
             .withColumn("record", record).where(F.col("record.refresh").isNotNull())
             .select("version", "timestamp", "record.refresh", "record.mode", "record.reason",
-                    "record.sources", "record.read_bytes",
+                    "record.prediction", "record.sources", "record.read_bytes",
                     metric("numTargetRowsInserted", "numOutputRows").alias("rows_inserted"),
                     metric("numTargetRowsUpdated").alias("rows_updated"),
                     metric("numTargetRowsDeleted").alias("rows_deleted"),

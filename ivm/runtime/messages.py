@@ -1,4 +1,4 @@
-"""What a command (``ivm``, a generated job) tells its user about an error."""
+"""What ivm tells its user: about an error (``ivm``, a generated job), and a size."""
 
 from __future__ import annotations
 
@@ -16,3 +16,15 @@ def user_message(error: Exception) -> str | None:
     if isinstance(error, PySparkException):
         return f"Spark: {str(error).strip().splitlines()[0]}"
     return None
+
+
+def size(n: int | None) -> str:
+    """``n`` bytes for a reader: 512 B, 3.4 KiB, 12.0 MiB."""
+    if n is None:
+        return "size unknown"
+    amount: float = n
+    for unit in ("B", "KiB", "MiB"):
+        if amount < 1024:
+            return f"{amount} B" if unit == "B" else f"{amount:.1f} {unit}"
+        amount /= 1024
+    return f"{amount:.1f} GiB"

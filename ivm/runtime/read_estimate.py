@@ -18,22 +18,11 @@ from ivm.compiler import CompiledView
 from ivm.runtime.catalog import store_properties
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.fallback import estimate
+from ivm.runtime.messages import size
 from ivm.runtime.sources import delta_table
 from ivm.zset import Read
 
 SNAPSHOTS = (Read.BEFORE, Read.AFTER)
-
-
-def size(n: int | None) -> str:
-    """``n`` bytes for a reader: 512 B, 3.4 KiB, 12.0 MiB."""
-    if n is None:
-        return "size unknown"
-    amount: float = n
-    for unit in ("B", "KiB", "MiB"):
-        if amount < 1024:
-            return f"{amount} B" if unit == "B" else f"{amount:.1f} {unit}"
-        amount /= 1024
-    return f"{amount:.1f} GiB"
 
 
 def _snapshot_bytes(kinds: frozenset[Read], table_bytes: int | None) -> int | None:
@@ -93,6 +82,6 @@ def _pending(spark, compiled: CompiledView, view: str) -> str:
     if previous == current:
         return "nothing to read (no source changed)"
     change = estimate(spark, previous, current)
-    if change.full_recompute_reason:
-        return f"a full recompute: {change.full_recompute_reason}"
+    if change.obstacle:
+        return f"a full recompute: {change.obstacle.reason}"
     return f"incremental, a change of {size(change.change_bytes)}"

@@ -24,21 +24,32 @@ from ivm.runtime.commit import LostRace, committed_write, retrying, spark_errors
 from ivm.runtime.definition import compile_definition
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.execution import (apply_settings, evaluation_settings, merge_settings,
-                                   plan_settings, planned_read_bytes, session_settings)
-from ivm.runtime.fallback import estimate, replaced_source
+                                   number_setting, plan_settings, planned_read_bytes,
+                                   session_settings)
+from ivm.runtime.fallback import DEFAULT_MIN_BYTES, MIN_BYTES, estimate, replaced_source
 from ivm.runtime.graph import dependency_graph, materialized_views, refresh_order
 from ivm.runtime.history import RefreshRecord, RefreshResult, latest_record
 from ivm.runtime.phases import PhaseClock
+from ivm.runtime.planner import (DEFAULT_POLICY, POLICY, CostModel, Obstacle,
+                                 never_incremental, recomputes)
 from ivm.runtime.pruning import prune
 from ivm.runtime.read_estimate import total_source_bytes
 from ivm.runtime.sources import kept, latest_sources, release
 from ivm.runtime.views import repair_catalog_view
-from ivm.store import OVERFLOW, is_exact
+from ivm.store import OVERFLOW
 
 
 class _Overflow(Exception):
     """A value overflowed its type while folding a change: the query alone can say whether
     it overflows too."""
+
+
+class _Recompute(Exception):
+    """The cost model predicts a full recompute cheaper than the planned incremental one."""
+
+    def __init__(self, obstacle: Obstacle, prediction: str):
+        super().__init__(obstacle.reason)
+        self.obstacle, self.prediction = obstacle, prediction
 
 
 STORE_CHANGE = "_ivm_store_change"
@@ -53,10 +64,11 @@ OVERFLOW_ERRORS = (OVERFLOW, "NUMERIC_VALUE_OUT_OF_RANGE", "ARITHMETIC_OVERFLOW"
 def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
     """Bring the materialized view ``name`` up to its sources' latest versions.
 
-    Incremental unless ``full`` or unless :func:`~ivm.runtime.fallback.estimate` finds a
-    reason to recompute: the change of every source since the versions the store records is
-    folded into the store by one MERGE. A full refresh overwrites the store with the query's
-    result instead, which also repairs a store that disagrees with its sources.
+    Incremental unless ``full``, or unless the view's refresh policy recomputes for what
+    stands in the way (:mod:`ivm.runtime.planner`): the change of every source since the
+    versions the store records is folded into the store by one MERGE. A full refresh
+    overwrites the store with the query's result instead, which also repairs a store that
+    disagrees with its sources.
     """
     clock = PhaseClock(spark)
     with clock.running():
@@ -113,7 +125,7 @@ def _refresh_partition(spark, view: str, properties: dict[str, str],
     spec = ", ".join(f"{c} = {v.sql(DIALECT)}" for c, v in partition.items())
     predicate = exp.and_(*(exp.column(c).eq(v) for c, v in partition.items()))
     record = RefreshRecord("partition", consumed, reason=f"PARTITION ({spec})",
-                           table_ids=last.table_ids)
+                           table_ids=last.table_ids, cost=last.cost)  # the model carries on
     evaluation = evaluation_settings(spark, total_source_bytes(spark, compiled.sources))
     with session_settings(spark, evaluation), committed_write(
             spark, view, compiled, record, stage="refresh", read_version=store_version) as commit:
@@ -126,6 +138,7 @@ def _refresh_partition(spark, view: str, properties: dict[str, str],
 def _refresh(spark, view: str, properties: dict[str, str], full: bool,
              clock: PhaseClock) -> RefreshResult:
     start = time.perf_counter()
+    policy = properties.get(POLICY, DEFAULT_POLICY)
     with clock.phase("plan"):
         compiled = compile_definition(spark, view, properties)
         apply_settings(spark, plan_settings(compiled))
@@ -140,38 +153,61 @@ def _refresh(spark, view: str, properties: dict[str, str], full: bool,
         log = DeltaLogReader.of(spark, store)
         store_version = log.version()
         last = latest_record(log)[1]
+        model = CostModel.from_record(last.cost).observed(last.mode, last.planned_bytes,
+                                                          last.seconds)
         previous = last.sources
         current, ids = latest_sources(spark, compiled.sources)
-        reason = f"REFRESH {view} FULL" if full else None
-        if not full and set(previous) != set(current):
-            reason = "the store records other sources than the definition reads"
-        if reason is None:
-            reason = replaced_source(last.table_ids, ids)
-        if reason is None and previous == current:
+        obstacle = _obstacle(view, full, previous, current, last.table_ids, ids)
+        if obstacle is None and previous == current:
             return RefreshResult(view, "noop", current, previous,
                                  seconds=time.perf_counter() - start)
         read_bytes = None
-        if reason is None:
-            reason = _inexact_sums(compiled, schema)
-        if reason is None:
+        if obstacle is None and policy == "FULL":
+            obstacle = Obstacle("requested", "REFRESH POLICY FULL")
+        if obstacle is None and (inexact := never_incremental(compiled, schema)):
+            obstacle = Obstacle("unavailable", inexact)
+        if obstacle is None:
             change = estimate(spark, previous, current)
-            reason, read_bytes = change.full_recompute_reason, change.change_bytes
-    result = None
-    if reason is None:
+            obstacle, read_bytes = change.obstacle, change.change_bytes
+        if obstacle is not None and not recomputes(policy, obstacle, view):
+            obstacle = None
+    result, prediction = None, None
+    if obstacle is None:
         try:
             result = _write(spark, view, compiled, store_version, previous, current, ids,
-                            None, read_bytes, schema, clock)
+                            None, read_bytes, schema, clock, model, choose=policy == "AUTO")
         except SourceError as error:    # a change data file was VACUUMed
-            reason = error.message
+            obstacle = Obstacle("unavailable", error.message)
         except _Overflow:
-            reason = OVERFLOW_REASON
-    if result is None:   # not incremental, for ``reason``
+            obstacle = Obstacle("unavailable", OVERFLOW_REASON)
+        except _Recompute as cheaper:
+            obstacle, prediction = cheaper.obstacle, cheaper.prediction
+        if result is None:
+            assert obstacle is not None
+            recomputes(policy, obstacle, view)  # INCREMENTAL STRICT fails here
+    if result is None:   # not incremental, for ``obstacle``
+        assert obstacle is not None
         total = total_source_bytes(spark, current)
         with session_settings(spark, evaluation_settings(spark, total)):
             result = _write(spark, view, compiled, store_version, previous, current, ids,
-                            reason, total, schema, clock)
+                            obstacle.reason, total, schema, clock,
+                            model.after("full", prediction is not None), prediction=prediction)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _obstacle(view: str, full: bool, previous: dict[str, int], current: dict[str, int],
+              consumed_ids: dict[str, str] | None, ids: dict[str, str]) -> Obstacle | None:
+    """What stops a refresh from applying the change, found before reading any log but the
+    store's: a REFRESH ... FULL, or sources other than the ones the store reflects."""
+    if full:
+        return Obstacle("requested", f"REFRESH {view} FULL")
+    if set(previous) != set(current):
+        return Obstacle("reinitialize", "the store records other sources than the definition "
+                                        "reads")
+    if replaced := replaced_source(consumed_ids, ids):
+        return Obstacle("reinitialize", replaced)
+    return None
 
 
 def _merge_settings(spark, store: str, change_bytes: int | None) -> dict[str, str]:
@@ -186,23 +222,16 @@ def _merge_settings(spark, store: str, change_bytes: int | None) -> dict[str, st
         | evaluation_settings(spark, both)
 
 
-def _inexact_sums(compiled: CompiledView, schema) -> str | None:
-    """Why the store's sums cannot be folded, if one is stored as a type whose addition is
-    inexact (floating point)."""
-    types = {f.name: f.dataType.simpleString() for f in schema}
-    inexact = [f"{acc.name} {types[acc.name].upper()}" for acc in compiled.store.accumulators
-               if acc.kind == "sum" and not is_exact(types[acc.name])]
-    return f"sums stored as types that cannot be added exactly ({', '.join(inexact)})" \
-        if inexact else None
-
-
 def _write(spark, view: str, compiled: CompiledView, store_version: int,
            previous: dict[str, int], current: dict[str, int], ids: dict[str, str],
-           reason: str | None, read_bytes: int | None, schema,
-           clock: PhaseClock) -> RefreshResult:
+           reason: str | None, read_bytes: int | None, schema, clock: PhaseClock,
+           model: CostModel, *, choose: bool = False,
+           prediction: str | None = None) -> RefreshResult:
     """Fold the change from ``previous`` to ``current`` into the store in one commit, or,
     with a ``reason`` to, overwrite the store with the query's result at ``current``;
-    ``ids``: the sources' Delta table ids.
+    ``ids``: the sources' Delta table ids. The cost ``model`` goes into the record, and, with
+    ``choose``, an incremental write raises :class:`_Recompute` once the delta query is
+    planned if recomputing is predicted cheaper; ``prediction``: why a full one was.
 
     The change to the store is computed once, before the MERGE, which then reads it as it
     is (Delta need not materialize the MERGE's source again); an empty change commits the
@@ -210,7 +239,9 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
     store = store_name(view)
     full = reason is not None
     record = RefreshRecord("full" if full else "incremental", current, reason, read_bytes,
-                           table_ids=ids, started_ms=clock.started_ms)
+                           table_ids=ids, started_ms=clock.started_ms,
+                           planned_bytes=read_bytes if full else None,
+                           cost=model.to_record(), prediction=prediction)
     with committed_write(spark, view, compiled, record, stage="refresh",
                          before=None if full else previous, read_version=store_version,
                          clock=clock) as commit:
@@ -226,15 +257,24 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
             with clock.phase("delta"), spark_errors(view):
                 query = spark.sql(delta.sql(DIALECT))
                 query_bytes = planned_read_bytes(query, read_bytes)
+                planned = {"planned_bytes": query_bytes,
+                           "cost": model.after("incremental", False).to_record()}
+                if choose:
+                    cheaper, planned["prediction"] = model.choose(
+                        query_bytes, total_source_bytes(spark, current),
+                        number_setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES))
+                    if cheaper is not None:
+                        raise _Recompute(cheaper, planned["prediction"])
                 change = kept(spark, query, query_bytes)
                 settings = _merge_settings(spark, store, query_bytes) if change.rows else {}
             if not change.rows:  # no stored row changes: the commit carries the record
-                commit(codegen.record_only_statement(store))
+                commit(codegen.record_only_statement(store), **planned)
                 return RefreshResult(view, "incremental", current, previous)
             change.frame.createOrReplaceTempView(STORE_CHANGE)
             with session_settings(spark, settings):
                 merged = commit(codegen.merge_statement(
-                    compiled.store, store, exp.select("*").from_(STORE_CHANGE), types))
+                    compiled.store, store, exp.select("*").from_(STORE_CHANGE), types),
+                    **planned)
         except (PySparkException, Py4JJavaError) as error:
             if any(code in str(error) for code in OVERFLOW_ERRORS):
                 raise _Overflow() from error

@@ -6,15 +6,15 @@ from __future__ import annotations
 from ivm.frontend.statements import parse_statement
 from ivm.runtime.describe import describe_view, refresh_history
 from ivm.runtime.refresh import refresh_all, refresh_partition, refresh_view
-from ivm.runtime.views import alter_view, create_view, drop_view
+from ivm.runtime.views import alter_view, create_view, drop_view, explain_create
 
 
 def sql(spark, statement: str):
     """Run ``statement``: a materialized-view statement, or any Spark SQL.
 
     Returns a :class:`~ivm.runtime.views.RefreshResult` for CREATE and REFRESH, a list of
-    them for REFRESH ALL, None for ALTER and DROP, and a DataFrame for DESCRIBE and for
-    anything else (``spark.sql(statement)``).
+    them for REFRESH ALL, None for ALTER and DROP, and a DataFrame for EXPLAIN CREATE,
+    DESCRIBE and anything else (``spark.sql(statement)``).
     """
     parsed = parse_statement(statement)
     if parsed is None:
@@ -26,14 +26,17 @@ def sql(spark, statement: str):
         assert parsed.query is not None  # a CREATE always carries its query
         return create_view(spark, parsed.name, parsed.query, replace=parsed.replace,
                            if_not_exists=parsed.if_exists, freshness=parsed.freshness,
-                           partitioned_by=parsed.partitioned_by)
+                           partitioned_by=parsed.partitioned_by, policy=parsed.policy)
+    if parsed.action == "explain":
+        assert parsed.query is not None  # so is an EXPLAIN CREATE
+        return explain_create(spark, parsed.name, parsed.query, policy=parsed.policy)
     if parsed.action == "refresh" and parsed.partition is not None:
         return refresh_partition(spark, parsed.name, parsed.partition)
     if parsed.action == "refresh":
         return refresh_view(spark, parsed.name, full=parsed.full)
     if parsed.action == "alter":
         return alter_view(spark, parsed.name, freshness=parsed.freshness,
-                          suspended=parsed.suspended)
+                          suspended=parsed.suspended, policy=parsed.policy)
     if parsed.action == "describe":
         return describe_view(spark, parsed.name)
     if parsed.action == "history":

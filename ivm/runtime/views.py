@@ -21,23 +21,26 @@ import json
 import time
 
 from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame
 
 from ivm import codegen
 from ivm.compiler import CompiledView, compile
-from ivm.errors import CatalogError, ViewExists, ViewInUse, ViewNotFound
+from ivm.errors import CatalogError, UnsupportedQuery, ViewExists, ViewInUse, ViewNotFound
+from ivm.names import DIALECT
 from ivm.runtime import faults
 from ivm.runtime.analysis import analyse, refuse_temporary
 from ivm.runtime.catalog import (COLUMNS, DEFINITION, FRESHNESS, SUSPENDED, VIEW, catalog_schema,
                                  check_name, qualified_name, store_name, store_properties)
 from ivm.runtime.commit import committed_write, execute, isolated, session_settings
-from ivm.runtime.definition import pin, view_properties
+from ivm.runtime.definition import compile_definition, pin, view_properties
 from ivm.runtime.delta_log import CDF_PROPERTY
 from ivm.runtime.describe import consumed_versions
 from ivm.runtime.execution import apply_settings, evaluation_settings, plan_settings
 from ivm.runtime.graph import check_no_cycle, readers
 from ivm.runtime.history import RefreshRecord, RefreshResult
-from ivm.runtime.read_estimate import total_source_bytes
-from ivm.runtime.sources import check_source, latest_sources
+from ivm.runtime.planner import DEFAULT_POLICY, POLICY, check_policy, never_incremental
+from ivm.runtime.read_estimate import read_estimate, total_source_bytes
+from ivm.runtime.sources import bind, check_source, latest_sources, unbind
 
 STORE = "ivm.store"
 
@@ -79,14 +82,16 @@ def repair_catalog_view(spark, view: str, compiled: CompiledView,
 
 def create_view(spark, name: str, sql: str, *, replace: bool = False,
                 if_not_exists: bool = False, freshness: int | None = None,
-                partitioned_by: tuple[str, ...] = ()) -> RefreshResult:
+                partitioned_by: tuple[str, ...] = (), policy: str | None = None,
+                ) -> RefreshResult:
     """Create the materialized view ``name`` defined by the SELECT ``sql``, computed in full.
 
     ``replace`` redefines an existing view: its store is replaced in one commit, then its
     catalog view. A CREATE that died after writing the store is completed by running it again.
     ``freshness``: the most seconds ``ivm run`` lets the view lag behind its sources.
     ``partitioned_by``: columns of the view that partition its store, so that a partition
-    can be recomputed alone (:func:`refresh_partition`).
+    can be recomputed alone (:func:`refresh_partition`). ``policy``: the view's refresh
+    policy (:mod:`ivm.runtime.planner`; default AUTO).
     """
     start = time.perf_counter()
     view = qualified_name(spark, name)
@@ -119,15 +124,21 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
                              hint="choose another view name")
         check_no_cycle(work, view, compiled.sources)
         versions, ids = latest_sources(work, compiled.sources)
-        record = RefreshRecord("create", versions, table_ids=ids)
+        total = total_source_bytes(work, compiled.sources)
+        record = RefreshRecord("create", versions, read_bytes=total, table_ids=ids,
+                               planned_bytes=total)
         properties = {CDF_PROPERTY: "true", VIEW: view, DEFINITION: sql.strip(), **pin(work)}
         if spelled is not None and tuple(spelled) != compiled.store.view_columns:
             properties[COLUMNS] = json.dumps(spelled)
         if freshness is not None:
             properties[FRESHNESS] = str(freshness)
-        evaluation = evaluation_settings(work, total_source_bytes(work, compiled.sources))
-        with session_settings(work, evaluation), \
+        if policy is not None:
+            properties[POLICY] = policy
+        with session_settings(work, evaluation_settings(work, total)), \
                 committed_write(work, view, compiled, record, stage="create") as commit:
+            if policy is not None:
+                check_policy(view, policy, compiled,
+                             work.sql(compiled.full_query.sql(DIALECT)).schema)
             commit(codegen.create_table_statement(
                 store, compiled.full_query, properties, replace=is_view,
                 partitioned_by=partitioned_by))
@@ -138,13 +149,56 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
                          seconds=time.perf_counter() - start)
 
 
-def alter_view(spark, name: str, *, freshness: int | None = None,
-               suspended: bool | None = None) -> None:
-    """Set the freshness of the view ``name``, or suspend or resume its refreshes by
-    ``ivm run``."""
+def explain_create(spark, name: str, sql: str, *, policy: str | None = None) -> DataFrame:
+    """``EXPLAIN CREATE MATERIALIZED VIEW``: whether and how the view defined by the SELECT
+    ``sql`` would be maintained under ``policy``, before anything is created; one ``plan``
+    row per line: the verdict, the delta circuit and what a refresh reads. SQL that ivm
+    cannot maintain is no error here: the verdict names what stands in the way."""
     view = qualified_name(spark, name)
-    view_properties(spark, view)
+    chosen = policy or DEFAULT_POLICY
+    lines = [f"materialized view {view}",
+             f"refresh policy: {chosen}{'' if policy else ' (the default)'}"]
+    with isolated(spark) as work:
+        try:
+            compiled = compile(sql, catalog_schema(work))
+            analyse(work, sql)
+        except UnsupportedQuery as refused:
+            lines.append(f"maintained: no, CREATE fails: {refused.message}")
+            return work.createDataFrame([(line,) for line in lines], "plan STRING")
+        versions, _ = latest_sources(work, compiled.sources)
+        bound = bind(work, compiled.sources, None, versions, compiled.delta_reads)
+        try:
+            schema = work.sql(compiled.full_query.sql(DIALECT)).schema
+        finally:
+            unbind(work, bound)
+        never = never_incremental(compiled, schema)
+        if chosen == "FULL":
+            lines.append("maintained: by a full recompute on every refresh (REFRESH POLICY "
+                         "FULL)")
+        elif never and chosen.startswith("INCREMENTAL"):
+            lines.append(f"maintained: no, CREATE fails: {never}")
+        elif never:
+            lines.append(f"maintained: by a full recompute on every refresh: {never}")
+        else:
+            lines.append("maintained: incrementally" + (
+                ", unless a refresh predicts a full recompute cheaper"
+                if chosen == "AUTO" else ""))
+        lines += compiled.explain().splitlines()
+        lines += read_estimate(work, compiled).splitlines()
+        return work.createDataFrame([(line,) for line in lines], "plan STRING")
+
+
+def alter_view(spark, name: str, *, freshness: int | None = None,
+               suspended: bool | None = None, policy: str | None = None) -> None:
+    """Set the freshness or the refresh policy of the view ``name``, or suspend or resume its
+    refreshes by ``ivm run``."""
+    view = qualified_name(spark, name)
+    properties = view_properties(spark, view)
     changes = {}
+    if policy is not None:
+        check_policy(view, policy, compile_definition(spark, view, properties),
+                     spark.table(store_name(view)).schema)
+        changes[POLICY] = policy
     if freshness is not None:
         changes[FRESHNESS] = str(freshness)
     if suspended is not None:

@@ -1,0 +1,240 @@
+"""REFRESH POLICY and the cost model: a refresh goes the way its view's policy says, AUTO
+recomputes where that is predicted cheaper, and EXPLAIN CREATE says so before anything is
+created."""
+
+import importlib
+import json
+
+import pytest
+
+import ivm
+from ivm.errors import SqlSyntaxError
+from ivm.frontend.statements import parse_statement
+from ivm.runtime.catalog import store_name
+from ivm.runtime.fallback import MIN_BYTES, RATIO
+from ivm.runtime.planner import REMEASURE_AFTER, CostModel, NotIncrementalizable
+from cdf import CDF
+from test_views import assert_equals_query
+
+TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
+TOP = "SELECT k, a FROM r ORDER BY a DESC, k LIMIT 2"
+FLOAT_SUMS = "SELECT k, SUM(CAST(a AS DOUBLE)) AS total FROM r GROUP BY k"
+
+
+@pytest.fixture
+def r(spark, fresh_db):
+    spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {CDF}")
+    spark.sql("INSERT INTO r VALUES (1, 10), (2, 20), (2, 5)")
+    return fresh_db
+
+
+@pytest.fixture
+def float_sums_folded(monkeypatch):
+    """Typing takes DOUBLE for exact, so that FLOAT_SUMS keeps its sum as a DOUBLE
+    accumulator: a view no refresh can fold a change into (the guard of
+    test_exact_numbers.test_a_float_accumulator_is_recomputed_not_folded)."""
+    lowering = importlib.import_module("ivm.frontend.lower")
+    monkeypatch.setattr(lowering, "EXACT_TYPES", lowering.EXACT_TYPES | {"DOUBLE"})
+
+
+@pytest.fixture
+def every_size_predicted(spark):
+    """The cost model predicts for sources of any size, not only from 64 MiB."""
+    spark.conf.set(MIN_BYTES, "0")
+    yield
+    spark.conf.unset(MIN_BYTES)
+
+
+def records(spark, view):
+    """The refresh records of ``view``'s store, oldest first."""
+    history = spark.sql(f"DESCRIBE HISTORY {store_name(view)}").orderBy("version").collect()
+    return [(h.timestamp, json.loads(h.userMetadata)["ivm"]) for h in history
+            if h.userMetadata]
+
+
+def refresh(spark, view, query):
+    result = ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {view}")
+    assert_equals_query(spark, view, query)
+    return result
+
+
+# The statements -------------------------------------------------------------------------
+
+@pytest.mark.fast
+@pytest.mark.parametrize("policy", ["AUTO", "INCREMENTAL", "INCREMENTAL STRICT", "FULL"])
+def test_every_policy_is_spelled_on_create_alter_and_explain(policy):
+    create = parse_statement(f"CREATE MATERIALIZED VIEW v FRESHNESS = INTERVAL '1' MINUTE "
+                             f"REFRESH POLICY {policy} AS SELECT 1 AS x")
+    assert (create.action, create.policy, create.freshness) == ("create", policy, 60)
+    alter = parse_statement(f"ALTER MATERIALIZED VIEW v SET REFRESH POLICY {policy}")
+    assert (alter.action, alter.policy) == ("alter", policy)
+    explain = parse_statement(f"explain CREATE MATERIALIZED VIEW v REFRESH POLICY {policy} "
+                              f"AS SELECT 1 AS x")
+    assert (explain.action, explain.policy, explain.query.strip()) == \
+        ("explain", policy, "SELECT 1 AS x")
+
+
+@pytest.mark.fast
+def test_an_unknown_policy_is_refused_where_it_is_written():
+    with pytest.raises(SqlSyntaxError, match="expected AUTO, INCREMENTAL, INCREMENTAL STRICT "
+                                             "or FULL after REFRESH POLICY, found 'SOMETIMES'"):
+        parse_statement("CREATE MATERIALIZED VIEW v REFRESH POLICY SOMETIMES AS SELECT 1")
+    assert parse_statement("EXPLAIN SELECT 1") is None   # Spark's own EXPLAIN
+
+
+# The cost model -------------------------------------------------------------------------
+
+@pytest.mark.fast
+def test_the_cost_model_learns_its_rate_from_full_refreshes_and_its_fixed_cost_from_the_others():
+    model = CostModel().observed("create", 8_000_000, 2.0)
+    assert model.bytes_per_second == 4_000_000
+    model = model.observed("full", 8_000_000, 1.0)          # half-way to the new rate
+    assert model.bytes_per_second == 6_000_000
+    model = model.observed("incremental", 600_000, 1.1)     # 0.1 s of reads, 1 s fixed
+    assert model.fixed_seconds == pytest.approx(1.0)
+    assert model.observed("incremental", 600_000, 0.1).fixed_seconds == pytest.approx(0.5)
+    assert model.observed("incremental", None, 3.0) == model  # nothing to learn from
+    # 1 s + 0.6 MB at 6 MB/s against 3 MB at 6 MB/s: recompute
+    assert model.choose(600_000, 3_000_000)[0].kind == "cost"
+    assert model.choose(600_000, 30_000_000)[0] is None     # 1.1 s against 5 s
+    assert model.choose(600_000, 3_000_000, min_bytes=64e6)[0] is None
+
+
+@pytest.mark.fast
+def test_after_recomputing_by_cost_for_a_while_a_refresh_measures_incremental_again():
+    model = CostModel(1e6, 5.0)
+    for _ in range(REMEASURE_AFTER):
+        assert model.choose(1000, 1_000_000)[0] is not None
+        model = model.after("full", by_cost=True)
+    obstacle, prediction = model.choose(1000, 1_000_000)
+    assert obstacle is None and "measure its cost again" in prediction
+    assert model.after("incremental", by_cost=False).recomputed_in_a_row == 0
+
+
+# The policies at work -------------------------------------------------------------------
+
+def test_auto_recomputes_a_view_whose_change_reads_more_than_its_query(
+        spark, r, every_size_predicted):
+    """A top-N reads its input before and after the change: more than recomputing it."""
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW top AS {TOP}")
+    spark.sql("INSERT INTO r VALUES (3, 30)")
+    result = refresh(spark, "top", TOP)
+    assert result.mode == "full" and "a full recompute is predicted cheaper" in result.reason
+    last = ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW top").first()
+    assert last.prediction and last.prediction in result.reason
+
+    ivm.sql(spark, "ALTER MATERIALIZED VIEW top SET REFRESH POLICY INCREMENTAL")
+    spark.sql("DELETE FROM r WHERE k = 3")
+    assert refresh(spark, "top", TOP).mode == "incremental"
+    facts = dict(ivm.sql(spark, "DESCRIBE MATERIALIZED VIEW top").collect())
+    assert facts["refresh policy"] == "INCREMENTAL" and facts["last refresh prediction"] == ""
+
+
+def test_auto_applies_a_change_that_reads_less_than_the_query(spark, r, every_size_predicted):
+    for part in range(8):     # eight files, each a range of keys: the change's skips most
+        spark.sql(f"INSERT INTO r SELECT id, id FROM range({part * 5000}, {(part + 1) * 5000})")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
+    spark.sql("INSERT INTO r VALUES (1, 1)")
+    assert refresh(spark, "totals", TOTALS).mode == "incremental"
+    (_, create), (_, incremental) = records(spark, "totals")[-2:]
+    assert incremental["planned_bytes"] < create["planned_bytes"]
+    assert incremental["prediction"].startswith("incremental ")
+
+
+def test_each_record_carries_the_rate_learned_from_the_create(spark, r):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
+    spark.sql("INSERT INTO r VALUES (1, 1)")
+    refresh(spark, "totals", TOTALS)
+    (created_at, create), (_, incremental) = records(spark, "totals")
+    seconds = (created_at.timestamp() * 1000 - create["started_ms"]) / 1000
+    # the history's time is the commit file's; the model's, the commit's own, ms earlier
+    assert incremental["cost"]["bytes_per_second"] == \
+        pytest.approx(create["planned_bytes"] / seconds, rel=0.05)
+    assert incremental["cost"]["fixed_seconds"] is None   # no incremental refresh before
+
+
+def test_policy_full_recomputes_every_refresh_but_not_an_unchanged_view(spark, r):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals REFRESH POLICY FULL AS {TOTALS}")
+    spark.sql("INSERT INTO r VALUES (3, 1)")
+    result = refresh(spark, "totals", TOTALS)
+    assert (result.mode, result.reason) == ("full", "REFRESH POLICY FULL")
+    assert refresh(spark, "totals", TOTALS).mode == "noop"
+
+
+def test_policy_incremental_ignores_the_cost_of_a_large_change(spark, r):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals REFRESH POLICY INCREMENTAL AS {TOTALS}")
+    spark.conf.set(RATIO, "0")
+    spark.conf.set(MIN_BYTES, "0")
+    try:
+        spark.sql("INSERT INTO r SELECT id % 5, id FROM range(100)")
+        assert refresh(spark, "totals", TOTALS).mode == "incremental"
+        ivm.sql(spark, "ALTER MATERIALIZED VIEW totals SET REFRESH POLICY AUTO")
+        spark.sql("INSERT INTO r VALUES (9, 9)")
+        assert refresh(spark, "totals", TOTALS).mode == "full"
+    finally:
+        spark.conf.unset(RATIO)
+        spark.conf.unset(MIN_BYTES)
+
+
+def test_policy_incremental_strict_fails_where_the_change_is_unavailable(spark, r):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals REFRESH POLICY INCREMENTAL STRICT AS "
+                   f"{TOTALS}")
+    store_version = len(records(spark, "totals"))
+    spark.sql("ALTER TABLE r SET TBLPROPERTIES (delta.enableChangeDataFeed = false)")
+    spark.sql("DELETE FROM r WHERE k = 1")                # no change data recorded
+    spark.sql("ALTER TABLE r SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+    with pytest.raises(NotIncrementalizable, match="change data feed of .*r was turned off"):
+        ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals")
+    assert len(records(spark, "totals")) == store_version     # nothing committed
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals FULL")   # asked for: allowed
+    assert result.mode == "full"
+    assert_equals_query(spark, "totals", TOTALS)
+
+
+def test_policy_incremental_strict_recomputes_a_replaced_source(spark, r):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals REFRESH POLICY INCREMENTAL STRICT AS "
+                   f"{TOTALS}")
+    spark.sql(f"CREATE OR REPLACE TABLE r USING DELTA {CDF} AS SELECT * FROM VALUES (7, 70) "
+              f"AS v(k, a)")
+    result = refresh(spark, "totals", TOTALS)
+    assert result.mode == "full" and "was replaced" in result.reason
+
+
+def test_a_view_never_maintained_incrementally_cannot_take_an_incremental_policy(
+        spark, r, float_sums_folded):
+    with pytest.raises(NotIncrementalizable, match="cannot be added exactly"):
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals REFRESH POLICY INCREMENTAL AS "
+                       f"{FLOAT_SUMS}")
+    assert not spark.catalog.tableExists("totals")
+    assert not spark.catalog.tableExists(store_name(f"{r}.totals"))
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {FLOAT_SUMS}")
+    with pytest.raises(NotIncrementalizable, match="cannot be added exactly"):
+        ivm.sql(spark, "ALTER MATERIALIZED VIEW totals SET REFRESH POLICY INCREMENTAL STRICT")
+    facts = dict(ivm.sql(spark, "DESCRIBE MATERIALIZED VIEW totals").collect())
+    assert facts["refresh policy"] == "AUTO"
+
+
+# EXPLAIN CREATE -------------------------------------------------------------------------
+
+def plan(spark, statement):
+    return [row.plan for row in ivm.sql(spark, statement).collect()]
+
+
+def test_explain_create_says_how_a_view_would_be_maintained_and_creates_nothing(
+        spark, r, float_sums_folded):
+    lines = plan(spark, f"EXPLAIN CREATE MATERIALIZED VIEW totals AS {TOTALS}")
+    assert lines[:3] == [f"materialized view {r}.totals", "refresh policy: AUTO (the default)",
+                         "maintained: incrementally, unless a refresh predicts a full "
+                         "recompute cheaper"]
+    assert "delta circuit (inputs first):" in lines
+    assert any(line.startswith("estimate of what a refresh reads") for line in lines)
+    assert not spark.catalog.tableExists("totals")
+    assert not spark.catalog.tableExists(store_name(f"{r}.totals"))
+
+    assert plan(spark, f"EXPLAIN CREATE MATERIALIZED VIEW totals REFRESH POLICY INCREMENTAL "
+                       f"AS {FLOAT_SUMS}")[2].startswith(
+        "maintained: no, CREATE fails: sums stored as types that cannot be added exactly")
+    assert plan(spark, f"EXPLAIN CREATE MATERIALIZED VIEW totals AS {FLOAT_SUMS}")[2] \
+        .startswith("maintained: by a full recompute on every refresh: sums stored as")
+    refused = plan(spark, "EXPLAIN CREATE MATERIALIZED VIEW v AS SELECT k, rand() AS x FROM r")
+    assert refused[2].startswith("maintained: no, CREATE fails: ") and "rand" in refused[2].lower()
