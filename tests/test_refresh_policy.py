@@ -101,6 +101,16 @@ def test_the_cost_model_learns_its_rate_from_full_refreshes_and_its_fixed_cost_f
 
 
 @pytest.mark.fast
+def test_before_reading_the_change_only_a_cost_known_from_the_latest_plan_recomputes():
+    model = CostModel(1e6, 0.5)
+    assert model.before_reading(1_000_000)[0] is None           # 0.5 s + nothing planned yet
+    model = model.after("incremental", False, incremental_bytes=900_000)
+    obstacle, prediction = model.before_reading(1_000_000)      # 1.4 s against 1 s
+    assert obstacle.kind == "cost" and "as the latest one planned them" in prediction
+    assert model.after("full", True).incremental_bytes == 900_000   # kept until planned again
+
+
+@pytest.mark.fast
 def test_after_recomputing_by_cost_for_a_while_a_refresh_measures_incremental_again():
     model = CostModel(1e6, 5.0)
     for _ in range(REMEASURE_AFTER):
@@ -122,9 +132,15 @@ def test_auto_recomputes_a_view_whose_change_reads_more_than_its_query(
     assert result.mode == "full" and "a full recompute is predicted cheaper" in result.reason
     last = ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW top").first()
     assert last.prediction and last.prediction in result.reason
+    assert "prune" in result.phases     # it planned the delta query before it chose
+
+    spark.sql("INSERT INTO r VALUES (4, 40)")   # from the latest plan: no change read now
+    result = refresh(spark, "top", TOP)
+    assert result.mode == "full" and "as the latest one planned them" in result.reason
+    assert "prune" not in result.phases
 
     ivm.sql(spark, "ALTER MATERIALIZED VIEW top SET REFRESH POLICY INCREMENTAL")
-    spark.sql("DELETE FROM r WHERE k = 3")
+    spark.sql("DELETE FROM r WHERE k >= 3")
     assert refresh(spark, "top", TOP).mode == "incremental"
     facts = dict(ivm.sql(spark, "DESCRIBE MATERIALIZED VIEW top").collect())
     assert facts["refresh policy"] == "INCREMENTAL" and facts["last refresh prediction"] == ""

@@ -42,8 +42,10 @@ with bytes (f = 0). After :data:`REMEASURE_AFTER` recomputes in a row chosen by 
 refresh is incremental again, so that f follows the engine and the data rather than one old
 measurement.
 
-The decision is taken once the change is read and the delta query is planned (that is when b
-is known); a refresh that then recomputes has spent its change read. Views whose sources hold
+The decision is taken twice. Before the change is read, with b as the latest delta query
+planned it (0 where none did): a view whose fixed cost alone exceeds a full recompute
+recomputes without reading the change. Then, once the change is read and the delta query is
+planned, with b as planned; a refresh that recomputes then has spent its change read. Views whose sources hold
 less than ``spark.ivm.refresh.fullRecomputeMinBytes`` (64 MiB) are not predicted: a refresh
 of them costs its fixed overhead either way, and stays incremental.
 """
@@ -127,11 +129,13 @@ def check_policy(view: str, policy: str, compiled: CompiledView, schema) -> None
 @dataclass(frozen=True)
 class CostModel:
     """What refreshes of one view cost (see the module's docstring): ``bytes_per_second`` r,
-    ``fixed_seconds`` f, and how many refreshes in a row recomputed by cost."""
+    ``fixed_seconds`` f, how many refreshes in a row recomputed by cost, and the b of the
+    latest delta query planned."""
 
     bytes_per_second: float | None = None
     fixed_seconds: float | None = None
     recomputed_in_a_row: int = 0
+    incremental_bytes: int | None = None    # what the latest delta query planned to read
 
     @classmethod
     def from_record(cls, stored: dict | None) -> "CostModel":
@@ -195,11 +199,31 @@ class CostModel:
                 prediction
         return None, prediction
 
-    def after(self, mode: str, by_cost: bool) -> "CostModel":
+    def before_reading(self, full_bytes: int | None,
+                       min_bytes: float = 0) -> tuple[Obstacle | None, str]:
+        """:meth:`choose` before the change is read, for the reads the latest delta query
+        planned (none known: 0 bytes, so that only a fixed cost above a full recompute's
+        recomputes). A refresh that would recompute anyway need not read the change first.
+
+        >>> CostModel(1e6, 3.0).before_reading(2_000_000)[0].kind
+        'cost'
+        >>> CostModel(1e6, 1.0).before_reading(2_000_000)[0] is None
+        True
+        """
+        cheaper, prediction = self.choose(self.incremental_bytes or 0, full_bytes, min_bytes)
+        if cheaper is None:
+            return None, prediction
+        prediction += ", the delta query's reads as the latest one planned them"
+        return Obstacle("cost", f"a full recompute is predicted cheaper: {prediction}"), \
+            prediction
+
+    def after(self, mode: str, by_cost: bool,
+              incremental_bytes: int | None = None) -> "CostModel":
         """The model carried into the record of a refresh of ``mode`` (``by_cost``: chosen
-        by the cost model)."""
+        by the cost model) that planned a delta query reading ``incremental_bytes``."""
         streak = self.recomputed_in_a_row + 1 if mode == "full" and by_cost else 0
-        return replace(self, recomputed_in_a_row=streak)
+        planned = self.incremental_bytes if incremental_bytes is None else incremental_bytes
+        return replace(self, recomputed_in_a_row=streak, incremental_bytes=planned)
 
 
 def _mean(old: float | None, new: float) -> float:

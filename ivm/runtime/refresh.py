@@ -45,11 +45,12 @@ class _Overflow(Exception):
 
 
 class _Recompute(Exception):
-    """The cost model predicts a full recompute cheaper than the planned incremental one."""
+    """The cost model predicts a full recompute cheaper than the planned incremental one,
+    whose delta query reads ``planned_bytes``."""
 
-    def __init__(self, obstacle: Obstacle, prediction: str):
+    def __init__(self, obstacle: Obstacle, prediction: str, planned_bytes: int | None):
         super().__init__(obstacle.reason)
-        self.obstacle, self.prediction = obstacle, prediction
+        self.obstacle, self.prediction, self.planned_bytes = obstacle, prediction, planned_bytes
 
 
 STORE_CHANGE = "_ivm_store_change"
@@ -171,7 +172,11 @@ def _refresh(spark, view: str, properties: dict[str, str], full: bool,
             obstacle, read_bytes = change.obstacle, change.change_bytes
         if obstacle is not None and not recomputes(policy, obstacle, view):
             obstacle = None
-    result, prediction = None, None
+        result, prediction = None, None
+        if obstacle is None and policy == "AUTO":
+            obstacle, prediction = model.before_reading(total_source_bytes(spark, current),
+                                                        _min_bytes(spark))
+            prediction = prediction if obstacle else None
     if obstacle is None:
         try:
             result = _write(spark, view, compiled, store_version, previous, current, ids,
@@ -182,6 +187,7 @@ def _refresh(spark, view: str, properties: dict[str, str], full: bool,
             obstacle = Obstacle("unavailable", OVERFLOW_REASON)
         except _Recompute as cheaper:
             obstacle, prediction = cheaper.obstacle, cheaper.prediction
+            model = model.after("incremental", False, cheaper.planned_bytes)
         if result is None:
             assert obstacle is not None
             recomputes(policy, obstacle, view)  # INCREMENTAL STRICT fails here
@@ -194,6 +200,11 @@ def _refresh(spark, view: str, properties: dict[str, str], full: bool,
                             model.after("full", prediction is not None), prediction=prediction)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _min_bytes(spark) -> float:
+    """The sources' size below which the cost model predicts nothing."""
+    return number_setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES)
 
 
 def _obstacle(view: str, full: bool, previous: dict[str, int], current: dict[str, int],
@@ -258,13 +269,12 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
                 query = spark.sql(delta.sql(DIALECT))
                 query_bytes = planned_read_bytes(query, read_bytes)
                 planned = {"planned_bytes": query_bytes,
-                           "cost": model.after("incremental", False).to_record()}
+                           "cost": model.after("incremental", False, query_bytes).to_record()}
                 if choose:
                     cheaper, planned["prediction"] = model.choose(
-                        query_bytes, total_source_bytes(spark, current),
-                        number_setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES))
+                        query_bytes, total_source_bytes(spark, current), _min_bytes(spark))
                     if cheaper is not None:
-                        raise _Recompute(cheaper, planned["prediction"])
+                        raise _Recompute(cheaper, planned["prediction"], query_bytes)
                 change = kept(spark, query, query_bytes)
                 settings = _merge_settings(spark, store, query_bytes) if change.rows else {}
             if not change.rows:  # no stored row changes: the commit carries the record
