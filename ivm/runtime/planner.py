@@ -20,34 +20,27 @@ What stops a refresh from applying the change is an :class:`Obstacle` of one of 
   fails, the other policies recompute;
 * ``cost``: recomputing is predicted cheaper; only ``AUTO`` recomputes.
 
-**The cost model.** b is what a refresh reads, in bytes: an incremental refresh, what the
-delta query's optimized plan reads after pruning (the change, and the files of the snapshots
-that Delta keeps after data skipping by the change's keys); a full one, the sources' size.
-The predicted seconds are
+**The cost model** predicts a recompute cheaper only on evidence, and errs towards
+applying the change. Recomputing reads the sources whole (``full`` bytes); a full refresh of
+the view, or its CREATE, that read b bytes in T seconds teaches the rate r ← mean(r, b / T)
+(mean(x, y) is (x + y) / 2, or y while x is unknown: one slow refresh moves r half-way), so
+a recompute is predicted to take ``full / r``. Each refresh records the rate, the seconds and
+change sizes of the latest :data:`KEPT` incremental refreshes, and the change size and reads
+of the latest delta query planned, and the next refresh starts from that record alone. A
+refresh recomputes
 
-    T_full(b) = b / r        T_incremental(b) = f + b / r
+1. before reading the change, if the latest delta query planned, for a change no larger than
+   this one, read at least the sources' bytes (a top-N reads its input before and after the
+   change: twice the sources), or if an incremental refresh of a change no larger than this
+   one took longer than a recompute is predicted to take (its cost grows with the change);
+2. once the change is read and the delta query is planned, if that plan reads at least the
+   sources' bytes (it is the optimized plan, in which Delta has skipped the files the
+   change's keys exclude); the change read is then spent.
 
-with r the bytes per second a full refresh of this view reads, and f the seconds an
-incremental refresh spends beyond its reads (its fixed cost: the change read, the key sets,
-the MERGE and its commit). Both are learned from the view's own refreshes: after one that
-read b bytes in T seconds,
-
-    full (or CREATE):  r ← mean(r, b / T)
-    incremental:       f ← mean(f, max(0, T − b / r))
-
-where mean(x, y) is (x + y) / 2, or y while x is unknown: one slow refresh moves the
-estimate half-way. The model travels from record to record in the store's history, so a
-refresh reads nothing but the latest record for it. While r is unknown, bytes are compared
-with bytes (f = 0). After :data:`REMEASURE_AFTER` recomputes in a row chosen by cost, one
-refresh is incremental again, so that f follows the engine and the data rather than one old
-measurement.
-
-The decision is taken twice. Before the change is read, with b as the latest delta query
-planned it (0 where none did): a view whose fixed cost alone exceeds a full recompute
-recomputes without reading the change. Then, once the change is read and the delta query is
-planned, with b as planned; a refresh that recomputes then has spent its change read. Views whose sources hold
-less than ``spark.ivm.refresh.fullRecomputeMinBytes`` (64 MiB) are not predicted: a refresh
-of them costs its fixed overhead either way, and stays incremental.
+After :data:`REMEASURE_AFTER` recomputes in a row chosen so, one refresh is incremental
+again, so that the evidence follows the engine and the data. Views whose sources hold less
+than ``spark.ivm.refresh.fullRecomputeMinBytes`` (64 MiB) are not predicted: a refresh of
+them costs its fixed overhead either way, and stays incremental.
 """
 
 from __future__ import annotations
@@ -65,6 +58,8 @@ POLICIES = ("AUTO", "INCREMENTAL", "INCREMENTAL STRICT", "FULL")
 DEFAULT_POLICY = "AUTO"
 REMEASURE_AFTER = 8
 """Recomputes in a row, chosen by cost, after which one refresh is incremental again."""
+KEPT = 8
+"""How many of the latest incremental refreshes the cost model keeps."""
 
 
 class NotIncrementalizable(IvmError):
@@ -128,102 +123,121 @@ def check_policy(view: str, policy: str, compiled: CompiledView, schema) -> None
 
 @dataclass(frozen=True)
 class CostModel:
-    """What refreshes of one view cost (see the module's docstring): ``bytes_per_second`` r,
-    ``fixed_seconds`` f, how many refreshes in a row recomputed by cost, and the b of the
-    latest delta query planned."""
+    """What refreshes of one view have cost (see the module's docstring):
+    ``bytes_per_second`` r of its full refreshes; ``incremental``, (change bytes, seconds)
+    of its latest incremental refreshes, newest first; ``planned``, (change bytes, bytes
+    read) of the latest delta query planned; and how many refreshes in a row recomputed by
+    cost."""
 
     bytes_per_second: float | None = None
-    fixed_seconds: float | None = None
+    incremental: tuple[tuple[int, float], ...] = ()
+    planned: tuple[int, int] | None = None
     recomputed_in_a_row: int = 0
-    incremental_bytes: int | None = None    # what the latest delta query planned to read
 
     @classmethod
     def from_record(cls, stored: dict | None) -> "CostModel":
-        return cls(**stored) if stored else cls()
+        stored = stored or {}
+        planned = stored.get("planned")
+        return cls(stored.get("bytes_per_second"),
+                   tuple((int(c), float(t)) for c, t in stored.get("incremental") or ()),
+                   None if planned is None else (int(planned[0]), int(planned[1])),
+                   int(stored.get("recomputed_in_a_row") or 0))
 
     def to_record(self) -> dict:
         return asdict(self)
 
-    def observed(self, mode: str, read_bytes: int | None, seconds: float | None) -> "CostModel":
-        """The model after a refresh of ``mode`` that read ``read_bytes`` in ``seconds``.
+    def observed(self, mode: str, planned_bytes: int | None, change_bytes: int | None,
+                 seconds: float | None) -> "CostModel":
+        """The model after a refresh of ``mode`` that took ``seconds``: a full one (or a
+        CREATE) that read ``planned_bytes``, an incremental one of ``change_bytes``.
 
-        >>> CostModel().observed("create", 1000, 2.0).bytes_per_second
+        >>> CostModel().observed("create", 1000, None, 2.0).bytes_per_second
         500.0
-        >>> CostModel(500.0, 1.0).observed("incremental", 500, 3.0).fixed_seconds
-        1.5
+        >>> CostModel().observed("incremental", 10, 5, 3.0).incremental
+        ((5, 3.0),)
         """
-        if read_bytes is None or not seconds or seconds <= 0:
+        if not seconds or seconds <= 0:
             return self
-        if mode in ("create", "full"):
+        if mode in ("create", "full") and planned_bytes is not None:
             return replace(self, bytes_per_second=_mean(self.bytes_per_second,
-                                                        read_bytes / seconds))
-        if mode == "incremental" and self.bytes_per_second:
-            fixed = max(0.0, seconds - read_bytes / self.bytes_per_second)
-            return replace(self, fixed_seconds=_mean(self.fixed_seconds, fixed))
+                                                        planned_bytes / seconds))
+        if mode == "incremental" and change_bytes is not None:
+            return replace(self, incremental=((change_bytes, seconds),
+                                              *self.incremental)[:KEPT])
         return self
 
-    def choose(self, incremental_bytes: int | None, full_bytes: int | None,
-               min_bytes: float = 0) -> tuple[Obstacle | None, str]:
-        """An obstacle of kind ``cost`` if recomputing is predicted cheaper than applying a
-        change that reads ``incremental_bytes`` (None: no obstacle), and the prediction in
-        words. Sources of less than ``min_bytes`` are not worth a prediction: a refresh of
-        them costs its fixed overhead either way.
-
-        >>> CostModel(1e6, 0.5).choose(100_000, 2_000_000)[1]
-        'incremental 0.60 s (0.50 s + 97.7 KiB at 976.6 KiB/s), full 2.00 s (1.9 MiB)'
-        >>> CostModel(1e6, 0.5).choose(100_000, 400_000)[0].kind
-        'cost'
-        """
-        if incremental_bytes is None or full_bytes is None:
-            return None, "the reads are not known: incremental"
-        if full_bytes < min_bytes:
-            return None, (f"the sources ({size(full_bytes)}) are under {size(int(min_bytes))}: "
-                          f"incremental")
-        if self.recomputed_in_a_row >= REMEASURE_AFTER:
-            return None, (f"incremental, to measure its cost again after "
-                          f"{self.recomputed_in_a_row} recomputes in a row")
-        if not self.bytes_per_second:
-            prediction = (f"incremental reads {size(incremental_bytes)}, full "
-                          f"{size(full_bytes)}")
-            cheaper = full_bytes <= incremental_bytes
-        else:
-            rate, fixed = self.bytes_per_second, self.fixed_seconds or 0.0
-            incremental = fixed + incremental_bytes / rate
-            full = full_bytes / rate
-            prediction = (f"incremental {incremental:.2f} s ({fixed:.2f} s + "
-                          f"{size(incremental_bytes)} at {size(int(rate))}/s), full {full:.2f} s "
-                          f"({size(full_bytes)})")
-            cheaper = full <= incremental
-        if cheaper:
-            return Obstacle("cost", f"a full recompute is predicted cheaper: {prediction}"), \
-                prediction
-        return None, prediction
-
-    def before_reading(self, full_bytes: int | None,
+    def before_reading(self, change_bytes: int | None, full_bytes: int | None,
                        min_bytes: float = 0) -> tuple[Obstacle | None, str]:
-        """:meth:`choose` before the change is read, for the reads the latest delta query
-        planned (none known: 0 bytes, so that only a fixed cost above a full recompute's
-        recomputes). A refresh that would recompute anyway need not read the change first.
+        """An obstacle of kind ``cost`` if, before a change of ``change_bytes`` is read, the
+        view's record shows recomputing sources of ``full_bytes`` cheaper (rule 1 of the
+        module's docstring); and the prediction in words.
 
-        >>> CostModel(1e6, 3.0).before_reading(2_000_000)[0].kind
-        'cost'
-        >>> CostModel(1e6, 1.0).before_reading(2_000_000)[0] is None
+        >>> CostModel(1e6, ((100, 3.0),)).before_reading(200, 2_000_000)[1]
+        'an incremental refresh of a change of 100 B took 3.00 s, a full recompute is predicted 2.00 s (1.9 MiB at 976.6 KiB/s)'
+        >>> CostModel(1e6, ((100, 3.0),)).before_reading(50, 2_000_000)[0] is None
         True
         """
-        cheaper, prediction = self.choose(self.incremental_bytes or 0, full_bytes, min_bytes)
-        if cheaper is None:
-            return None, prediction
-        prediction += ", the delta query's reads as the latest one planned them"
-        return Obstacle("cost", f"a full recompute is predicted cheaper: {prediction}"), \
-            prediction
+        if (reason := self._unpredicted(full_bytes, min_bytes)) or change_bytes is None:
+            return None, reason or "the change's size is not known: incremental"
+        assert full_bytes is not None
+        if self.planned and self.planned[0] <= change_bytes and self.planned[1] >= full_bytes:
+            return _cheaper(f"the latest delta query, for a change of {size(self.planned[0])}, "
+                            f"read {size(self.planned[1])}, a full recompute reads "
+                            f"{size(full_bytes)}")
+        full = self.full_seconds(full_bytes)
+        slower = [] if full is None else [
+            (c, t) for c, t in self.incremental if c <= change_bytes and t > full]
+        if slower:
+            c, t = max(slower, key=lambda o: o[1])
+            return _cheaper(f"an incremental refresh of a change of {size(c)} took {t:.2f} s, "
+                            f"a full recompute is predicted {full:.2f} s ({size(full_bytes)} "
+                            f"at {size(int(self.bytes_per_second or 0))}/s)")
+        return None, (f"no incremental refresh of a change up to {size(change_bytes)} took "
+                      f"longer than a full recompute is predicted to take"
+                      + ("" if full is None else f" ({full:.2f} s)"))
+
+    def after_planning(self, planned_bytes: int | None, full_bytes: int | None,
+                       min_bytes: float = 0) -> tuple[Obstacle | None, str]:
+        """An obstacle of kind ``cost`` if the delta query, planned, reads ``planned_bytes``,
+        at least the ``full_bytes`` of recomputing (rule 2); and the prediction in words.
+
+        >>> CostModel().after_planning(3_000_000, 2_000_000)[0].reason
+        'a full recompute is predicted cheaper: the delta query reads 2.9 MiB, a full recompute 1.9 MiB'
+        """
+        if reason := self._unpredicted(full_bytes, min_bytes):
+            return None, reason
+        if planned_bytes is None:
+            return None, "the delta query's reads are not known: incremental"
+        assert full_bytes is not None
+        words = f"the delta query reads {size(planned_bytes)}, a full recompute {size(full_bytes)}"
+        return _cheaper(words) if planned_bytes >= full_bytes else (None, words)
+
+    def full_seconds(self, full_bytes: int) -> float | None:
+        """How long recomputing sources of ``full_bytes`` is predicted to take."""
+        return None if not self.bytes_per_second else full_bytes / self.bytes_per_second
+
+    def _unpredicted(self, full_bytes: int | None, min_bytes: float) -> str | None:
+        """Why no prediction is made, if none is."""
+        if full_bytes is None:
+            return "the sources' size is not known: incremental"
+        if full_bytes < min_bytes:
+            return f"the sources ({size(full_bytes)}) are under {size(int(min_bytes))}: incremental"
+        if self.recomputed_in_a_row >= REMEASURE_AFTER:
+            return (f"incremental, to measure its cost again after {self.recomputed_in_a_row} "
+                    f"recomputes in a row")
+        return None
 
     def after(self, mode: str, by_cost: bool,
-              incremental_bytes: int | None = None) -> "CostModel":
+              planned: tuple[int, int] | None = None) -> "CostModel":
         """The model carried into the record of a refresh of ``mode`` (``by_cost``: chosen
-        by the cost model) that planned a delta query reading ``incremental_bytes``."""
+        by the cost model) that planned a delta query for (change bytes, bytes read)
+        ``planned``."""
         streak = self.recomputed_in_a_row + 1 if mode == "full" and by_cost else 0
-        planned = self.incremental_bytes if incremental_bytes is None else incremental_bytes
-        return replace(self, recomputed_in_a_row=streak, incremental_bytes=planned)
+        return replace(self, recomputed_in_a_row=streak, planned=planned or self.planned)
+
+
+def _cheaper(words: str) -> tuple[Obstacle, str]:
+    return Obstacle("cost", f"a full recompute is predicted cheaper: {words}"), words
 
 
 def _mean(old: float | None, new: float) -> float:

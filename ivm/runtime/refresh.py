@@ -46,11 +46,11 @@ class _Overflow(Exception):
 
 class _Recompute(Exception):
     """The cost model predicts a full recompute cheaper than the planned incremental one,
-    whose delta query reads ``planned_bytes``."""
+    whose delta query reads ``planned``: (change bytes, bytes read)."""
 
-    def __init__(self, obstacle: Obstacle, prediction: str, planned_bytes: int | None):
+    def __init__(self, obstacle: Obstacle, prediction: str, planned: tuple[int, int] | None):
         super().__init__(obstacle.reason)
-        self.obstacle, self.prediction, self.planned_bytes = obstacle, prediction, planned_bytes
+        self.obstacle, self.prediction, self.planned = obstacle, prediction, planned
 
 
 STORE_CHANGE = "_ivm_store_change"
@@ -154,8 +154,8 @@ def _refresh(spark, view: str, properties: dict[str, str], full: bool,
         log = DeltaLogReader.of(spark, store)
         store_version = log.version()
         last = latest_record(log)[1]
-        model = CostModel.from_record(last.cost).observed(last.mode, last.planned_bytes,
-                                                          last.seconds)
+        model = CostModel.from_record(last.cost).observed(
+            last.mode, last.planned_bytes, last.read_bytes, last.seconds)
         previous = last.sources
         current, ids = latest_sources(spark, compiled.sources)
         obstacle = _obstacle(view, full, previous, current, last.table_ids, ids)
@@ -174,8 +174,8 @@ def _refresh(spark, view: str, properties: dict[str, str], full: bool,
             obstacle = None
         result, prediction = None, None
         if obstacle is None and policy == "AUTO":
-            obstacle, prediction = model.before_reading(total_source_bytes(spark, current),
-                                                        _min_bytes(spark))
+            obstacle, prediction = model.before_reading(
+                read_bytes, total_source_bytes(spark, current), _min_bytes(spark))
             prediction = prediction if obstacle else None
     if obstacle is None:
         try:
@@ -187,7 +187,7 @@ def _refresh(spark, view: str, properties: dict[str, str], full: bool,
             obstacle = Obstacle("unavailable", OVERFLOW_REASON)
         except _Recompute as cheaper:
             obstacle, prediction = cheaper.obstacle, cheaper.prediction
-            model = model.after("incremental", False, cheaper.planned_bytes)
+            model = model.after("incremental", False, cheaper.planned)
         if result is None:
             assert obstacle is not None
             recomputes(policy, obstacle, view)  # INCREMENTAL STRICT fails here
@@ -268,13 +268,15 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
             with clock.phase("delta"), spark_errors(view):
                 query = spark.sql(delta.sql(DIALECT))
                 query_bytes = planned_read_bytes(query, read_bytes)
+                plan = None if read_bytes is None or query_bytes is None else \
+                    (read_bytes, query_bytes)
                 planned = {"planned_bytes": query_bytes,
-                           "cost": model.after("incremental", False, query_bytes).to_record()}
+                           "cost": model.after("incremental", False, plan).to_record()}
                 if choose:
-                    cheaper, planned["prediction"] = model.choose(
+                    cheaper, planned["prediction"] = model.after_planning(
                         query_bytes, total_source_bytes(spark, current), _min_bytes(spark))
                     if cheaper is not None:
-                        raise _Recompute(cheaper, planned["prediction"], query_bytes)
+                        raise _Recompute(cheaper, planned["prediction"], plan)
                 change = kept(spark, query, query_bytes)
                 settings = _merge_settings(spark, store, query_bytes) if change.rows else {}
             if not change.rows:  # no stored row changes: the commit carries the record
