@@ -102,14 +102,15 @@ def test_recomputing_is_chosen_only_on_evidence():
     model = CostModel(1e6)                                       # a recompute of 2 MB: 2 s
     assert model.before_reading(1000, 2_000_000)[0] is None     # nothing known yet
     model = model.observed("incremental", 5000, 1000, 2.5)      # 1 kB of change took 2.5 s
-    assert model.before_reading(999, 2_000_000)[0] is None      # a smaller change: unknown
+    assert model.before_reading(499, 2_000_000)[0] is None      # a much smaller change
+    assert model.before_reading(500, 2_000_000)[0].kind == "cost"   # half of it, about alike
     assert model.before_reading(1000, 2_000_000)[0].kind == "cost"
     assert model.before_reading(1000, 3_000_000)[0] is None     # 2.5 s < 3 s
     assert model.before_reading(1000, 2_000_000, min_bytes=64e6)[0] is None   # little data
     # a plan that reads the sources twice (a top-N) stands for changes at least as large
     planned = CostModel().after("incremental", False, planned=(500, 4_000_000))
     assert planned.before_reading(500, 2_000_000)[0].kind == "cost"
-    assert planned.before_reading(499, 2_000_000)[0] is None
+    assert planned.before_reading(249, 2_000_000)[0] is None
     assert planned.after_planning(4_000_000, 2_000_000)[0].kind == "cost"
     assert planned.after_planning(1_000_000, 2_000_000)[0] is None
     assert planned.after("full", True).planned == (500, 4_000_000)   # kept until planned again

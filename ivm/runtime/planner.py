@@ -33,6 +33,7 @@ refresh recomputes
    this one, read at least the sources' bytes (a top-N reads its input before and after the
    change: twice the sources), or if an incremental refresh of a change no larger than this
    one took longer than a recompute is predicted to take (its cost grows with the change);
+   "no larger" is up to :data:`SIMILAR` times as large;
 2. once the change is read and the delta query is planned, if that plan reads at least the
    sources' bytes (it is the optimized plan, in which Delta has skipped the files the
    change's keys exclude); the change read is then spent.
@@ -60,6 +61,9 @@ REMEASURE_AFTER = 8
 """Recomputes in a row, chosen by cost, after which one refresh is incremental again."""
 KEPT = 8
 """How many of the latest incremental refreshes the cost model keeps."""
+SIMILAR = 2
+"""A change at most this many times another's counts as no larger: batches of a workload
+vary in size, and an incremental refresh's cost grows more slowly than its change."""
 
 
 class NotIncrementalizable(IvmError):
@@ -174,19 +178,20 @@ class CostModel:
 
         >>> CostModel(1e6, ((100, 3.0),)).before_reading(200, 2_000_000)[1]
         'an incremental refresh of a change of 100 B took 3.00 s, a full recompute is predicted 2.00 s (1.9 MiB at 976.6 KiB/s)'
-        >>> CostModel(1e6, ((100, 3.0),)).before_reading(50, 2_000_000)[0] is None
+        >>> CostModel(1e6, ((100, 3.0),)).before_reading(49, 2_000_000)[0] is None
         True
         """
         if (reason := self._unpredicted(full_bytes, min_bytes)) or change_bytes is None:
             return None, reason or "the change's size is not known: incremental"
         assert full_bytes is not None
-        if self.planned and self.planned[0] <= change_bytes and self.planned[1] >= full_bytes:
+        like = SIMILAR * change_bytes   # changes no larger than this, give or take
+        if self.planned and self.planned[0] <= like and self.planned[1] >= full_bytes:
             return _cheaper(f"the latest delta query, for a change of {size(self.planned[0])}, "
                             f"read {size(self.planned[1])}, a full recompute reads "
                             f"{size(full_bytes)}")
         full = self.full_seconds(full_bytes)
         slower = [] if full is None else [
-            (c, t) for c, t in self.incremental if c <= change_bytes and t > full]
+            (c, t) for c, t in self.incremental if c <= like and t > full]
         if slower:
             c, t = max(slower, key=lambda o: o[1])
             return _cheaper(f"an incremental refresh of a change of {size(c)} took {t:.2f} s, "
