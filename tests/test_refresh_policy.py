@@ -107,6 +107,8 @@ def test_recomputing_is_chosen_only_on_evidence():
     assert model.before_reading(1000, 2_000_000)[0].kind == "cost"
     assert model.before_reading(1000, 3_000_000)[0] is None     # 2.5 s < 3 s
     assert model.before_reading(1000, 2_000_000, min_bytes=64e6)[0] is None   # little data
+    warm = model.observed("incremental", 5000, 1000, 0.5)      # the latest one is the evidence
+    assert warm.before_reading(1000, 2_000_000)[0] is None
     # a plan that reads the sources twice (a top-N) stands for changes at least as large
     planned = CostModel().after("incremental", False, planned=(500, 4_000_000))
     assert planned.before_reading(500, 2_000_000)[0].kind == "cost"

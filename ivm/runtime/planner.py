@@ -31,8 +31,9 @@ refresh recomputes
 
 1. before reading the change, if the latest delta query planned, for a change no larger than
    this one, read at least the sources' bytes (a top-N reads its input before and after the
-   change: twice the sources), or if an incremental refresh of a change no larger than this
-   one took longer than a recompute is predicted to take (its cost grows with the change);
+   change: twice the sources), or if the latest incremental refresh of a change no larger
+   than this one took longer than a recompute is predicted to take (its cost grows with the
+   change);
    "no larger" is up to :data:`SIMILAR` times as large;
 2. once the change is read and the delta query is planned, if that plan reads at least the
    sources' bytes (it is the optimized plan, in which Delta has skipped the files the
@@ -190,10 +191,9 @@ class CostModel:
                             f"read {size(self.planned[1])}, a full recompute reads "
                             f"{size(full_bytes)}")
         full = self.full_seconds(full_bytes)
-        slower = [] if full is None else [
-            (c, t) for c, t in self.incremental if c <= like and t > full]
-        if slower:
-            c, t = max(slower, key=lambda o: o[1])
+        latest = next(((c, t) for c, t in self.incremental if c <= like), None)
+        if full is not None and latest is not None and latest[1] > full:
+            c, t = latest
             return _cheaper(f"an incremental refresh of a change of {size(c)} took {t:.2f} s, "
                             f"a full recompute is predicted {full:.2f} s ({size(full_bytes)} "
                             f"at {size(int(self.bytes_per_second or 0))}/s)")
