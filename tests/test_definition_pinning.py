@@ -11,8 +11,8 @@ import ivm
 from ivm.runtime.catalog import store_name
 from ivm.runtime.describe import lag_seconds
 from ivm.runtime.history import RefreshRecord
+from cdf import CDF
 
-CDF = "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
 TIME_ZONE = "spark.sql.session.timeZone"
 ANSI = "spark.sql.ansi.enabled"
 

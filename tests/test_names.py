@@ -6,8 +6,7 @@ import pytest
 import ivm
 from ivm.errors import CatalogError, ReservedName, ViewExists, ViewNotFound
 from ivm.runtime.describe import consumed_versions
-
-CDF = "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+from cdf import CDF
 
 
 @pytest.fixture

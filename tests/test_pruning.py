@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 import ivm
 from benchmarks.measure import Meter
 from ivm.runtime.pruning import MAX_RANGES, _ranges
+from cdf import CDF
 
-CDF = "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
 TOTALS = ("SELECT d.grp, COUNT(*) AS n, SUM(f.v) AS total FROM facts f JOIN dims d "
           "ON f.k = d.k GROUP BY d.grp")
 

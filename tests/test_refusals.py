@@ -5,6 +5,7 @@ import pytest
 import ivm
 from ivm.errors import CatalogError, Position, SqlSyntaxError, UnsupportedQuery
 from ivm.frontend.statements import parse_statement
+from cdf import CDF
 
 SCHEMA = {"orders": {"id": "INT", "status": "STRING", "amount": "INT"}}
 
@@ -47,9 +48,6 @@ def test_session_dependent_function_is_refused_by_name(function):
     assert error.construct.startswith("session-dependent function") and error.hint
     if function.endswith(")"):  # sqlglot keeps no position for a bare CURRENT_USER
         assert error.position == Position(1, 12)
-
-
-CDF = "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
 
 
 @pytest.fixture
