@@ -5,13 +5,18 @@
     python -m benchmarks.run --setting every        # SF 0.1, every view: about an hour
     python -m benchmarks.run --setting full         # SF 0.1, 1 and 10, the core views: hours
     python -m benchmarks.run --setting fixed        # SF 0.1: no-op and one-row refreshes only
+    python -m benchmarks.run --setting small        # SF 1, 0.01 % batches, the core views
 
 For each scale factor: generate TPC-H (cached), load it into Delta tables with change data
 feed on (cached: later runs RESTORE the tables to their loaded version), create the views,
 then for each batch fraction and repetition apply one change batch
 (:class:`benchmarks.workload.Batches`) and, per view, time
 
-* ``incremental``: ``REFRESH MATERIALIZED VIEW`` (ivm's delta query and MERGE),
+* ``incremental``: ``REFRESH MATERIALIZED VIEW`` (ivm's delta query and MERGE; the views are
+  created with ``REFRESH POLICY INCREMENTAL``, so that this measures the delta rules also
+  where ivm's default policy would predict a recompute cheaper and run that; ``--policy
+  AUTO`` measures what that policy does instead, and the report marks each view it
+  recomputed),
 * ``full``: ``CREATE OR REPLACE TABLE … AS <query>``, what a user without ivm runs,
 
 and compare the two tables (EXCEPT ALL both ways): a difference stops the benchmark. Then the
@@ -49,6 +54,8 @@ SETTINGS = {
     # the fixed cost of a refresh, to check a change of the refresh path in minutes
     "fixed": dict(scales={"0.1": []}, views=[*CORE, "latest_order", "revenue_bands"],
                   repetitions=3),
+    # small batches over data that takes seconds to recompute: what the fixed cost leaves
+    "small": dict(scales={"1": [0.0001]}, views=CORE, repetitions=3),
 }
 
 #: Shuffle partitions per scale factor (ivm's local default of 4 suits small data only).
@@ -103,8 +110,9 @@ def check(spark, view: View) -> None:
 class Run:
     """One scale factor's measurements, appended to ``writer``."""
 
-    def __init__(self, spark, scale: str, chosen: list[View], writer):
+    def __init__(self, spark, scale: str, chosen: list[View], writer, policy: str):
         self.spark, self.scale, self.views, self.writer = spark, scale, chosen, writer
+        self.policy = policy
         self.meter = Meter(spark)
 
     def record(self, fraction, repetition, view, kind, mode, cost, files=0, size=0,
@@ -138,7 +146,8 @@ class Run:
     def run(self, fractions: list[float], repetitions: int) -> None:
         for view in self.views:
             cost, result = self.meter.cost(lambda: ivm.sql(
-                self.spark, f"CREATE MATERIALIZED VIEW {view.name} AS {view.sql}"))
+                self.spark, f"CREATE MATERIALIZED VIEW {view.name} REFRESH POLICY "
+                            f"{self.policy} AS {view.sql}"))
             self.record(0, 0, view, "create", result.mode, cost)
         log(f"SF {self.scale}: {len(self.views)} views created")
         batches = Batches(self.spark)
@@ -165,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scales", nargs="+", help="only these scale factors of the setting")
     parser.add_argument("--views", nargs="+", help="these views instead of the setting's")
     parser.add_argument("--repetitions", type=int, help="instead of the setting's")
+    parser.add_argument("--policy", choices=["INCREMENTAL", "AUTO"], default="INCREMENTAL",
+                        help="the views' REFRESH POLICY (default: INCREMENTAL)")
     parser.add_argument("--out", type=Path, help="results directory (default: "
                         "benchmarks/results/<setting>)")
     parser.add_argument("--load-only", action="store_true",
@@ -188,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         writer.writeheader()
         for scale, fractions in scales.items():
             prepare(spark, scale)
-            Run(spark, scale, chosen, writer).run(fractions, repetitions)
+            Run(spark, scale, chosen, writer, args.policy).run(fractions, repetitions)
             file.flush()
     report.write(out, machine=report.machine(), minutes=(time.perf_counter() - started) / 60,
                  command=" ".join(["python -m benchmarks.run", *(argv or sys.argv[1:])]))
