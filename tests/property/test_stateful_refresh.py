@@ -27,7 +27,9 @@ from harness import (check_views, create_sources, definition, example_database, 
 from strategies import SCHEMAS, ZONES, changes, table_rows
 from views import FAMILIES
 
-pytestmark = pytest.mark.long
+# Eight minutes of the two workers' CPU: CI runs it with the other long tests, in
+# make test-integration, so that make test stays within 20 minutes.
+pytestmark = [pytest.mark.long, pytest.mark.slow]
 
 VIEWS = {name: FAMILIES[family][name] for family, name in (
     ("aggregates", "ByKey"), ("joins", "join3_by_d"), ("rows", "distinct_join"))}
