@@ -119,8 +119,8 @@ def history(spark, store: str) -> DataFrame:
     :mod:`ivm.runtime.phases`), the ``write`` up to its commit included, its jobs uncounted
     (the commit is written before they are known)."""
     record = F.from_json("userMetadata", "ivm STRUCT<refresh STRING, mode STRING, reason "
-                         "STRING, prediction STRING, sources MAP<STRING, BIGINT>, read_bytes BIGINT, "
-                         "started_ms BIGINT, phases MAP<STRING, STRUCT<seconds DOUBLE, "
+                         "STRING, prediction STRING, sources MAP<STRING, BIGINT>, read_bytes "
+                         "BIGINT, started_ms BIGINT, phases MAP<STRING, STRUCT<seconds DOUBLE, "
                          "jobs INT>>>").ivm
     metrics = F.col("operationMetrics")
     seconds = (F.unix_millis("timestamp") - F.col("record.started_ms")) / 1000

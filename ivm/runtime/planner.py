@@ -12,7 +12,6 @@ kept in the store's property ``ivm.refreshPolicy``) says how a refresh chooses:
 What stops a refresh from applying the change is an :class:`Obstacle` of one of four kinds:
 
 * ``requested``: ``REFRESH ... FULL``, or the policy ``FULL``;
-
 * ``reinitialize``: the change no longer describes the view's input (a source was replaced,
   or its schema changed); every policy recomputes;
 * ``unavailable``: the change cannot be applied (part of it is gone from the log, the change
@@ -33,8 +32,7 @@ refresh recomputes
    this one, read at least the sources' bytes (a top-N reads its input before and after the
    change: twice the sources), or if the latest incremental refresh of a change no larger
    than this one took longer than a recompute is predicted to take (its cost grows with the
-   change);
-   "no larger" is up to :data:`SIMILAR` times as large;
+   change); "no larger" is up to :data:`SIMILAR` times as large;
 2. once the change is read and the delta query is planned, if that plan reads at least the
    sources' bytes (it is the optimized plan, in which Delta has skipped the files the
    change's keys exclude); the change read is then spent.
@@ -56,7 +54,6 @@ from ivm.store import is_exact
 
 POLICY = "ivm.refreshPolicy"
 """The store property that keeps the view's refresh policy."""
-POLICIES = ("AUTO", "INCREMENTAL", "INCREMENTAL STRICT", "FULL")
 DEFAULT_POLICY = "AUTO"
 REMEASURE_AFTER = 8
 """Recomputes in a row, chosen by cost, after which one refresh is incremental again."""
@@ -74,8 +71,8 @@ class NotIncrementalizable(IvmError):
 
 @dataclass(frozen=True)
 class Obstacle:
-    """Why a refresh does not apply the change: ``kind`` is ``reinitialize``,
-    ``unavailable`` or ``cost`` (see the module's docstring)."""
+    """Why a refresh does not apply the change: ``kind`` is ``requested``,
+    ``reinitialize``, ``unavailable`` or ``cost`` (see the module's docstring)."""
 
     kind: str
     reason: str
