@@ -94,7 +94,7 @@ def test_an_upstream_view_whose_store_was_recreated_is_recomputed(spark, fresh_d
     assert_equals_query(spark, "down", "SELECT k FROM r")
 
 
-def test_records_keep_table_ids_and_records_without_them_still_load(spark, fresh_db):
+def test_records_keep_table_ids_and_records_of_other_versions_still_load(spark, fresh_db):
     spark.sql(f"CREATE TABLE s (k INT) USING DELTA {CDF}")
     spark.sql("INSERT INTO s VALUES (1)")
     ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS SELECT k FROM s")
@@ -106,6 +106,9 @@ def test_records_keep_table_ids_and_records_without_them_still_load(spark, fresh
                                                       "reason": None, "read_bytes": None,
                                                       "refresh": "x", "started_ms": 0}}))
     assert old.sources == {"a.s": 1} and old.table_ids is None
+    later = RefreshRecord.from_json(json.dumps({"ivm": {"mode": "incremental", "sources": {},
+                                                        "written_by_a_later_ivm": 1}}))
+    assert later is not None and later.mode == "incremental"
 
 
 # Names resolve where the view was created -------------------------------------------------

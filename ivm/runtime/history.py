@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame
@@ -90,13 +90,18 @@ class RefreshRecord:
     def from_json(cls, text: str | None, committed_ms: int | None = None,
                   ) -> "RefreshRecord | None":
         """The record in the ``userMetadata`` of a commit made at ``committed_ms``; None if it
-        holds none."""
+        holds none. Fields this version does not know (a later one wrote them) are left
+        out, so that a store stays readable by the ivm of an older job."""
         try:
             record = json.loads(text or "")["ivm"]
-            return cls(**{**record, "sources": {t: int(v) for t, v in record["sources"].items()},
+            known = {k: v for k, v in record.items() if k in _RECORD_FIELDS}
+            return cls(**{**known, "sources": {t: int(v) for t, v in record["sources"].items()},
                           "committed_ms": committed_ms})
         except (ValueError, KeyError, TypeError):
             return None
+
+
+_RECORD_FIELDS = {f.name for f in fields(RefreshRecord)}
 
 
 def latest_record(log: DeltaLogReader) -> tuple[int, RefreshRecord]:
