@@ -172,15 +172,16 @@ def _refresh(spark, view: str, properties: dict[str, str], full: bool,
             obstacle, read_bytes = change.obstacle, change.change_bytes
         if obstacle is not None and not recomputes(policy, obstacle, view):
             obstacle = None
+        total = total_source_bytes(spark, current)   # what a recompute reads
         result, prediction = None, None
         if obstacle is None and policy == "AUTO":
-            obstacle, prediction = model.before_reading(
-                read_bytes, total_source_bytes(spark, current), _min_bytes(spark))
+            obstacle, prediction = model.before_reading(read_bytes, total, _min_bytes(spark))
             prediction = prediction if obstacle else None
     if obstacle is None:
         try:
             result = _write(spark, view, compiled, store_version, previous, current, ids,
-                            None, read_bytes, schema, clock, model, choose=policy == "AUTO")
+                            None, read_bytes, schema, clock, model,
+                            choose_against=total if policy == "AUTO" else None)
         except SourceError as error:    # a change data file was VACUUMed
             obstacle = Obstacle("unavailable", error.message)
         except _Overflow:
@@ -193,7 +194,6 @@ def _refresh(spark, view: str, properties: dict[str, str], full: bool,
             recomputes(policy, obstacle, view)  # INCREMENTAL STRICT fails here
     if result is None:   # not incremental, for ``obstacle``
         assert obstacle is not None
-        total = total_source_bytes(spark, current)
         with session_settings(spark, evaluation_settings(spark, total)):
             result = _write(spark, view, compiled, store_version, previous, current, ids,
                             obstacle.reason, total, schema, clock,
@@ -236,13 +236,14 @@ def _merge_settings(spark, store: str, change_bytes: int | None) -> dict[str, st
 def _write(spark, view: str, compiled: CompiledView, store_version: int,
            previous: dict[str, int], current: dict[str, int], ids: dict[str, str],
            reason: str | None, read_bytes: int | None, schema, clock: PhaseClock,
-           model: CostModel, *, choose: bool = False,
+           model: CostModel, *, choose_against: int | None = None,
            prediction: str | None = None) -> RefreshResult:
     """Fold the change from ``previous`` to ``current`` into the store in one commit, or,
     with a ``reason`` to, overwrite the store with the query's result at ``current``;
     ``ids``: the sources' Delta table ids. The cost ``model`` goes into the record, and, with
-    ``choose``, an incremental write raises :class:`_Recompute` once the delta query is
-    planned if recomputing is predicted cheaper; ``prediction``: why a full one was.
+    ``choose_against`` (the bytes a recompute reads), an incremental write raises
+    :class:`_Recompute` once the delta query is planned if recomputing is predicted cheaper;
+    ``prediction``: why a full one was.
 
     The change to the store is computed once, before the MERGE, which then reads it as it
     is (Delta need not materialize the MERGE's source again); an empty change commits the
@@ -272,9 +273,9 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
                     (read_bytes, query_bytes)
                 planned = {"planned_bytes": query_bytes,
                            "cost": model.after("incremental", False, plan).to_record()}
-                if choose:
+                if choose_against is not None:
                     cheaper, planned["prediction"] = model.after_planning(
-                        query_bytes, total_source_bytes(spark, current), _min_bytes(spark))
+                        query_bytes, choose_against, _min_bytes(spark))
                     if cheaper is not None:
                         raise _Recompute(cheaper, planned["prediction"], plan)
                 change = kept(spark, query, query_bytes)

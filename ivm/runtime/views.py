@@ -160,32 +160,36 @@ def explain_create(spark, name: str, sql: str, *, policy: str | None = None) -> 
              f"refresh policy: {chosen}{'' if policy else ' (the default)'}"]
     with isolated(spark) as work:
         try:
-            compiled = compile(sql, catalog_schema(work))
-            analyse(work, sql)
+            lines += _maintenance(work, sql, chosen)
         except UnsupportedQuery as refused:
             lines.append(f"maintained: no, CREATE fails: {refused.message}")
-            return work.createDataFrame([(line,) for line in lines], "plan STRING")
-        versions, _ = latest_sources(work, compiled.sources)
-        bound = bind(work, compiled.sources, None, versions, compiled.delta_reads)
-        try:
-            schema = work.sql(compiled.full_query.sql(DIALECT)).schema
-        finally:
-            unbind(work, bound)
-        never = never_incremental(compiled, schema)
-        if chosen == "FULL":
-            lines.append("maintained: by a full recompute on every refresh (REFRESH POLICY "
-                         "FULL)")
-        elif never and chosen.startswith("INCREMENTAL"):
-            lines.append(f"maintained: no, CREATE fails: {never}")
-        elif never:
-            lines.append(f"maintained: by a full recompute on every refresh: {never}")
-        else:
-            lines.append("maintained: incrementally" + (
-                ", unless a refresh predicts a full recompute cheaper"
-                if chosen == "AUTO" else ""))
-        lines += compiled.explain().splitlines()
-        lines += read_estimate(work, compiled).splitlines()
         return work.createDataFrame([(line,) for line in lines], "plan STRING")
+
+
+def _maintenance(spark, sql: str, policy: str) -> list[str]:
+    """How the view defined by ``sql`` is maintained under ``policy``, as lines: the verdict,
+    the delta circuit and what a refresh reads. Raises :class:`UnsupportedQuery` for SQL that
+    ivm cannot maintain."""
+    compiled = compile(sql, catalog_schema(spark))
+    analyse(spark, sql)
+    versions, _ = latest_sources(spark, compiled.sources)
+    bound = bind(spark, compiled.sources, None, versions, compiled.delta_reads)
+    try:
+        schema = spark.sql(compiled.full_query.sql(DIALECT)).schema
+    finally:
+        unbind(spark, bound)
+    never = never_incremental(compiled, schema)
+    if policy == "FULL":
+        verdict = "maintained: by a full recompute on every refresh (REFRESH POLICY FULL)"
+    elif never and policy.startswith("INCREMENTAL"):
+        verdict = f"maintained: no, CREATE fails: {never}"
+    elif never:
+        verdict = f"maintained: by a full recompute on every refresh: {never}"
+    else:
+        verdict = "maintained: incrementally" + (
+            ", unless a refresh predicts a full recompute cheaper" if policy == "AUTO" else "")
+    return [verdict, *compiled.explain().splitlines(),
+            *read_estimate(spark, compiled).splitlines()]
 
 
 def alter_view(spark, name: str, *, freshness: int | None = None,
