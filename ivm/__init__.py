@@ -43,20 +43,21 @@ def __dir__() -> list[str]:
 
 
 def compile(sql: str, schema: Mapping | None = None, *, spark=None,
-            default_db: str | None = None) -> CompiledView:
+            default_db: str | None = None, name: str | None = None) -> CompiledView:
     """Compile a view's SELECT into its delta query and store layout.
 
     Names are resolved against ``schema`` (``{table: {column: type}}``, optionally nested by
     database) or, given a SparkSession, against its catalog; a name without a database is in
-    ``default_db`` (default: the session's current database). Raises
+    ``default_db`` (default: the session's current database). ``name``: the view's, after
+    which its state tables are named (default ``view``). Raises
     :class:`~ivm.errors.IvmError` subclasses for bad or unsupported SQL.
     """
     if schema is not None:
-        return compiler.compile(sql, schema, default_db=default_db)
+        return compiler.compile(sql, schema, default_db=default_db, name=name)
     if spark is None:
         raise ValueError("compile needs a schema mapping or a SparkSession")
     from ivm.runtime.catalog import catalog_schema
-    return compiler.compile(sql, catalog_schema(spark), default_db=default_db)
+    return compiler.compile(sql, catalog_schema(spark), default_db=default_db, name=name)
 
 
 __all__ = ["CatalogError", "CompiledView", "ConcurrentRefresh", "DependencyCycle", "InvalidQuery",

@@ -139,8 +139,9 @@ def to_dot(plan, maintenance: Maintenance) -> str:
     return "\n".join(lines) + "\n"
 
 
-def explain(plan, maintenance: Maintenance) -> str:
-    """The circuit, bottom-up: each operator, its rule and what that rule reads."""
+def explain(plan, maintenance: Maintenance, states: frozenset[str] = frozenset()) -> str:
+    """The circuit, bottom-up: each operator, its rule and what that rule reads; ``states``:
+    the view's state tables, which an operator reads in place of its input's sources."""
     graph = circuit(plan)
     store = maintenance.store
     lines = ["delta circuit (inputs first):"]
@@ -156,7 +157,11 @@ def explain(plan, maintenance: Maintenance) -> str:
             lines.append("      view columns computed from the group accumulators")
         elif rule is not None:
             lines.append(f"      rule {rule.name} ({rule.kind.value}): {rule.formula}")
-            if _recomputed_whole(node, rule):
+            read = {s.table for s in scans(node)}
+            if _recomputed_whole(node, rule) and read <= states:
+                lines.append(f"      reads state table {', '.join(sorted(read))} whole, before "
+                             f"and after the change: its input's result, not its sources")
+            elif _recomputed_whole(node, rule):
                 whole.append(numbers[node])
                 lines.append("      reads its whole input before and after the change "
                              "(no key to restrict it to): a full recompute of this operator")

@@ -68,15 +68,15 @@ def _view_definition(args) -> tuple[str, str, str]:
     return name, f"CREATE MATERIALIZED VIEW {name} AS\n{text.strip()}\n", text
 
 
-def _compiled(args, query: str):
-    """The compiled view; for a job, with tables named as the job's session names them
-    (``default.t``: a flat ``--schema`` is the current database's)."""
+def _compiled(args, name: str, query: str):
+    """The compiled view ``name``; for a job, with tables named as the job's session names
+    them (``default.t``: a flat ``--schema`` is the current database's)."""
     from ivm.compiler import compile
     if not args.schema:
         from ivm.runtime.analysis import analyse
         from ivm.runtime.catalog import catalog_schema
         spark = _session(args)
-        compiled = compile(query, catalog_schema(spark))
+        compiled = compile(query, catalog_schema(spark), name=name)
         analyse(spark, query)
         return compiled
     from sqlglot.schema import MappingSchema
@@ -84,8 +84,8 @@ def _compiled(args, query: str):
     from ivm.names import DIALECT
     schema = _schema(args.schema)
     if args.emit == "job" and MappingSchema(schema, dialect=DIALECT).depth() == 1:
-        return compile(query, {"default": schema}, default_db="default")
-    return compile(query, schema)
+        return compile(query, {"default": schema}, default_db="default", name=name)
+    return compile(query, schema, name=name)
 
 
 class UsageError(IvmError):
@@ -131,7 +131,7 @@ def _write(args, text: str) -> None:
 
 def _cmd_compile(args) -> int:
     name, definition, query = _view_definition(args)
-    compiled = _compiled(args, query)
+    compiled = _compiled(args, name, query)
     if args.emit == "job":
         from ivm.job import job_program
         from ivm.runtime.jars import delta_packages

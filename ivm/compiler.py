@@ -32,19 +32,24 @@ from ivm import codegen
 from ivm.circuit import explain, to_dot
 from ivm.frontend import lower, parse_query, qualify_query
 from ivm.ir import Relation, reading, scans
-from ivm.names import DIALECT
+from ivm.names import DIALECT, canonical, join, split
 from ivm.passes import optimize
+from ivm.passes.states import split_states
 from ivm.rules import Maintenance, maintain
 from ivm.zset import Read
 
 
 @dataclass(frozen=True)
 class CompiledView:
-    """A compiled view definition: everything a refresh needs, and how to inspect it."""
+    """A compiled view definition: everything a refresh needs, and how to inspect it.
+
+    ``states``: the view's state tables (:mod:`ivm.passes.states`) by name, each a view of
+    its own over the same definition, in the order they are refreshed (before the view)."""
 
     sql: str
     plan: Relation
     maintenance: Maintenance
+    states: tuple[tuple[str, "CompiledView"], ...] = ()
 
     @property
     def store(self):
@@ -94,12 +99,26 @@ class CompiledView:
         """The query the catalog view runs over the store ``target``."""
         return codegen.view_query(self.store, target).sql(DIALECT)
 
+    def state(self, table: str) -> "CompiledView":
+        """The state table ``table`` of this view."""
+        return dict(self.states)[table]
+
     def explain(self) -> str:
-        return explain(self.plan, self.maintenance)
+        """Each state table's circuit, then the view's."""
+        parts = [f"state table {table} (a hidden view, refreshed before the view):\n"
+                 + _indented(state.explain()) for table, state in self.states]
+        names = frozenset(table for table, _ in self.states)
+        view = explain(self.plan, self.maintenance, names)
+        return "\n".join([*parts, f"view:\n{_indented(view)}"]) if parts else view
 
     def to_dot(self) -> str:
-        """The delta circuit in Graphviz's DOT language."""
+        """The delta circuit in Graphviz's DOT language (the view's; a state table's is the
+        circuit of its own view)."""
         return to_dot(self.plan, self.maintenance)
+
+
+def _indented(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
 
 
 SchemaLookup = Callable[[exp.Expr, str, "str | None"], "tuple[Mapping, str | None]"]
@@ -107,18 +126,28 @@ SchemaLookup = Callable[[exp.Expr, str, "str | None"], "tuple[Mapping, str | Non
 query reads, looked up where they are kept (the runtime's: Spark's catalog)."""
 
 
+DEFAULT_NAME = "view"
+"""The name of a view compiled without one (its state tables are named after it)."""
+
+
 def compile(sql: str, schema: Mapping | SchemaLookup, *,
-            default_db: str | None = None) -> CompiledView:
+            default_db: str | None = None, name: str | None = None) -> CompiledView:
     """Compile a view's SELECT into its delta query and store layout.
 
     Names are resolved against ``schema``: ``{table: {column: type}}``, optionally nested by
     database, or a :data:`SchemaLookup` that gives it; a name without a database is in
-    ``default_db`` (or the one the lookup gives). Raises :class:`~ivm.errors.IvmError`
-    subclasses for bad or unsupported SQL.
+    ``default_db`` (or the one the lookup gives). ``name``: the view's, after which its state
+    tables are named. Raises :class:`~ivm.errors.IvmError` subclasses for bad or unsupported
+    SQL.
     """
     query = parse_query(sql)
     if callable(schema):
         schema, default_db = schema(query, sql, default_db)
     qualified = qualify_query(query, sql, schema, default_db)
     plan = optimize(lower(qualified, sql))
-    return CompiledView(sql, plan, maintain(plan))
+    view = split(name or DEFAULT_NAME)
+    if len(view) == 1 and default_db:
+        view = [default_db, *view]
+    plan, states = split_states(plan, canonical(join(view)))
+    return CompiledView(sql, plan, maintain(plan), tuple(
+        (state.table, CompiledView(sql, state.plan, maintain(state.plan))) for state in states))

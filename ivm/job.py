@@ -26,8 +26,29 @@ PACKAGES = ("ivm", "sqlglot", "networkx")
 
 
 def steps(compiled: CompiledView) -> dict[str, str]:
-    """The SQL a refresh executes, by step name: ``delta`` (incremental) and ``full``."""
-    return {"delta": compiled.delta_sql, "full": compiled.full_sql}
+    """The SQL a refresh executes, by step name: ``delta`` (incremental) and ``full``, and
+    those of each state table ``table`` (``table delta``, ``table full``)."""
+    found = {}
+    for table, state in compiled.states:
+        found |= {f"{table} delta": state.delta_sql, f"{table} full": state.full_sql}
+    return found | {"delta": compiled.delta_sql, "full": compiled.full_sql}
+
+
+def _state_steps(compiled: CompiledView) -> tuple[str, str]:
+    """The job's section for the state tables, and the entries of its steps."""
+    section, entries = [], []
+    for number, (table, state) in enumerate(compiled.states, start=1):
+        section.append(f"""\
+# State table {table}: a hidden view of this one, refreshed before it in a commit of its
+# own; its steps are those of a view.
+STATE{number}_DELTA = {_string(state.delta_sql)}
+
+STATE{number}_FULL = {_string(state.full_sql)}
+
+""")
+        entries.append(f"{table!r} + \" delta\": STATE{number}_DELTA, "
+                       f"{table!r} + \" full\": STATE{number}_FULL, ")
+    return "".join(section), "".join(entries)
 
 
 def _comment(text: str) -> str:
@@ -56,6 +77,7 @@ def job_program(name: str, definition: str, compiled: CompiledView, job: str = "
     ``packages`` the Maven coordinates of Delta it is submitted with
     (:func:`ivm.runtime.jars.delta_packages`)."""
     rule = compiled.maintenance.rule
+    states, state_steps = _state_steps(compiled)
     local = submit_command(job, packages)
     cluster = submit_command(f"{job} --warehouse s3://bucket/warehouse", packages,
                              master="yarn --deploy-mode cluster")
@@ -89,7 +111,7 @@ DEFINITION = {_string(definition.strip())}
 
 {_comment(compiled.explain())}
 
-# Step "delta": per affected key of the store, the change of every accumulator, computed
+{states}# Step "delta": per affected key of the store, the change of every accumulator, computed
 # from the sources' change data feed and their snapshots before/after the change.
 # Rule {rule.name} ({rule.kind.value}): {rule.formula}
 # The step's result is folded into the store with one MERGE (one Delta commit).
@@ -103,7 +125,7 @@ FULL = {_string(compiled.full_sql)}
 if __name__ == "__main__":
     from ivm.runtime.job import main
 
-    raise SystemExit(main(VIEW, DEFINITION, {{"delta": DELTA, "full": FULL}}))
+    raise SystemExit(main(VIEW, DEFINITION, {{{state_steps}"delta": DELTA, "full": FULL}}))
 '''
 
 

@@ -298,13 +298,25 @@ def test_qualify_is_a_filter_over_the_window():
     assert "QUALIFY" not in q.delta_sql and "ROW_NUMBER()" in q.delta_sql
 
 
-def test_order_by_limit_is_a_top_n_recomputed_whole():
-    from ivm.ir import Window
+def test_order_by_limit_over_groups_reads_them_from_a_state_table():
+    from ivm.ir import Aggregate, Window
     q = ivm.compile("SELECT cust_id, SUM(amount) AS total FROM orders GROUP BY cust_id "
-                    "ORDER BY total DESC LIMIT 3", SCHEMA)
+                    "ORDER BY total DESC LIMIT 3", SCHEMA, name="top")
     (top,) = nodes_of(q.plan, Window)
     assert top.partition == () and "LIMIT" not in q.full_sql
     assert [name for name, _ in q.plan.columns] == ["cust_id", "total"]
+    assert not nodes_of(q.plan, Aggregate), "the view reads the groups, not the orders"
+    ((table, state),) = q.states
+    assert table == "top__ivm_state1" and state.maintenance.rule.name == "aggregate"
+    assert state.store.keys == ("cust_id",)
+    explain = q.explain()
+    assert "reads state table top__ivm_state1 whole" in explain
+    assert "full recompute: never" in explain
+
+
+def test_order_by_limit_over_a_table_is_a_top_n_recomputed_whole():
+    q = ivm.compile("SELECT id, amount FROM orders ORDER BY amount DESC LIMIT 3", SCHEMA)
+    assert not q.states, "a state table would copy the table"
     explain = q.explain()
     assert "a full recompute of this operator" in explain
     assert "full recompute: never" not in explain

@@ -33,7 +33,10 @@ def ivm_commits(spark, view):
     return [c for c in history(spark, store_name(view)) if c.userMetadata]
 
 
-REFRESH_POINTS = [p for p in faults.WRITE_POINTS if p.startswith("refresh.")]
+REFRESH_POINTS = [p for p in faults.WRITE_POINTS
+                  if p.startswith("refresh.") and p != "refresh.after_state"]
+"""The points of a view's own write (``totals`` has no state table: see
+tests/test_state_tables.py)."""
 
 
 @pytest.mark.parametrize("point", REFRESH_POINTS)

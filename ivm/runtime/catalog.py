@@ -16,6 +16,7 @@ from sqlglot import exp
 from ivm.compiler import SchemaLookup
 from ivm.errors import CatalogError
 from ivm.names import CATALOG_NAME, canonical, join, split
+from ivm.passes.states import STATE_SUFFIX
 from ivm.runtime.delta_log import DeltaLogReader, once
 from ivm.frontend.parse import referenced_tables
 from ivm.frontend.positions import position_of
@@ -29,6 +30,7 @@ SUSPENDED = "ivm.suspended"       # store property: "true" if `ivm run` leaves i
 DATABASE = "ivm.database"         # store property: where the definition's names resolve
 SETTINGS = "ivm.settings"         # store property: the session settings pinned at CREATE (JSON)
 COLUMNS = "ivm.columns"           # store property: the view's column names as Spark spells them
+STATE_OF = "ivm.stateOf"          # store property of a state table: the view it is part of
 SESSION_CATALOG = "spark_catalog"
 
 
@@ -68,6 +70,20 @@ def _stores(spark, database: str | None) -> frozenset[str]:
     except AnalysisException:       # no such database
         return frozenset()
     return frozenset(row.tableName.lower() for row in rows if not row.isTemporary)
+
+
+def state_tables(spark, view: str) -> list[str]:
+    """The state tables of the materialized view ``view`` in the catalog, by name: those of
+    its definition, and any a CREATE OR REPLACE or DROP that died left behind."""
+    *db, name = split(view)
+    tables = []
+    for store in sorted(_stores(spark, join(db) or None)):
+        state = store[:-len(STORE_SUFFIX)]
+        if state.startswith(f"{name}{STATE_SUFFIX}"):
+            qualified = join([*db, state])
+            if (store_properties(spark, qualified) or {}).get(STATE_OF) == view:
+                tables.append(qualified)
+    return tables
 
 
 def current_database(spark) -> str:

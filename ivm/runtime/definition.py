@@ -30,8 +30,8 @@ from sqlglot import exp
 from ivm.compiler import CompiledView, compile
 from ivm.errors import ViewNotFound
 from ivm.names import DIALECT
-from ivm.runtime.catalog import (COLUMNS, DATABASE, DEFINITION, SETTINGS, catalog_schema,
-                                 current_database, store_name, store_properties)
+from ivm.runtime.catalog import (COLUMNS, DATABASE, DEFINITION, SETTINGS, STATE_OF,
+                                 catalog_schema, current_database, store_name, store_properties)
 from ivm.runtime.delta_log import DeltaLogReader
 
 PINNED = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled",
@@ -102,27 +102,38 @@ def compile_definition(spark, view: str,
                        properties: dict[str, str] | None = None) -> CompiledView:
     """The stored definition of the materialized view ``view`` compiled as at its CREATE,
     its names resolved in :func:`resolution_database`. ``properties``: the store's, if read
-    already.
+    already. A state table's definition is its view's, compiled as that view (whose store
+    need not exist yet), and the state taken from it.
 
     A compiled plan depends on the definition, the database it resolves names in and the
     schemas of the tables it reads, nothing else; it is kept, and compiled again only when
     one of them changed, which the sources' Delta logs tell (:func:`_sources_fingerprint`)
     without asking the catalog for each schema."""
     properties = properties or view_properties(spark, view)
-    key = (view, properties[DEFINITION], resolution_database(view, properties))
+    owner = properties.get(STATE_OF, view)  # a state table is compiled as part of its view
+    key = (owner, properties[DEFINITION], resolution_database(owner, properties))
     with _plans_lock:
         kept = _plans.get(key)
-    if kept is not None and kept[0] == _sources_fingerprint(spark, kept[1].sources):
+    if kept is not None and kept[0] == _sources_fingerprint(spark, _read_tables(kept[1])):
         with _plans_lock:
             _plans.move_to_end(key)
-        return kept[1]
-    compiled = compile(properties[DEFINITION], catalog_schema(spark), default_db=key[2])
-    fingerprint = _sources_fingerprint(spark, compiled.sources)
+        return kept[1] if owner == view else kept[1].state(view)
+    compiled = compile(properties[DEFINITION], catalog_schema(spark), default_db=key[2],
+                       name=owner)
+    fingerprint = _sources_fingerprint(spark, _read_tables(compiled))
     with _plans_lock:
         _plans[key] = (fingerprint, compiled)
         while len(_plans) > KEPT_PLANS:
             _plans.popitem(last=False)
-    return compiled
+    return compiled if owner == view else compiled.state(view)
+
+
+def _read_tables(compiled: CompiledView) -> list[str]:
+    """The tables that the view and its state tables read."""
+    tables = list(compiled.sources)
+    for _, state in compiled.states:
+        tables += [t for t in state.sources if t not in tables]
+    return tables
 
 
 def _sources_fingerprint(spark, sources) -> tuple:

@@ -8,10 +8,12 @@ from pyspark.sql import DataFrame
 
 from ivm.runtime.catalog import (DEFINITION, FRESHNESS, SUSPENDED, qualified_name, store_name,
                                  store_properties)
-from ivm.runtime.definition import resolution_database, settings, view_properties
+from ivm.runtime.definition import (compile_definition, resolution_database, settings,
+                                    view_properties)
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.fallback import replaced_source
 from ivm.runtime.history import history, latest_record
+from ivm.runtime.messages import size
 from ivm.runtime.planner import DEFAULT_POLICY, POLICY
 from ivm.runtime.sources import delta_table, table_version
 
@@ -47,7 +49,7 @@ def _oldest_unconsumed_ms(spark, view: str) -> int | None:
 
 def describe_view(spark, name: str) -> DataFrame:
     """``DESCRIBE MATERIALIZED VIEW``: one ``(property, value)`` row per fact about the view:
-    its definition and refresh policy, its last refresh (when, mode and why, the cost model's
+    its definition and refresh policy, its state tables (key, size, version), its last refresh (when, mode and why, the cost model's
     prediction, what it read and wrote), the source
     versions it reflects and how far it lags behind its sources."""
     view = qualified_name(spark, name)
@@ -71,6 +73,11 @@ def describe_view(spark, name: str) -> DataFrame:
              ("database", resolution_database(view, properties))]
     facts += [(f"setting {key}", value)
               for key, value in (settings(properties) or {}).items()]
+    for table, state in compile_definition(spark, view, properties).states:
+        log = DeltaLogReader(spark, store_name(table))
+        keys = f"keyed by ({', '.join(state.store.keys)})" if state.store.keys else "one row"
+        facts.append((f"state table {table}",
+                      f"{keys}; {size(log.size_in_bytes())}; version {log.version()}"))
     for table, version in sorted(consumed.items()):
         latest = table_version(spark, table)
         facts.append((f"source {table}", f"version {version} of {latest}"))

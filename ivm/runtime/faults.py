@@ -28,6 +28,7 @@ WRITE_POINTS = {
     "refresh.before_write": "a REFRESH, with its reads bound, before it writes",
     "refresh.during_write": "a REFRESH, inside the job of its MERGE or overwrite",
     "refresh.after_commit": "a REFRESH, after its commit, before it returns",
+    "refresh.after_state": "a REFRESH, after a state table's commit, before the next write",
     "drop.after_view": "a DROP, after the catalog view, before the store",
 }
 """Every point, with the moment it stands for."""

@@ -11,33 +11,36 @@ import networkx as nx
 
 from ivm.errors import DependencyCycle
 from ivm.names import join
-from ivm.runtime.catalog import STORE_SUFFIX, store_name, store_properties
+from ivm.runtime.catalog import STATE_OF, STORE_SUFFIX, store_name, store_properties
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.history import latest_record
 
 
 def materialized_views(spark) -> list[str]:
-    """Every materialized view in the catalog, as ``db.name``."""
+    """Every materialized view in the catalog, as ``db.name`` (not the state tables, which
+    are parts of their views)."""
     views = []
     for database in spark.catalog.listDatabases():
         for table in spark.catalog.listTables(database.name):
             if table.name.endswith(STORE_SUFFIX) and not table.isTemporary:
                 view = join([database.name, table.name[:-len(STORE_SUFFIX)]])
-                if store_properties(spark, view) is not None:
+                properties = store_properties(spark, view)
+                if properties is not None and STATE_OF not in properties:
                     views.append(view)
     return views
 
 
 def dependency_graph(spark, views: list[str]) -> nx.DiGraph:
     """``views`` and, transitively, the sources they read; materialized views are the nodes
-    whose attribute ``materialized`` is true."""
+    whose attribute ``materialized`` is true, state tables those whose ``state`` is."""
     graph = nx.DiGraph()
     pending = list(views)
     while pending:
         view = pending.pop()
         if graph.nodes.get(view, {}).get("materialized"):
             continue
-        graph.add_node(view, materialized=True)
+        graph.add_node(view, materialized=True,
+                       state=STATE_OF in (store_properties(spark, view) or {}))
         for source in latest_record(DeltaLogReader(spark, store_name(view)))[1].sources:
             graph.add_edge(source, view)
             if store_properties(spark, source) is not None:
@@ -46,8 +49,10 @@ def dependency_graph(spark, views: list[str]) -> nx.DiGraph:
 
 
 def refresh_order(graph: nx.DiGraph) -> list[str]:
-    """The materialized views of ``graph``, each after every view it reads."""
-    return [v for v in nx.topological_sort(graph) if graph.nodes[v].get("materialized")]
+    """The materialized views of ``graph``, each after every view it reads (not the state
+    tables: a view's refresh refreshes its own)."""
+    return [v for v in nx.topological_sort(graph)
+            if graph.nodes[v].get("materialized") and not graph.nodes[v].get("state")]
 
 
 def readers(spark, view: str) -> list[str]:

@@ -98,7 +98,7 @@ def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
     if properties is None:
         create = parse_statement(definition)
         assert create is not None and create.query is not None  # a job is made from a CREATE
-        compiled = compile(create.query, catalog_schema(spark))
+        compiled = compile(create.query, catalog_schema(spark), name=name)
     else:
         compiled = compile_definition(spark, name, properties)
     _check_steps(compiled, steps)

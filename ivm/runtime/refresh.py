@@ -20,6 +20,7 @@ from ivm.compiler import CompiledView
 from ivm.errors import CatalogError, SourceError, StateError
 from ivm.names import DIALECT
 from ivm.runtime.catalog import qualified_name, store_name
+from ivm.runtime import faults
 from ivm.runtime.commit import LostRace, committed_write, retrying, spark_errors
 from ivm.runtime.definition import compile_definition
 from ivm.runtime.delta_log import DeltaLogReader
@@ -70,10 +71,24 @@ def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
     versions the store records is folded into the store by one MERGE. A full refresh
     overwrites the store with the query's result instead, which also repairs a store that
     disagrees with its sources.
+
+    The view's state tables are refreshed first, each in a commit of its own (``full`` too),
+    and the view then consumes their change as that of any other materialized view it
+    reads: a refresh that dies between those commits leaves the view as it was, and the
+    next one consumes what the state tables committed.
     """
+    view = qualified_name(spark, name)
+    for state, _ in compile_definition(spark, view).states:
+        _refresh_one(spark, state, full)
+        faults.reach("refresh.after_state")
+    return _refresh_one(spark, view, full)
+
+
+def _refresh_one(spark, view: str, full: bool) -> RefreshResult:
+    """Refresh the store of ``view`` (a view, or a state table) alone."""
     clock = PhaseClock(spark)
     with clock.running():
-        result = retrying(spark, qualified_name(spark, name),
+        result = retrying(spark, view,
                           lambda work, view, properties: _refresh(work, view, properties,
                                                                   full, clock))
     clock.count_jobs()

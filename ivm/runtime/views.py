@@ -22,15 +22,17 @@ import time
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
 
 from ivm import codegen
 from ivm.compiler import CompiledView, compile
 from ivm.errors import CatalogError, UnsupportedQuery, ViewExists, ViewInUse, ViewNotFound
-from ivm.names import DIALECT
+from ivm.names import DIALECT, quote
 from ivm.runtime import faults
 from ivm.runtime.analysis import analyse, refuse_temporary
-from ivm.runtime.catalog import (COLUMNS, DEFINITION, FRESHNESS, SUSPENDED, VIEW, catalog_schema,
-                                 check_name, qualified_name, store_name, store_properties)
+from ivm.runtime.catalog import (COLUMNS, DEFINITION, FRESHNESS, STATE_OF, SUSPENDED, VIEW,
+                                 catalog_schema, check_name, qualified_name, state_tables,
+                                 store_name, store_properties)
 from ivm.runtime.commit import committed_write, execute, isolated, session_settings
 from ivm.runtime.definition import compile_definition, pin, view_properties
 from ivm.runtime.delta_log import CDF_PROPERTY
@@ -41,6 +43,7 @@ from ivm.runtime.history import RefreshRecord, RefreshResult
 from ivm.runtime.planner import DEFAULT_POLICY, POLICY, check_policy, never_incremental
 from ivm.runtime.read_estimate import read_estimate, total_source_bytes
 from ivm.runtime.sources import bind, check_source, latest_sources, unbind
+from ivm.zset import Read, relation_name
 
 STORE = "ivm.store"
 
@@ -92,23 +95,28 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
     ``partitioned_by``: columns of the view that partition its store, so that a partition
     can be recomputed alone (:func:`refresh_partition`). ``policy``: the view's refresh
     policy (:mod:`ivm.runtime.planner`; default AUTO).
+
+    The view's state tables (:mod:`ivm.passes.states`) are created first, each a hidden
+    materialized view; those of a replaced definition that this one does not have are
+    dropped last.
     """
     start = time.perf_counter()
     view = qualified_name(spark, name)
     check_name(view)
     refuse_temporary(spark, sql)
     with isolated(spark) as work:
-        compiled = compile(sql, catalog_schema(work))
+        compiled = compile(sql, catalog_schema(work), name=view)
         spelled = analyse(work, sql)
         apply_settings(work, plan_settings(compiled))
-        for table in compiled.sources:
+        states = [table for table, _ in compiled.states]
+        read = [t for t in _tables_read(compiled) if t not in states]
+        for table in read:
             check_source(work, table)
         for column in partitioned_by:
             if column not in compiled.store.view_columns:
                 raise CatalogError(f"PARTITIONED BY {column}: {view} has no column {column}",
                                    hint=f"partition by columns of the view: "
                                         f"{', '.join(compiled.store.view_columns)}")
-        store = store_name(view)
         is_view = _is_materialized_view(work, view)
         has_catalog_view = work.catalog.tableExists(view)
         if has_catalog_view and not is_view:
@@ -119,34 +127,60 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
             if not replace:
                 raise ViewExists(f"{view} already exists",
                                  hint="use CREATE OR REPLACE MATERIALIZED VIEW to redefine it")
-        if not is_view and work.catalog.tableExists(store):
-            raise ViewExists(f"{store} already exists and is not the store of {view}",
-                             hint="choose another view name")
-        check_no_cycle(work, view, compiled.sources)
-        versions, ids = latest_sources(work, compiled.sources)
-        total = total_source_bytes(work, compiled.sources)
-        record = RefreshRecord("create", versions, read_bytes=total, table_ids=ids,
-                               planned_bytes=total)
-        properties = {CDF_PROPERTY: "true", VIEW: view, DEFINITION: sql.strip(), **pin(work)}
+        for table in [view, *states]:
+            if not _is_materialized_view(work, table) and \
+                    work.catalog.tableExists(store_name(table)):
+                raise ViewExists(f"{store_name(table)} already exists and is not the store of "
+                                 f"{table}", hint="choose another view name")
+        check_no_cycle(work, view, read)
+        shared = {DEFINITION: sql.strip(), **pin(work)} | (
+            {} if policy is None else {POLICY: policy})
+        for table, state in compiled.states:
+            _create_store(work, table, state, shared | {STATE_OF: view}, policy)
+        properties = shared | {VIEW: view}
         if spelled is not None and tuple(spelled) != compiled.store.view_columns:
             properties[COLUMNS] = json.dumps(spelled)
         if freshness is not None:
             properties[FRESHNESS] = str(freshness)
-        if policy is not None:
-            properties[POLICY] = policy
-        with session_settings(work, evaluation_settings(work, total)), \
-                committed_write(work, view, compiled, record, stage="create") as commit:
-            if policy is not None:
-                check_policy(view, policy, compiled,
-                             work.sql(compiled.full_query.sql(DIALECT)).schema)
-            commit(codegen.create_table_statement(
-                store, compiled.full_query, properties, replace=is_view,
-                partitioned_by=partitioned_by))
-        write_catalog_view(work, view, compiled, properties)
+        versions = _create_store(work, view, compiled, properties, policy, partitioned_by)
+        for table in state_tables(work, view):
+            if table not in states:     # a state of the definition this one replaced
+                _drop(work, table)
         faults.reach("create.after_write")
-        rows = work.table(store).count()
+        rows = work.table(store_name(view)).count()
     return RefreshResult(view, "create", versions, {}, rows_inserted=rows,
                          seconds=time.perf_counter() - start)
+
+
+def _tables_read(compiled: CompiledView) -> list[str]:
+    """The tables the view and its state tables read (the state tables among them)."""
+    tables = list(compiled.sources)
+    for _, state in compiled.states:
+        tables += [t for t in state.sources if t not in tables]
+    return tables
+
+
+def _create_store(spark, view: str, compiled: CompiledView, properties: dict[str, str],
+                  policy: str | None, partitioned_by: tuple[str, ...] = ()) -> dict[str, int]:
+    """Write the store of ``view`` (a view, or a state table) computed in full, with
+    ``properties``, replacing the store of an earlier definition, then its catalog view; the
+    source versions it reflects."""
+    store = store_name(view)
+    versions, ids = latest_sources(spark, compiled.sources)
+    total = total_source_bytes(spark, compiled.sources)
+    record = RefreshRecord("create", versions, read_bytes=total, table_ids=ids,
+                           planned_bytes=total)
+    properties = {CDF_PROPERTY: "true", VIEW: view, **properties}
+    with session_settings(spark, evaluation_settings(spark, total)), \
+            committed_write(spark, view, compiled, record, stage="create") as commit:
+        if policy is not None:
+            check_policy(view, policy, compiled,
+                         spark.sql(compiled.full_query.sql(DIALECT)).schema)
+        commit(codegen.create_table_statement(
+            store, compiled.full_query, properties,
+            replace=_is_materialized_view(spark, view), partitioned_by=partitioned_by))
+    write_catalog_view(spark, view, compiled, properties)
+    return versions
 
 
 def explain_create(spark, name: str, sql: str, *, policy: str | None = None) -> DataFrame:
@@ -160,25 +194,20 @@ def explain_create(spark, name: str, sql: str, *, policy: str | None = None) -> 
              f"refresh policy: {chosen}{'' if policy else ' (the default)'}"]
     with isolated(spark) as work:
         try:
-            lines += _maintenance(work, sql, chosen)
+            lines += _maintenance(work, view, sql, chosen)
         except UnsupportedQuery as refused:
             lines.append(f"maintained: no, CREATE fails: {refused.message}")
         return work.createDataFrame([(line,) for line in lines], "plan STRING")
 
 
-def _maintenance(spark, sql: str, policy: str) -> list[str]:
-    """How the view defined by ``sql`` is maintained under ``policy``, as lines: the verdict,
-    the delta circuit and what a refresh reads. Raises :class:`UnsupportedQuery` for SQL that
-    ivm cannot maintain."""
-    compiled = compile(sql, catalog_schema(spark))
+def _maintenance(spark, view: str, sql: str, policy: str) -> list[str]:
+    """How the view ``view`` defined by ``sql`` is maintained under ``policy``, as lines:
+    the verdict, the delta circuit and what a refresh reads. Raises
+    :class:`UnsupportedQuery` for SQL that ivm cannot maintain."""
+    compiled = compile(sql, catalog_schema(spark), name=view)
     analyse(spark, sql)
-    versions, _ = latest_sources(spark, compiled.sources)
-    bound = bind(spark, compiled.sources, None, versions, compiled.delta_reads)
-    try:
-        schema = spark.sql(compiled.full_query.sql(DIALECT)).schema
-    finally:
-        unbind(spark, bound)
-    never = never_incremental(compiled, schema)
+    never = next((reason for part, schema in _store_schemas(spark, compiled)
+                  if (reason := never_incremental(part, schema))), None)
     if policy == "FULL":
         verdict = "maintained: by a full recompute on every refresh (REFRESH POLICY FULL)"
     elif never and policy.startswith("INCREMENTAL"):
@@ -192,16 +221,47 @@ def _maintenance(spark, sql: str, policy: str) -> list[str]:
             *read_estimate(spark, compiled).splitlines()]
 
 
+def _store_schemas(spark, compiled: CompiledView) -> list[tuple[CompiledView, StructType]]:
+    """The schema of the store of each state table of a view not created yet, then of the
+    view's: each computed from its full query over the sources, a state table's standing
+    in for the table (nothing runs: Spark only analyses the queries)."""
+    states = dict(compiled.states)
+    schemas, bounds, named = [], [], []
+    try:
+        for table, part in [*compiled.states, (None, compiled)]:
+            read = {t: c for t, c in part.sources.items() if t not in states}
+            bounds.append(bind(spark, read, None, latest_sources(spark, read)[0], {}))
+            rows = spark.sql(part.full_query.sql(DIALECT))
+            schemas.append((part, rows.schema))
+            if table is not None:
+                named.append(quote(relation_name(table, Read.AFTER)))
+                rows.createOrReplaceTempView(named[-1])
+    finally:
+        for bound in bounds:
+            unbind(spark, bound)
+        for name in named:
+            spark.catalog.dropTempView(name)
+    return schemas
+
+
 def alter_view(spark, name: str, *, freshness: int | None = None,
                suspended: bool | None = None, policy: str | None = None) -> None:
-    """Set the freshness or the refresh policy of the view ``name``, or suspend or resume its
-    refreshes by ``ivm run``."""
+    """Set the freshness or the refresh policy of the view ``name`` (and of its state
+    tables), or suspend or resume its refreshes by ``ivm run``."""
     view = qualified_name(spark, name)
     properties = view_properties(spark, view)
+    if STATE_OF in properties:
+        raise CatalogError(f"{view} is a state table of the materialized view "
+                           f"{properties[STATE_OF]}", hint=f"ALTER {properties[STATE_OF]}")
     changes = {}
     if policy is not None:
-        check_policy(view, policy, compile_definition(spark, view, properties),
-                     spark.table(store_name(view)).schema)
+        states = state_tables(spark, view)
+        for table in [*states, view]:
+            check_policy(table, policy, compile_definition(spark, table),
+                         spark.table(store_name(table)).schema)
+        for table in states:
+            execute(spark, codegen.set_properties_statement(store_name(table),
+                                                            {POLICY: policy}))
         changes[POLICY] = policy
     if freshness is not None:
         changes[FRESHNESS] = str(freshness)
@@ -211,15 +271,29 @@ def alter_view(spark, name: str, *, freshness: int | None = None,
 
 
 def drop_view(spark, name: str, *, if_exists: bool = False) -> None:
-    """Drop the materialized view ``name``: its catalog view, then its store."""
+    """Drop the materialized view ``name``: its catalog view, its state tables, its store
+    (last, so that a DROP that died is finished by running it again)."""
     view = qualified_name(spark, name)
-    if not _is_materialized_view(spark, view):
+    properties = store_properties(spark, view)
+    if properties is None:
         if if_exists:
             return
         raise ViewNotFound(f"materialized view {view} does not exist")
+    if STATE_OF in properties:
+        raise ViewInUse(f"{view} is a state table of the materialized view "
+                        f"{properties[STATE_OF]}", hint=f"DROP MATERIALIZED VIEW "
+                                                        f"{properties[STATE_OF]} drops it")
     if downstream := readers(spark, view):
         raise ViewInUse(f"materialized view {view} is read by {', '.join(downstream)}",
                         hint="drop the views that read it first")
     execute(spark, codegen.drop_statement("VIEW", view))
     faults.reach("drop.after_view")
+    for state in state_tables(spark, view):
+        _drop(spark, state)
+    execute(spark, codegen.drop_statement("TABLE", store_name(view)))
+
+
+def _drop(spark, view: str) -> None:
+    """Drop the catalog view and the store of ``view``."""
+    execute(spark, codegen.drop_statement("VIEW", view))
     execute(spark, codegen.drop_statement("TABLE", store_name(view)))

@@ -1,0 +1,108 @@
+"""State tables: the input of an operator that would recompute all of it, kept as a view.
+
+A window without ``PARTITION BY`` (a global top-N, ``ORDER BY … LIMIT N``, a global rank) has
+one partition, so its affected-key rule reads its whole input before and after every change::
+
+    ΔW(R) = W(R') − W(R)
+
+Where ``R`` is itself a query (a join, an aggregate), each refresh computes it twice from
+the sources: more than a full recompute reads. A *state table* keeps ``R`` instead, as a
+hidden materialized view ``S`` of the view, maintained by its own rules (an aggregate by its
+accumulators, at the cost of the change), refreshed before the view in the same refresh.
+The window then reads ``S``'s snapshots and change feed in place of ``R``'s::
+
+    ΔW = W(S') − W(S)              S' = S + ΔS, both read from the state table
+
+which costs the size of ``R``'s result (the groups under a top-N), not of its sources.
+
+>>> from sqlglot import exp
+>>> from ivm.ir import Aggregate, AggregateCall, Project, Scan, Window
+>>> groups = Aggregate(Scan("db.t", "t", ("k", "v")), (("k", exp.column("k", "t")),),
+...                    (("total", AggregateCall("sum", exp.column("v", "t"))),))
+>>> rank = exp.maybe_parse("ROW_NUMBER() OVER (ORDER BY total)", dialect="spark")
+>>> ranked = Window(Project(groups, (("k", exp.column("k")), ("total", exp.column("total")))),
+...                 (), (("r", rank),))
+>>> plan, states = split_states(ranked, "db.v")
+>>> from ivm.ir import scans
+>>> [s.table for s in states], scans(plan)[0].table
+(['db.v__ivm_state1'], 'db.v__ivm_state1')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from ivm.ir import (Aggregate, Distinct, Join, Project, Relation, Scan, SetOperation, Window,
+                    children, columns, with_children)
+from ivm.names import join, split
+from ivm.zset import BOOKKEEPING_PREFIX
+
+STATE_SUFFIX = "__ivm_state"
+
+
+def state_name(view: str, number: int) -> str:
+    """The name of the ``number``-th state table of ``view``.
+
+    >>> state_name("db.`order`", 2)
+    'db.order__ivm_state2'
+    """
+    *db, name = split(view)
+    return join([*db, f"{name}{STATE_SUFFIX}{number}"])
+
+
+@dataclass(frozen=True)
+class StatePlan:
+    """A state table: its name, and the plan whose result it holds."""
+
+    table: str
+    plan: Relation
+
+
+def _costly(node: Relation) -> bool:
+    """Computing ``node`` reads more than its result: it joins, groups or compares rows."""
+    return isinstance(node, (Join, Aggregate, Distinct, SetOperation, Window)) or any(
+        _costly(child) for child in children(node))
+
+
+def _stored_name(name: str, taken: set[str]) -> str:
+    """``name`` as a state table's column: without the prefix reserved for the columns ivm
+    adds to a store (a window's input names its columns so when they came from a join)."""
+    if not name.startswith(BOOKKEEPING_PREFIX):
+        return name
+    stored = name[len(BOOKKEEPING_PREFIX):]
+    while stored in taken:
+        stored += "_"
+    return stored
+
+
+def split_states(plan: Relation, view: str) -> tuple[Relation, tuple[StatePlan, ...]]:
+    """``plan`` reading state tables of ``view`` in place of the inputs of its global windows
+    that are costly to compute, and those state tables, each before any that reads it."""
+    states: list[StatePlan] = []
+    done: dict[Relation, Relation] = {}
+
+    def visit(node: Relation) -> Relation:
+        if node in done:
+            return done[node]
+        new = with_children(node, tuple(visit(c) for c in children(node)))
+        if isinstance(new, Window) and not new.partition and isinstance(new.input, Project) \
+                and _costly(new.input):
+            new = Window(_read_state(new.input, len(states) + 1), new.partition, new.functions)
+        done[node] = new
+        return new
+
+    def _read_state(named: Project, number: int) -> Project:
+        names = columns(named)
+        stored: list[str] = []
+        for name in names:
+            stored.append(_stored_name(name, set(names) | set(stored)))
+        table = state_name(view, number)
+        states.append(StatePlan(table, Project(named.input, tuple(
+            (s, e) for s, (_, e) in zip(stored, named.columns)))))
+        alias = f"state{number}"
+        return Project(Scan(table, alias, tuple(stored)),
+                       tuple((n, exp.column(s, alias)) for n, s in zip(names, stored)))
+
+    return visit(plan), tuple(states)

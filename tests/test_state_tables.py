@@ -1,0 +1,131 @@
+"""State tables: a global top-N over a join and an aggregate keeps the groups as a hidden
+view of its own, refreshed before the view in a commit of its own, created, explained and
+dropped with the view, and consistent whichever write a refresh dies at."""
+
+from contextlib import ExitStack
+
+import pytest
+
+import ivm
+from ivm.errors import ViewInUse
+from ivm.runtime import faults
+from ivm.runtime.catalog import store_name
+from ivm.runtime.graph import materialized_views
+from ivm.runtime.refresh import refresh_view
+from cdf import CDF
+from test_exactly_once import ivm_commits, rows
+from test_views import assert_equals_query
+
+TOP = ("SELECT r.k, s.d, SUM(r.a) AS total, COUNT(*) AS n FROM r JOIN s ON r.k = s.k "
+       "GROUP BY r.k, s.d ORDER BY total DESC, r.k LIMIT 2")
+STATE = "top__ivm_state1"
+
+
+@pytest.fixture
+def top(spark, fresh_db):
+    spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {CDF}")
+    spark.sql(f"CREATE TABLE s (k INT, d STRING) USING DELTA {CDF}")
+    spark.sql("INSERT INTO r VALUES (1, 10), (2, 20), (2, 5), (3, 7), (4, 1)")
+    spark.sql("INSERT INTO s VALUES (1, 'x'), (2, 'y'), (3, 'x'), (4, 'z')")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW top AS {TOP}")
+    return fresh_db
+
+
+def change_sources(spark):
+    spark.sql("INSERT INTO r VALUES (4, 100), (5, 3)")
+    spark.sql("DELETE FROM r WHERE k = 2")
+    spark.sql("UPDATE s SET d = 'w' WHERE k = 1")
+
+
+def test_the_groups_under_a_top_n_are_a_state_table_that_the_view_reads(spark, top):
+    assert [t for t, _ in ivm.compile(TOP, spark=spark, name="top").states] == \
+        [f"{top}.{STATE}"]
+    assert f"{top}.{STATE}" not in materialized_views(spark), "a state table is no view"
+    state_rows = spark.table(STATE).count()
+    assert state_rows == spark.sql("SELECT r.k, s.d FROM r JOIN s ON r.k = s.k "
+                                   "GROUP BY r.k, s.d").count()
+    change_sources(spark)
+    result = refresh_view(spark, "top")
+    assert result.mode == "incremental"
+    assert list(result.consumed) == [f"{top}.{STATE}"], "the view reads its state table"
+    assert_equals_query(spark, "top", TOP)
+    assert [c.userMetadata is not None for c in ivm_commits(spark, STATE)] == \
+        [True, True], "the state table took the change in one commit"
+
+
+def test_explain_and_describe_show_the_state_table(spark, top):
+    plan = "\n".join(r.plan for r in ivm.sql(
+        spark, f"EXPLAIN CREATE MATERIALIZED VIEW other AS {TOP}").collect())
+    assert f"state table {top}.other__ivm_state1" in plan
+    assert f"reads state table {top}.other__ivm_state1 whole" in plan
+    facts = dict(tuple(r) for r in ivm.sql(spark, "DESCRIBE MATERIALIZED VIEW top").collect())
+    assert facts[f"state table {top}.{STATE}"].startswith("keyed by (k, d)")
+
+
+def test_drop_removes_the_state_tables_and_a_state_table_is_not_dropped_alone(spark, top):
+    with pytest.raises(ViewInUse, match="state table of the materialized view"):
+        ivm.sql(spark, f"DROP MATERIALIZED VIEW {STATE}")
+    ivm.sql(spark, "DROP MATERIALIZED VIEW top")
+    assert not spark.catalog.tableExists(STATE)
+    assert not spark.catalog.tableExists(store_name(f"{top}.{STATE}"))
+
+
+def test_a_definition_without_the_state_replaces_it_and_drops_the_state(spark, top):
+    ivm.sql(spark, "CREATE OR REPLACE MATERIALIZED VIEW top AS SELECT k, a FROM r")
+    assert not spark.catalog.tableExists(store_name(f"{top}.{STATE}"))
+    ivm.sql(spark, f"CREATE OR REPLACE MATERIALIZED VIEW top AS {TOP}")
+    change_sources(spark)
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW top")
+    assert_equals_query(spark, "top", TOP)
+
+
+REFRESH_POINTS = [p for p in faults.WRITE_POINTS if p.startswith("refresh.")]
+
+
+@pytest.mark.parametrize("point", REFRESH_POINTS)
+def test_a_refresh_killed_at_any_write_of_the_view_or_its_state_is_completed(spark, top, point):
+    """The fault fires in the view's own write, after its state table committed (at
+    ``refresh.after_state``, between the two): the view is as it was, or refreshed, and the
+    next refresh completes it, each table taking the change in one commit."""
+    change_sources(spark)
+    before = rows(spark, "top")
+    commits = {t: len(ivm_commits(spark, t)) for t in ("top", STATE)}
+    with ExitStack() as armed, pytest.raises(Exception, match=f"injected fault at {point}"):
+        if point == "refresh.after_state":
+            armed.enter_context(faults.inject(point))
+        else:
+            armed.enter_context(faults.inject(
+                "refresh.after_state", lambda: armed.enter_context(faults.inject(point))))
+        refresh_view(spark, "top")
+    assert rows(spark, "top") in (before, sorted(tuple(r) for r in spark.sql(TOP).collect()))
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW top")
+    assert_equals_query(spark, "top", TOP)
+    assert {t: len(ivm_commits(spark, t)) for t in ("top", STATE)} == \
+        {t: n + 1 for t, n in commits.items()}
+
+
+def test_a_vacuumed_source_recomputes_the_state_and_the_view_follows(spark, top):
+    change_sources(spark)
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        spark.sql("VACUUM r RETAIN 0 HOURS")
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    refresh_view(spark, "top")
+    state = ivm.sql(spark, f"DESCRIBE HISTORY MATERIALIZED VIEW {STATE}").first()
+    assert state.mode == "full" and "no longer available" in state.reason
+    assert_equals_query(spark, "top", TOP)
+
+
+def test_a_partition_of_a_view_with_a_state_table_is_recomputed_from_it(spark, fresh_db):
+    spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {CDF}")
+    spark.sql(f"CREATE TABLE s (k INT, d STRING) USING DELTA {CDF}")
+    spark.sql("INSERT INTO r VALUES (1, 10), (2, 20), (3, 7)")
+    spark.sql("INSERT INTO s VALUES (1, 'x'), (2, 'y'), (3, 'x')")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW top PARTITIONED BY (d) AS {TOP}")
+    spark.sql(f"DELETE FROM {store_name('top')} WHERE d = 'y'")    # a damaged partition
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW top PARTITION (d = 'y')")
+    assert_equals_query(spark, "top", TOP)
+    change_sources(spark)
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW top")
+    assert_equals_query(spark, "top", TOP)
