@@ -130,8 +130,10 @@ class Run:
                 lambda: ivm.sql(self.spark, f"REFRESH MATERIALIZED VIEW {view.name}"))
             files, size = (0, 0) if result.mode == "noop" else \
                 written(self.spark, store_name(f"{database(self.scale)}.{view.name}"))
+            phases = {f"state{i}.{name}": phase for i, state in enumerate(result.states, 1)
+                      for name, phase in state.phases.items()} | result.phases
             self.record(fraction, repetition, view, kind, result.mode, cost, files, size,
-                        result.phases)
+                        phases)
             if kind == "incremental" and result.mode != "incremental":
                 log(f"  {view.name}: {result}")
 

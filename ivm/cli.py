@@ -140,8 +140,11 @@ def _cmd_compile(args) -> int:
     elif args.emit == "dot":
         return _emit_dot(args, compiled)
     else:
-        sql = (f"-- the change of the view's store, per affected key:\n{compiled.delta_sql};"
-               f"\n\n-- the view's store computed from scratch:\n{compiled.full_sql};\n")
+        sql = "".join(f"-- state table {table}: the change of its store, per affected key:\n"
+                      f"{state.delta_sql};\n\n-- state table {table} computed from scratch:\n"
+                      f"{state.full_sql};\n\n" for table, state in compiled.states)
+        sql += (f"-- the change of the view's store, per affected key:\n{compiled.delta_sql};"
+                f"\n\n-- the view's store computed from scratch:\n{compiled.full_sql};\n")
         explain = f"{compiled.explain()}\n{_read_estimate(args, name, compiled)}"
         _write(args, {"sql": sql, "explain": explain}.get(args.emit, f"{explain}\n\n{sql}"))
     return 0

@@ -46,8 +46,8 @@ STATE{number}_DELTA = {_string(state.delta_sql)}
 STATE{number}_FULL = {_string(state.full_sql)}
 
 """)
-        entries.append(f"{table!r} + \" delta\": STATE{number}_DELTA, "
-                       f"{table!r} + \" full\": STATE{number}_FULL, ")
+        entries += [f"        {table + ' delta'!r}: STATE{number}_DELTA,\n",
+                    f"        {table + ' full'!r}: STATE{number}_FULL,\n"]
     return "".join(section), "".join(entries)
 
 
@@ -125,7 +125,11 @@ FULL = {_string(compiled.full_sql)}
 if __name__ == "__main__":
     from ivm.runtime.job import main
 
-    raise SystemExit(main(VIEW, DEFINITION, {{{state_steps}"delta": DELTA, "full": FULL}}))
+    steps = {{
+{state_steps}        "delta": DELTA,
+        "full": FULL,
+    }}
+    raise SystemExit(main(VIEW, DEFINITION, steps))
 '''
 
 

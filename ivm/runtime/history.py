@@ -42,6 +42,7 @@ class RefreshResult:
     seconds: float = 0.0
     reason: str | None = None                   # why a refresh was full
     phases: dict = field(default_factory=dict)  # phase → Phase (ivm.runtime.phases)
+    states: list["RefreshResult"] = field(default_factory=list)  # its state tables', first
 
     def __str__(self) -> str:
         versions = ", ".join(

@@ -45,7 +45,15 @@ def total_source_bytes(spark, tables) -> int | None:
 
 
 def read_estimate(spark, compiled: CompiledView, view: str | None = None) -> str:
-    """The estimate as explain lines; ``view`` (qualified) adds its pending change."""
+    """The estimate as explain lines, for each state table of the view and then the view;
+    ``view`` (qualified) adds their pending change."""
+    parts = [f"state table {table}:\n" + "\n".join(
+        "  " + line for line in _estimate(spark, state, table if view else None).splitlines())
+        for table, state in compiled.states]
+    return "\n".join([*parts, _estimate(spark, compiled, view)])
+
+
+def _estimate(spark, compiled: CompiledView, view: str | None) -> str:
     reads = compiled.delta_reads
     sizes = source_bytes(spark, compiled.sources)
     lines = ["estimate of what a refresh reads (from the sources' Delta logs):"]

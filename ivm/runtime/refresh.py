@@ -78,10 +78,13 @@ def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
     next one consumes what the state tables committed.
     """
     view = qualified_name(spark, name)
+    states = []
     for state, _ in compile_definition(spark, view).states:
-        _refresh_one(spark, state, full)
+        states.append(_refresh_one(spark, state, full))
         faults.reach("refresh.after_state")
-    return _refresh_one(spark, view, full)
+    result = _refresh_one(spark, view, full)
+    result.states = states
+    return result
 
 
 def _refresh_one(spark, view: str, full: bool) -> RefreshResult:
@@ -262,20 +265,25 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
 
     The change to the store is computed once, before the MERGE, which then reads it as it
     is (Delta need not materialize the MERGE's source again); an empty change commits the
-    record alone, and writes no file."""
+    record alone, and writes no file. A change of 0 bytes (the sources' commits since
+    changed no row, as a state table's that recorded a refresh alone) is not read at all."""
     store = store_name(view)
     full = reason is not None
+    unchanged = not full and read_bytes == 0     # the commits since changed no row
     record = RefreshRecord("full" if full else "incremental", current, reason, read_bytes,
                            table_ids=ids, started_ms=clock.started_ms,
                            planned_bytes=read_bytes if full else None,
                            cost=model.to_record(), prediction=prediction)
     with committed_write(spark, view, compiled, record, stage="refresh",
-                         before=None if full else previous, read_version=store_version,
-                         clock=clock) as commit:
+                         before=None if full or unchanged else previous,
+                         read_version=store_version, clock=clock) as commit:
         if full:
             commit(codegen.overwrite_statement(store, compiled.full_query))
             return RefreshResult(view, "full", current, previous, reason=reason,
                                  rows_inserted=spark.table(store).count())
+        if unchanged:   # nor does the view: the commit carries the record
+            commit(codegen.record_only_statement(store))
+            return RefreshResult(view, "incremental", current, previous)
         with clock.phase("prune"), spark_errors(view):
             delta = codegen.to_select(prune(spark, compiled.maintenance.delta, read_bytes))
         types = {f.name: f.dataType.simpleString() for f in schema}

@@ -6,7 +6,8 @@ one of its write points, recompute one partition of a partitioned view, and VACU
 (so that a later refresh finds its change data gone and must recompute), drop a source and
 create it again under its name (with the rows it had or others; its versions count from 0
 again, so may meet the version a view consumed), and change the session time zone. One view
-reads another, by its name in another case. Views are refreshed one by one by their names in
+reads another, by its name in another case; one keeps a state table, which a refresh may
+die after. Views are refreshed one by one by their names in
 the other case, or all at once with REFRESH ALL. After each complete refresh every view must
 equal its query recomputed on the current sources under the settings of the CREATE, and a run
 that ends with changes not yet refreshed gets a last refresh and check. Hypothesis prints a
@@ -32,9 +33,14 @@ from views import FAMILIES
 pytestmark = [pytest.mark.long, pytest.mark.slow]
 
 VIEWS = {name: FAMILIES[family][name] for family, name in (
-    ("aggregates", "ByKey"), ("joins", "join3_by_d"), ("rows", "distinct_join"))}
+    ("aggregates", "ByKey"), ("joins", "join3_by_d"), ("rows", "distinct_join"),
+    ("windows", "top_groups"))}
 VIEWS["`order`"] = "SELECT n, COUNT(*) AS groups, SUM(sum_a) AS total FROM bykey GROUP BY n"
-"""Refreshed in this order: ``order`` reads ``ByKey``."""
+"""Refreshed in this order: ``order`` reads ``ByKey``. ``top_groups`` keeps its groups in a
+state table (:mod:`ivm.passes.states`)."""
+
+PARTITIONED = ("ByKey", "top_groups")
+"""Views partitioned by ``k``."""
 
 REFRESH_POINTS = sorted(p for p in faults.WRITE_POINTS if p.startswith("refresh."))
 
@@ -63,7 +69,7 @@ class RefreshMachine(RuleBasedStateMachine):
         self.known = {name: list(rows) for name, rows in initial.items()}
         create_sources(self.spark, initial)
         for name, query in VIEWS.items():
-            partitioned = " PARTITIONED BY (k)" if name == "ByKey" else ""
+            partitioned = " PARTITIONED BY (k)" if name in PARTITIONED else ""
             ivm.sql(self.spark,
                     f"CREATE MATERIALIZED VIEW {name}{partitioned} AS {definition(query)}")
 
@@ -123,10 +129,10 @@ class RefreshMachine(RuleBasedStateMachine):
             assert "injected fault" in str(error), error
         self.pending = True
 
-    @rule(k=st.integers(0, 2))
-    def refresh_partition(self, k):
-        """Recompute one partition of ``ByKey`` at the source versions it reflects."""
-        ivm.sql(self.spark, f"REFRESH MATERIALIZED VIEW BYKEY PARTITION (k = {k})")
+    @rule(view=st.sampled_from(PARTITIONED), k=st.integers(0, 2))
+    def refresh_partition(self, view, k):
+        """Recompute one partition of ``view`` at the source versions it reflects."""
+        ivm.sql(self.spark, f"REFRESH MATERIALIZED VIEW {view.upper()} PARTITION (k = {k})")
         self.pending = True
 
     @rule(table=tables)
