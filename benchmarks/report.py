@@ -26,6 +26,10 @@ from benchmarks.workload import SINGLE_TABLE_AGGREGATES
 #: The batch fraction the scale-factor curve is drawn at.
 SCALE_CURVE_FRACTION = 0.001
 
+#: A choice of the refresh planner is good when the mode it chose took at most this many
+#: times the faster of the two modes.
+PLANNER_SLACK = 1.2
+
 
 def machine() -> dict[str, str]:
     """The machine and software a run measured."""
@@ -191,6 +195,8 @@ def write(out: Path, machine: dict[str, str], minutes: float | None = None,
         for fraction in fractions:
             lines += _ratio_table(summary, scale, fraction, views)
 
+    lines += _planner_table(rows)
+
     lines += ["## Fixed overhead", "",
               "A refresh with no source change (`noop`) and of a one-row change of lineitem "
               "(`one_row`), seconds.", ""]
@@ -230,6 +236,42 @@ def write(out: Path, machine: dict[str, str], minutes: float | None = None,
                    if (s, SCALE_CURVE_FRACTION, v, "incremental") in summary]
                for v in views})
     (out / "results.md").write_text("\n".join(lines))
+
+
+def _planner_table(rows: list[dict]) -> list[str]:
+    """Each refresh under ``REFRESH POLICY AUTO`` judged against the faster of the two
+    modes, each timed on a copy of the view refreshing the same batch (``--setting
+    planner``); nothing without such copies."""
+    refreshes: dict[tuple, dict[str, dict]] = defaultdict(dict)
+    for row in rows:
+        if row["kind"] in ("incremental", "recompute", "auto") and float(row["fraction"]) > 0:
+            key = (float(row["scale"]), float(row["fraction"]), int(row["repetition"]),
+                   row["view"])
+            refreshes[key][row["kind"]] = row
+    judged = [(key, kinds) for key, kinds in sorted(refreshes.items()) if len(kinds) == 3]
+    if not judged:
+        return []
+    lines = ["## The refresh planner", "",
+             "Each batch refreshed by three copies of each view: `REFRESH POLICY INCREMENTAL` "
+             "(applies the change), `FULL` (ivm's recompute) and `AUTO` (the planner's "
+             "choice). A choice is good when the mode chosen took at most "
+             f"{PLANNER_SLACK}× the faster of the two, as the copies timed them.", "",
+             "| SF | batch | view | incremental s | recompute s | AUTO chose | AUTO s | good |",
+             "|---|---:|---|---:|---:|---|---:|---|"]
+    good = 0
+    for (scale, fraction, _, view), kinds in judged:
+        incremental = float(kinds["incremental"]["seconds"])
+        recompute = float(kinds["recompute"]["seconds"])
+        chose = kinds["auto"]["mode"]
+        took = recompute if chose == "full" else incremental
+        ok = took <= PLANNER_SLACK * min(incremental, recompute)
+        good += ok
+        lines.append(f"| {scale:g} | {fraction:.2%} | {view} | {incremental:.2f} | "
+                     f"{recompute:.2f} | {chose} | {float(kinds['auto']['seconds']):.2f} | "
+                     f"{'yes' if ok else 'no'} |")
+    lines += ["", f"Choices within {PLANNER_SLACK}× of the faster mode: **{good} of "
+                  f"{len(judged)}** ({good / len(judged):.0%}).", ""]
+    return lines
 
 
 def _phase_tables(summary, scales: list[str], views: list[str]) -> list[str]:

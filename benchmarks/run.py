@@ -6,6 +6,7 @@
     python -m benchmarks.run --setting full         # SF 0.1, 1 and 10, the core views: hours
     python -m benchmarks.run --setting fixed        # SF 0.1: no-op and one-row refreshes only
     python -m benchmarks.run --setting small        # SF 1, 0.01 % batches, the core views
+    python -m benchmarks.run --setting planner      # SF 1, 0.01-10 %: what AUTO chose
 
 For each scale factor: generate TPC-H (cached), load it into Delta tables with change data
 feed on (cached: later runs RESTORE the tables to their loaded version), create the views,
@@ -21,7 +22,10 @@ then for each batch fraction and repetition apply one change batch
 
 and compare the two tables (EXCEPT ALL both ways): a difference stops the benchmark. Then the
 fixed overhead: a refresh without source change (``noop``) and of a one-row change
-(``one_row``). Every measurement is a row of ``measurements.csv``; :mod:`benchmarks.report`
+(``one_row``). The ``planner`` setting also refreshes two copies of each view, under
+``REFRESH POLICY AUTO`` (``auto``) and ``FULL`` (``recompute``), for each batch, and the
+report judges each choice of AUTO against the faster of the two modes. Every measurement is
+a row of ``measurements.csv``; :mod:`benchmarks.report`
 turns them into the tables and plots.
 """
 
@@ -56,7 +60,14 @@ SETTINGS = {
                   repetitions=3),
     # small batches over data that takes seconds to recompute: what the fixed cost leaves
     "small": dict(scales={"1": [0.0001]}, views=CORE, repetitions=3),
+    # the refresh planner: each batch refreshed incrementally, recomputed, and as AUTO chose
+    "planner": dict(scales={"1": [0.0001, 0.001, 0.01, 0.1]}, views=CORE, repetitions=1,
+                    planner=True),
 }
+
+#: With ``planner``, each view also has two copies: refreshed under REFRESH POLICY AUTO, and
+#: FULL (ivm's own recompute, the alternative AUTO chooses between).
+PLANNER_COPIES = {"auto": "AUTO", "recompute": "FULL"}
 
 #: Shuffle partitions per scale factor (ivm's local default of 4 suits small data only).
 SHUFFLE_PARTITIONS = {"0.1": 4, "1": 8, "10": 32}
@@ -97,22 +108,24 @@ def prepare(spark, scale: str) -> None:
         log(f"SF {scale}: loaded into Delta in {time.perf_counter() - started:.1f}s")
 
 
-def check(spark, view: View) -> None:
-    """The view equals its full recompute (``full_<view>``), as multisets."""
-    extra = spark.sql(f"SELECT * FROM {view.name} EXCEPT ALL SELECT * FROM full_{view.name}")
-    missing = spark.sql(f"SELECT * FROM full_{view.name} EXCEPT ALL SELECT * FROM {view.name}")
+def check(spark, view: View, name: str) -> None:
+    """The view ``name`` (``view`` or a copy) equals the full recompute of ``view``
+    (``full_<view>``), as multisets."""
+    extra = spark.sql(f"SELECT * FROM {name} EXCEPT ALL SELECT * FROM full_{view.name}")
+    missing = spark.sql(f"SELECT * FROM full_{view.name} EXCEPT ALL SELECT * FROM {name}")
     counts = extra.count(), missing.count()
     if counts != (0, 0):
-        raise SystemExit(f"wrong result: view {view.name} has {counts[0]} rows its full "
+        raise SystemExit(f"wrong result: view {name} has {counts[0]} rows its full "
                          f"recompute lacks and lacks {counts[1]} of its rows")
 
 
 class Run:
     """One scale factor's measurements, appended to ``writer``."""
 
-    def __init__(self, spark, scale: str, chosen: list[View], writer, policy: str):
+    def __init__(self, spark, scale: str, chosen: list[View], writer, policy: str,
+                 planner: bool = False):
         self.spark, self.scale, self.views, self.writer = spark, scale, chosen, writer
-        self.policy = policy
+        self.policy, self.planner = policy, planner
         self.meter = Meter(spark)
 
     def record(self, fraction, repetition, view, kind, mode, cost, files=0, size=0,
@@ -125,17 +138,24 @@ class Run:
                                for name, p in (phases or {}).items())})
 
     def refresh(self, fraction, repetition, kind) -> None:
+        copies = PLANNER_COPIES if self.planner and kind == "incremental" else {}
         for view in self.views:
-            cost, result = self.meter.cost(
-                lambda: ivm.sql(self.spark, f"REFRESH MATERIALIZED VIEW {view.name}"))
-            files, size = (0, 0) if result.mode == "noop" else \
-                written(self.spark, store_name(f"{database(self.scale)}.{view.name}"))
-            phases = {f"state{i}.{name}": phase for i, state in enumerate(result.states, 1)
-                      for name, phase in state.phases.items()} | result.phases
-            self.record(fraction, repetition, view, kind, result.mode, cost, files, size,
-                        phases)
-            if kind == "incremental" and result.mode != "incremental":
-                log(f"  {view.name}: {result}")
+            self.refresh_one(fraction, repetition, kind, view, view.name)
+            for copy in copies:
+                self.refresh_one(fraction, repetition, copy, view, f"{view.name}_{copy}")
+
+    def refresh_one(self, fraction, repetition, kind, view: View, name: str) -> None:
+        """Refresh the view ``name``, a copy of ``view``, as a measurement of ``kind``."""
+        cost, result = self.meter.cost(
+            lambda: ivm.sql(self.spark, f"REFRESH MATERIALIZED VIEW {name}"))
+        files, size = (0, 0) if result.mode == "noop" else \
+            written(self.spark, store_name(f"{database(self.scale)}.{name}"))
+        phases = {f"state{i}.{phase_name}": phase
+                  for i, state in enumerate(result.states, 1)
+                  for phase_name, phase in state.phases.items()} | result.phases
+        self.record(fraction, repetition, view, kind, result.mode, cost, files, size, phases)
+        if kind == "incremental" and result.mode != "incremental":
+            log(f"  {name}: {result}")
 
     def recompute(self, fraction, repetition) -> None:
         for view in self.views:
@@ -143,7 +163,9 @@ class Run:
                 f"CREATE OR REPLACE TABLE full_{view.name} USING DELTA AS {view.full_sql}"))
             files, size = written(self.spark, f"full_{view.name}")
             self.record(fraction, repetition, view, "full", "full", cost, files, size)
-            check(self.spark, view)
+            for name in [view.name, *(f"{view.name}_{copy}" for copy in
+                                      (PLANNER_COPIES if self.planner else {}))]:
+                check(self.spark, view, name)
 
     def run(self, fractions: list[float], repetitions: int) -> None:
         for view in self.views:
@@ -151,6 +173,9 @@ class Run:
                 self.spark, f"CREATE MATERIALIZED VIEW {view.name} REFRESH POLICY "
                             f"{self.policy} AS {view.sql}"))
             self.record(0, 0, view, "create", result.mode, cost)
+            for copy, policy in (PLANNER_COPIES if self.planner else {}).items():
+                ivm.sql(self.spark, f"CREATE MATERIALIZED VIEW {view.name}_{copy} REFRESH "
+                                    f"POLICY {policy} AS {view.sql}")
         log(f"SF {self.scale}: {len(self.views)} views created")
         batches = Batches(self.spark)
         for fraction in fractions:
@@ -201,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         writer.writeheader()
         for scale, fractions in scales.items():
             prepare(spark, scale)
-            Run(spark, scale, chosen, writer, args.policy).run(fractions, repetitions)
+            Run(spark, scale, chosen, writer, args.policy,
+                setting.get("planner", False)).run(fractions, repetitions)
             file.flush()
     report.write(out, machine=report.machine(), minutes=(time.perf_counter() - started) / 60,
                  command=" ".join(["python -m benchmarks.run", *(argv or sys.argv[1:])]))

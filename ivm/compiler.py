@@ -65,6 +65,15 @@ class CompiledView:
         return {table: tuple(cols) for table, cols in used.items()}
 
     @cached_property
+    def tables_read(self) -> tuple[str, ...]:
+        """The tables that the view and its state tables read (the state tables among
+        them)."""
+        tables = list(self.sources)
+        for _, state in self.states:
+            tables += [t for t in state.sources if t not in tables]
+        return tuple(tables)
+
+    @cached_property
     def delta_reads(self) -> dict[str, frozenset[Read]]:
         """The reads of each source that the delta query makes (its change, snapshots)."""
         reads: dict[str, set[Read]] = {}

@@ -76,6 +76,19 @@ def test_a_change_the_view_does_not_see_commits_no_file(spark, shop):
     assert_equals_query(spark, "sales", SALES)
 
 
+def test_commits_that_change_no_row_are_recorded_without_reading_a_change(spark, shop):
+    """Commits whose change data is empty (a property set; as a state table's commit of a
+    refresh that changed none of its rows) need no delta query: the view cannot change."""
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    spark.sql("ALTER TABLE orders SET TBLPROPERTIES ('team' = 'sales')")
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
+    assert result.mode == "incremental" and result.rows_inserted == 0
+    assert "delta" not in result.phases and result.phases["change"].jobs == 0
+    spark.sql("INSERT INTO orders VALUES (5, 1, 1.25, 'ok')")
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales").rows_updated == 1
+    assert_equals_query(spark, "sales", SALES)
+
+
 def test_a_small_store_is_merged_into_in_fewer_jobs(spark, shop, monkeypatch):
     """The same change merged into the store as into a small one and as into a large one:
     the same rows, and the small store's MERGE runs its stages in fewer Spark jobs. (As for

@@ -114,26 +114,18 @@ def compile_definition(spark, view: str,
     key = (owner, properties[DEFINITION], resolution_database(owner, properties))
     with _plans_lock:
         kept = _plans.get(key)
-    if kept is not None and kept[0] == _sources_fingerprint(spark, _read_tables(kept[1])):
+    if kept is not None and kept[0] == _sources_fingerprint(spark, kept[1].tables_read):
         with _plans_lock:
             _plans.move_to_end(key)
         return kept[1] if owner == view else kept[1].state(view)
     compiled = compile(properties[DEFINITION], catalog_schema(spark), default_db=key[2],
                        name=owner)
-    fingerprint = _sources_fingerprint(spark, _read_tables(compiled))
+    fingerprint = _sources_fingerprint(spark, compiled.tables_read)
     with _plans_lock:
         _plans[key] = (fingerprint, compiled)
         while len(_plans) > KEPT_PLANS:
             _plans.popitem(last=False)
     return compiled if owner == view else compiled.state(view)
-
-
-def _read_tables(compiled: CompiledView) -> list[str]:
-    """The tables that the view and its state tables read."""
-    tables = list(compiled.sources)
-    for _, state in compiled.states:
-        tables += [t for t in state.sources if t not in tables]
-    return tables
 
 
 def _sources_fingerprint(spark, sources) -> tuple:

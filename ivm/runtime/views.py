@@ -109,7 +109,7 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
         spelled = analyse(work, sql)
         apply_settings(work, plan_settings(compiled))
         states = [table for table, _ in compiled.states]
-        read = [t for t in _tables_read(compiled) if t not in states]
+        read = [t for t in compiled.tables_read if t not in states]
         for table in read:
             check_source(work, table)
         for column in partitioned_by:
@@ -150,14 +150,6 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
         rows = work.table(store_name(view)).count()
     return RefreshResult(view, "create", versions, {}, rows_inserted=rows,
                          seconds=time.perf_counter() - start)
-
-
-def _tables_read(compiled: CompiledView) -> list[str]:
-    """The tables the view and its state tables read (the state tables among them)."""
-    tables = list(compiled.sources)
-    for _, state in compiled.states:
-        tables += [t for t in state.sources if t not in tables]
-    return tables
 
 
 def _create_store(spark, view: str, compiled: CompiledView, properties: dict[str, str],

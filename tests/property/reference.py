@@ -173,8 +173,14 @@ class _Statements:
 
 @functools.lru_cache(maxsize=1024)
 def _statements(sql: str, schema: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
-                ) -> _Statements:
+                ) -> tuple[tuple[str | None, _Statements], ...]:
+    """The statements of each state table of the view (by name), then of the view (None)."""
     compiled = compile(sql, {t: dict(columns) for t, columns in schema})
+    return tuple((table, _part_statements(part))
+                 for table, part in [*compiled.states, (None, compiled)])
+
+
+def _part_statements(compiled: CompiledView) -> _Statements:
     on = " AND ".join(f'store."{k}" IS NOT DISTINCT FROM change."{k}"'
                       for k in compiled.store.keys) or "TRUE"
     merge = codegen.merge_statement(compiled.store, "store", sqlglot.parse_one(
@@ -203,8 +209,21 @@ def check_identity(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
                    after: Mapping[str, Sequence[tuple]]) -> Outcome:
     """Whether ``fold(full(before), delta(before, after)) = full(after)`` for the view ``sql``
     over tables of ``schema`` ({table: [(column, Spark type)]}) holding ``before`` and then
-    ``after`` rows."""
-    statements = _statements(sql, tuple((t, tuple(columns)) for t, columns in schema.items()))
+    ``after`` rows: for each of its state tables, then for the view, which reads the state
+    tables' rows before and after the change as those of any source."""
+    schema, before, after = dict(schema), dict(before), dict(after)
+    for table, statements in _statements(
+            sql, tuple((t, tuple(columns)) for t, columns in schema.items())):
+        outcome, state = _check(statements, schema, before, after)
+        if table is None or not outcome.holds or state is None:
+            return outcome
+        schema[table], before[table], after[table] = state
+
+
+def _check(statements: _Statements, schema, before, after
+           ) -> tuple[Outcome, tuple[list, list, list] | None]:
+    """The identity for one store; and, where it holds or the runtime recomputes, the
+    store's view as a source: its columns, and its rows before and after the change."""
     compiled = statements.compiled
     connection = connect()
     _bind(connection, compiled, schema, before, before)
@@ -212,20 +231,29 @@ def check_identity(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
         connection.execute(f"CREATE TABLE store AS {statements.full}")
     except duckdb.Error as error:
         if any(word in str(error) for word in OVERFLOW):
-            return Outcome(True, "the query fails on these rows")
+            return Outcome(True, "the query fails on these rows"), None
         raise
-    if _inexact_sums(connection, compiled):
-        return Outcome(True, "recomputed: a sum of floats")
+    shown = connection.execute(statements.views["store"])
+    columns = [(name, exp.DataType.build(type_, dialect="duckdb").sql("spark"))
+               for name, type_ in connection.execute(
+                   f"SELECT column_name, column_type FROM (DESCRIBE {statements.views['store']})"
+               ).fetchall()]
+    old = shown.fetchall()
     _bind(connection, compiled, schema, before, after)
+    connection.execute(f"CREATE TABLE fresh AS {statements.full}")
+    new = connection.execute(statements.views["fresh"]).fetchall()
+    connection.execute("DROP TABLE fresh")
+    if _inexact_sums(connection, compiled):
+        return Outcome(True, "recomputed: a sum of floats"), (columns, old, new)
     try:
         _fold(connection, statements)
     except duckdb.Error as error:
         if any(word in str(error) for word in OVERFLOW):
-            return Outcome(True, "recomputed: a sum overflowed")
+            return Outcome(True, "recomputed: a sum overflowed"), (columns, old, new)
         raise
     connection.execute(f"CREATE TABLE fresh AS {statements.full}")
     folded, fresh = (_rows(connection, statements.views[store]) for store in ("store", "fresh"))
-    return Outcome(folded == fresh, "folded", folded, fresh)
+    return Outcome(folded == fresh, "folded", folded, fresh), (columns, old, new)
 
 
 def check_passes(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
