@@ -38,6 +38,10 @@ VIEWS = {
     "latest": ("CREATE MATERIALIZED VIEW latest FRESHNESS = INTERVAL '2' SECONDS AS\n",
                "SELECT cust, id, amount FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY cust "
                "ORDER BY id DESC) AS r FROM orders) WHERE r = 1"),
+    # its groups are a state table, created and refreshed by the job
+    "top_regions": ("CREATE MATERIALIZED VIEW top_regions AS\n",
+                    "SELECT c.region, SUM(o.amount) AS total FROM orders o JOIN customers c "
+                    "ON o.cust = c.id GROUP BY c.region ORDER BY total DESC, c.region LIMIT 2"),
 }
 
 
@@ -64,6 +68,18 @@ def test_a_job_shows_the_sql_it_runs_and_how_to_submit_it():
     operators = re.findall(r"^#   \[(\d+)\] ", program, re.MULTILINE)
     assert [int(n) for n in operators] == list(range(1, len(circuit(compiled.plan)) + 1))
     assert re.search(r"^# Rule aggregate \(invertible\): ", program, re.MULTILINE)
+
+
+def test_a_job_shows_the_sql_of_each_state_table():
+    head, query = VIEWS["top_regions"]
+    compiled = ivm.compile(query, {"default": SCHEMA}, default_db="default",
+                           name="top_regions")
+    ((table, state),) = compiled.states
+    program = job_program("top_regions", head + query, compiled, packages=delta_packages())
+    values = literal_assignments(program)
+    assert (values["STATE1_DELTA"], values["STATE1_FULL"]) == (state.delta_sql, state.full_sql)
+    assert f"# State table {table}:" in program
+    assert f"{table + ' delta'!r}: STATE1_DELTA" in program
 
 
 def test_dot_has_a_node_per_operator_and_an_edge_per_input(tmp_path):
@@ -194,6 +210,7 @@ def test_jobs_create_refresh_survive_a_kill_and_recompute(work):
     killed.communicate()
     job(work, "by_region")
     assert "incremental refresh of" in job(work, "latest")
+    assert "incremental refresh of" in job(work, "top_regions")
     check(work, ["INSERT INTO orders VALUES (7, 1, 'open', 100)",
                  "DELETE FROM orders WHERE status = 'paid'"])
     assert "partition refresh of" in job(work, "totals", "--partition", "status = 'open'")

@@ -10,7 +10,9 @@ reads the keys of one of its columns and filters ``R`` by ranges covering them,
 a predicate on literals, which Delta's data skipping checks against each file's min/max
 statistics. The semi-join still decides which rows meet, so the ranges may cover more than
 the keys: they only decide what is read. Tables written in key order (most fact tables, the
-TPC-H ones) then read the files around the change instead of all of them.
+TPC-H ones) then read the files around the change instead of all of them. A key may reach
+the scan through filters and projections that pass its column on (the input of a window,
+such as a dedup's ``ROW_NUMBER() OVER (PARTITION BY k …)``, is a projection).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from ivm import codegen
-from ivm.ir import Filter, Restrict, Scan, children, columns, with_children
+from ivm.ir import Filter, Project, Restrict, Scan, children, columns, with_children
 from ivm.runtime.execution import evaluation_settings, planned_read_bytes, session_settings
 from ivm.zset import Read
 
@@ -56,7 +58,7 @@ def prune(spark, delta, change_bytes: int | None):
             found = _pruned_key(new)
             values = keys.get(found) if found is not None else None
             if isinstance(new, Restrict) and values is not None:
-                new = replace(new, input=Filter(new.input, _key_ranges(new, *values)))
+                new = _with_ranges(new, *values)
             rewritten[node] = new
         return rewritten[node]
     return rewrite(delta)
@@ -72,38 +74,59 @@ def _visit(node, action, seen=None) -> None:
             _visit(child, action, seen)
 
 
-def _snapshot_scan(node) -> Scan | None:
-    """The snapshot scan ``node`` reads, through filters; None for anything else."""
-    while isinstance(node, Filter):
-        node = node.input
-    return node if isinstance(node, Scan) and node.read in (Read.BEFORE, Read.AFTER) else None
-
-
-def _pruned(node) -> tuple[Scan, int] | None:
-    """The snapshot scan the restriction ``node`` reads, and the position of its first key
-    that is a plain column of that scan; None where there is none."""
-    if not isinstance(node, Restrict) or (scan := _snapshot_scan(node.input)) is None:
+def _scan_keys(node: Restrict) -> tuple[Scan, tuple] | None:
+    """The snapshot scan the restriction ``node`` reads, through filters and projections,
+    and its keys as expressions over that scan (None where a projection computes one);
+    None where it reads no such scan."""
+    inner, keys = node.input, tuple(node.keys)
+    while isinstance(inner, (Filter, Project)):
+        if isinstance(inner, Project):
+            named = dict(inner.columns)
+            keys = tuple(named.get(k.name) if isinstance(k, exp.Column) and not k.table
+                         else None for k in keys)
+        inner = inner.input
+    if not isinstance(inner, Scan) or inner.read not in (Read.BEFORE, Read.AFTER):
         return None
-    position = next((i for i, key in enumerate(node.keys) if isinstance(key, exp.Column)
+    return inner, keys
+
+
+def _pruned(node) -> tuple[Scan, exp.Column, int] | None:
+    """The snapshot scan the restriction ``node`` reads, its first key that is a plain column
+    of that scan, and that key's position; None where there is none."""
+    if not isinstance(node, Restrict) or (found := _scan_keys(node)) is None:
+        return None
+    scan, keys = found
+    position = next((i for i, key in enumerate(keys) if isinstance(key, exp.Column)
                      and key.table == scan.alias and key.name in scan.columns), None)
-    return None if position is None else (scan, position)
+    return None if position is None else (scan, keys[position], position)
 
 
 def _pruned_key(node) -> tuple | None:
     """``(affected, column)``: the relation of keys that :func:`_pruned` finds, and its
     column; equal restrictions share it."""
     found = _pruned(node)
-    return None if found is None else (node.affected, columns(node.affected)[found[1]])
+    return None if found is None else (node.affected, columns(node.affected)[found[2]])
 
 
-def _key_ranges(node: Restrict, values: list, has_null: bool) -> exp.Expr:
-    """A predicate on the scanned column that every key of ``node.affected`` satisfies,
-    given the keys' sorted non-NULL ``values``. A NULL key is a key (the restriction matches
-    null-safely): IS NULL admits it."""
+def _with_ranges(node: Restrict, values: list, has_null: bool) -> Restrict:
+    """``node`` with its scan filtered by the ranges of its key's sorted non-NULL
+    ``values`` (:func:`_key_ranges`), under the filters and projections it reads through."""
     found = _pruned(node)
     assert found is not None
-    scan, position = found
-    column = exp.column(node.keys[position].name, scan.alias)
+    scan, column, _ = found
+    predicate = _key_ranges(column, values, has_null)
+
+    def filtered(inner):
+        if inner == scan:
+            return Filter(inner, predicate)
+        return with_children(inner, (filtered(inner.input),))
+    return replace(node, input=filtered(node.input))
+
+
+def _key_ranges(column: exp.Column, values: list, has_null: bool) -> exp.Expr:
+    """A predicate on the scanned ``column`` that every key satisfies, given the keys'
+    sorted non-NULL ``values``. A NULL key is a key (the restriction matches null-safely):
+    IS NULL admits it."""
     admitted: list[exp.Expr] = [column.copy().eq(low) if low == high else
                                 exp.Between(this=column.copy(), low=low, high=high)
                                 for low, high in _ranges(values)]
