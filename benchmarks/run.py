@@ -153,7 +153,10 @@ class Run:
         phases = {f"state{i}.{phase_name}": phase
                   for i, state in enumerate(result.states, 1)
                   for phase_name, phase in state.phases.items()} | result.phases
-        self.record(fraction, repetition, view, kind, result.mode, cost, files, size, phases)
+        states = {state.mode for state in result.states} - {"noop"}
+        mode = result.mode if states <= {result.mode} else \
+            f"{result.mode}, state tables {'/'.join(sorted(states))}"
+        self.record(fraction, repetition, view, kind, mode, cost, files, size, phases)
         if kind == "incremental" and result.mode != "incremental":
             log(f"  {name}: {result}")
 

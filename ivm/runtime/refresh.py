@@ -75,25 +75,31 @@ def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
     The view's state tables are refreshed first, each in a commit of its own (``full`` too),
     and the view then consumes their change as that of any other materialized view it
     reads: a refresh that dies between those commits leaves the view as it was, and the
-    next one consumes what the state tables committed.
+    next one consumes what the state tables committed. Where a state table was recomputed,
+    so is the view, from the state tables: their change would be all their rows twice.
     """
     view = qualified_name(spark, name)
+    requested = Obstacle("requested", f"REFRESH {view} FULL") if full else None
     states = []
     for state, _ in compile_definition(spark, view).states:
-        states.append(_refresh_one(spark, state, full))
+        states.append(_refresh_one(spark, state, requested))
         faults.reach("refresh.after_state")
-    result = _refresh_one(spark, view, full)
+    recomputed = [s.view for s in states if s.mode == "full"]
+    if requested is None and recomputed:   # its change would be the state table twice over
+        requested = Obstacle("reinitialize", f"its state table {recomputed[0]} was recomputed")
+    result = _refresh_one(spark, view, requested)
     result.states = states
     return result
 
 
-def _refresh_one(spark, view: str, full: bool) -> RefreshResult:
-    """Refresh the store of ``view`` (a view, or a state table) alone."""
+def _refresh_one(spark, view: str, forced: Obstacle | None) -> RefreshResult:
+    """Refresh the store of ``view`` (a view, or a state table) alone; ``forced``: what makes
+    it recompute whatever else stands in the way."""
     clock = PhaseClock(spark)
     with clock.running():
         result = retrying(spark, view,
                           lambda work, view, properties: _refresh(work, view, properties,
-                                                                  full, clock))
+                                                                  forced, clock))
     clock.count_jobs()
     result.phases = clock.phases
     return result
@@ -154,7 +160,7 @@ def _refresh_partition(spark, view: str, properties: dict[str, str],
                          reason=record.reason, seconds=time.perf_counter() - start)
 
 
-def _refresh(spark, view: str, properties: dict[str, str], full: bool,
+def _refresh(spark, view: str, properties: dict[str, str], forced: Obstacle | None,
              clock: PhaseClock) -> RefreshResult:
     start = time.perf_counter()
     policy = properties.get(POLICY, DEFAULT_POLICY)
@@ -176,7 +182,7 @@ def _refresh(spark, view: str, properties: dict[str, str], full: bool,
             last.mode, last.planned_bytes, last.read_bytes, last.seconds)
         previous = last.sources
         current, ids = latest_sources(spark, compiled.sources)
-        obstacle = _obstacle(view, full, previous, current, last.table_ids, ids)
+        obstacle = forced or _obstacle(previous, current, last.table_ids, ids)
         if obstacle is None and previous == current:
             return RefreshResult(view, "noop", current, previous,
                                  seconds=time.perf_counter() - start)
@@ -225,12 +231,10 @@ def _min_bytes(spark) -> float:
     return number_setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES)
 
 
-def _obstacle(view: str, full: bool, previous: dict[str, int], current: dict[str, int],
+def _obstacle(previous: dict[str, int], current: dict[str, int],
               consumed_ids: dict[str, str] | None, ids: dict[str, str]) -> Obstacle | None:
     """What stops a refresh from applying the change, found before reading any log but the
-    store's: a REFRESH ... FULL, or sources other than the ones the store reflects."""
-    if full:
-        return Obstacle("requested", f"REFRESH {view} FULL")
+    store's: sources other than the ones the store reflects."""
     if set(previous) != set(current):
         return Obstacle("reinitialize", "the store records other sources than the definition "
                                         "reads")
