@@ -96,7 +96,8 @@ def prepare(spark, scale: str) -> None:
         if row.tableName.startswith("full_"):
             spark.sql(f"DROP TABLE {db}.{row.tableName}")
     for view in reversed(views()):
-        ivm.sql(spark, f"DROP MATERIALIZED VIEW IF EXISTS {view.name}")
+        for name in [view.name, *(f"{view.name}_{copy}" for copy in PLANNER_COPIES)]:
+            ivm.sql(spark, f"DROP MATERIALIZED VIEW IF EXISTS {name}")
     existing = {row.tableName for row in spark.sql(f"SHOW TABLES IN {db}").collect()}
     if set(tpch_data.SCHEMA) <= existing:
         for table in tpch_data.SCHEMA:

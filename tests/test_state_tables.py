@@ -21,12 +21,18 @@ TOP = ("SELECT r.k, s.d, SUM(r.a) AS total, COUNT(*) AS n FROM r JOIN s ON r.k =
 STATE = "top__ivm_state1"
 
 
-@pytest.fixture
-def top(spark, fresh_db):
+def create_sources(spark, r: str, s: str) -> None:
+    """The sources r and s, holding the rows ``r`` and ``s`` (SQL VALUES lists)."""
     spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {CDF}")
     spark.sql(f"CREATE TABLE s (k INT, d STRING) USING DELTA {CDF}")
-    spark.sql("INSERT INTO r VALUES (1, 10), (2, 20), (2, 5), (3, 7), (4, 1)")
-    spark.sql("INSERT INTO s VALUES (1, 'x'), (2, 'y'), (3, 'x'), (4, 'z')")
+    spark.sql(f"INSERT INTO r VALUES {r}")
+    spark.sql(f"INSERT INTO s VALUES {s}")
+
+
+@pytest.fixture
+def top(spark, fresh_db):
+    create_sources(spark, "(1, 10), (2, 20), (2, 5), (3, 7), (4, 1)",
+                   "(1, 'x'), (2, 'y'), (3, 'x'), (4, 'z')")
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW top AS {TOP}")
     return fresh_db
 
@@ -121,10 +127,7 @@ def test_a_vacuumed_source_recomputes_the_state_and_the_view_follows(spark, top)
 
 
 def test_a_partition_of_a_view_with_a_state_table_is_recomputed_from_it(spark, fresh_db):
-    spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {CDF}")
-    spark.sql(f"CREATE TABLE s (k INT, d STRING) USING DELTA {CDF}")
-    spark.sql("INSERT INTO r VALUES (1, 10), (2, 20), (3, 7)")
-    spark.sql("INSERT INTO s VALUES (1, 'x'), (2, 'y'), (3, 'x')")
+    create_sources(spark, "(1, 10), (2, 20), (3, 7)", "(1, 'x'), (2, 'y'), (3, 'x')")
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW top PARTITIONED BY (d) AS {TOP}")
     spark.sql(f"DELETE FROM {store_name('top')} WHERE d = 'y'")    # a damaged partition
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW top PARTITION (d = 'y')")
