@@ -216,6 +216,7 @@ def test_jobs_create_refresh_survive_a_kill_and_recompute(work):
     assert "partition refresh of" in job(work, "totals", "--partition", "status = 'open'")
     assert "full refresh of" in job(work, "by_region", "--full")
     job(work, "latest")
+    assert "full refresh of" in job(work, "top_regions", "--full")
     # totals' 'paid' partition is not recomputed by the partition refresh: the next refresh
     # applies its change
     job(work, "totals")
