@@ -49,9 +49,9 @@ def _oldest_unconsumed_ms(spark, view: str) -> int | None:
 
 def describe_view(spark, name: str) -> DataFrame:
     """``DESCRIBE MATERIALIZED VIEW``: one ``(property, value)`` row per fact about the view:
-    its definition and refresh policy, its state tables (key, size, version), its last refresh (when, mode and why, the cost model's
-    prediction, what it read and wrote), the source
-    versions it reflects and how far it lags behind its sources."""
+    its definition and refresh policy, its last refresh (when, mode and why, the cost
+    model's prediction, what it read and wrote), its state tables (key, size, version), the
+    source versions it reflects and how far it lags behind its sources."""
     view = qualified_name(spark, name)
     properties = view_properties(spark, view)
     store = store_name(view)

@@ -19,8 +19,8 @@ from ivm import codegen
 from ivm.compiler import CompiledView
 from ivm.errors import CatalogError, SourceError, StateError
 from ivm.names import DIALECT
-from ivm.runtime.catalog import qualified_name, store_name
 from ivm.runtime import faults
+from ivm.runtime.catalog import qualified_name, store_name
 from ivm.runtime.commit import LostRace, committed_write, retrying, spark_errors
 from ivm.runtime.definition import compile_definition
 from ivm.runtime.delta_log import DeltaLogReader
@@ -79,15 +79,15 @@ def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
     so is the view, from the state tables: their change would be all their rows twice.
     """
     view = qualified_name(spark, name)
-    requested = Obstacle("requested", f"REFRESH {view} FULL") if full else None
+    forced = Obstacle("requested", f"REFRESH {view} FULL") if full else None
     states = []
     for state, _ in compile_definition(spark, view).states:
-        states.append(_refresh_one(spark, state, requested))
+        states.append(_refresh_one(spark, state, forced))
         faults.reach("refresh.after_state")
     recomputed = [s.view for s in states if s.mode == "full"]
-    if requested is None and recomputed:   # its change would be the state table twice over
-        requested = Obstacle("reinitialize", f"its state table {recomputed[0]} was recomputed")
-    result = _refresh_one(spark, view, requested)
+    if forced is None and recomputed:   # its change would be the state table twice over
+        forced = Obstacle("reinitialize", f"its state table {recomputed[0]} was recomputed")
+    result = _refresh_one(spark, view, forced)
     result.states = states
     return result
 
