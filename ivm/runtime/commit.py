@@ -76,11 +76,12 @@ def execute(spark, statement) -> list:
 
 def retrying(spark, view: str, write):
     """``write(session, view, properties)`` in a session of its own under the settings the
-    view's CREATE pinned, each Delta log it plans from read once; again, from a fresh read
-    of the store, whenever another write committed first (at most :data:`ATTEMPTS` times)."""
-    for _ in range(ATTEMPTS):
+    view's CREATE pinned, each Delta log it plans from read once (the first time, those an
+    enclosing :func:`reading_each_log_once` read stand); again, from a fresh read of the
+    store, whenever another write committed first (at most :data:`ATTEMPTS` times)."""
+    for attempt in range(ATTEMPTS):
         try:
-            with reading_each_log_once():
+            with reading_each_log_once(reuse=attempt == 0):
                 properties = view_properties(spark, view)
                 with isolated(spark, settings(properties)) as work:
                     return write(work, view, properties)

@@ -32,11 +32,13 @@ T = TypeVar("T")
 
 
 @contextmanager
-def reading_each_log_once():
+def reading_each_log_once(reuse: bool = False):
     """In the block, :meth:`DeltaLogReader.of` reads each table's log once, and
     :func:`once` answers each question once: the state a refresh plans from. (A reader made
-    directly reads the log anew, as the check of a refresh's own commit must.)"""
-    token = _read_once.set({})
+    directly reads the log anew, as the check of a refresh's own commit must.) ``reuse``:
+    the answers of an enclosing block stand in this one too (nothing was written since)."""
+    token = _read_once.set(_read_once.get() if reuse and _read_once.get() is not None
+                           else {})
     try:
         yield
     finally:

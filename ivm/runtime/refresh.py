@@ -23,7 +23,7 @@ from ivm.runtime import faults
 from ivm.runtime.catalog import qualified_name, store_name
 from ivm.runtime.commit import LostRace, committed_write, retrying, spark_errors
 from ivm.runtime.definition import compile_definition
-from ivm.runtime.delta_log import DeltaLogReader
+from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.execution import (apply_settings, evaluation_settings, merge_settings,
                                    number_setting, plan_settings, planned_read_bytes,
                                    session_settings)
@@ -80,8 +80,12 @@ def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
     """
     view = qualified_name(spark, name)
     forced = Obstacle("requested", f"REFRESH {view} FULL") if full else None
+    with reading_each_log_once():
+        tables = [state for state, _ in compile_definition(spark, view).states]
+        if not tables:      # nothing is written first: the refresh plans from these reads
+            return _refresh_one(spark, view, forced)
     states = []
-    for state, _ in compile_definition(spark, view).states:
+    for state in tables:
         states.append(_refresh_one(spark, state, forced))
         faults.reach("refresh.after_state")
     recomputed = [s.view for s in states if s.mode == "full"]
