@@ -3,7 +3,8 @@
 ``compile(sql)`` turns a view's SELECT into its delta query; ``sql(spark, statement)`` runs
 CREATE / REFRESH / DROP MATERIALIZED VIEW (and passes other statements to Spark);
 ``spark_session()`` starts local Spark with Delta and a persistent catalog;
-``view_changes(spark, view, version)`` reads a view's changelog (``+I/-U/+U/-D``).
+``view_changes(spark, view, version)`` reads a view's changelog (``+I/-U/+U/-D``);
+``verify(spark, view)`` compares a view with its query at the source versions it reflects.
 The names backed by the runtime load it, and pyspark, on first use.
 """
 
@@ -24,9 +25,11 @@ if TYPE_CHECKING:  # loaded at run time by __getattr__, on first use
     from ivm.runtime.history import RefreshResult
     from ivm.runtime.session import spark_session
     from ivm.runtime.statements import sql
+    from ivm.runtime.verify import Verification, verify
 
 _RUNTIME = {"RefreshResult": "ivm.runtime.history", "spark_session": "ivm.runtime.session",
-            "sql": "ivm.runtime.statements", "view_changes": "ivm.runtime.changelog"}
+            "sql": "ivm.runtime.statements", "view_changes": "ivm.runtime.changelog",
+            "verify": "ivm.runtime.verify", "Verification": "ivm.runtime.verify"}
 """Public names and the runtime modules that define them."""
 
 
@@ -62,5 +65,6 @@ def compile(sql: str, schema: Mapping | None = None, *, spark=None,
 
 __all__ = ["CatalogError", "CompiledView", "ConcurrentRefresh", "DependencyCycle", "InvalidQuery",
            "IvmError", "RefreshResult", "ReservedName", "SetupError", "SourceError",
-           "SqlSyntaxError", "StaleJob", "StateError", "UnsupportedQuery", "ViewExists",
-           "ViewInUse", "ViewNotFound", "compile", "spark_session", "sql", "view_changes"]
+           "SqlSyntaxError", "StaleJob", "StateError", "UnsupportedQuery", "Verification",
+           "ViewExists", "ViewInUse", "ViewNotFound", "compile", "spark_session", "sql", "verify",
+           "view_changes"]

@@ -1,12 +1,15 @@
 """The ``ivm`` command.
 
-    ivm sql "<statement>"              run a statement (materialized-view DDL or any Spark SQL)
+    ivm sql "<statement>" | -f FILE    run a statement (materialized-view DDL or any Spark SQL)
+                                       or a script of them, separated by ;
     ivm compile view.sql [--emit explain|sql|job|dot] [-o FILE]
                                        a view's circuit, its delta SQL, or a refresh job
     ivm explain view.sql [--format text|dot] [-o FILE]   the delta circuit
     ivm package [-o ivm_runtime.zip]   the ivm runtime for spark-submit --py-files
     ivm run [--tick SECONDS]           keep every view within its FRESHNESS until Ctrl-C
     ivm status [view]                  each view's freshness, lag and last refresh
+    ivm verify VIEW... | --all         compare views with their queries at the versions they
+                                       reflect (one full recompute each); exit 1 on a difference
     ivm metastore [--port N]           serve the catalog to several processes (IVM_METASTORE)
     ivm demo                           a guided run on sample data
 
@@ -36,20 +39,31 @@ def _session(args):
 
 
 def _cmd_sql(args) -> int:
-    from pyspark.sql import DataFrame
-
+    from ivm.frontend.statements import split_script
     from ivm.runtime.statements import sql
+    if (args.statement is None) == (args.file is None):
+        raise UsageError("give one statement, or a script with -f FILE")
+    statements = [args.statement] if args.file is None else \
+        split_script(Path(args.file).read_text())
     spark = _session(args)
-    result = sql(spark, args.statement)
+    for statement in statements:
+        if args.file is not None:
+            print(f"> {statement}")
+        _show(sql(spark, statement), args.limit)
+    return 0
+
+
+def _show(result, limit: int) -> None:
+    """What a statement returned: a DataFrame's rows, a refresh's summary, or OK."""
+    from pyspark.sql import DataFrame
     if result is None:
         print("OK")
     elif isinstance(result, list):
         print("\n".join(str(r) for r in result) or "no materialized views")
     elif isinstance(result, DataFrame):
-        result.show(args.limit, truncate=False)
+        result.show(limit, truncate=False)
     else:
         print(result)
-    return 0
 
 
 def _view_definition(args) -> tuple[str, str, str]:
@@ -216,6 +230,22 @@ def _cmd_status(args) -> int:
     return 0
 
 
+def _cmd_verify(args) -> int:
+    from ivm.runtime.graph import materialized_views
+    from ivm.runtime.verify import verify
+    if bool(args.views) == args.all:
+        raise UsageError("name the views to verify, or --all, not both")
+    spark = _session(args)
+    views = materialized_views(spark) if args.all else args.views
+    tolerance = {} if args.float_tolerance is None else {"float_tolerance": args.float_tolerance}
+    verdicts = [verify(spark, view, shown=args.rows, **tolerance) for view in views]
+    for verdict in verdicts:
+        print(verdict)
+    if not verdicts:
+        print("no materialized views")
+    return 0 if all(v.equal for v in verdicts) else 1
+
+
 def _cmd_metastore(args) -> int:
     from ivm.runtime.metastore import serve
     from ivm.runtime.session import resolve_home
@@ -234,8 +264,9 @@ def parser() -> argparse.ArgumentParser:
     main.add_argument("--home", help="directory of the embedded catalog and warehouse "
                       "(default: $IVM_HOME or ./ivm_home)")
     commands = main.add_subparsers(dest="command", required=True)
-    run_sql = commands.add_parser("sql", help="run a SQL statement")
-    run_sql.add_argument("statement")
+    run_sql = commands.add_parser("sql", help="run a SQL statement, or a script of them")
+    run_sql.add_argument("statement", nargs="?")
+    run_sql.add_argument("-f", "--file", help="a script: statements separated by ;")
     run_sql.add_argument("--limit", type=int, default=50, help="rows to show of a query")
     run_sql.set_defaults(run=_cmd_sql)
     def view_file(command):
@@ -271,6 +302,17 @@ def parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="freshness, lag and last refresh of views")
     status.add_argument("view", nargs="?", help="one view (default: all)")
     status.set_defaults(run=_cmd_status)
+    check = commands.add_parser(
+        "verify", help="compare views with their queries run by Spark on the source versions "
+        "each view reflects (Delta time travel): exact while sources keep changing; costs one "
+        "full recompute per view; exit status 1 if one differs")
+    check.add_argument("views", nargs="*", metavar="VIEW")
+    check.add_argument("--all", action="store_true", help="every materialized view")
+    check.add_argument("--rows", type=int, default=10, help="differing rows to show")
+    check.add_argument("--float-tolerance", type=float,
+                       help="relative difference allowed in float columns, where rows differ "
+                            "exactly (default 1e-9; 0: none)")
+    check.set_defaults(run=_cmd_verify)
     served = commands.add_parser("metastore", help="serve the catalog of --home to several "
                                  "processes; they set IVM_METASTORE=host:port")
     served.add_argument("--host", default="localhost")

@@ -24,7 +24,7 @@ from sqlglot.schema import MappingSchema
 
 from ivm.errors import CatalogError, Position, SqlSyntaxError, UnsupportedQuery
 from ivm.frontend.positions import position_of
-from ivm.names import DIALECT
+from ivm.names import DIALECT, canonical, join
 
 
 def parse_query(sql: str) -> exp.Expr:
@@ -91,6 +91,29 @@ def referenced_tables(query: exp.Expr) -> list[exp.Table]:
     cte_names = {cte.alias_or_name for cte in query.find_all(exp.CTE)}
     return [t for t in query.find_all(exp.Table)
             if t.name and not (not t.db and t.name in cte_names)]
+
+
+def replace_tables(sql: str, database: str, names: Mapping[str, str]) -> str:
+    """``sql`` with every reference to a table of ``names`` (canonical names; a reference
+    without a database is in ``database``) replaced by the name it maps to, under the name
+    the query knows it by (a reference already so named is left alone); the rest of the
+    text as written.
+
+    >>> replace_tables("SELECT t.a FROM t JOIN db.`Order` o USING (a)", "db",
+    ...                {"db.t": "_s0", "db.`order`": "_s1"})
+    'SELECT t.a FROM _s0 AS t JOIN _s1 o USING (a)'
+    """
+    spans = []
+    for table in referenced_tables(parse_query(sql)):
+        key = canonical(join([table.db or database, table.name]))
+        if key in names and (table.db or canonical(names[key]) != canonical(table.name)):
+            parts = table.parts
+            alias = "" if table.alias else f" AS {join([table.name])}"
+            spans.append((parts[0].meta["start"], parts[-1].meta["end"] + 1,
+                          names[key] + alias))
+    for start, end, text in sorted(spans, reverse=True):
+        sql = sql[:start] + text + sql[end:]
+    return sql
 
 
 def qualify_query(query: exp.Expr, sql: str, schema: Mapping,

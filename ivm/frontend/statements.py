@@ -252,3 +252,27 @@ def parse_statement(sql: str) -> Statement | None:
 
 def _materialized(tokens: _Tokens) -> bool:
     return tokens.accept("MATERIALIZED", "VIEW") or tokens.accept("MATERIALIZED", "TABLE")
+
+
+def split_script(text: str) -> list[str]:
+    """The statements of the SQL script ``text``, split at the semicolons outside literals
+    and comments; the comments before a statement stay with it, a script's last comments go.
+
+    >>> split_script("-- the sources\\nSELECT 'a;b';\\nINSERT INTO t VALUES (1);\\n-- end\\n")
+    ["-- the sources\\nSELECT 'a;b'", 'INSERT INTO t VALUES (1)']
+    """
+    try:
+        tokens = DIALECT.tokenize(text)
+    except TokenError as error:
+        raise SqlSyntaxError(f"syntax error: {error}", text) from None
+    statements, start, has_token = [], 0, False
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            if has_token:
+                statements.append(text[start:token.start].strip())
+            start, has_token = token.end + 1, False
+        else:
+            has_token = True
+    if has_token:
+        statements.append(text[start:].strip())
+    return statements

@@ -105,9 +105,10 @@ class RefreshRecord:
 _RECORD_FIELDS = {f.name for f in fields(RefreshRecord)}
 
 
-def latest_record(log: DeltaLogReader) -> tuple[int, RefreshRecord]:
-    """The latest commit of a store that holds a record, and the record."""
-    latest = log.version()
+def latest_record(log: DeltaLogReader, upto: int | None = None) -> tuple[int, RefreshRecord]:
+    """The latest commit of a store that holds a record (at ``upto`` or before, if given),
+    and the record."""
+    latest = log.version() if upto is None else upto
     for version in range(latest, max(-1, latest - HISTORY_SCAN), -1):
         record = RefreshRecord.from_json(*log.commit_info(version))
         if record is not None:

@@ -52,7 +52,7 @@ def _is_materialized_view(spark, view: str) -> bool:
     return store_properties(spark, view) is not None
 
 
-def _spelled(compiled: CompiledView, properties: dict[str, str]) -> tuple[str, ...]:
+def spelled_columns(compiled: CompiledView, properties: dict[str, str]) -> tuple[str, ...]:
     """The view's column names as the query spells them (recorded at CREATE), else the
     store's."""
     recorded = json.loads(properties.get(COLUMNS, "null"))
@@ -67,7 +67,7 @@ def write_catalog_view(spark, view: str, compiled: CompiledView,
     """(Re)create the catalog view of ``view`` over its store."""
     execute(spark, codegen.create_view_statement(
         view, codegen.view_query(compiled.store, store_name(view),
-                                 _spelled(compiled, properties)),
+                                 spelled_columns(compiled, properties)),
         {STORE: store_name(view)}, replace=True))
 
 
@@ -79,7 +79,7 @@ def repair_catalog_view(spark, view: str, compiled: CompiledView,
         columns = spark.table(view).columns
     except PySparkException:
         columns = None
-    if columns != list(_spelled(compiled, properties)):
+    if columns != list(spelled_columns(compiled, properties)):
         write_catalog_view(spark, view, compiled, properties)
 
 

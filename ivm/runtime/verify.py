@@ -1,0 +1,182 @@
+"""``verify``: is a materialized view equal to its query, exactly at the source versions it
+reflects?
+
+A view's store records, with every write, the version of each source it reflects (see
+:mod:`ivm.runtime.history`). Delta keeps old versions readable, so the view's own SQL can be
+run on each source as of that version, by time travel, while the sources move on:
+
+    view at store version s   =   query(source₁ @ v₁, …, sourceₙ @ vₙ)      as multisets
+
+where ``v₁ … vₙ`` is the record of the store's latest refresh. The left side is what users
+read (the catalog view over the store, each row repeated as counted); the right side is Spark
+running the definition as written, each table reference replaced by that table's snapshot,
+under the session settings pinned at CREATE (time zone, ANSI mode). Nothing of ivm's
+compiled circuit takes part in the right side. Cost: one full evaluation of the query, and a
+shuffle of the view and the query's result together (:mod:`ivm.runtime.compare`).
+
+A view that reads a state table of its own (:mod:`ivm.passes.states`) reflects the versions
+the state table reflected at the version it read; the state table is not verified apart from
+the view (a wrong one makes the view wrong). A view refreshed partition by partition reflects
+the same versions in every partition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.errors import PySparkException
+
+from ivm.codegen import view_query
+from ivm.errors import StateError
+from ivm.frontend.parse import parse_query, referenced_tables, replace_tables
+from ivm.names import DIALECT, canonical, join
+from ivm.runtime.catalog import (DEFINITION, STATE_OF, qualified_name, store_name,
+                                 store_properties)
+from ivm.runtime.compare import Difference, difference
+from ivm.runtime.definition import (compile_definition, resolution_database, settings,
+                                    view_properties)
+from ivm.runtime.delta_log import DeltaLogReader
+from ivm.runtime.execution import session_settings
+from ivm.runtime.history import RefreshRecord, latest_record
+from ivm.runtime.sources import latest_sources, snapshot, upstream_repeats_rows
+from ivm.runtime.views import spelled_columns
+
+FLOAT_TOLERANCE = 1e-9
+"""The default relative tolerance of float columns (see :mod:`ivm.runtime.compare`; ``ivm
+verify --help`` states it)."""
+
+SNAPSHOT = "_ivm_verify_{}"
+"""Temporary views of the sources and the store at the versions compared."""
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The verdict of :func:`verify` on one view."""
+
+    view: str
+    sources: dict[str, int]         # the source versions the view reflects
+    store_version: int
+    rows: int                       # the view's rows
+    difference: Difference | None   # None: equal
+    schema_difference: str | None = None
+
+    @property
+    def equal(self) -> bool:
+        return self.difference is None and self.schema_difference is None
+
+    def __str__(self) -> str:
+        at = ", ".join(f"{t} v{v}" for t, v in self.sources.items())
+        where = f"its query at sources {at} (store version {self.store_version})"
+        if self.schema_difference is not None:
+            return f"DIFFERENT: {self.view} differs from {where}: {self.schema_difference}"
+        if self.difference is None:
+            return f"ok: {self.view} equals {where}; {self.rows} rows"
+        total = self.difference.total
+        return (f"DIFFERENT: {self.view} differs from {where}: {total} distinct row"
+                f"{'s' * (total > 1)} occur a different number of times\n"
+                + _indent(self.difference.table("in view", "in query")))
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def verify(spark, view: str, *, shown: int = 10,
+           float_tolerance: float = FLOAT_TOLERANCE) -> Verification:
+    """Compare the materialized view ``view`` with its query run on its sources as of the
+    versions the view reflects (see the module's docstring); ``shown``: how many differing
+    rows the verdict holds; ``float_tolerance``: the relative difference allowed in float
+    columns where the exact comparison fails (0: none)."""
+    name = qualified_name(spark, view)
+    properties = view_properties(spark, name)
+    if STATE_OF in properties:
+        raise StateError(f"{name} is a state table of the materialized view "
+                         f"{properties[STATE_OF]}", hint=f"verify {properties[STATE_OF]}")
+    compiled = compile_definition(spark, name, properties)
+    log = DeltaLogReader(spark, store_name(name))
+    store_version = log.version()
+    sources, table_ids = _reflected(spark, latest_record(log)[1])
+    database = resolution_database(name, properties)
+    _check_sources(spark, name, _read_by(properties[DEFINITION], database), sources, table_ids)
+    views = []
+    try:
+        for i, (table, version) in enumerate(sources.items()):
+            columns = spark.table(table).columns
+            (snapshot(spark, table, columns, version, upstream_repeats_rows(spark, table))
+             .createOrReplaceTempView(SNAPSHOT.format(i)))
+            views.append(SNAPSHOT.format(i))
+        store = SNAPSHOT.format("store")
+        (spark.read.format("delta").option("versionAsOf", store_version)
+         .table(store_name(name)).createOrReplaceTempView(store))
+        views.append(store)
+        got = spark.sql(view_query(compiled.store, store,
+                                   spelled_columns(compiled, properties)).sql(DIALECT))
+        query = replace_tables(properties[DEFINITION], database,
+                               {table: SNAPSHOT.format(i) for i, table in enumerate(sources)})
+        with session_settings(spark, settings(properties) or {}):
+            want = spark.sql(query)
+            schema_difference = _schema_difference(got, want)
+            found = None if schema_difference else difference(
+                spark, got, want, shown=shown, tolerance=float_tolerance,
+                settings=settings(properties))
+            rows = got.count()
+    except PySparkException as error:
+        raise StateError(f"cannot read {name} or its sources as of the versions it reflects "
+                         f"({', '.join(f'{t} v{v}' for t, v in sources.items())}): "
+                         f"{str(error).splitlines()[0]}",
+                         hint="a VACUUM may have removed them: refresh the view, then verify "
+                              "it") from None
+    finally:
+        for temporary in views:
+            spark.catalog.dropTempView(temporary)
+    return Verification(name, sources, store_version, rows, found, schema_difference)
+
+
+def _reflected(spark, record: RefreshRecord) -> tuple[dict[str, int], dict[str, str]]:
+    """The source versions and Delta table ids a store reflects by its ``record``; where it
+    read a state table of its view, those the state table reflects at the version read."""
+    versions, ids = {}, {}
+    for table, version in record.sources.items():
+        if STATE_OF in (store_properties(spark, table) or {}):
+            state = latest_record(DeltaLogReader(spark, store_name(table)), upto=version)[1]
+            more_versions, more_ids = _reflected(spark, state)
+            versions |= more_versions
+            ids |= more_ids
+        else:
+            versions[table] = version
+            ids |= {table: record.table_ids[table]} if table in (record.table_ids or {}) else {}
+    return versions, ids
+
+
+def _read_by(definition: str, database: str) -> list[str]:
+    """The canonical names of the tables ``definition`` reads (not its CTEs)."""
+    return list(dict.fromkeys(canonical(join([t.db or database, t.name]))
+                              for t in referenced_tables(parse_query(definition))))
+
+
+def _check_sources(spark, view: str, tables: list[str], reflected: dict[str, int],
+                   table_ids: dict[str, str]) -> None:
+    """Raise :class:`StateError` unless the store records a version of every table its
+    definition reads, and each is still the table it recorded."""
+    missing = [t for t in tables if t not in reflected]
+    if missing:
+        raise StateError(f"the store of {view} records no version of {', '.join(missing)}",
+                         hint=f"refresh it: REFRESH MATERIALIZED VIEW {view} FULL")
+    ids = latest_sources(spark, tables)[1]
+    replaced = [t for t in tables if table_ids.get(t) not in (None, ids[t])]
+    if replaced:
+        raise StateError(f"{', '.join(replaced)} was dropped and created again since {view} "
+                         f"was last refreshed: the versions the view reflects are gone with "
+                         f"the table", hint=f"refresh it (REFRESH MATERIALIZED VIEW {view}), "
+                         f"then verify it")
+
+
+def _schema_difference(got, want) -> str | None:
+    """How the view's columns differ from its query's, in number, names or types; None if
+    they do not."""
+    view = [(f.name, f.dataType.simpleString()) for f in got.schema.fields]
+    query = [(f.name, f.dataType.simpleString()) for f in want.schema.fields]
+    if [(n.lower(), t) for n, t in view] == [(n.lower(), t) for n, t in query]:
+        return None
+    return (f"its columns are ({', '.join(f'{n} {t}' for n, t in view)}), its query's "
+            f"({', '.join(f'{n} {t}' for n, t in query)})")
