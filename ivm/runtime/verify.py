@@ -136,6 +136,7 @@ def _reflected(spark, record: RefreshRecord) -> tuple[dict[str, int], dict[str, 
     """The source versions and Delta table ids a store reflects by its ``record``; where it
     read a state table of its view, those the state table reflects at the version read."""
     versions, ids = {}, {}
+    recorded_ids = record.table_ids or {}
     for table, version in record.sources.items():
         if STATE_OF in (store_properties(spark, table) or {}):
             state = latest_record(DeltaLogReader(spark, store_name(table)), upto=version)[1]
@@ -144,7 +145,7 @@ def _reflected(spark, record: RefreshRecord) -> tuple[dict[str, int], dict[str, 
             ids |= more_ids
         else:
             versions[table] = version
-            ids |= {table: record.table_ids[table]} if table in (record.table_ids or {}) else {}
+            ids |= {table: recorded_ids[table]} if table in recorded_ids else {}
     return versions, ids
 
 
