@@ -1,33 +1,39 @@
-"""Hypothesis strategies: small Delta sources, batches of changes to them, and queries.
+"""Hypothesis strategies: three small Delta sources, batches of changes to them, and queries.
 
-Every strategy is a plain function returning a strategy. Values come from tiny domains with
-NULL in each (keys from ``{0, 1, 2, NULL}``), so joins and groups collide, rows repeat and
-groups empty out. The domains put the values that break naive maintenance first: decimals
-that use their last digit of scale and high precision, doubles of mixed magnitude with NaN,
-±Infinity and -0.0, strings that need escapes, timestamps near midnight (whose date and hour
-depend on the session time zone); names include a mixed-case, a reserved and a non-ASCII
-column. Queries are nested SELECTs over the sources drawn from a recursive grammar
-of the SQL ivm maintains (:func:`queries`). Changes are drawn as the DML text a user would
-run, so a falsifying example reads as a script::
+The sources r, s and t are :class:`ivm.testing.data.Source`\\ s whose columns draw from tiny
+domains with NULL in each (keys from ``{0, 1, 2, NULL}``), so joins and groups collide, rows
+repeat and groups empty out. The domains put the values that break naive maintenance first:
+decimals that use their last digit of scale and high precision, doubles of mixed magnitude
+with NaN, ±Infinity and -0.0, strings that need escapes, timestamps near midnight (whose date
+and hour depend on the session time zone); names include a mixed-case, a reserved and a
+non-ASCII column. Rows and changes are drawn by :mod:`ivm.testing.data` (here under the
+tables' names), as the DML text a user would run, so a falsifying example reads as a script::
 
     >>> render((1, None, Decimal("2.50"), "it's", float("nan")))
     "(1, NULL, 2.50, 'it\\\\'s', CAST('NaN' AS DOUBLE))"
-    >>> insert("t", [(0, 1), (None, None)])
-    'INSERT INTO t VALUES (0, 1), (NULL, NULL)'
+    >>> insert("t", [(0, 1, None, Decimal("7"))])
+    'INSERT INTO t VALUES (0, 1, NULL, 7)'
+
+Queries are nested SELECTs over the sources drawn from a recursive grammar of the SQL ivm
+maintains (:func:`queries`).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import re
-from dataclasses import dataclass, field, replace
-from datetime import date, datetime
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from hypothesis import strategies as st
 
-KEYS = (0, 1, 2, None)
+from ivm.names import quote as ident
+from ivm.testing import data
+# ANSI_OFF, Scenario, TIMES, ZONES and render: for the tests, which import them from here
+from ivm.testing.data import (ANSI_OFF, CHANGE_KINDS, DATES, TIMES, ZONES, Column, Scenario,
+                              Source, literal, render)
+
+KEYS = (0, 1, 2)
 
 SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
     "r": (("k", "INT"), ("a", "INT"), ("b", "DECIMAL(18,8)"), ("s", "STRING"),
@@ -40,37 +46,33 @@ written at CREATE TABLE (``Rate`` mixed case; ``order`` and ``größe`` need bac
 :func:`ident`)."""
 
 FLOATS = (1e16, 1.0, math.nan, math.inf, -0.0, -math.inf, 0.5, -1.0, 1e16)
-"""Doubles: 1e16 absorbs 1.0 (so a running sum cannot retract it), NaN and ±Infinity stick,
--0.0 equals 0.0. No -1e16, so no group cancels two large terms: a sum's rounding error stays
-relative to the sum (see ``harness.FLOAT_TOLERANCE``)."""
-
-TIMES = (datetime(2024, 1, 1, 23, 30), datetime(2024, 1, 2, 0, 15),
-         datetime(2024, 3, 31, 1, 30), datetime(2024, 12, 31, 18, 45))
-"""Timestamps whose date or hour differs between UTC and most other zones."""
+"""The doubles of :data:`ivm.testing.data.DOUBLES`, 1e16 first and twice as often."""
 
 DOMAINS: dict[tuple[str, str], tuple] = {
     ("r", "k"): KEYS,
-    ("r", "a"): (-1, 0, 1, 2, 3, None),
+    ("r", "a"): (-1, 0, 1, 2, 3),
     # the last digit of scale, and a magnitude that doubling in UPDATEs cannot overflow
     ("r", "b"): tuple(Decimal(v) for v in ("0.12345678", "0.00000001", "-1.50000000", "2.00000000",
-                                           "123456.78901234", "0.12345678")) + (None,),
-    ("r", "s"): ("it's", "x", "y", "", "it's", None),
-    ("r", "Rate"): FLOATS + (None,),
+                                           "123456.78901234", "0.12345678")),
+    ("r", "s"): ("it's", "x", "y", "", "it's"),
+    ("r", "Rate"): FLOATS,
     ("s", "k"): KEYS,
     ("s", "c"): KEYS,
-    ("s", "d"): ('dq"x', "p", "q", 'dq"x', None),
-    ("s", "order"): TIMES + (None,),
+    ("s", "d"): ('dq"x', "p", "q", 'dq"x'),
+    ("s", "order"): TIMES,
     ("t", "c"): KEYS,
-    ("t", "e"): (-1, 0, 1, 2, None),
+    ("t", "e"): (-1, 0, 1, 2),
     # 18 digits of scale, 13 integer digits: sums over joins of a million rows still fit
     ("t", "x"): tuple(Decimal(v) for v in (
         "0.123456789012345678", "0.000000000000000001", "-9999999999999.999999999999999999",
-        "2.5", "0.123456789012345678")) + (None,),
+        "2.5", "0.123456789012345678")),
     # large magnitudes; the headroom to 10^38 is for sums, not for the values
     ("t", "größe"): tuple(Decimal(v) for v in (
         "1000000000000000000000000000000", "-999999999999999999999999999999", "1", "0",
-        "1000000000000000000000000000000")) + (None,),
+        "1000000000000000000000000000000")),
 }
+"""The non-NULL values of each column (NULL is drawn too); a value listed twice is drawn twice
+as often."""
 
 MAX_ROWS = {"r": 10, "s": 8, "t": 6}
 
@@ -79,93 +81,32 @@ MARKER = {"r": ("a", 99), "s": ("c", 99), "t": ("e", 99)}
 
 KEY_COLUMNS = {("r", "k"), ("s", "k"), ("s", "c"), ("t", "c")}
 
-
-def ident(name: str) -> str:
-    """A column name as SQL: in backticks unless it is a plain word.
-
-    >>> ident("Rate"), ident("order"), ident("größe")
-    ('Rate', '`order`', '`größe`')
-    """
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and name.lower() not in RESERVED:
-        return name
-    return f"`{name}`"
-
-
-RESERVED = {"order", "group", "select", "from", "where", "distinct"}
-
-
-def literal(value) -> str:
-    """A SQL literal for a value of a source domain. Strings are escaped with backslashes
-    (Spark reads ``'it''s'`` as two adjacent literals: ``its``); one with a double quote is
-    written in double quotes.
-
-    >>> [literal(v) for v in (None, 3, Decimal("1.50"), "it's", 'dq"x', True)]
-    ['NULL', '3', '1.50', "'it\\\\'s'", '"dq\\\\"x"', 'TRUE']
-    >>> [literal(v) for v in (1e16, -0.0, -math.inf)]
-    ['1e+16', "CAST('-0.0' AS DOUBLE)", "CAST('-Infinity' AS DOUBLE)"]
-    >>> literal(datetime(2024, 1, 1, 23, 30))
-    "TIMESTAMP '2024-01-01 23:30:00'"
-    """
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, str):
-        escaped = value.replace("\\", "\\\\")
-        if '"' in value and "'" not in value:
-            return '"' + escaped.replace('"', '\\"') + '"'
-        return "'" + escaped.replace("'", "\\'") + "'"
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value) or value == 0 and math.copysign(1, value) < 0:
-            text = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}.get(str(value), "-0.0")
-            return f"CAST('{text}' AS DOUBLE)"
-        return repr(value)
-    if isinstance(value, Decimal):
-        return format(value, "f")
-    if isinstance(value, datetime):
-        return f"TIMESTAMP '{value:%Y-%m-%d %H:%M:%S}'"
-    if isinstance(value, date):
-        return f"DATE '{value:%Y-%m-%d}'"
-    return str(value)
-
-
-def render(row: tuple) -> str:
-    """``(v1, v2, …)``: a row as it goes in a VALUES list."""
-    return "(" + ", ".join(literal(v) for v in row) + ")"
-
-
-def insert(table: str, rows) -> str:
-    return f"INSERT INTO {table} VALUES " + ", ".join(render(r) for r in rows)
+SOURCES = {table: Source(table, tuple(Column(name, type_, DOMAINS[table, name],
+                                             key=(table, name) in KEY_COLUMNS)
+                                      for name, type_ in columns),
+                         MAX_ROWS[table], MARKER[table])
+           for table, columns in SCHEMAS.items()}
 
 
 def create_table(table: str) -> str:
-    columns = ", ".join(f"{ident(name)} {type_}" for name, type_ in SCHEMAS[table])
-    return (f"CREATE TABLE {table} ({columns}) USING DELTA "
-            f"TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+    return data.create_table(SOURCES[table])
 
 
-# --- data ---------------------------------------------------------------------------------
+def insert(table: str, rows) -> str:
+    return data.insert(SOURCES[table], rows)
 
 
-def values(table: str, column: str) -> st.SearchStrategy:
-    return st.sampled_from(DOMAINS[table, column])
+def table_rows(table: str) -> st.SearchStrategy[list[tuple]]:
+    return data.table_rows(SOURCES[table])
 
 
-def rows(table: str) -> st.SearchStrategy[tuple]:
-    return st.tuples(*(values(table, name) for name, _ in SCHEMAS[table]))
+def changes(table: str, known: list[tuple], kinds=CHANGE_KINDS) -> st.SearchStrategy[list[str]]:
+    return data.changes(SOURCES[table], known, kinds)
 
 
-@st.composite
-def table_rows(draw, table: str) -> list[tuple]:
-    """Up to ``MAX_ROWS[table]`` rows, some of them repeated; now and then none.
-
-    Hypothesis tries the simplest example first; with Spark that costs as much as any
-    other, so it should do some work: the simplest table has one row, not none.
-    """
-    if draw(st.integers(0, 5)) == 5:
-        return []
-    drawn = draw(st.lists(rows(table), min_size=1, max_size=MAX_ROWS[table] - 2))
-    return drawn + draw(st.lists(st.sampled_from(drawn), max_size=2))
+def scenarios(tables=("r", "s", "t"), min_batches: int = 2,
+              max_batches: int = 4) -> st.SearchStrategy[Scenario]:
+    return data.scenarios([SOURCES[t] for t in tables], min_batches, max_batches)
 
 
 # --- predicates and expressions ------------------------------------------------------------
@@ -201,9 +142,9 @@ def coarse(type_: str) -> str:
 
 def table_columns(table: str, qualified: bool = False) -> list[Expr]:
     """The columns of a source table, with the values of their domains."""
-    return [Expr(f"{table}.{ident(name)}" if qualified else ident(name), coarse(type_),
-                 tuple(dict.fromkeys(v for v in DOMAINS[table, name] if v is not None)))
-            for name, type_ in SCHEMAS[table]]
+    return [Expr(f"{table}.{ident(c.name)}" if qualified else ident(c.name), coarse(c.type),
+                 tuple(dict.fromkeys(c.values)))
+            for c in SOURCES[table].columns]
 
 
 def _joined(parts) -> frozenset:
@@ -265,141 +206,6 @@ def conditions(columns) -> st.SearchStrategy[Expr]:
     )
 
 
-def predicates(columns) -> st.SearchStrategy[str]:
-    """A boolean SQL predicate over ``columns`` (:class:`Expr`\\ s), as text."""
-    return conditions(columns).map(lambda p: p.sql)
-
-
-# --- changes --------------------------------------------------------------------------------
-
-
-@st.composite
-def assignments(draw, table: str, exclude=()) -> str:
-    """``col = expr`` for UPDATE: +1, a new value, NULL, or a new join key."""
-    name, type_ = draw(st.sampled_from([c for c in SCHEMAS[table] if c[0] not in exclude]))
-    domain = DOMAINS[table, name]
-    options = [literal(v) for v in domain]
-    key = (table, name) in KEY_COLUMNS
-    name = ident(name)
-    if type_ == "INT" and not key:
-        options += [f"{name} + 1", f"{name} - 1", f"COALESCE({name}, 0)"]
-    if type_.startswith("DECIMAL") and precision(type_) < 38:
-        options += [f"{name} * 2", f"{name} + 0.5"]
-    elif type_.startswith("DECIMAL"):  # doubling near 10^38 would overflow the UPDATE
-        options += [f"-{name}", f"{name} + 0.5"]
-    if type_ == "DOUBLE":  # no negation: see FLOATS
-        options += [f"{name} * 2", f"{name} + 0.5"]
-    if type_ == "TIMESTAMP":
-        options += [f"{name} + INTERVAL 1 HOUR"]
-    return f"{name} = {draw(st.sampled_from(options))}"
-
-
-def precision(type_: str) -> int:
-    """
-    >>> precision("DECIMAL(38,18)")
-    38
-    """
-    return int(type_.split("(")[1].split(",")[0])
-
-
-CHANGE_KINDS = ("insert", "repeat", "delete", "clear", "update", "transient", "recreate")
-"""``repeat`` inserts copies of rows the table has had; ``clear`` deletes every row;
-``transient`` inserts a row, maybe updates it, and deletes it again; ``recreate`` drops the
-table and creates it again under its name (see :func:`recreate`)."""
-
-ZONES = ("Asia/Kolkata", "America/Los_Angeles", "Pacific/Chatham")
-"""Session time zones other than the one views are created in (UTC in the tests)."""
-
-
-@st.composite
-def recreate(draw, table: str, known: list[tuple]) -> list[str]:
-    """``DROP TABLE``, ``CREATE TABLE`` and one or two commits: the same rows the table had
-    last or new ones. A new table counts its versions from 0 again, so its version may equal
-    the version of the dropped one that a view consumed last."""
-    rows = known[-3:] if known and draw(st.booleans()) else draw(table_rows(table))
-    known.extend(rows)
-    commits = [insert(table, rows)] if rows else []
-    if rows and draw(st.booleans()):
-        commits += draw(changes(table, known, ("delete", "update", "insert")))
-    return [f"DROP TABLE {table}", create_table(table), *commits]
-
-
-@st.composite
-def changes(draw, table: str, known: list[tuple], kinds=CHANGE_KINDS) -> list[str]:
-    """One change to ``table`` of one of ``kinds``, as one or more DML statements.
-
-    ``known`` holds rows the table has had, so an insert can repeat an existing row.
-    """
-    kinds = [k for k in kinds if k != "repeat" or known]
-    kind = draw(st.sampled_from(kinds))
-    where = predicates(table_columns(table))
-    if kind == "recreate":
-        return draw(recreate(table, known))
-    if kind == "insert":
-        new = draw(st.lists(rows(table), min_size=1, max_size=3))
-        known.extend(new)
-        return [insert(table, new)]
-    if kind == "repeat":
-        return [insert(table, draw(st.lists(st.sampled_from(known), min_size=1, max_size=2)))]
-    if kind == "delete":
-        return [f"DELETE FROM {table} WHERE {draw(where)}"]
-    if kind == "clear":
-        return [f"DELETE FROM {table}"]
-    if kind == "update":
-        sets = draw(st.lists(assignments(table), min_size=1, max_size=2,
-                             unique_by=lambda a: a.split(" = ")[0]))
-        return [f"UPDATE {table} SET {', '.join(sets)} WHERE {draw(where)}"]
-    # transient: a row inserted (maybe updated) and deleted again within the batch
-    column, mark = MARKER[table]
-    row = list(draw(rows(table)))
-    row[[n for n, _ in SCHEMAS[table]].index(column)] = mark
-    statements = [insert(table, [tuple(row)])]
-    if draw(st.booleans()):
-        statements.append(f"UPDATE {table} SET {draw(assignments(table, exclude=(column,)))} "
-                          f"WHERE {column} = {mark}")
-    statements.append(f"DELETE FROM {table} WHERE {column} = {mark}")
-    return statements
-
-
-@dataclass
-class Scenario:
-    """Initial rows of each source, then batches of SQL (DML, DROP and CREATE TABLE, SET TIME
-    ZONE); the view is refreshed after each. ``settings``: the session's settings when the
-    views are created, which they keep (e.g. ANSI mode off, where an overflow gives NULL)."""
-
-    tables: dict[str, list[tuple]]
-    batches: list[list[str]] = field(default_factory=list)
-    settings: dict[str, str] = field(default_factory=dict)
-
-
-ANSI_OFF = {"spark.sql.ansi.enabled": "false"}
-"""Spark 3's default: an overflow or a bad cast gives NULL instead of failing the query."""
-
-
-@st.composite
-def scenarios(draw, tables=("r", "s", "t"), min_batches: int = 2,
-              max_batches: int = 4) -> Scenario:
-    """Sources ``tables`` with initial rows, and 2-4 batches of 0-3 changes each; in most
-    scenarios one batch first sets another session time zone, which the later refreshes run
-    under (a view keeps the settings of its CREATE); in some the views are created with ANSI
-    mode off."""
-    settings = draw(st.sampled_from([{}, {}, {}, ANSI_OFF]))
-    initial = {t: draw(table_rows(t)) for t in tables}
-    known = {t: list(rs) for t, rs in initial.items()}
-    batches = []
-    count = draw(st.integers(min_batches, max_batches))
-    zone_at = draw(st.sampled_from([0, 1, None]))
-    for i in range(count):
-        batch: list[str] = []
-        if i == zone_at:
-            batch.append(f"SET TIME ZONE '{draw(st.sampled_from(ZONES))}'")
-        for _ in range(draw(st.sampled_from([1, 2, 0, 3]))):  # simplest: one change
-            table = draw(st.sampled_from(tables))
-            batch += draw(changes(table, known[table]))
-        batches.append(batch)
-    return Scenario(initial, batches, settings)
-
-
 # --- queries ----------------------------------------------------------------------------------
 #
 # A query is drawn as a tree of relations (``st.recursive``): the source tables are its leaves;
@@ -422,7 +228,7 @@ GENERIC_DOMAINS = {
     "STRING": ("x", "p", ""),
     "BOOLEAN": (True, False),
     "TIMESTAMP": TIMES,
-    "DATE": tuple(dict.fromkeys(t.date() for t in TIMES)),
+    "DATE": DATES,
 }
 """Values to compare a computed column with, by type."""
 
