@@ -10,6 +10,9 @@
     ivm status [view]                  each view's freshness, lag and last refresh
     ivm verify VIEW... | --all         compare views with their queries at the versions they
                                        reflect (one full recompute each); exit 1 on a difference
+    ivm check view.sql [--examples N] [--seed S] [-o repro.sql]
+                                       property-test a view on drawn sources and changes; on a
+                                       difference, a minimal reproduction script; exit 1
     ivm metastore [--port N]           serve the catalog to several processes (IVM_METASTORE)
     ivm demo                           a guided run on sample data
 
@@ -47,8 +50,11 @@ def _cmd_sql(args) -> int:
         split_script(Path(args.file).read_text())
     spark = _session(args)
     for statement in statements:
-        if args.file is not None:
-            print(f"> {statement}")
+        if args.file is not None:   # its comments as written, then the statement
+            lines = statement.splitlines()
+            comments = next((i for i, line in enumerate(lines)
+                             if not line.lstrip().startswith("--")), len(lines))
+            print("\n".join(lines[:comments] + ["> " + "\n  ".join(lines[comments:])]))
         _show(sql(spark, statement), args.limit)
     return 0
 
@@ -246,6 +252,23 @@ def _cmd_verify(args) -> int:
     return 0 if all(v.equal for v in verdicts) else 1
 
 
+def _cmd_check(args) -> int:
+    from ivm.testing.check import ViewCheckFailed, check_view
+    schema = _schema(args.schema) if args.schema else None
+    sql = Path(args.file).read_text()
+    spark = _session(args)
+    try:
+        examples = {} if args.examples is None else {"examples": args.examples}
+        print(check_view(spark, sql, schema=schema, seed=args.seed, name=args.name, **examples))
+    except ViewCheckFailed as failure:
+        print(failure)
+        if args.output:
+            Path(args.output).write_text(failure.reproduction)
+            print(f"wrote {args.output}")
+        return 1
+    return 0
+
+
 def _cmd_metastore(args) -> int:
     from ivm.runtime.metastore import serve
     from ivm.runtime.session import resolve_home
@@ -275,7 +298,8 @@ def parser() -> argparse.ArgumentParser:
         command.add_argument("--name", help="the view's name (default: the definition's)")
         command.add_argument("--schema", help="JSON file {table: {column: type}}; without it "
                              "the Spark catalog is read")
-        command.add_argument("-o", "--output", help="write to this file (default: stdout)")
+        command.add_argument("-o", "--output", help="write to this file (default: stdout; "
+                             "for check: the reproduction script)")
 
     comp = commands.add_parser("compile", help="compile a view: its delta circuit, SQL, or a "
                                "refresh job for spark-submit")
@@ -313,6 +337,15 @@ def parser() -> argparse.ArgumentParser:
                        help="relative difference allowed in float columns, where rows differ "
                             "exactly (default 1e-9; 0: none)")
     check.set_defaults(run=_cmd_verify)
+    drawn = commands.add_parser(
+        "check", help="property-test a view before deploying it: draw source rows and "
+        "changes from the sources' schemas, create the view in a scratch database, refresh "
+        "after every batch and compare with recomputation; on a difference print a minimal "
+        "reproduction script and exit 1 (10-20 s per example)")
+    view_file(drawn)
+    drawn.add_argument("--examples", type=int, help="scenarios to draw (default 25)")
+    drawn.add_argument("--seed", type=int, help="draw the scenarios of an earlier run again")
+    drawn.set_defaults(run=_cmd_check)
     served = commands.add_parser("metastore", help="serve the catalog of --home to several "
                                  "processes; they set IVM_METASTORE=host:port")
     served.add_argument("--host", default="localhost")
