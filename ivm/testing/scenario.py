@@ -203,16 +203,18 @@ def run_scenario(spark, scenario: Scenario, sources: Sequence[Source], views: Ma
     created under the scenario's ``settings``. ``log`` reports each batch's refreshes;
     ``detail`` adds to the description of a wrong view.
 
-    A CREATE or REFRESH that fails where every view's query runs fails the scenario
-    (:class:`ScenarioFailed`). ``invalid``, if given, is called (Hypothesis's ``reject``)
-    where a statement of the scenario fails or a query fails on the scenario's data; without
-    it, those errors are raised."""
+    A CREATE, REFRESH or comparison that fails where every view's query runs fails the
+    scenario (:class:`ScenarioFailed`). ``invalid``, if given, is called (Hypothesis's
+    ``reject``) where a statement of the scenario fails or a query fails on the scenario's
+    data; without it, those errors are raised."""
     created = pinned_settings(spark) | scenario.settings
 
     def maintain(step: Callable[[], list | None], when: str, batches: int,
                  full: bool = False) -> list | None:
         try:
             return step()
+        except ScenarioFailed:
+            raise
         except Exception as error:
             with session_settings(spark, created):
                 failing = _failing_query(spark, views)
@@ -236,19 +238,22 @@ def run_scenario(spark, scenario: Scenario, sources: Sequence[Source], views: Ma
     with scratch_database(spark), session_settings(spark, created):
         create_sources(spark, sources, scenario.tables)
         maintain(lambda: create_views(spark, views), "at CREATE", 0)
-        check_views(spark, views, "after CREATE", created, detail=detail)
+        maintain(lambda: check_views(spark, views, "after CREATE", created, detail=detail),
+                 "after CREATE", 0)
         for i, batch in enumerate(scenario.batches):
             for statement in batch:
                 apply(statement)
             when = f"after the refresh of batch {i} {batch}"
             results = maintain(lambda: refresh_views(spark, views, spelled=spelled), when, i + 1)
             log(f"batch {i}: " + "; ".join(str(r) for r in results or ()))
-            check_views(spark, views, when, created, detail=detail, batches=i + 1)
+            maintain(lambda: check_views(spark, views, when, created, detail=detail,
+                                         batches=i + 1), when, i + 1)
         batches = len(scenario.batches)
-        maintain(lambda: refresh_views(spark, views, full=True, spelled=spelled),
-                 "after REFRESH ... FULL", batches, True)
-        check_views(spark, views, "after REFRESH ... FULL", created, detail=detail,
-                    batches=batches, full=True)
+        when = "after REFRESH ... FULL"
+        maintain(lambda: refresh_views(spark, views, full=True, spelled=spelled), when, batches,
+                 True)
+        maintain(lambda: check_views(spark, views, when, created, detail=detail,
+                                     batches=batches, full=True), when, batches, True)
 
 
 def _failing_query(spark, views: Mapping[str, View]) -> str | None:

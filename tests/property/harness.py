@@ -49,7 +49,7 @@ def example_database(spark):
 
 
 def create_sources(spark, tables: Mapping[str, list[tuple]]) -> None:
-    harness.create_sources(spark, [s for s in SOURCES if s.name in tables], tables)
+    harness.create_sources(spark, [SOURCES[t] for t in tables], tables)
 
 
 def check_views(spark, views: Mapping[str, View], when: str,
@@ -68,6 +68,6 @@ def refresh_views(spark, views: Mapping[str, View], full: bool = False) -> list:
 
 def run_scenario(spark, scenario: Scenario, views: Mapping[str, View], log=note) -> None:
     """:func:`ivm.testing.scenario.run_scenario` over the sources of ``scenario``."""
-    harness.run_scenario(spark, scenario, [s for s in SOURCES if s.name in scenario.tables],
+    harness.run_scenario(spark, scenario, [SOURCES[t] for t in scenario.tables],
                          views, log=log, spelled=respell,
                          detail=lambda name, view: both_sides(spark, name, view))
