@@ -57,7 +57,8 @@ class ViewCheckFailed(AssertionError):
 @dataclass(frozen=True)
 class Checked:
     """What :func:`check_view` checked: the view's name, its SQL over the scratch tables, the
-    sources drawn for, how many examples ran, and the seed that draws them again."""
+    sources drawn for, how many scenarios ran through (others were drawn and dropped: a
+    statement or the query failed on their rows), and the seed that draws them again."""
 
     view: str
     sql: str
@@ -92,7 +93,7 @@ def check_view(spark, sql: str, *, schema: Mapping | None = None,
     tables = _source_tables(spark, query, schema)
     flat = _flat_names(tables)
     database = _database(spark, schema)
-    view_sql = replace_tables(query, database, {t: f for t, f in flat.items()})
+    view_sql = replace_tables(query, database, flat)
     compile(view_sql, {flat[t]: dict(columns) for t, columns in tables.items()})  # refuses early
     drawn = sources({flat[t]: columns for t, columns in tables.items()}, view_sql)
     seed = random.randrange(2 ** 32) if seed is None else seed
@@ -100,8 +101,8 @@ def check_view(spark, sql: str, *, schema: Mapping | None = None,
     runs = []
 
     def run(scenario: Scenario, invalid=reject) -> None:
-        runs.append(scenario)
         run_scenario(spark, scenario, drawn, views, invalid=invalid)
+        runs.append(scenario)
 
     @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
