@@ -37,6 +37,7 @@ def test_a_correct_view_equals_its_query_while_its_sources_move_on(spark, sales)
     finally:
         spark.sql("SET TIME ZONE 'UTC'")
     assert behind.equal and behind.sources == created.sources, behind
+    assert ivm.sql(spark, "VERIFY MATERIALIZED VIEW byRegion") == refreshed
     assert refreshed.equal and refreshed.rows == 4, refreshed
     assert list(refreshed.sources.values()) == [v + 1 for v in created.sources.values()]
     assert str(refreshed).startswith(f"ok: {sales}.byregion equals its query at sources "

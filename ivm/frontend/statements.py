@@ -10,6 +10,7 @@
         {SET FRESHNESS = INTERVAL ... | SET REFRESH POLICY ... | SUSPEND | RESUME}
     DROP MATERIALIZED {VIEW|TABLE} [IF EXISTS] name
     DESCRIBE [HISTORY] MATERIALIZED {VIEW|TABLE} name
+    VERIFY MATERIALIZED {VIEW|TABLE} name
 
 ``MATERIALIZED TABLE`` is Flink's spelling of the same thing; ``REFRESH POLICY`` and
 ``EXPLAIN CREATE`` are Databricks' (see :mod:`ivm.runtime.planner`). The query keeps its place in
@@ -30,6 +31,8 @@ the statement text, so errors in it point at the statement's own lines and colum
 'explain'
 >>> parse_statement("DROP MATERIALIZED VIEW db.`order`").name
 'db.`order`'
+>>> parse_statement("VERIFY MATERIALIZED VIEW v").action
+'verify'
 >>> parse_statement("SELECT 1") is None
 True
 """
@@ -51,7 +54,7 @@ from ivm.names import DIALECT, join
 @dataclass(frozen=True)
 class Statement:
     action: str     # create | explain | refresh | refresh_all | alter | drop | describe |
-                    # history
+                    # history | verify
     name: str | None
     query: str | None = None
     replace: bool = False
@@ -240,6 +243,12 @@ def parse_statement(sql: str) -> Statement | None:
         name = tokens.name()
         tokens.end()
         return Statement("drop", name, if_exists=if_exists)
+    if tokens.accept("VERIFY"):
+        if not _materialized(tokens):
+            return None
+        name = tokens.name()
+        tokens.end()
+        return Statement("verify", name)
     if tokens.accept("DESCRIBE") or tokens.accept("DESC"):
         action = "history" if tokens.accept("HISTORY") else "describe"
         if not _materialized(tokens):

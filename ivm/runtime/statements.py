@@ -6,6 +6,7 @@ from __future__ import annotations
 from ivm.frontend.statements import parse_statement
 from ivm.runtime.describe import describe_view, refresh_history
 from ivm.runtime.refresh import refresh_all, refresh_partition, refresh_view
+from ivm.runtime.verify import verify
 from ivm.runtime.views import alter_view, create_view, drop_view, explain_create
 
 
@@ -13,8 +14,9 @@ def sql(spark, statement: str):
     """Run ``statement``: a materialized-view statement, or any Spark SQL.
 
     Returns a :class:`~ivm.runtime.views.RefreshResult` for CREATE and REFRESH, a list of
-    them for REFRESH ALL, None for ALTER and DROP, and a DataFrame for EXPLAIN CREATE,
-    DESCRIBE and anything else (``spark.sql(statement)``).
+    them for REFRESH ALL, None for ALTER and DROP, a
+    :class:`~ivm.runtime.verify.Verification` for VERIFY, and a DataFrame for EXPLAIN
+    CREATE, DESCRIBE and anything else (``spark.sql(statement)``).
     """
     parsed = parse_statement(statement)
     if parsed is None:
@@ -41,4 +43,6 @@ def sql(spark, statement: str):
         return describe_view(spark, parsed.name)
     if parsed.action == "history":
         return refresh_history(spark, parsed.name)
+    if parsed.action == "verify":
+        return verify(spark, parsed.name)
     return drop_view(spark, parsed.name, if_exists=parsed.if_exists)

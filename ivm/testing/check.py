@@ -271,7 +271,11 @@ def _in_schema(schema: Mapping, db: str, table: str) -> Mapping[str, str]:
 
 def _flat_names(tables: Mapping[str, object]) -> dict[str, str]:
     """A name without a database for each table: its own, or ``db_name`` where two
-    databases hold a table of that name."""
+    databases hold a table of that name.
+
+    >>> _flat_names({"shop.orders": (), "old.orders": (), "shop.`order`": ()})
+    {'shop.orders': 'shop_orders', 'old.orders': 'old_orders', 'shop.`order`': '`order`'}
+    """
     names = {key: split(key)[-1] for key in tables}
     clashing = {n for n in names.values() if list(names.values()).count(n) > 1}
     return {key: join(["_".join(split(key))]) if name in clashing else join([name])
