@@ -8,7 +8,7 @@ import pytest
 import ivm
 from cdf import CDF
 from ivm import cli
-from ivm.errors import StateError
+from ivm.errors import CatalogError, StateError
 
 
 @pytest.fixture
@@ -94,7 +94,7 @@ def test_a_view_with_a_state_table_is_verified_at_its_sources_versions(spark, sa
     assert verdict.equal and verdict.sources == {f"{sales}.sales": 2}, verdict
 
 
-def test_a_source_created_again_is_named(spark, sales):
+def test_a_source_created_again_or_dropped_is_named(spark, sales):
     ivm.sql(spark, "CREATE MATERIALIZED VIEW plain AS SELECT Region FROM sales")
     spark.sql("DROP TABLE sales")
     spark.sql(f"CREATE TABLE sales (Region STRING, amount DECIMAL(12,2), rate DOUBLE, "
@@ -102,6 +102,9 @@ def test_a_source_created_again_is_named(spark, sales):
     with pytest.raises(StateError, match=r"sales was dropped and created again") as error:
         ivm.verify(spark, "plain")
     assert "REFRESH MATERIALIZED VIEW" in error.value.hint
+    spark.sql("DROP TABLE sales")
+    with pytest.raises(CatalogError, match=r"table or view not found: .*sales"):
+        ivm.verify(spark, "plain")
 
 
 def test_the_command_exits_1_on_a_difference(spark, sales, monkeypatch, capsys):

@@ -22,6 +22,7 @@ the same versions in every partition.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from pyspark.errors import PySparkException
@@ -45,8 +46,9 @@ FLOAT_TOLERANCE = 1e-9
 """The default relative tolerance of float columns (see :mod:`ivm.runtime.compare`; ``ivm
 verify --help`` states it)."""
 
-SNAPSHOT = "_ivm_verify_{}"
-"""Temporary views of the sources and the store at the versions compared."""
+SNAPSHOT = "_ivm_verify_{}_{}"
+"""Temporary views of the sources and the store at the versions compared, by a verification's
+id (two may run at once in one session) and what they hold."""
 
 
 @dataclass(frozen=True)
@@ -98,21 +100,21 @@ def verify(spark, view: str, *, shown: int = 10,
     sources, table_ids = _reflected(spark, latest_record(log)[1])
     database = resolution_database(name, properties)
     _check_sources(spark, name, _read_by(properties[DEFINITION], database), sources, table_ids)
-    views = []
+    views, run = [], uuid.uuid4().hex[:8]
+    snapshots = {table: SNAPSHOT.format(run, i) for i, table in enumerate(sources)}
     try:
-        for i, (table, version) in enumerate(sources.items()):
+        for table, version in sources.items():
             columns = spark.table(table).columns
             (snapshot(spark, table, columns, version, upstream_repeats_rows(spark, table))
-             .createOrReplaceTempView(SNAPSHOT.format(i)))
-            views.append(SNAPSHOT.format(i))
-        store = SNAPSHOT.format("store")
+             .createOrReplaceTempView(snapshots[table]))
+            views.append(snapshots[table])
+        store = SNAPSHOT.format(run, "store")
         (spark.read.format("delta").option("versionAsOf", store_version)
          .table(store_name(name)).createOrReplaceTempView(store))
         views.append(store)
         got = spark.sql(view_query(compiled.store, store,
                                    spelled_columns(compiled, properties)).sql(DIALECT))
-        query = replace_tables(properties[DEFINITION], database,
-                               {table: SNAPSHOT.format(i) for i, table in enumerate(sources)})
+        query = replace_tables(properties[DEFINITION], database, snapshots)
         with session_settings(spark, settings(properties) or {}):
             want = spark.sql(query)
             schema_difference = _schema_difference(got, want)
