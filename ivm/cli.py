@@ -326,26 +326,26 @@ def parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="freshness, lag and last refresh of views")
     status.add_argument("view", nargs="?", help="one view (default: all)")
     status.set_defaults(run=_cmd_status)
-    check = commands.add_parser(
+    verifying = commands.add_parser(
         "verify", help="compare views with their queries run by Spark on the source versions "
         "each view reflects (Delta time travel): exact while sources keep changing; costs one "
         "full recompute per view; exit status 1 if one differs")
-    check.add_argument("views", nargs="*", metavar="VIEW")
-    check.add_argument("--all", action="store_true", help="every materialized view")
-    check.add_argument("--rows", type=int, default=10, help="differing rows to show")
-    check.add_argument("--float-tolerance", type=float,
-                       help="relative difference allowed in float columns, where rows differ "
-                            "exactly (default 1e-9; 0: none)")
-    check.set_defaults(run=_cmd_verify)
-    drawn = commands.add_parser(
+    verifying.add_argument("views", nargs="*", metavar="VIEW")
+    verifying.add_argument("--all", action="store_true", help="every materialized view")
+    verifying.add_argument("--rows", type=int, default=10, help="differing rows to show")
+    verifying.add_argument("--float-tolerance", type=float,
+                           help="relative difference allowed in float columns, where rows "
+                                "differ exactly (default 1e-9; 0: none)")
+    verifying.set_defaults(run=_cmd_verify)
+    checking = commands.add_parser(
         "check", help="property-test a view before deploying it: draw source rows and "
         "changes from the sources' schemas, create the view in a scratch database, refresh "
         "after every batch and compare with recomputation; on a difference print a minimal "
-        "reproduction script and exit 1 (10-20 s per example)")
-    view_file(drawn)
-    drawn.add_argument("--examples", type=int, help="scenarios to draw (default 25)")
-    drawn.add_argument("--seed", type=int, help="draw the scenarios of an earlier run again")
-    drawn.set_defaults(run=_cmd_check)
+        "reproduction script and exit 1 (5-20 s per example)")
+    view_file(checking)
+    checking.add_argument("--examples", type=int, help="scenarios to draw (default 25)")
+    checking.add_argument("--seed", type=int, help="draw the scenarios of an earlier run again")
+    checking.set_defaults(run=_cmd_check)
     served = commands.add_parser("metastore", help="serve the catalog of --home to several "
                                  "processes; they set IVM_METASTORE=host:port")
     served.add_argument("--host", default="localhost")

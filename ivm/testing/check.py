@@ -13,7 +13,7 @@ in an empty database and that ends by showing the differing rows.
 Tables the view reads are created under their own names without a database (``db.orders``
 becomes ``orders``; two tables of one name in two databases become ``db_orders``), and the
 view's SQL reads them so. Cost: each example creates the sources and the view and refreshes
-it 2-4 times, about 10-20 seconds on a laptop.
+it 1-4 times, about 5-20 seconds on a laptop.
 """
 
 from __future__ import annotations
