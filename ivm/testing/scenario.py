@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from ivm.names import quote
 from ivm.runtime import execution
 from ivm.runtime.compare import Difference, difference, unequal
 from ivm.runtime.statements import sql as ivm_sql
@@ -101,7 +102,7 @@ def scratch_database(spark, prefix: str = "ivm_check"):
     try:
         yield name
     finally:
-        spark.sql(f"USE {before}")
+        spark.sql(f"USE {quote(before)}")
         spark.sql(f"DROP DATABASE IF EXISTS {name} CASCADE")
 
 
