@@ -93,6 +93,16 @@ def referenced_tables(query: exp.Expr) -> list[exp.Table]:
             if t.name and not (not t.db and t.name in cte_names)]
 
 
+def canonical_name(table: exp.Table, database: str) -> str:
+    """The canonical name of the table a reference names, one without a database being in
+    ``database``.
+
+    >>> canonical_name(exp.to_table("Orders"), "shop"), canonical_name(exp.to_table("db.t"), "x")
+    ('shop.orders', 'db.t')
+    """
+    return canonical(join([table.db or database, table.name]))
+
+
 def replace_tables(sql: str, database: str, names: Mapping[str, str]) -> str:
     """``sql`` with every reference to a table of ``names`` (canonical names; a reference
     without a database is in ``database``) replaced by the name it maps to, under the name
@@ -105,7 +115,7 @@ def replace_tables(sql: str, database: str, names: Mapping[str, str]) -> str:
     """
     spans = []
     for table in referenced_tables(parse_query(sql)):
-        key = canonical(join([table.db or database, table.name]))
+        key = canonical_name(table, database)
         if key in names and (table.db or canonical(names[key]) != canonical(table.name)):
             parts = table.parts
             alias = "" if table.alias else f" AS {join([table.name])}"

@@ -29,8 +29,9 @@ from pyspark.errors import PySparkException
 
 from ivm.codegen import view_query
 from ivm.errors import StateError
-from ivm.frontend.parse import parse_query, referenced_tables, replace_tables
-from ivm.names import DIALECT, canonical, join
+from ivm.frontend.parse import (canonical_name, parse_query, referenced_tables,
+                                replace_tables)
+from ivm.names import DIALECT
 from ivm.runtime.catalog import (DEFINITION, STATE_OF, qualified_name, store_name,
                                  store_properties)
 from ivm.runtime.compare import Difference, difference
@@ -153,7 +154,7 @@ def _reflected(spark, record: RefreshRecord) -> tuple[dict[str, int], dict[str, 
 
 def _read_by(definition: str, database: str) -> list[str]:
     """The canonical names of the tables ``definition`` reads (not its CTEs)."""
-    return list(dict.fromkeys(canonical(join([t.db or database, t.name]))
+    return list(dict.fromkeys(canonical_name(t, database)
                               for t in referenced_tables(parse_query(definition))))
 
 

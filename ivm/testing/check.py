@@ -29,9 +29,9 @@ from pyspark.errors import PySparkException
 
 from ivm.compiler import compile
 from ivm.errors import CatalogError, IvmError
-from ivm.frontend.parse import parse_query, referenced_tables, replace_tables
+from ivm.frontend.parse import canonical_name, parse_query, referenced_tables, replace_tables
 from ivm.frontend.statements import parse_statement
-from ivm.names import canonical, join, split
+from ivm.names import join, split
 from ivm.runtime.catalog import current_database
 from ivm.testing.data import Scenario, Source, create_table, insert, scenarios, sources
 from ivm.testing.scenario import (Approximate, InvalidScenario, ScenarioFailed, pinned_settings,
@@ -90,9 +90,9 @@ def check_view(spark, sql: str, *, schema: Mapping | None = None,
     else:
         query = sql.strip().rstrip(";")
     name = name or "checked_view"
-    tables = _source_tables(spark, query, schema)
-    flat = _flat_names(tables)
     database = _database(spark, schema)
+    tables = _source_tables(spark, query, schema, database)
+    flat = _flat_names(tables)
     view_sql = replace_tables(query, database, flat)
     compile(view_sql, {flat[t]: dict(columns) for t, columns in tables.items()})  # refuses early
     drawn = sources({flat[t]: columns for t, columns in tables.items()}, view_sql)
@@ -224,14 +224,13 @@ def _size(scenario: Scenario) -> str:
             f"statement{'s' * (statements != 1)}")
 
 
-def _source_tables(spark, query: str, schema: Mapping | None
+def _source_tables(spark, query: str, schema: Mapping | None, database: str
                    ) -> dict[str, tuple[tuple[str, str], ...]]:
-    """``{canonical name: ((column, type), …)}`` of the tables ``query`` reads, from
-    ``schema`` or the catalog."""
-    database = _database(spark, schema)
+    """``{canonical name: ((column, type), …)}`` of the tables ``query`` reads (those
+    without a database in ``database``), from ``schema`` or the catalog."""
     found: dict[str, tuple[tuple[str, str], ...]] = {}
     for table in referenced_tables(parse_query(query)):
-        key = canonical(join([table.db or database, table.name]))
+        key = canonical_name(table, database)
         if key in found:
             continue
         if schema is not None:
