@@ -14,8 +14,8 @@ from hypothesis import note
 
 import ivm
 from ivm.testing import scenario as harness
-from ivm.testing.scenario import (Approximate, Rewritten, View, definition, oracle,
-                                  pinned_settings, scratch_database, session_settings)
+from ivm.testing.scenario import (Approximate, Rewritten, View, create_views, definition,
+                                  oracle, pinned_settings, scratch_database, session_settings)
 from strategies import SOURCES, Scenario
 
 
@@ -56,10 +56,6 @@ def check_views(spark, views: Mapping[str, View], when: str,
                 created: Mapping[str, str] | None = None, few_rows: bool = True) -> None:
     harness.check_views(spark, views, when, created, few_rows,
                         detail=lambda name, view: both_sides(spark, name, view))
-
-
-def create_views(spark, views: Mapping[str, View]) -> None:
-    harness.create_views(spark, views)
 
 
 def refresh_views(spark, views: Mapping[str, View], full: bool = False) -> list:
