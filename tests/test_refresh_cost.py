@@ -167,6 +167,36 @@ def test_a_delta_query_is_judged_by_the_files_it_reads_after_pruning(spark, fres
     assert jobs[1][0] == jobs[2][0] == 1 and jobs[1][1] < jobs[2][1], jobs
 
 
+def test_scans_pruned_by_the_change_keys_are_planned_without_compiling(spark, fresh_db):
+    """Delta skips files while Spark plans a statement, by a Spark job per filtered scan over
+    the files' statistics. A delta query's filters hold the change's keys, new at every
+    refresh: over sources of few files that job runs without compiled code, so a refresh
+    compiles none; with ``spark.ivm.interpretedMaxBytes`` 0 it compiles anew for every new
+    key. Either way the view equals its query."""
+    compilations = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics \
+        .METRIC_COMPILATION_TIME()
+    spark.sql(f"CREATE TABLE facts (k BIGINT, v BIGINT) USING DELTA {CDF}")
+    for part in range(4):     # files of key ranges, which the change's keys prune
+        spark.sql(f"INSERT INTO facts SELECT id, id % 5 FROM range({part * 1000}, "
+                  f"{(part + 1) * 1000})")
+    spark.sql(f"CREATE TABLE picks (k BIGINT, tag STRING) USING DELTA {CDF}")
+    spark.sql("INSERT INTO picks VALUES (1, 'a')")
+    query = ("SELECT p.tag, COUNT(*) AS n, SUM(f.v) AS total FROM picks p "
+             "JOIN facts f ON p.k = f.k GROUP BY p.tag")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW picked_keys AS {query}")
+    compiled = []
+    for key, limit in ((101, None), (1202, None), (2303, None), (3404, "0"), (505, "0")):
+        spark.sql(f"INSERT INTO picks VALUES ({key}, 'b')")
+        before = compilations.getCount()
+        with session_settings(spark, {} if limit is None
+                              else {execution.INTERPRETED_MAX_BYTES: limit}):
+            result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW picked_keys")
+        assert result.mode == "incremental"
+        compiled.append(compilations.getCount() - before)
+        assert_equals_query(spark, "picked_keys", query)
+    assert compiled[1] == compiled[2] == 0 and compiled[4] > 0, compiled
+
+
 def test_the_plan_is_kept_until_a_source_schema_changes(spark, shop, monkeypatch):
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
     compiled = []

@@ -154,6 +154,16 @@ class DeltaLogReader:
             return int(checksum.get().tableSizeBytes())
         return int(self._snapshot.sizeInBytes())
 
+    def file_count(self) -> int | None:
+        """How many data files the latest version has (from its checksum file where there is
+        one, else from the snapshot's state); None if the log cannot be read."""
+        if self._snapshot is None:
+            return None
+        checksum = self._snapshot.checksumOpt()
+        if checksum.isDefined():
+            return int(checksum.get().numFiles())
+        return int(self._snapshot.numOfFiles())
+
     def schema_at(self, version: int):
         """The table's schema at ``version``."""
         return (self.spark.read.format("delta").option("versionAsOf", version)

@@ -44,6 +44,13 @@ def total_source_bytes(spark, tables) -> int | None:
     return None if None in sizes else sum(s for s in sizes if s is not None)
 
 
+def total_source_files(spark, tables) -> int | None:
+    """How many data files the source ``tables`` have in all; None if a log does not say."""
+    counts = [DeltaLogReader.of(spark, delta_table(spark, table)).file_count()
+              for table in tables]
+    return None if None in counts else sum(c for c in counts if c is not None)
+
+
 def read_estimate(spark, compiled: CompiledView, view: str | None = None) -> str:
     """The estimate as explain lines, for each state table of the view and then the view;
     ``view`` (qualified) adds their pending change."""

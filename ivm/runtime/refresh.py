@@ -26,7 +26,7 @@ from ivm.runtime.definition import compile_definition
 from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.execution import (apply_settings, evaluation_settings, merge_settings,
                                    number_setting, plan_settings, planned_read_bytes,
-                                   session_settings)
+                                   planning_settings, session_settings)
 from ivm.runtime.fallback import DEFAULT_MIN_BYTES, MIN_BYTES, estimate, replaced_source
 from ivm.runtime.graph import dependency_graph, materialized_views, refresh_order
 from ivm.runtime.history import RefreshRecord, RefreshResult, latest_record
@@ -34,7 +34,7 @@ from ivm.runtime.phases import PhaseClock
 from ivm.runtime.planner import (DEFAULT_POLICY, POLICY, CostModel, Obstacle,
                                  never_incremental, recomputes)
 from ivm.runtime.pruning import prune
-from ivm.runtime.read_estimate import total_source_bytes
+from ivm.runtime.read_estimate import total_source_bytes, total_source_files
 from ivm.runtime.sources import kept, latest_sources, release
 from ivm.runtime.views import repair_catalog_view
 from ivm.store import OVERFLOW
@@ -298,8 +298,10 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
         change = None
         try:
             with clock.phase("delta"), spark_errors(view):
-                query = spark.sql(delta.sql(DIALECT))
-                query_bytes = planned_read_bytes(query, read_bytes)
+                with session_settings(spark, planning_settings(
+                        spark, total_source_files(spark, current))):
+                    query = spark.sql(delta.sql(DIALECT))
+                    query_bytes = planned_read_bytes(query, read_bytes)
                 plan = None if read_bytes is None or query_bytes is None else \
                     (read_bytes, query_bytes)
                 planned = {"planned_bytes": query_bytes,
