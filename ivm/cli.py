@@ -14,6 +14,7 @@
                                        property-test a view on drawn sources and changes; on a
                                        difference, a minimal reproduction script; exit 1
     ivm metastore [--port N]           serve the catalog to several processes (IVM_METASTORE)
+    ivm connect-server [--port N]      serve Spark Connect clients (ivm --remote sc://host:N ...)
     ivm demo                           a guided run on sample data
 
 ``view.sql`` holds ``CREATE MATERIALIZED VIEW name AS SELECT ...`` or a bare SELECT. Names are
@@ -38,7 +39,7 @@ from ivm.runtime.messages import user_message
 
 def _session(args):
     from ivm.runtime.session import spark_session
-    return spark_session(args.home)
+    return spark_session(args.home, remote=args.remote)
 
 
 def _cmd_sql(args) -> int:
@@ -275,6 +276,18 @@ def _cmd_metastore(args) -> int:
     return serve(resolve_home(args.home), args.host, args.port)
 
 
+def _cmd_connect_server(args) -> int:
+    import os
+
+    from ivm.runtime.session import connect_server_command, resolve_home
+    home = resolve_home(args.home)
+    home.mkdir(parents=True, exist_ok=True)
+    command = connect_server_command(home, host=args.host, port=args.port)
+    print(f"ivm: Spark Connect server of {home} at sc://{args.host}:{args.port} "
+          f"(clients: --remote or SPARK_REMOTE); Ctrl-C stops it", flush=True)
+    os.execv(command[0], command)   # the server in this process: signals reach it
+
+
 def _cmd_demo(args) -> int:
     from ivm.demo import run
     run(args.home)
@@ -286,6 +299,8 @@ def parser() -> argparse.ArgumentParser:
                                    "for Apache Spark and Delta Lake.")
     main.add_argument("--home", help="directory of the embedded catalog and warehouse "
                       "(default: $IVM_HOME or ./ivm_home)")
+    main.add_argument("--remote", metavar="sc://HOST:PORT", help="be a client of this Spark "
+                      "Connect server instead (default: $SPARK_REMOTE)")
     commands = main.add_subparsers(dest="command", required=True)
     run_sql = commands.add_parser("sql", help="run a SQL statement, or a script of them")
     run_sql.add_argument("statement", nargs="?")
@@ -351,6 +366,11 @@ def parser() -> argparse.ArgumentParser:
     served.add_argument("--host", default="localhost")
     served.add_argument("--port", type=int, default=1527)
     served.set_defaults(run=_cmd_metastore)
+    connect = commands.add_parser("connect-server", help="serve Spark Connect clients "
+                                  "(--remote) with Delta and the catalog of --home")
+    connect.add_argument("--host", default="localhost")
+    connect.add_argument("--port", type=int, default=15002)
+    connect.set_defaults(run=_cmd_connect_server)
     demo = commands.add_parser("demo", help="create sample sources and a view, change them, "
                                "refresh, show")
     demo.set_defaults(run=_cmd_demo)

@@ -35,6 +35,7 @@ from ivm.errors import ConcurrentRefresh, SourceError, StateError
 from ivm.names import DIALECT
 from ivm.runtime import faults
 from ivm.runtime.catalog import store_name
+from ivm.runtime.connect import session_of_its_own, set_settings
 from ivm.runtime.definition import is_pinned, settings, view_properties
 from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.execution import session_settings
@@ -58,15 +59,13 @@ def isolated(spark, pinned: dict[str, str] | None = None):
     """A session of its own for one statement: ``spark``'s settings and current database,
     its own temporary views and settings. ``pinned``: the settings a view's CREATE pinned
     (see :mod:`ivm.runtime.definition`), which replace ``spark``'s own."""
-    own = spark.newSession()
-    inherited = own.conf.getAll
-    for key, value in spark.conf.getAll.items():
-        if inherited.get(key) != value and (pinned is None or not is_pinned(key)):
-            own.conf.set(key, value)
-    for key, value in (pinned or {}).items():
-        own.conf.set(key, value)
-    own.catalog.setCurrentDatabase(spark.catalog.currentDatabase())
-    yield own
+    with session_of_its_own(spark) as own:
+        inherited = own.conf.getAll
+        set_settings(own, {key: value for key, value in spark.conf.getAll.items()
+                           if inherited.get(key) != value
+                           and (pinned is None or not is_pinned(key))} | (pinned or {}))
+        own.catalog.setCurrentDatabase(spark.catalog.currentDatabase())
+        yield own
 
 
 def execute(spark, statement) -> list:

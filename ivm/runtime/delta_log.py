@@ -5,7 +5,8 @@ property, the ``userMetadata`` of a commit, and what the commits since a version
 :class:`Commit`). Delta's public API answers them through
 ``DESCRIBE HISTORY``/``DESCRIBE DETAIL`` jobs (~0.5 s each); the table's ``DeltaLog`` in the
 JVM answers from the cached log in ~0.05 s. The log is Delta's internal API, used here only,
-for the exact Delta version ivm pins; should it ever fail, the public API answers instead.
+for the exact Delta version ivm pins; should it ever fail, and in a Spark Connect session
+(which has no JVM), SQL answers instead.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from ivm.names import split
+from ivm.runtime.connect import is_connect
 
 CDF_PROPERTY = "delta.enableChangeDataFeed"
 
@@ -78,6 +79,10 @@ class DeltaLogReader:
 
     def __init__(self, spark, table: str):
         self.spark, self.table = spark, table
+        self._detail: Row | None = None
+        if is_connect(spark):   # no JVM here: the log is read through SQL
+            self._log = self._snapshot = None
+            return
         try:
             jvm = spark._jvm
             db, name = split(table)
@@ -111,14 +116,14 @@ class DeltaLogReader:
         """The latest committed version."""
         if self._snapshot is not None:
             return int(self._snapshot.version())
-        return _only_row(DeltaTable.forName(self.spark, self.table).history(1)).version
+        return _only_row(describe_history(self.spark, self.table, 1)).version
 
     def table_id(self) -> str:
         """The table's id, which Delta gives a table when it creates it: a table dropped and
         created again under the same name has another."""
         if self._snapshot is not None:
             return str(self._snapshot.metadata().id())
-        return _only_row(DeltaTable.forName(self.spark, self.table).detail()).id
+        return self.detail().id
 
     def properties(self) -> dict[str, str]:
         """The table's properties."""
@@ -130,16 +135,21 @@ class DeltaLogReader:
                 key = keys.next()
                 result[key] = configuration.apply(key)
             return result
-        detail = _only_row(DeltaTable.forName(self.spark, self.table).detail())
-        return dict(detail.properties or {})
+        return dict(self.detail().properties or {})
 
     def partition_columns(self) -> list[str]:
         """The columns the table is partitioned by."""
         if self._snapshot is not None:
             columns = self._snapshot.metadata().partitionColumns()
             return [columns.apply(i) for i in range(columns.size())]
-        return list(_only_row(DeltaTable.forName(self.spark, self.table).detail())
-                    .partitionColumns)
+        return list(self.detail().partitionColumns)
+
+    def detail(self) -> Row:
+        """The table's ``DESCRIBE DETAIL`` row, read once (where the log cannot be read
+        directly)."""
+        if self._detail is None:
+            self._detail = _only_row(describe_detail(self.spark, self.table))
+        return self._detail
 
     def size_in_bytes(self) -> int | None:
         """The size of the latest version's data files.
@@ -148,7 +158,7 @@ class DeltaLogReader:
         log; where that file is missing, the snapshot's state is computed for it (three
         Spark jobs over the log's checkpoint and commits, ~0.3 s)."""
         if self._snapshot is None:
-            return None
+            return int(self.detail().sizeInBytes)
         checksum = self._snapshot.checksumOpt()
         if checksum.isDefined():
             return int(checksum.get().tableSizeBytes())
@@ -156,9 +166,9 @@ class DeltaLogReader:
 
     def file_count(self) -> int | None:
         """How many data files the latest version has (from its checksum file where there is
-        one, else from the snapshot's state); None if the log cannot be read."""
+        one, else from the snapshot's state)."""
         if self._snapshot is None:
-            return None
+            return int(self.detail().numFiles)
         checksum = self._snapshot.checksumOpt()
         if checksum.isDefined():
             return int(checksum.get().numFiles())
@@ -213,7 +223,7 @@ class DeltaLogReader:
                       cdc_bytes if has_cdc else file_bytes, feed)
 
     def _commits_from_history(self, after: int, upto: int) -> list[Commit] | None:
-        rows = (DeltaTable.forName(self.spark, self.table).history()
+        rows = (describe_history(self.spark, self.table)
                 .where((F.col("version") > after) & (F.col("version") <= upto))
                 .orderBy("version").collect())
         if [r.version for r in rows] != list(range(after + 1, upto + 1)):
@@ -237,9 +247,20 @@ class DeltaLogReader:
                         return (metadata.get() if metadata.isDefined() else None,
                                 int(action.timestamp().getTime()))
             return None, None
-        row = (DeltaTable.forName(self.spark, self.table).history()
+        row = (describe_history(self.spark, self.table)
                .where(F.col("version") == version).select("userMetadata", "timestamp").first())
         return (row.userMetadata, int(row.timestamp.timestamp() * 1000)) if row else (None, None)
+
+
+def describe_history(spark, table: str, limit: int | None = None) -> DataFrame:
+    """The commits of ``table``, newest first (at most ``limit``), as ``DESCRIBE HISTORY``
+    gives them: SQL, which a Spark Connect session runs as a classic one does."""
+    return spark.sql(f"DESCRIBE HISTORY {table}" + ("" if limit is None else f" LIMIT {limit}"))
+
+
+def describe_detail(spark, table: str) -> DataFrame:
+    """``DESCRIBE DETAIL table``: its format, id, location, size, files and properties."""
+    return spark.sql(f"DESCRIBE DETAIL {table}")
 
 
 def _only_row(frame: DataFrame) -> Row:

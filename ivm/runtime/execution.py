@@ -50,6 +50,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any
 
+from ivm.runtime.connect import is_connect
+
 PROJECTION_CANDIDATES = "spark.sql.optimizer.expressionProjectionCandidateLimit"
 WIDE = 500
 """Store columns from which a view counts as wide (Spark overflows between 1,000 and 1,500)."""
@@ -136,7 +138,10 @@ def planned_read_bytes(frame, kept_bytes: int | None) -> int | None:
     count only the files around the change), and ``kept_bytes`` if it reads rows kept in
     memory (:func:`~ivm.runtime.sources.kept`: what they were computed from, at most), and
     the size of the rows held in the plan itself. None if a size is unknown or a leaf is of
-    another kind. The plan is the one Spark runs next, so this costs no extra Spark job."""
+    another kind. The plan is the one Spark runs next, so this costs no extra Spark job.
+    None in a Spark Connect session, whose plans are the server's."""
+    if is_connect(frame):
+        return None
     leaves: Any = frame._jdf.queryExecution().optimizedPlan().collectLeaves()  # py4j: a Seq
     total, reads_kept = 0, False
     for i in range(leaves.size()):

@@ -15,12 +15,11 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field, fields
 
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ivm.errors import StateError
-from ivm.runtime.delta_log import DeltaLogReader
+from ivm.runtime.delta_log import DeltaLogReader, describe_history
 
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 HISTORY_SCAN = 50
@@ -143,7 +142,7 @@ def history(spark, store: str) -> DataFrame:
         nothing = F.when(F.col("operation") == "UPDATE", F.lit(0))
         return F.coalesce(*(metrics[n] for n in names), nothing).cast("bigint")
 
-    return (DeltaTable.forName(spark, store).history()
+    return (describe_history(spark, store)
             .withColumn("record", record).where(F.col("record.refresh").isNotNull())
             .select("version", "timestamp", "record.refresh", "record.mode", "record.reason",
                     "record.prediction", "record.sources", "record.read_bytes",

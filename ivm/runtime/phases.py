@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 from py4j.protocol import Py4JJavaError
 
+from ivm.runtime.connect import is_connect
+
 PHASES = ("plan", "versions", "change", "prune", "delta", "write", "check")
 
 LISTENER_WAIT_MS = 10_000
@@ -41,10 +43,11 @@ class Phase:
 
 
 class PhaseClock:
-    """Times the phases of one refresh run by this thread in ``spark`` (None: times only)."""
+    """Times the phases of one refresh run by this thread in ``spark`` (None, or a Spark
+    Connect session, which cannot see Spark's jobs: times only)."""
 
     def __init__(self, spark):
-        self._context = spark.sparkContext if spark is not None else None
+        self._context = None if spark is None or is_connect(spark) else spark.sparkContext
         self.tag = f"ivm-refresh-{uuid.uuid4().hex}"
         self.started_ms = int(time.time() * 1000)
         self.phases: dict[str, Phase] = {}

@@ -31,6 +31,7 @@ from typing import Any
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
+from ivm.runtime.connect import is_connect
 from ivm.runtime.metastore import ENVIRONMENT as METASTORE_ENVIRONMENT
 from ivm.runtime.metastore import connection_conf
 
@@ -56,6 +57,11 @@ CODEGEN_CACHE_ENTRIES = "2000"
 refresh of a view with a join and an aggregate compiles about 190, so every refresh evicted
 its own and compiled them all again (a second of a one-row refresh here). With room for a
 few views' worth, a view's next refresh, whose generated code is the same, compiles none."""
+
+REMOTE_ENVIRONMENT = "SPARK_REMOTE"
+"""Spark's variable for the Spark Connect server a session is a client of."""
+CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+DEFAULT_CONNECT_PORT = 15002
 
 # spark-submit options that are shorthands for Spark properties.
 _SUBMIT_OPTIONS = {
@@ -250,8 +256,14 @@ def spark_session(
     master: str | None = None,
     conf: dict[str, str] | None = None,
     metastore: str | None = None,
+    remote: str | None = None,
 ) -> SparkSession:
     """Get or create the SparkSession ivm runs on: Delta Lake plus a persistent Hive catalog.
+
+    ``remote`` (default: ``$SPARK_REMOTE``, Spark's own variable): ``sc://host:port`` of a
+    Spark Connect server to be a client of instead, such as one :func:`connect_server_command`
+    starts; the server holds Delta, the catalog and the warehouse, so ``home``, ``master``
+    and ``metastore`` are the server's business then, and ``conf`` is set on the session.
 
     ``home`` holds the catalog and the warehouse (default: ``$IVM_HOME``, else ``./ivm_home``).
     ``metastore`` (default: ``$IVM_METASTORE``): ``host:port`` of the served catalog of that
@@ -272,6 +284,12 @@ def spark_session(
     """
     from pyspark import SparkContext
 
+    remote = remote or os.environ.get(REMOTE_ENVIRONMENT)
+    if remote:
+        spark = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
+        for key, value in (conf or {}).items():
+            spark.conf.set(key, str(value))
+        return spark
     home_path = resolve_home(home)
     if SparkContext._active_spark_context is not None:
         builder = SparkSession.builder
@@ -293,6 +311,8 @@ def spark_session(
     spark = builder.config(map=final).getOrCreate()  # pyright: ignore[reportArgumentType]
     _applied.clear()
     _applied.update(defaults)
+    if is_connect(spark):   # spark.api.mode=connect: a local server with these settings
+        return spark
 
     spark.sparkContext.setLogLevel("ERROR")
     # Derby reads its log location when it boots (lazily, on first catalog access); this
@@ -302,3 +322,31 @@ def spark_session(
     if system.getProperty(DERBY_LOG_FLAG) is None:
         system.setProperty(DERBY_LOG_FLAG, str(home_path / "derby.log"))
     return spark
+
+
+def connect_server_command(home: str | os.PathLike | None = None, *, host: str = "localhost",
+                           port: int = DEFAULT_CONNECT_PORT, master: str | None = None,
+                           conf: dict[str, str] | None = None) -> list[str]:
+    """The ``spark-submit`` command line of a Spark Connect server for ivm's clients: the
+    session :func:`spark_session` would start here (Delta, the catalog and warehouse of
+    ``home``, ``master``, ``conf``), serving ``sc://host:port``. The server is the
+    ``spark-connect`` jar that pyspark ships.
+
+    >>> command = connect_server_command("/h", port=15099)
+    >>> command[command.index("--class") + 1] == CONNECT_SERVER_CLASS
+    True
+    >>> "spark.connect.grpc.binding.port=15099" in command
+    True
+    """
+    import pyspark
+
+    home_path = resolve_home(home)
+    _, final = session_conf(home_path, app_name="ivm Spark Connect server", master=master,
+                            conf=conf, ambient=launch_conf())
+    final |= {"spark.connect.grpc.binding.address": host,
+              "spark.connect.grpc.binding.port": str(port)}
+    command = [os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-submit"),
+               "--class", CONNECT_SERVER_CLASS]
+    for key, value in final.items():
+        command += ["--conf", f"{key}={value}"]
+    return command

@@ -16,7 +16,6 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from delta.tables import DeltaTable
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -25,8 +24,9 @@ from pyspark.sql.types import DoubleType, FloatType, LongType, StructField, Stru
 from ivm.errors import SourceError
 from ivm.names import quote
 from ivm.runtime.catalog import store_name, store_properties
+from ivm.runtime.connect import is_connect
 from ivm.runtime.definition import compile_definition
-from ivm.runtime.delta_log import CDF_PROPERTY, DeltaLogReader
+from ivm.runtime.delta_log import CDF_PROPERTY, DeltaLogReader, describe_detail
 from ivm.runtime.execution import evaluation_settings, session_settings
 from ivm.zset import COUNT, WEIGHT, Read, relation_name
 
@@ -55,12 +55,15 @@ def check_source(spark, table: str) -> None:
     if store_properties(spark, table) is not None:
         return
     try:
-        DeltaTable.forName(spark, table)
+        detail = describe_detail(spark, table).first()
+        is_delta = detail is not None and detail.format == "delta"
     except AnalysisException:
+        is_delta = False
+    if not is_delta:
         raise SourceError(
             f"source {table} is not a Delta table",
             hint=f"a materialized view reads Delta tables; convert it, e.g. "
-                 f"CREATE TABLE {table}_delta USING DELTA AS SELECT * FROM {table}") from None
+                 f"CREATE TABLE {table}_delta USING DELTA AS SELECT * FROM {table}")
     if DeltaLogReader(spark, table).properties().get(CDF_PROPERTY, "false").lower() != "true":
         raise SourceError(
             f"source {table} does not have change data feed enabled",
@@ -147,6 +150,9 @@ def kept(spark, frame: DataFrame, read_bytes: int | None, *, collect: bool = Fal
     relations included, for as long as the JVM holds the plan, and Spark holds on to them.)"""
     settings = evaluation_settings(spark, read_bytes)
     with session_settings(spark, settings):
+        if settings and collect and is_connect(spark):  # the rows pass through Python
+            rows = frame.collect()
+            return Kept(spark.createDataFrame(rows, frame.schema), len(rows))
         if settings and collect:
             java: Any = frame._jdf      # py4j: the JVM Dataset
             rows = java.collectAsList()
@@ -160,7 +166,10 @@ def kept(spark, frame: DataFrame, read_bytes: int | None, *, collect: bool = Fal
 
 
 def release(checkpoint: DataFrame) -> None:
-    """Drop the rows of a :func:`kept` checkpoint now, not when the JVM collects it."""
+    """Drop the rows of a :func:`kept` checkpoint now, not when the JVM collects it (a
+    Spark Connect client drops them with its last reference to the checkpoint)."""
+    if is_connect(checkpoint.sparkSession):
+        return
     frame: Any = checkpoint._jdf    # py4j: the JVM Dataset, whose plan is a LogicalRDD
     frame.queryExecution().analyzed().rdd().unpersist(False)
 
@@ -168,7 +177,10 @@ def release(checkpoint: DataFrame) -> None:
 def empty(spark, schema: StructType) -> DataFrame:
     """A relation of no rows that Spark's optimizer knows to be empty (a local relation), so
     that it removes what only joins with it; PySpark's ``createDataFrame([])`` gives an RDD,
-    which Spark must run a job to find empty."""
+    which Spark must run a job to find empty (a Spark Connect client sends it as a local
+    relation)."""
+    if is_connect(spark):
+        return spark.createDataFrame([], schema)
     jvm = spark.sparkContext._jvm
     return _local(spark, jvm.java.util.ArrayList(),
                   jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()))
