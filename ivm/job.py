@@ -62,6 +62,10 @@ def _string(text: str) -> str:
     return repr(text)
 
 
+STANDALONE_MASTER = "HOST:7077"
+"""Where a job's header puts the address of a standalone cluster's master."""
+
+
 def submit_command(job: str, packages: Sequence[str], master: str | None = None) -> str:
     """The spark-submit line of ``job``: Delta's Maven ``packages``, the ivm runtime as
     ``--py-files``."""
@@ -79,6 +83,7 @@ def job_program(name: str, definition: str, compiled: CompiledView, job: str = "
     rule = compiled.maintenance.rule
     states, state_steps = _state_steps(compiled)
     local = submit_command(job, packages)
+    standalone = submit_command(job, packages, master=f"spark://{STANDALONE_MASTER}")
     cluster = submit_command(f"{job} --warehouse s3://bucket/warehouse", packages,
                              master="yarn --deploy-mode cluster")
     return f'''\
@@ -94,6 +99,12 @@ Run it in local mode, with the catalog and warehouse of ./ivm_home (as `ivm sql`
 
 While other processes use the same ivm home through `ivm metastore` ($IVM_METASTORE set), add
 `--driver-class-path` with Derby's client jar (the job names it when it is missing).
+
+On a Spark standalone cluster, the driver here and the executors on its workers (each
+executor a JVM of its own; they read and write the warehouse, which every worker must see
+at the same path, as on one machine or a shared filesystem):
+
+    {standalone}
 
 On a cluster, with a shared metastore (spark.hadoop.hive.metastore.uris) or table locations:
 

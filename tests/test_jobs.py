@@ -7,19 +7,22 @@ import json
 import os
 import queue
 import re
+import shlex
 import signal
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from conftest import free_port, wait_for_port
 import ivm
 from ivm.circuit import circuit
-from ivm.job import build_archive, job_program
+from ivm.job import STANDALONE_MASTER, build_archive, job_program
 from ivm.runtime.jars import delta_packages
 from ivm.runtime.metastore import client_classpath
 
@@ -221,6 +224,95 @@ def test_jobs_create_refresh_survive_a_kill_and_recompute(work):
     # applies its change
     job(work, "totals")
     check(work)
+
+
+@pytest.fixture
+def standalone_cluster(tmp_path):
+    """A Spark standalone cluster on loopback: a master and two workers of one core each,
+    started from the ``spark-class`` pyspark ships; its master's URL."""
+    port, ui = free_port(), free_port()
+    spark_class = str(BIN / "spark-class")
+    environment = {**env(), "SPARK_WORKER_DIR": str(tmp_path / "workers"),
+                   "SPARK_LOCAL_IP": "127.0.0.1"}
+    log = open(tmp_path / "cluster.log", "w")
+    processes = [subprocess.Popen(
+        [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+         "--port", str(port), "--webui-port", str(ui)], env=environment, stdout=log,
+        stderr=subprocess.STDOUT)]
+    try:
+        wait_for_port(port)
+        master = f"spark://127.0.0.1:{port}"
+        for _ in range(2):
+            processes.append(subprocess.Popen(
+                [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                 "--webui-port", str(free_port()), "--cores", "1", "--memory", "2g", master],
+                env=environment, stdout=log, stderr=subprocess.STDOUT))
+        deadline = time.monotonic() + 120
+        while alive_workers(ui) < 2:
+            assert time.monotonic() < deadline, (tmp_path / "cluster.log").read_text()[-3000:]
+            time.sleep(1)
+        yield master
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def alive_workers(ui_port: int) -> int:
+    """How many workers the master whose web UI is at ``ui_port`` has registered."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as page:
+            return int(json.load(page).get("aliveworkers", 0))
+    except OSError:
+        return 0
+
+
+@pytest.mark.slow
+def test_jobs_run_on_a_standalone_cluster_as_their_header_says(work, tmp_path,
+                                                                 standalone_cluster):
+    """The command line a job's header gives for a standalone cluster, with this cluster's
+    master, creates and refreshes views whose executors are JVMs of their own: what works
+    only inside one JVM (driver-side files, objects captured in closures) fails here."""
+    names = ("by_region",)
+    for name in ("ivm_runtime.zip", *(f"refresh_{view}.py" for view in names)):
+        (tmp_path / name).write_bytes((work / name).read_bytes())
+    check(tmp_path, [
+        "CREATE TABLE orders (id INT, cust INT, status STRING, amount INT) USING DELTA "
+        "TBLPROPERTIES (delta.enableChangeDataFeed = true)",
+        "CREATE TABLE customers (id INT, region STRING) USING DELTA "
+        "TBLPROPERTIES (delta.enableChangeDataFeed = true)",
+        "INSERT INTO customers VALUES (1, 'north'), (2, 'south')",
+        "INSERT INTO orders VALUES (1, 1, 'open', 10), (2, 2, 'paid', 20), (3, 2, 'open', 5)",
+    ], views=())
+    lines = {}
+    for name in names:
+        header = ast.get_docstring(ast.parse((tmp_path / f"refresh_{name}.py").read_text()))
+        line = next(line.strip() for line in header.splitlines() if STANDALONE_MASTER in line)
+        lines[name] = shlex.split(line.replace(STANDALONE_MASTER,
+                                               standalone_cluster.split("//")[1]))
+    assert lines["by_region"][:3] == ["spark-submit", "--master", standalone_cluster]
+
+    def run(name: str) -> str:
+        command = [SPARK_SUBMIT, *lines[name][1:]]
+        done = subprocess.run(command, cwd=tmp_path, env=env(), capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout
+    for name in names:
+        assert "create refresh of" in run(name)
+    for batch in (["INSERT INTO orders VALUES (4, 1, 'paid', 8), (5, 3, 'open', 1)",
+                   "UPDATE orders SET amount = amount + 1 WHERE cust = 2",
+                   "UPDATE customers SET region = 'east' WHERE id = 1"],
+                  ["DELETE FROM orders WHERE status = 'open'",
+                   "INSERT INTO customers VALUES (3, 'west')"]):
+        check(tmp_path, batch, views=names)
+        for name in names:
+            assert "incremental refresh of" in run(name)
+    check(tmp_path, views=names)
 
 
 def python_driver(session: int) -> int:
