@@ -16,6 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
@@ -151,14 +152,22 @@ class DeltaLogReader:
             self._detail = _only_row(describe_detail(self.spark, self.table))
         return self._detail
 
+    def _detail_number(self, field: str) -> int | None:
+        """A number of the table's detail; None for a table that does not exist (yet), such
+        as the state table of a view being explained before its CREATE."""
+        try:
+            return int(self.detail()[field])
+        except AnalysisException:
+            return None
+
     def size_in_bytes(self) -> int | None:
-        """The size of the latest version's data files.
+        """The size of the latest version's data files; None where the table does not exist.
 
         Delta writes it into each version's checksum file (``<version>.crc``), read with the
         log; where that file is missing, the snapshot's state is computed for it (three
         Spark jobs over the log's checkpoint and commits, ~0.3 s)."""
         if self._snapshot is None:
-            return int(self.detail().sizeInBytes)
+            return self._detail_number("sizeInBytes")
         checksum = self._snapshot.checksumOpt()
         if checksum.isDefined():
             return int(checksum.get().tableSizeBytes())
@@ -166,9 +175,9 @@ class DeltaLogReader:
 
     def file_count(self) -> int | None:
         """How many data files the latest version has (from its checksum file where there is
-        one, else from the snapshot's state)."""
+        one, else from the snapshot's state); None where the table does not exist."""
         if self._snapshot is None:
-            return int(self.detail().numFiles)
+            return self._detail_number("numFiles")
         checksum = self._snapshot.checksumOpt()
         if checksum.isDefined():
             return int(checksum.get().numFiles())
