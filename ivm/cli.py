@@ -290,7 +290,7 @@ def _cmd_connect_server(args) -> int:
 
 def _cmd_demo(args) -> int:
     from ivm.demo import run
-    run(args.home)
+    run(args.home, args.remote)
     return 0
 
 

@@ -62,9 +62,11 @@ def _verify(spark) -> None:
         raise SystemExit(1)
 
 
-def run(home=None) -> None:
+def run(home=None, remote: str | None = None) -> None:
+    """The demo in the session of ``home``, or as a client of the Spark Connect server at
+    ``remote``."""
     started = time.perf_counter()
-    spark = spark_session(home)
+    spark = spark_session(home, remote=remote)
     for statement in SETUP:
         spark.sql(statement)
     print(f"sources {DATABASE}.orders and {DATABASE}.customers created "
