@@ -98,6 +98,10 @@ def _term_summary(node: Join) -> str:
     def read(node) -> str:
         if isinstance(node, Restrict):
             return f"{read(node.input)}⋉Δkeys"
+        if isinstance(node, Subquery) and isinstance(node.input, Union):  # before: x' − Δx
+            after = node.input.inputs[0]
+            assert isinstance(after, Project)   # x' with its weight (ivm.rules.join)
+            return f"({read(after.input)} − Δ{_named(node)})"
         reads = {s.read for s in scans(node)}
         return f"Δ{_named(node)}" if Read.DELTA in reads else \
             f"{_named(node)}@{'/'.join(sorted(r.value for r in reads))}"

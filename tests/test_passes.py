@@ -49,10 +49,11 @@ def test_a_change_the_filter_drops_gives_no_keys_to_read_the_other_input_at():
     join = plan_of("SELECT c.region, o.amount FROM orders o JOIN customers c "
                    "ON o.cust_id = c.id WHERE o.status <> 'void'")
     change_of_orders, change_of_customers = differentiate(join).inputs
-    # Δo ⋈ c⋉K: the keys K are those of Δo's rows that pass the filter
-    orders, customers = change_of_orders.inputs
+    # Δo ⋈ (c'⋉K − Δc): the keys K are those of Δo's rows that pass the filter
+    orders, before = change_of_orders.inputs
     assert isinstance(orders, Filter) and orders.input.read is Read.DELTA
-    assert isinstance(customers, Restrict)
+    customers = before.input.inputs[0].input      # c', out of c' − Δc
+    assert isinstance(customers, Restrict) and customers.input.read is Read.AFTER
     (keys,) = customers.affected.input.inputs
     assert isinstance(keys.input, Filter) and keys.input.input.read is Read.DELTA
     # o'⋉K ⋈ Δc: the snapshot of orders is filtered, then restricted to the change's keys

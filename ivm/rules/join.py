@@ -9,6 +9,13 @@ where ``R`` is an input *before* the change and ``R' = R + ΔR`` *after* it. The
 joined row is the product of its rows' weights. A term whose ``ΔRi`` is empty (the source did
 not change) contributes nothing; the runtime binds it empty and Spark prunes it.
 
+An input whose change reads nothing but its sources' change (a table under filters and
+projections) is read before the change as ``R = R' − ΔR``, one relation whose rows carry
+their weight (+1 from ``R'``, the change's negated): ``ΔR1 ⋈ R2 = ΔR1 ⋈ (R2' − ΔR2)``. A
+refresh then reads each such source as of one version, the latest, instead of two: every
+version a query reads costs Delta a reconstruction of its file list (two Spark jobs), and
+the older version is the one views refreshed from, not shared with anything else.
+
 A snapshot joined to the change by equalities only meets it at the change's join keys, so a
 term reads it restricted to them: ``ΔR ⋈_{r=s} S = ΔR ⋈ (S ⋉ π_r(ΔR))``. The restriction is
 exact whatever it costs; it pays when the runtime turns the keys into ranges that Delta's data
@@ -20,22 +27,38 @@ maintained by affected-key recompute (:mod:`ivm.rules.keyed`) on the equalities 
 One without an equality in its ON has no key, and is recomputed whole when an input changes.
 
 >>> from sqlglot import exp
->>> from ivm.ir import Join, Scan
+>>> from ivm.ir import Aggregate, Join, Restrict, Scan, Subquery
 >>> from ivm.rules import differentiate
 >>> r, s, t = (Scan(n, n, ("k",)) for n in "rst")
->>> delta = differentiate(Join((r, s, t), exp.condition("r.k = s.k AND s.k = t.k")))
 >>> def read(x):
-...     return f"{x.alias}:{x.read.value}" if isinstance(x, Scan) else f"{read(x.input)}⋉Δ"
->>> [" ⋈ ".join(read(x) for x in term.inputs) for term in delta.inputs]
-['r:delta ⋈ s:before⋉Δ ⋈ t:before', 'r:after⋉Δ ⋈ s:delta ⋈ t:before⋉Δ', 'r:after ⋈ s:after⋉Δ ⋈ t:delta']
+...     if isinstance(x, Scan):
+...         return f"{x.alias}:{x.read.value}"
+...     if isinstance(x, Restrict):
+...         return f"{read(x.input)}⋉Δ"
+...     if isinstance(x, Subquery) and isinstance(x.input, Union):   # x' − Δx
+...         return "(" + " − ".join(read(branch.input) for branch in x.input.inputs) + ")"
+...     return read(x.input)
+>>> def show(delta):
+...     return [" ⋈ ".join(read(x) for x in term.inputs) for term in delta.inputs]
+>>> show(differentiate(Join((r, s, t), exp.condition("r.k = s.k AND s.k = t.k"))))
+['r:delta ⋈ (s:after⋉Δ − s:delta) ⋈ (t:after − t:delta)', 'r:after⋉Δ ⋈ s:delta ⋈ (t:after⋉Δ − t:delta)', 'r:after ⋈ s:after⋉Δ ⋈ t:delta']
+
+An input whose change reads snapshots itself (here an aggregate) is read before the change:
+
+>>> totals = Subquery(Aggregate(t, (("k", exp.column("k", "t")),), ()), "u")
+>>> show(differentiate(Join((r, totals), exp.condition("r.k = u.k"))))[0]
+'r:delta ⋈ t:before⋉Δ'
 """
 
 from __future__ import annotations
 
-from ivm.ir import Join, JoinKind, Union, equalities, reading
-from ivm.rules.base import Kind, Rule, terms
+from sqlglot import exp
+
+from ivm.ir import (Filter, Join, JoinKind, Project, Scan, Subquery, Union, aliases_of, columns,
+                    equalities, reading)
+from ivm.rules.base import Kind, Rule, terms, weight_of
 from ivm.rules.keyed import affected_keys, recompute, restricted
-from ivm.zset import Read
+from ivm.zset import WEIGHT, Read
 
 
 def derive_join(node: Join, differentiate) -> Union:
@@ -52,12 +75,40 @@ def derive_join(node: Join, differentiate) -> Union:
         keys = affected_keys([(Union((term,)), [c for c, _ in pairs])])
         return restricted(x, read, [s for _, s in pairs], keys)
 
+    def before(x, term, changed):
+        """``x`` before the change, as ``term`` reads it: its snapshot before the change, or,
+        where its change reads only its sources' change, ``x' − Δx`` as a derived table of
+        ``x``'s name whose rows carry their weight."""
+        if not reads_only_change(x):
+            return snapshot(x, Read.BEFORE, term, changed)
+        (alias,) = aliases_of(x)
+        names = [c.split(".", 1)[1] for c in columns(x)]
+
+        def weighing(relation, weight: exp.Expr) -> Project:
+            return Project(relation, tuple((n, exp.column(n, alias)) for n in names)
+                           + ((WEIGHT, weight),))
+        after = weighing(snapshot(x, Read.AFTER, term, changed), exp.Literal.number(1))
+        change = [weighing(t, exp.Neg(this=weight_of(t))) for t in terms(differentiate(x))]
+        return Subquery(Union((after, *change)), alias)
+
     return Union(tuple(
         Join(tuple(snapshot(x, Read.AFTER, term, changed) if j < i else term if j == i
-                   else snapshot(x, Read.BEFORE, term, changed)
+                   else before(x, term, changed)
                    for j, x in enumerate(inputs)), node.condition)
         for i, changed in enumerate(inputs)
         for term in terms(differentiate(changed))))
+
+
+def reads_only_change(node) -> bool:
+    """Whether the change of ``node`` reads nothing but its sources' change: a table under
+    filters, projections and derived-table names, whose rule is linear."""
+    match node:
+        case Scan():
+            return True
+        case Filter() | Project() | Subquery():
+            return reads_only_change(node.input)
+        case _:
+            return False
 
 
 def derive_keyed_join(node: Join, differentiate) -> Union:
@@ -68,9 +119,10 @@ def derive_keyed_join(node: Join, differentiate) -> Union:
                      lambda l, r: Join((l, r), node.condition, node.kind), differentiate)
 
 
-RULE = Rule(Join, "join", Kind.BILINEAR, "Δ(R ⋈ S) = ΔR ⋈ S + R' ⋈ ΔS",
-            "snapshots of the other inputs before and after the change, at the change's join "
-            "keys where an equality relates them", derive_join)
+RULE = Rule(Join, "join", Kind.BILINEAR, "Δ(R ⋈ S) = ΔR ⋈ S + R' ⋈ ΔS, S = S' − ΔS",
+            "snapshots of the other inputs after the change (before it, for an input whose "
+            "change reads snapshots), at the change's join keys where an equality relates "
+            "them", derive_join)
 
 KEYED_RULE = Rule(Join, "outer/semi/anti join", Kind.KEYED,
                   "Δ(R ⟕ S) = (R' ⋉ K ⟕ S' ⋉ K) − (R ⋉ K ⟕ S ⋉ K), K = keys(ΔR) ∪ keys(ΔS)",
