@@ -108,13 +108,24 @@ def test_a_small_store_is_merged_into_in_fewer_jobs(spark, shop, monkeypatch):
     assert spark.conf.get("spark.sql.adaptive.enabled") == "true", "the session keeps its own"
 
 
+def refresh_compiling(spark, view: str, limit: str | None):
+    """An incremental refresh of ``view`` with ``spark.ivm.interpretedMaxBytes`` ``limit``
+    (None: the session's), and how many classes Spark compiled meanwhile (Spark counts them
+    in ``CodegenMetrics``)."""
+    compilations = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics \
+        .METRIC_COMPILATION_TIME()
+    before = compilations.getCount()
+    with session_settings(spark, {} if limit is None
+                          else {execution.INTERPRETED_MAX_BYTES: limit}):
+        result = ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {view}")
+    assert result.mode == "incremental"
+    return result, compilations.getCount() - before
+
+
 def test_a_refresh_of_little_data_compiles_no_code_in_fewer_jobs(spark, shop):
     """Refreshes reading less than ``spark.ivm.interpretedMaxBytes`` evaluate their
     expressions without compiling Java code, in fewer Spark jobs; others compile it, once: the
-    next refresh of the view finds its classes in Spark's cache. Each gives the query's rows.
-    (Spark counts the classes it compiles in ``CodegenMetrics``.)"""
-    compilations = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics \
-        .METRIC_COMPILATION_TIME()
+    next refresh of the view finds its classes in Spark's cache. Each gives the query's rows."""
     # a query of its own, so that no earlier test compiled its code
     query = ("SELECT c.region, MAX(o.amount) AS top, COUNT(*) AS n FROM orders o "
              "JOIN customers c ON o.cust_id = c.id WHERE o.id < 1000 GROUP BY c.region")
@@ -122,12 +133,8 @@ def test_a_refresh_of_little_data_compiles_no_code_in_fewer_jobs(spark, shop):
     compiled, jobs = [], []
     for round_, limit in enumerate((None, None, "0", "0")):  # the first warms Delta's code
         spark.sql(f"INSERT INTO orders VALUES ({20 + round_}, 2, {round_}.5, 'ok')")
-        before = compilations.getCount()
-        with session_settings(spark, {} if limit is None
-                              else {execution.INTERPRETED_MAX_BYTES: limit}):
-            result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW top_amounts")
-        assert result.mode == "incremental"
-        compiled.append(compilations.getCount() - before)
+        result, classes = refresh_compiling(spark, "top_amounts", limit)
+        compiled.append(classes)
         jobs.append(sum(phase.jobs for phase in result.phases.values()))
         assert_equals_query(spark, "top_amounts", query)
     assert compiled[1] == 0 and compiled[2] > 0 and compiled[3] == 0, compiled
@@ -173,8 +180,6 @@ def test_scans_pruned_by_the_change_keys_are_planned_without_compiling(spark, fr
     refresh: over sources of few files that job runs without compiled code, so a refresh
     compiles none; with ``spark.ivm.interpretedMaxBytes`` 0 it compiles anew for every new
     key. Either way the view equals its query."""
-    compilations = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics \
-        .METRIC_COMPILATION_TIME()
     spark.sql(f"CREATE TABLE facts (k BIGINT, v BIGINT) USING DELTA {CDF}")
     for part in range(4):     # files of key ranges, which the change's keys prune
         spark.sql(f"INSERT INTO facts SELECT id, id % 5 FROM range({part * 1000}, "
@@ -187,12 +192,7 @@ def test_scans_pruned_by_the_change_keys_are_planned_without_compiling(spark, fr
     compiled = []
     for key, limit in ((101, None), (1202, None), (2303, None), (3404, "0"), (505, "0")):
         spark.sql(f"INSERT INTO picks VALUES ({key}, 'b')")
-        before = compilations.getCount()
-        with session_settings(spark, {} if limit is None
-                              else {execution.INTERPRETED_MAX_BYTES: limit}):
-            result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW picked_keys")
-        assert result.mode == "incremental"
-        compiled.append(compilations.getCount() - before)
+        compiled.append(refresh_compiling(spark, "picked_keys", limit)[1])
         assert_equals_query(spark, "picked_keys", query)
     assert compiled[1] == compiled[2] == 0 and compiled[4] > 0, compiled
 
