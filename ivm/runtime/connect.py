@@ -7,10 +7,10 @@ Connect session, goes through SQL and the DataFrame API instead:
 * the Delta log is read by ``DESCRIBE HISTORY`` and ``DESCRIBE DETAIL``
   (:mod:`ivm.runtime.delta_log`); the sizes of a change's commits are then unknown, so the
   refresh planner's first rule has no evidence and does not fire;
-* a source's change is collected and sent back as a local relation, or kept by a local
-  checkpoint, as in a classic session (:func:`~ivm.runtime.sources.kept`);
 * what a delta query reads is unknown before it runs (a classic session reads it from the
-  optimized plan), so its statements run with Spark's settings, not those for little data;
+  optimized plan), so its statements run with Spark's settings, not those for little data,
+  and a source's change is kept by a local checkpoint on the server, never collected into
+  the client (:func:`~ivm.runtime.sources.kept`);
 * Spark jobs are not counted in a refresh's phases (its seconds are).
 
 Everything a refresh writes, and its exactly-once protocol, is the same: they are SQL
@@ -35,10 +35,10 @@ def is_connect(spark) -> bool:
 def session_of_its_own(spark) -> Iterator[Any]:
     """A session of its own (settings, temporary views, current database) on the same Spark
     as ``spark`` (a classic or a Connect SparkSession, which share no base class), for the
-    block: Spark's ``newSession`` in a classic session. In a Connect
-    session, a second server-side session over a client of its own, released after the
-    block, and the thread's active session meanwhile: PySpark binds the rows a checkpoint
-    keeps to the active session, not to the checkpointed DataFrame's."""
+    block: Spark's ``newSession`` in a classic session. In a Connect session, a second
+    server-side session over a client of its own, released after the block, and the
+    thread's active session meanwhile: PySpark binds the rows a checkpoint keeps to the
+    active session, not to the checkpointed DataFrame's."""
     if not is_connect(spark):
         yield spark.newSession()
         return

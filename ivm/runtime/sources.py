@@ -142,18 +142,15 @@ def kept(spark, frame: DataFrame, read_bytes: int | None, *, collect: bool = Fal
     more rows than it reads (a source's net change), little data is collected into the
     driver and held in the plan as a local relation, whose size Spark's optimizer knows
     exactly (it broadcasts what joins it; a checkpoint carries only an estimate) and whose
-    emptiness it sees (it removes what only joins with it). Otherwise it is kept as a local
-    checkpoint (its rows kept by the executors, its plan cut): a join's result may have far
-    more rows than it reads.
+    emptiness it sees (it removes what only joins with it). Otherwise, and in a Spark Connect
+    session, it is kept as a local checkpoint (its rows kept by the executors, its plan
+    cut): a join's result may have far more rows than it reads.
 
     (A checkpoint, not ``persist``: a persisted plan keeps its executed form, broadcast
     relations included, for as long as the JVM holds the plan, and Spark holds on to them.)"""
     settings = evaluation_settings(spark, read_bytes)
     with session_settings(spark, settings):
-        if settings and collect and is_connect(spark):  # the rows pass through Python
-            rows = frame.collect()
-            return Kept(spark.createDataFrame(rows, frame.schema), len(rows))
-        if settings and collect:
+        if settings and collect and not is_connect(spark):  # Connect: the rows stay there
             java: Any = frame._jdf      # py4j: the JVM Dataset
             rows = java.collectAsList()
             return Kept(_local(spark, rows, java.schema()), rows.size())
