@@ -40,15 +40,19 @@ def source_bytes(spark, tables) -> dict[str, int | None]:
 def total_source_bytes(spark, tables) -> int | None:
     """The size of all of the source ``tables``: what a full recompute reads at most; None
     if a log does not say."""
-    sizes = list(source_bytes(spark, tables).values())
-    return None if None in sizes else sum(s for s in sizes if s is not None)
+    return _total(source_bytes(spark, tables).values())
 
 
 def total_source_files(spark, tables) -> int | None:
     """How many data files the source ``tables`` have in all; None if a log does not say."""
-    counts = [DeltaLogReader.of(spark, delta_table(spark, table)).file_count()
-              for table in tables]
-    return None if None in counts else sum(c for c in counts if c is not None)
+    return _total(DeltaLogReader.of(spark, delta_table(spark, table)).file_count()
+                  for table in tables)
+
+
+def _total(values) -> int | None:
+    """The sum of ``values``; None if one of them is unknown (None)."""
+    known = list(values)
+    return None if None in known else sum(v for v in known if v is not None)
 
 
 def read_estimate(spark, compiled: CompiledView, view: str | None = None) -> str:

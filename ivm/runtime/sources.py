@@ -165,7 +165,7 @@ def kept(spark, frame: DataFrame, read_bytes: int | None, *, collect: bool = Fal
 def release(checkpoint: DataFrame) -> None:
     """Drop the rows of a :func:`kept` checkpoint now, not when the JVM collects it (a
     Spark Connect client drops them with its last reference to the checkpoint)."""
-    if is_connect(checkpoint.sparkSession):
+    if is_connect(checkpoint):
         return
     frame: Any = checkpoint._jdf    # py4j: the JVM Dataset, whose plan is a LogicalRDD
     frame.queryExecution().analyzed().rdd().unpersist(False)
