@@ -74,8 +74,8 @@ def test_a_correct_view_passes_over_the_catalogs_tables(spark, fresh_db):
 
 
 def test_what_cannot_be_checked_is_refused_before_any_example():
-    with pytest.raises(UnsupportedType, match="column tags of table t has type ARRAY<STRING>"):
+    with pytest.raises(UnsupportedType, match="column tags of table t has type MAP<STRING,INT>"):
         check_view(None, "SELECT id FROM t", schema={"t": {"id": "INT",
-                                                           "tags": "ARRAY<STRING>"}})
+                                                           "tags": "MAP<STRING,INT>"}})
     with pytest.raises(UnsupportedQuery, match="ORDER BY"):
         check_view(None, "SELECT id FROM t ORDER BY id", schema={"t": {"id": "INT"}})

@@ -91,7 +91,7 @@ def test_a_marker_is_a_value_no_row_has_in_a_column_other_than_a_key():
     assert markers == {"orders": ("id", 99), "customers": ("score", 99.0), "flags": None}
 
 
-@pytest.mark.parametrize("type_", ["ARRAY<INT>", "MAP<STRING,INT>", "STRUCT<a:INT>", "BINARY",
+@pytest.mark.parametrize("type_", ["ARRAY<MAP<INT,INT>>", "MAP<STRING,INT>", "STRUCT<a:INT>", "BINARY",
                                    "INTERVAL DAY", "GEOGRAPHY"])
 def test_a_type_without_a_domain_is_refused_naming_table_column_and_type(type_):
     with pytest.raises(UnsupportedType) as refused:

@@ -40,7 +40,7 @@ from ivm.names import DIALECT, quote, split
 
 
 class UnsupportedType(IvmError):
-    """A source column of a type that no values are drawn for (ARRAY, MAP, BINARY, …)."""
+    """A source column of a type that no values are drawn for (MAP, STRUCT, BINARY, …)."""
 
 
 @dataclass(frozen=True)
@@ -160,10 +160,22 @@ def default_domain(type_: str) -> tuple | None:
     (Decimal('1.00'), Decimal('0.01'), Decimal('-1.25'), Decimal('2.00'), Decimal('100.00'))
     >>> default_domain("BIGINT"), default_domain("VARCHAR(3)")
     ((0, 1, 2, -1, 1000000000000000), ('x', "it'", 'dq"', '', 'ß'))
-    >>> default_domain("ARRAY<INT>") is None
+
+    An ARRAY's values are tuples: empty, one element, an element twice, one with a NULL
+    element, and two elements in the other order than another.
+
+    >>> default_domain("ARRAY<INT>")
+    ((), (0,), (1, 1), (2, None), (1, 0))
+    >>> default_domain("MAP<INT, INT>") is None
     True
     """
     kind, parsed = _kind(type_), _parsed(type_)
+    if parsed is not None and parsed.this == T.ARRAY and parsed.expressions:
+        elements = default_domain(parsed.expressions[0].sql(DIALECT))
+        if elements is None or len(elements) < 3:
+            return None
+        first, second, third = elements[:3]
+        return ((), (first,), (second, second), (third, None), (second, first))
     if kind == "integral" and parsed is not None:
         return (0, 1, 2, -1, INTEGERS[parsed.this][1])
     if kind == "decimal":
@@ -187,6 +199,8 @@ def _fit(value, type_: str) -> Any:
     fits, a string within the column's length, a date or timestamp (also from its ISO text);
     None where there is none."""
     kind, parsed = _kind(type_), _parsed(type_)
+    if isinstance(value, tuple) or kind is None:    # an array, or a column of one
+        return None
     if isinstance(value, bool) or kind == "boolean":
         return value if isinstance(value, bool) and kind == "boolean" else None
     if isinstance(value, (int, Decimal)):
@@ -397,9 +411,17 @@ def literal(value, type_: str = "") -> str:
     ['1e+16', "CAST('-0.0' AS DOUBLE)", "CAST('-Infinity' AS DOUBLE)"]
     >>> literal(datetime(2024, 1, 1, 23, 30)), literal(TIMES[0], "TIMESTAMP_NTZ")
     ("TIMESTAMP '2024-01-01 23:30:00'", "TIMESTAMP_NTZ '2024-01-01 23:30:00'")
+    >>> literal((1, None), "ARRAY<INT>"), literal((), "ARRAY<INT>")
+    ('CAST(array(1, NULL) AS ARRAY<INT>)', 'CAST(array() AS ARRAY<INT>)')
     """
     if value is None:
         return "NULL"
+    if isinstance(value, tuple):
+        parsed = _parsed(type_)
+        element = parsed.expressions[0].sql(DIALECT) if parsed is not None and \
+            parsed.expressions else ""
+        items = ", ".join(literal(v, element) for v in value)
+        return f"CAST(array({items}) AS {parsed.sql(DIALECT) if parsed else type_})"
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
     if isinstance(value, str):
