@@ -10,9 +10,9 @@ from typing import assert_never
 
 import networkx as nx
 
-from ivm.ir import (Aggregate, Distinct, Filter, Join, JoinKind, Project, Relation, Restrict,
-                    Scan, SetOperation, Subquery, Union, Weighted, Window, aliases_of, children,
-                    equalities, scans)
+from ivm.ir import (Aggregate, Distinct, Filter, Generate, Join, JoinKind, Project, Relation,
+                    Restrict, Scan, SetOperation, Subquery, Union, Weighted, Window, aliases_of,
+                    children, equalities, scans)
 from ivm.names import DIALECT
 from ivm.rules import Kind, rule_for
 from ivm.rules.maintenance import Maintenance
@@ -55,6 +55,9 @@ def describe(node: Relation) -> str:
             partition = ", ".join(e.sql(DIALECT) for e in node.partition) or "() (one partition)"
             functions = ", ".join(f.sql(DIALECT) for _, f in node.functions)
             return f"window PARTITION BY {partition}: {functions}"
+        case Generate():
+            outer = " OUTER" if node.outer else ""
+            return f"generate{outer} {node.generator.sql(DIALECT)} AS {', '.join(node.names)}"
         case Distinct():
             return "distinct"
         case Subquery() | Union() | SetOperation() | Restrict() | Weighted():
@@ -73,8 +76,8 @@ def _keyless(node: Relation) -> bool:
         case Join():
             return node.kind is not JoinKind.INNER and not (
                 node.condition is not None and equalities(node.condition, *node.inputs))
-        case (Scan() | Subquery() | Filter() | Project() | Distinct() | Union() | SetOperation()
-              | Restrict() | Weighted()):
+        case (Scan() | Subquery() | Filter() | Project() | Generate() | Distinct() | Union()
+              | SetOperation() | Restrict() | Weighted()):
             return False
         case _:
             assert_never(node)
@@ -152,12 +155,17 @@ def explain(plan, maintenance: Maintenance, states: frozenset[str] = frozenset()
     whole: list[int] = []
     numbers = {}
     rooted = _rooted(plan, maintenance)
+    dimensions = {d for node in graph if isinstance(node, Join) and node.kind.lookup
+                  for d in nx.ancestors(graph, node.inputs[1]) | {node.inputs[1]}}
     for node in nx.topological_sort(graph):
         numbers[node] = len(numbers) + 1
         inputs = ", ".join(f"[{numbers[c]}]" for c in children(node))
         rule = maintenance.rule if node is rooted else rule_for(node)
         lines.append(f"  [{numbers[node]}] {describe(node)}" + (f"  ← {inputs}" if inputs else ""))
-        if node is plan and rooted is not plan:
+        if node in dimensions:
+            lines.append("      a lookup join's dimension: read as it is now for new fact rows "
+                         "only; its change is not read")
+        elif node is plan and rooted is not plan:
             lines.append("      view columns computed from the group accumulators")
         elif rule is not None:
             lines.append(f"      rule {rule.name} ({rule.kind.value}): {rule.formula}")

@@ -34,8 +34,8 @@ from ivm.frontend import lower, parse_query, qualify_query
 from ivm.ir import Relation, reading, scans
 from ivm.names import DIALECT, canonical, join, split
 from ivm.passes import optimize
-from ivm.passes.states import split_states
-from ivm.rules import Maintenance, maintain
+from ivm.passes.states import StatePlan, split_lookups, split_states
+from ivm.rules import Kind, Maintenance, maintain
 from ivm.zset import Read
 
 
@@ -108,6 +108,14 @@ class CompiledView:
         """The query the catalog view runs over the store ``target``."""
         return codegen.view_query(self.store, target).sql(DIALECT)
 
+    @property
+    def semantics(self) -> str | None:
+        """What the view equals, where that is not a recomputation of its query (lookup
+        joins); None for a view that equals its query after every refresh."""
+        if not any(s.maintenance.rule.kind is Kind.LOOKUP for _, s in self.states):
+            return None
+        return LOOKUP_SEMANTICS
+
     def state(self, table: str) -> "CompiledView":
         """The state table ``table`` of this view."""
         return dict(self.states)[table]
@@ -118,12 +126,21 @@ class CompiledView:
                  + _indented(state.explain()) for table, state in self.states]
         names = frozenset(table for table, _ in self.states)
         view = explain(self.plan, self.maintenance, names)
-        return "\n".join([*parts, f"view:\n{_indented(view)}"]) if parts else view
+        semantics = [f"semantics: {self.semantics}"] if self.semantics else []
+        return "\n".join([*semantics, *parts, f"view:\n{_indented(view)}"]) if parts else view
 
     def to_dot(self) -> str:
         """The delta circuit in Graphviz's DOT language (the view's; a state table's is the
         circuit of its own view)."""
         return to_dot(self.plan, self.maintenance)
+
+
+LOOKUP_SEMANTICS = (
+    "a lookup join (FOR SYSTEM_TIME AS OF): the view does not equal a recomputation of its "
+    "query. Each fact row is joined with the dimension as of the refresh that first consumed "
+    "it (rows with its values present since, without a break); later changes of the "
+    "dimension leave it as it is. A full refresh enriches every fact row anew with the "
+    "dimension as it is then.")
 
 
 def _indented(text: str) -> str:
@@ -153,10 +170,14 @@ def compile(sql: str, schema: Mapping | SchemaLookup, *,
     if callable(schema):
         schema, default_db = schema(query, sql, default_db)
     qualified = qualify_query(query, sql, schema, default_db)
-    plan = optimize(lower(qualified, sql))
     view = split(name or DEFAULT_NAME)
     if len(view) == 1 and default_db:
         view = [default_db, *view]
-    plan, states = split_states(plan, canonical(join(view)))
+    # a lookup join's state is split off first: the passes would move the view's filters
+    # into it, and it must keep every fact row as it enriched it
+    plan, lookups = split_lookups(lower(qualified, sql), canonical(join(view)))
+    plan, windows = split_states(optimize(plan), canonical(join(view)), first=len(lookups) + 1)
+    states = [StatePlan(s.table, optimize(s.plan)) for s in lookups] + list(windows)
     return CompiledView(sql, plan, maintain(plan), tuple(
-        (state.table, CompiledView(sql, state.plan, maintain(state.plan))) for state in states))
+        (state.table, CompiledView(sql, state.plan, maintain(state.plan, state.table)))
+        for state in states))

@@ -61,6 +61,14 @@ class JoinKind(Enum):
     FULL = "full"
     SEMI = "semi"
     ANTI = "anti"
+    LOOKUP = "lookup"
+    LEFT_LOOKUP = "left lookup"
+
+    @property
+    def lookup(self) -> bool:
+        """A lookup join (``FOR SYSTEM_TIME AS OF``): each left row is joined with the right
+        input as it was when the row was first consumed (see :mod:`ivm.rules.lookup`)."""
+        return self in (JoinKind.LOOKUP, JoinKind.LEFT_LOOKUP)
 
     @property
     def keeps_right(self) -> bool:
@@ -174,6 +182,28 @@ class Window:
 
 
 @dataclass(frozen=True)
+class Generate:
+    """Each row of ``input`` once per row that ``generator`` yields for it (``LATERAL VIEW``),
+    followed by that row's values as ``names``; a row for which it yields none is dropped, or,
+    ``outer``, kept once with NULL values.
+
+    ``generator`` is a table-valued function (``explode``, ``posexplode``, ``inline``) of the
+    input's columns. As for :class:`Window`, the input's columns are named (a projection) and
+    the output is those names, then ``names``.
+    """
+
+    input: "Relation"
+    generator: exp.Expr
+    names: tuple[str, ...]
+    outer: bool = False
+
+    def __post_init__(self):
+        clash = set(self.names) & set(columns(self.input))
+        if clash or len(set(self.names)) != len(self.names):
+            raise ValueError(f"generated column names {self.names} repeat a name")
+
+
+@dataclass(frozen=True)
 class Distinct:
     """Set semantics: each distinct input row once."""
 
@@ -222,8 +252,8 @@ class Weighted:
     weight: int
 
 
-Relation = (Scan | Subquery | Join | Filter | Project | Aggregate | Window | Distinct | Union
-            | SetOperation | Restrict | Weighted)
+Relation = (Scan | Subquery | Join | Filter | Project | Aggregate | Window | Generate | Distinct
+            | Union | SetOperation | Restrict | Weighted)
 """Any plan node: each denotes a relation (under a delta plan, a Z-set)."""
 
 
@@ -245,6 +275,8 @@ def columns(node: Relation) -> tuple[str, ...]:
             return tuple(name for name, _ in node.keys) + tuple(name for name, _ in node.calls)
         case Window():
             return columns(node.input) + tuple(name for name, _ in node.functions)
+        case Generate():
+            return columns(node.input) + node.names
         case Union():
             return columns(node.inputs[0])
         case SetOperation():
@@ -263,7 +295,8 @@ def aliases_of(node: Relation) -> tuple[str, ...]:
             return tuple(a for i in kept for a in aliases_of(i))
         case Filter() | Restrict() | Weighted():
             return aliases_of(node.input)
-        case Project() | Aggregate() | Window() | Distinct() | Union() | SetOperation():
+        case (Project() | Aggregate() | Window() | Generate() | Distinct() | Union()
+              | SetOperation()):
             return ()
         case _:
             assert_never(node)
@@ -280,7 +313,8 @@ def children(node: Relation) -> tuple[Relation, ...]:
             return (node.input, node.affected)
         case SetOperation():
             return (node.left, node.right)
-        case Subquery() | Filter() | Project() | Aggregate() | Window() | Distinct() | Weighted():
+        case (Subquery() | Filter() | Project() | Aggregate() | Window() | Generate() | Distinct()
+              | Weighted()):
             return (node.input,)
         case _:
             assert_never(node)
@@ -297,7 +331,8 @@ def with_children(node: Relation, new: tuple[Relation, ...]) -> Relation:
             return replace(node, input=new[0], affected=new[1])
         case SetOperation():
             return replace(node, left=new[0], right=new[1])
-        case Subquery() | Filter() | Project() | Aggregate() | Window() | Distinct() | Weighted():
+        case (Subquery() | Filter() | Project() | Aggregate() | Window() | Generate() | Distinct()
+              | Weighted()):
             return replace(node, input=new[0])
         case _:
             assert_never(node)
@@ -315,6 +350,16 @@ def reading(node: Relation, read: Read) -> Relation:
     if isinstance(node, Scan):
         return node.reading(read) if node.read is Read.TABLE else node
     return with_children(node, tuple(reading(c, read) for c in children(node)))
+
+
+def lookup_chain(node: Relation) -> tuple[Relation, list[Join]]:
+    """The facts a chain of lookup joins enriches, and the joins, innermost first (none where
+    ``node`` is no lookup join)."""
+    chain = []
+    while isinstance(node, Join) and node.kind.lookup:
+        chain.append(node)
+        node = node.inputs[0]
+    return node, chain[::-1]
 
 
 def equalities(condition, left, right) -> list[tuple[exp.Expr, exp.Expr]]:

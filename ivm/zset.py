@@ -11,6 +11,9 @@ runtime before the delta query runs:
 * ``BEFORE`` - the source as of the version the view last consumed (a snapshot, weight 1),
 * ``AFTER``  - the source as of the version being consumed now (a snapshot, weight 1).
 
+A delta query may also read its own store as the refresh found it (``STORE``): the rows a
+lookup join enriched (:mod:`ivm.rules.lookup`).
+
 >>> relation_name("default.orders", Read.DELTA)
 'delta__default__orders'
 >>> relation_name("default.`order`", Read.AFTER)
@@ -40,6 +43,7 @@ class Read(Enum):
     DELTA = "delta"     # the change since the last refresh, weighted
     BEFORE = "before"   # snapshot at the version last consumed
     AFTER = "after"     # snapshot at the version consumed now
+    STORE = "store"     # the view's own store, before this refresh writes it
 
 
 def relation_name(table: str, read: Read) -> str:

@@ -43,6 +43,26 @@ def test_unqualified_unknown_column():
 @pytest.mark.parametrize("sql, construct, position", [
     ("SELECT status, collect_list(amount) AS m FROM orders GROUP BY status",
      "aggregate function COLLECT_LIST", Position(1, 16)),
+    ("SELECT status, collect_set(amount) AS m FROM orders GROUP BY status",
+     "aggregate function COLLECT_SET", Position(1, 16)),
+    ("SELECT id, grouping(status) AS g FROM orders GROUP BY id, status",
+     "grouping() without GROUPING SETS, ROLLUP or CUBE", Position(1, 12)),
+    ("SELECT id, grouping(amount) AS g, COUNT(*) AS n FROM orders GROUP BY ROLLUP(id)",
+     "grouping() of an expression not in GROUP BY", Position(1, 12)),
+    ("SELECT id, grouping_id(status) AS g FROM orders GROUP BY ROLLUP(id, status)",
+     "grouping_id() of other than all GROUP BY expressions", Position(1, 12)),
+    ("SELECT explode(array(id)) + 1 AS x FROM orders", "a generator inside an expression",
+     Position(1, 8)),
+    ("SELECT explode(array(id)) AS x, explode(array(amount)) AS y FROM orders",
+     "more than one generator in a SELECT list", Position(1, 33)),
+    ("SELECT status, explode(array(id)) AS x, COUNT(*) AS n FROM orders GROUP BY status",
+     "a generator in the SELECT list of a grouped or DISTINCT query", Position(1, 16)),
+    ("SELECT id, v FROM orders LATERAL VIEW stack(1, id) g AS v", "LATERAL VIEW stack",
+     Position(1, 39)),
+    ("SELECT id, a FROM orders LATERAL VIEW posexplode(array(id)) g AS a",
+     "a LATERAL VIEW naming 1 of the 2 columns of posexplode", Position(1, 39)),
+    ("SELECT id, v FROM orders LATERAL VIEW explode(array(id, rand())) g AS v",
+     "non-deterministic function rand()", Position(1, 57)),
     ("SELECT id FROM orders ORDER BY id", "ORDER BY without LIMIT", Position(1, 32)),
     ("SELECT id FROM orders LIMIT 5", "LIMIT without ORDER BY", Position(1, 29)),
     ("SELECT DISTINCT status FROM orders ORDER BY id LIMIT 3",
@@ -71,6 +91,24 @@ def test_unsupported_construct_is_refused_by_name_and_place(sql, construct, posi
     assert error.construct == construct
     assert error.position == position
     assert error.hint, "every refusal says what to do instead"
+
+
+LOOKUP = "SELECT o.id, c.region FROM orders o {} customers {} AS OF o.at AS c ON o.cust_id = c.id"
+
+
+@pytest.mark.parametrize("sql, construct, position", [
+    (LOOKUP.format("JOIN", "FOR SYSTEM_TIME") + " JOIN customers d ON d.id = o.id",
+     "a join after a lookup join", Position(1, 109)),
+    (LOOKUP.format("RIGHT JOIN", "FOR SYSTEM_TIME"), "RIGHT lookup join", Position(1, 48)),
+    (LOOKUP.format("JOIN", "TIMESTAMP"), "time travel (VERSION/TIMESTAMP AS OF)",
+     Position(1, 42)),
+])
+def test_a_lookup_join_is_refused_where_it_is_not_flinks(sql, construct, position):
+    schema = {**SCHEMA, "orders": {**SCHEMA["orders"], "at": "TIMESTAMP"}}
+    with pytest.raises(UnsupportedQuery) as caught:
+        ivm.compile(sql, schema)
+    assert (caught.value.construct, caught.value.position) == (construct, position)
+    assert caught.value.hint
 
 
 def test_column_neither_grouped_nor_aggregated():

@@ -30,16 +30,6 @@ def test_trailing_group_is_a_syntax_error_where_it_stands():
     assert "GROUP" in error.message and "group.status" not in str(error)
 
 
-@pytest.mark.parametrize("grouping, construct", [
-    ("ROLLUP(status)", "ROLLUP"), ("CUBE(status)", "CUBE"),
-    ("GROUPING SETS ((status), ())", "GROUPING SETS"), ("id, ROLLUP(status)", "ROLLUP")])
-def test_grouping_sets_are_refused_by_name(grouping, construct):
-    error = error_of(f"SELECT status, SUM(amount) AS s FROM orders GROUP BY {grouping}",
-                     UnsupportedQuery)
-    assert error.construct == construct and error.hint
-    assert error.position is not None and error.position.column > 45
-
-
 @pytest.mark.parametrize("function", ["current_user()", "current_database()",
                                       "current_schema()", "current_catalog()", "session_user()",
                                       "user()", "current_user"])

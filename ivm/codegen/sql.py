@@ -21,8 +21,9 @@ from typing import assert_never
 
 from sqlglot import exp
 
-from ivm.ir import (Aggregate, Distinct, Filter, Join, JoinKind, Project, Relation, Restrict,
-                    Scan, SetOperation, Subquery, Union, Weighted, Window, aliases_of, columns)
+from ivm.ir import (Aggregate, Distinct, Filter, Generate, Join, JoinKind, Project, Relation,
+                    Restrict, Scan, SetOperation, Subquery, Union, Weighted, Window, aliases_of,
+                    columns)
 from ivm.names import DIALECT
 from ivm.store import parenthesized
 from ivm.zset import WEIGHT, Read, relation_name
@@ -33,8 +34,10 @@ NO_COLUMN = "_ivm_no_column"
 """The column of a SELECT that reads no column of its input."""
 JOIN_SQL = {JoinKind.LEFT: ("LEFT", None), JoinKind.RIGHT: ("RIGHT", None),
             JoinKind.FULL: ("FULL", None), JoinKind.SEMI: ("LEFT", "SEMI"),
-            JoinKind.ANTI: ("LEFT", "ANTI")}
-"""The side and kind of the SQL JOIN of each join kind but INNER (whose ON may move)."""
+            JoinKind.ANTI: ("LEFT", "ANTI"), JoinKind.LOOKUP: (None, None),
+            JoinKind.LEFT_LOOKUP: ("LEFT", None)}
+"""The side and kind of the SQL JOIN of each join kind but INNER (whose ON may move); a lookup
+join as the join it is at one version of its dimension."""
 
 
 def table_name(scan: Scan) -> exp.Table:
@@ -48,10 +51,12 @@ def table_name(scan: Scan) -> exp.Table:
 
 @dataclass
 class _Block:
-    """A SELECT being built: FROM/JOINs, WHERE, GROUP BY (with named outputs), SELECT list."""
+    """A SELECT being built: FROM/JOINs, LATERAL VIEWs, WHERE, GROUP BY (with named outputs),
+    SELECT list."""
 
     source: exp.Expr
     joins: list[exp.Join] = field(default_factory=list)
+    laterals: list[exp.Lateral] = field(default_factory=list)
     where: list[exp.Expr] = field(default_factory=list)
     group: list[exp.Expr] | None = None
     grouped: dict[str, exp.Expr] = field(default_factory=dict)
@@ -69,6 +74,8 @@ class _Block:
         select.set("from_", exp.From(this=self.source))
         if self.joins:
             select.set("joins", self.joins)
+        if self.laterals:
+            select.set("laterals", self.laterals)
         if self.where:
             select.set("where", exp.Where(this=exp.and_(*self.where)))
         if self.group is not None and self.group:
@@ -103,6 +110,8 @@ class _Compiler:
                 return self.visit_Aggregate(node)
             case Window():
                 return self.visit_Window(node)
+            case Generate():
+                return self.visit_Generate(node)
             case Distinct():
                 return self.visit_Distinct(node)
             case Union():
@@ -158,7 +167,8 @@ class _Compiler:
         """
         block = self.block(node)
         aliases = aliases_of(node)
-        plain = block.select is None and block.group is None and not block.distinct
+        plain = block.select is None and block.group is None and not block.distinct and \
+            not block.laterals
         if plain and (not block.where or not kind.pads_left) and not (
                 isinstance(node, Filter) and len(aliases) == 1 and kind is not JoinKind.INNER):
             return block
@@ -190,7 +200,8 @@ class _Compiler:
 
     def visit_Restrict(self, node: Restrict) -> _Block:
         block = self.block(node.input)
-        if block.select is not None or block.group is not None or block.distinct:
+        if block.select is not None or block.group is not None or block.distinct or \
+                block.laterals:  # a JOIN comes before any LATERAL VIEW
             block = self.wrapped(block)
         affected = self.shared(node.affected, "affected_keys")
         keys = columns(node.affected)
@@ -269,6 +280,20 @@ class _Compiler:
             block = self.wrapped(block)
         block.select = [c.copy() for c in block.default_columns] + [
             exp.alias_(function.copy(), name, quoted=None) for name, function in node.functions]
+        return block
+
+    def visit_Generate(self, node: Generate) -> _Block:
+        block = self.block(node.input)
+        if block.select is not None or block.group is not None or block.distinct:
+            block = self.wrapped(block)
+        alias = f"generated{len(block.laterals)}"
+        block.laterals.append(exp.Lateral(
+            this=node.generator.copy(), view=True, outer=node.outer,
+            alias=exp.TableAlias(this=exp.to_identifier(alias),
+                                 columns=[exp.to_identifier(n) for n in node.names])))
+        if not any(isinstance(c, exp.Star) for c in block.default_columns):
+            block.default_columns = list(block.default_columns) + [
+                exp.column(n, alias) for n in node.names]
         return block
 
     def visit_Distinct(self, node: Distinct) -> _Block:

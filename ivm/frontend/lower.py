@@ -23,17 +23,25 @@ from sqlglot import exp
 
 from ivm import store
 from ivm.errors import InvalidQuery, ReservedName, UnsupportedQuery
+from ivm.frontend.generators import (MARK, as_derived_table, default_names, is_generator,
+                                    plain_generator, select_list_generator)
+from ivm.frontend.grouping_sets import (GROUPING_ID_TYPE, GROUPING_TYPE, grouping_sets,
+                                        grouping_value, has_grouping_sets)
+from ivm.frontend.lookups import has_lookups, is_lookup
 from ivm.frontend.positions import position_of
 from ivm.frontend.subqueries import SUBQUERY_PREFIX, unnest
 from ivm.frontend.windows import deterministic
 from ivm.names import join
-from ivm.ir import (Aggregate, AggregateCall, Distinct, Filter, Join, JoinKind, Project,
-                    Relation, Scan, SetOperation, Subquery, Union, Window, children, columns)
+from ivm.ir import (Aggregate, AggregateCall, Distinct, Filter, Generate, Join, JoinKind,
+                    Project, Relation, Scan, SetOperation, Subquery, Union, Window, aliases_of,
+                    children, columns)
 from ivm.zset import BOOKKEEPING_PREFIX
 
 WINDOW_PREFIX = f"{BOOKKEEPING_PREFIX}win"
 ORDER_PREFIX = f"{BOOKKEEPING_PREFIX}order"
 RANK = f"{BOOKKEEPING_PREFIX}rank"
+SET_TAG = f"{BOOKKEEPING_PREFIX}set"
+"""The column numbering the grouping set a row of an expanded input counts for."""
 
 INVERTIBLE = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg"}
 
@@ -72,24 +80,25 @@ SESSION_DEPENDENT = {"current_user", "user", "session_user", "current_database",
                      "current_schema", "current_catalog"}
 """Functions whose value is the session's: a refresh runs in another session."""
 
-GROUPINGS = {exp.Rollup: "ROLLUP", exp.Cube: "CUBE", exp.GroupingSets: "GROUPING SETS"}
-
+COLLECTIONS = {"collect_list", "array_agg", "collect_set", "array_unique_agg"}
+"""Aggregates that collect values into an array, in the order rows arrive in."""
 ORDER_DEPENDENT_AGGREGATES = {"first", "last", "first_value", "last_value", "any_value",
-                              "collect_list", "array_agg", "collect_set", "string_agg",
-                              "listagg", "group_concat"}
+                              "string_agg", "listagg", "group_concat"} | COLLECTIONS
 """Aggregates whose value depends on the order rows arrive in: no refresh can reproduce it."""
 
 # Clauses of a SELECT that this version does not maintain, with what to do instead.
 REFUSED_CLAUSES = {
     "offset": ("OFFSET", "query the view with OFFSET instead"),
     "windows": ("WINDOW clause", "write each window's OVER (...) in full instead of naming it"),
-    "laterals": ("LATERAL VIEW", "explode the data into a source table first"),
     "pivots": ("PIVOT", "pivot when you query the view, or GROUP BY the pivot column"),
     "sample": ("TABLESAMPLE", "sampling is not deterministic; remove it"),
     "cluster": ("CLUSTER BY", "remove it: a view has no order"),
     "distribute": ("DISTRIBUTE BY", "remove it: a view has no physical order"),
     "sort": ("SORT BY", "remove it: a view has no order"),
 }
+
+LOOKUPS = {JoinKind.INNER: JoinKind.LOOKUP, JoinKind.LEFT: JoinKind.LEFT_LOOKUP}
+"""The lookup join of each join kind that has one."""
 
 JOIN_KINDS = {("", ""): JoinKind.INNER, ("", "INNER"): JoinKind.INNER,
               ("", "CROSS"): JoinKind.INNER,
@@ -165,10 +174,15 @@ class _Lowering:
         return self.top_n(query, plan, ordered, names) if ordered is not None else plan
 
     def select(self, select: exp.Select):
-        self.refuse_clauses(select)
+        if select.meta.get(MARK):
+            return self.generated(select)
         # a later branch of a set operation takes its column names from the first one
         named = not (isinstance(select.parent, exp.SetOperation)
                      and select is select.parent.expression)
+        select = select_list_generator(select, self.refuse)
+        if select.args.get("laterals") or has_lookups(select, self.sql):
+            select = as_derived_table(select)
+        self.refuse_clauses(select)
         unnested = unnest(self, select)
         select = unnested.select
         self.refuse_expressions(select)
@@ -289,21 +303,71 @@ class _Lowering:
             relation = Filter(relation, rename(qualify))
         return relation, [(name, rename(e)) for name, e in outputs]
 
+    def generated(self, select: exp.Select):
+        """The derived table of a FROM clause with lateral views (see
+        :mod:`ivm.frontend.generators`): the joined rows' columns it reads under plain names
+        (its SELECT list's), then a :class:`Generate` per lateral view."""
+        self.refuse_expressions(select)
+        relation = self.from_clause(select, [])
+        names = {(item.this.table, item.this.name): item.alias for item in select.expressions
+                 if isinstance(item.this, exp.Column)}
+        taken = {name.lower() for name in names.values()}
+
+        def fresh(name: str) -> str:
+            candidate, n = name, 1
+            while candidate.lower() in taken:
+                n += 1
+                candidate = f"{name}_{n}"
+            taken.add(candidate.lower())
+            return candidate
+        joined = set(aliases_of(relation))
+        read = {(c.table, c.name): c for item in select.expressions for c in item.find_all(
+            exp.Column) if c.table in joined}
+        laterals = select.args.get("laterals") or []
+        # a lookup join's state is keyed by the fact columns its condition reads too
+        lookups = [j.args["on"] for j in select.args.get("joins") or []
+                   if is_lookup(j, self.sql) and j.args.get("on") is not None]
+        for read_by in [lateral.this for lateral in laterals] + lookups:
+            read |= {(c.table, c.name): c for c in read_by.find_all(exp.Column)
+                     if c.table in joined and (c.table, c.name) not in read}
+        for key in read:
+            names.setdefault(key, fresh(key[1]))
+        relation = Project(relation, tuple((names[key], column.copy())
+                                           for key, column in read.items())
+                           or ((fresh(f"{BOOKKEEPING_PREFIX}row"), exp.true()),))
+        for lateral in laterals:
+            if not is_generator(lateral.this):
+                self.refuse(f"LATERAL VIEW {_spelled(lateral.this)}", lateral.this,
+                            "explode, posexplode or inline (or their _outer forms) are "
+                            "maintained")
+            generator, outer = plain_generator(lateral.this)
+            alias = lateral.args.get("alias")
+            given = [c.name for c in alias.columns] if alias is not None and alias.columns \
+                else default_names(generator)
+            expected = default_names(generator)
+            if given is None:
+                self.refuse("a LATERAL VIEW whose columns cannot be named", lateral,
+                            "name its columns: LATERAL VIEW explode(x) alias AS name")
+            if expected is not None and len(given) != len(expected):
+                self.refuse(f"a LATERAL VIEW naming {len(given)} of the {len(expected)} "
+                            f"columns of {_spelled(generator)}", lateral,
+                            f"name each: AS {', '.join(expected)}")
+            generator = generator.transform(
+                lambda n: exp.column(names[(n.table, n.name)]) if isinstance(n, exp.Column)
+                and (n.table, n.name) in names else n)
+            outputs = []
+            for name in given:
+                names.setdefault((lateral.alias_or_name, name), fresh(name))
+                outputs.append(names[(lateral.alias_or_name, name)])
+            relation = Generate(relation, generator, tuple(outputs),
+                                outer or bool(lateral.args.get("outer")))
+        return relation
+
     def refuse_clauses(self, select: exp.Select) -> None:
         for arg, (name, hint) in REFUSED_CLAUSES.items():
             value = select.args.get(arg)
             if value:
                 self.refuse(name, value[0] if isinstance(value, list) else value, hint)
-        group = select.args.get("group")
-        if group is not None:
-            for arg, name in (("rollup", "ROLLUP"), ("cube", "CUBE"),
-                              ("grouping_sets", "GROUPING SETS")):
-                if group.args.get(arg):  # GROUP BY ... WITH ROLLUP
-                    self.refuse(name, group, "define one view per grouping instead")
-            for expression in group.expressions:  # GROUP BY ROLLUP(...)
-                if isinstance(expression, (exp.Rollup, exp.Cube, exp.GroupingSets)):
-                    self.refuse(GROUPINGS[type(expression)], expression,
-                                "define one view per grouping instead")
 
     def refuse_expressions(self, select: exp.Select) -> None:
         for node in _own_nodes(select):
@@ -352,12 +416,22 @@ class _Lowering:
         relation = self.table(from_.this, used)
         inner: list = [relation]
         conditions = []
+        looked_up = False
         for clause in select.args.get("joins") or []:
             side = (clause.args.get("side") or "").upper()
             kind = JOIN_KINDS.get((side, (clause.args.get("kind") or "").upper()))
             if kind is None:
                 self.refuse(f"{side} {clause.args.get('kind')} JOIN".strip(), clause)
-            right = self.table(clause.this, used)
+            lookup = is_lookup(clause, self.sql)
+            if lookup:
+                kind = LOOKUPS.get(kind) or self.refuse(
+                    f"{kind.value.upper()} lookup join", clause,
+                    "a lookup join is an inner or a LEFT join")
+            elif looked_up:
+                self.refuse("a join after a lookup join", clause,
+                            "join the other tables first: lookup joins come last in FROM")
+            looked_up = looked_up or lookup
+            right = self.table(clause.this, used, lookup)
             on = clause.args.get("on")
             if kind is JoinKind.INNER:
                 inner.append(right)
@@ -373,15 +447,17 @@ class _Lowering:
             return Filter(inner[0], exp.and_(*conditions))
         return Join(tuple(inner), exp.and_(*conditions) if conditions else None)
 
-    def table(self, source: exp.Expr, used: dict[str, list[str]]):
+    def table(self, source: exp.Expr, used: dict[str, list[str]], lookup: bool = False):
+        """The relation a FROM item reads; ``lookup``: the dimension of a lookup join."""
         alias = source.alias_or_name
         if isinstance(source, exp.Subquery):
             return Subquery(self.query(source.this), alias)
         if not isinstance(source, exp.Table):
             self.refuse(f"{source.key.upper()} in FROM", source)
-        if source.args.get("version") is not None:
+        if source.args.get("version") is not None and not lookup:
             self.refuse("time travel (VERSION/TIMESTAMP AS OF)", source,
-                        "a view follows its sources' latest version")
+                        "a view follows its sources' latest version (for Flink's lookup "
+                        "join, write JOIN t FOR SYSTEM_TIME AS OF fact.column)")
         if not source.args.get("db") and source.name in self.ctes:
             return Subquery(self.ctes[source.name], alias)
         table = join(part.name for part in source.parts)
@@ -422,12 +498,15 @@ class _Lowering:
     def aggregate(self, relation, group, having, outputs, windows):
         """Aggregate(keys, calls) [→ Filter(HAVING)] under a Project naming keys and calls;
         window functions (evaluated after grouping) read the keys and calls too."""
-        keys: list[tuple[str, exp.Expr]] = []
+        analytics = has_grouping_sets(group)
+        expressions, sets = grouping_sets(group) if analytics else (
+            list(group.expressions) if group is not None else [], [])
         # A one-row subquery's column is the same in every group: group by it as well.
         constants = [c for e in [e for _, e in outputs] + ([having.this] if having else [])
                      for c in e.find_all(exp.Column)
                      if c.table.startswith(SUBQUERY_PREFIX) and not c.find_ancestor(exp.AggFunc)]
-        for expression in (group.expressions if group is not None else []) + constants:
+        keys: list[tuple[str, exp.Expr]] = []
+        for expression in expressions + constants:
             if expression.find(exp.AggFunc):
                 self.refuse("aggregate in GROUP BY", expression)
             if all(expression != key for _, key in keys):
@@ -439,9 +518,11 @@ class _Lowering:
             for name, key in keys:
                 if node == key:
                     return exp.column(name)
+            if isinstance(node, (exp.Grouping, exp.GroupingId)):
+                return self.grouping(node, expressions, sets)
             if isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc):
                 node = node.this  # agg(x) FILTER (WHERE …) is one aggregate call
-            if isinstance(node, exp.AggFunc):
+            if isinstance(node, exp.AggFunc) or _sorted_collection(node):
                 call = self.aggregate_call(node)
                 for name, existing in calls:
                     if existing == call:
@@ -461,18 +542,49 @@ class _Lowering:
         over_groups = [(name, _window_inside(w, lambda e: e.transform(replace)))
                        for name, w in windows]
         predicate = having.this.copy().transform(replace) if having is not None else None
+        if analytics:
+            relation, keys, calls = _expanded(relation, keys, calls, len(expressions), sets)
         relation = Aggregate(relation, tuple(keys), tuple(calls))
         if predicate is not None:
             relation = Filter(relation, predicate)
         return relation, projected, over_groups
 
-    def aggregate_call(self, node: exp.AggFunc) -> AggregateCall:
-        name = (node.sql_name() if not isinstance(node, exp.Anonymous) else node.name).lower()
+    def grouping(self, node: exp.Grouping | exp.GroupingId, expressions, sets) -> exp.Expr:
+        """``grouping(e)`` or ``grouping_id(…)`` as a function of the grouping set's tag."""
+        spelled = "grouping" if isinstance(node, exp.Grouping) else "grouping_id"
+        if not sets:
+            self.refuse(f"{spelled}() without GROUPING SETS, ROLLUP or CUBE", node,
+                        "group by ROLLUP, CUBE or GROUPING SETS, or remove it")
+        arguments = list(node.expressions)
+        if isinstance(node, exp.Grouping) and len(arguments) != 1:
+            self.refuse("grouping() of other than one column", node, "write grouping(column)")
+        positions = [next((i for i, e in enumerate(expressions) if e == a), -1)
+                     for a in arguments]
+        if -1 in positions:
+            self.refuse(f"{spelled}() of an expression not in GROUP BY", node,
+                        "pass it expressions of the GROUP BY, as written there")
+        if isinstance(node, exp.GroupingId) and arguments and \
+                positions != list(range(len(expressions))):
+            self.refuse("grouping_id() of other than all GROUP BY expressions", node,
+                        "write grouping_id() (over all of them, in order)")
+        if isinstance(node, exp.GroupingId):
+            return grouping_value(sets, exp.column(SET_TAG), list(range(len(expressions))),
+                                  GROUPING_ID_TYPE)
+        return grouping_value(sets, exp.column(SET_TAG), positions, GROUPING_TYPE)
+
+    def aggregate_call(self, node: exp.Expr) -> AggregateCall:
+        if _sorted_collection(node):     # array_sort(collect_set(x)): recomputed per group
+            collection = node.this.this if isinstance(node.this, exp.Filter) else node.this
+            return AggregateCall(function_name(collection), None, node.copy())
+        assert isinstance(node, exp.AggFunc)
+        name = function_name(node)
         if name in ORDER_DEPENDENT_AGGREGATES:
             spelled = node.sql("spark").split("(", 1)[0]  # as Spark spells it
             self.refuse(f"aggregate function {spelled}", node,
                         reason="its value depends on the order rows arrive in",
-                        hint="use MIN or MAX, or an aggregate that does not depend on order")
+                        hint=f"sort it: array_sort({node.sql('spark')}), or take its size"
+                        if name in COLLECTIONS else
+                        "use MIN or MAX, or an aggregate that does not depend on order")
         argument = node.this
         if argument is not None and not isinstance(argument, exp.Star) and \
                 argument.find(exp.AggFunc):
@@ -482,7 +594,7 @@ class _Lowering:
         if function is None or isinstance(argument, exp.Distinct) or \
                 isinstance(node.parent, exp.Filter):
             whole = node.parent if isinstance(node.parent, exp.Filter) else node
-            return AggregateCall(name, None, whole.copy())
+            return AggregateCall(name, None, _ties_broken(whole.copy()))
         if isinstance(argument, exp.Star) or argument is None:
             return AggregateCall("count")
         if function == "count":
@@ -500,6 +612,76 @@ class _Lowering:
         """``argument`` is a column of a source table, so its type is the schema's (sqlglot
         may type a derived column narrower than Spark does)."""
         return isinstance(argument, exp.Column) and argument.table in self.scanned
+
+
+def _ties_broken(call: exp.Expr) -> exp.Expr:
+    """``call`` with a ``max_by(v, o)`` or ``min_by(v, o)`` in it ordered by ``(o, v)``, so
+    that rows tied in ``o`` give one answer whatever order they are read in (the largest
+    ``v`` for ``max_by``, the smallest for ``min_by``); a row whose ``o`` is NULL still
+    counts for nothing.
+
+    >>> from ivm.names import DIALECT
+    >>> print(_ties_broken(exp.maybe_parse("max_by(z, seq)", dialect=DIALECT)).sql(DIALECT))
+    MAX_BY(z, IF(seq IS NULL, NULL, STRUCT(seq, z)))
+    """
+    for by in list(call.find_all(exp.ArgMax, exp.ArgMin)):
+        order, value = by.expression, by.this
+        by.set("expression", exp.If(
+            this=exp.Is(this=order.copy(), expression=exp.Null()), true=exp.Null(),
+            false=exp.Struct(expressions=[order.copy(), value.copy()])))
+    return call
+
+
+def _spelled(node: exp.Expr) -> str:
+    """A function's name as :func:`function_name` gives it; another node's kind."""
+    return function_name(node) if isinstance(node, exp.Func) else node.key
+
+
+def _sorted_collection(node: exp.Expr) -> bool:
+    """``node`` sorts (or counts) an aggregate that collects values into an array, so its
+    value does not depend on the order rows arrive in: ``array_sort(collect_set(x))``,
+    ``sort_array(collect_list(x) FILTER (WHERE …))``, ``size(collect_set(x))``."""
+    wraps = isinstance(node, (exp.ArraySort, exp.ArraySize)) or (
+        isinstance(node, exp.Anonymous) and node.name.lower() == "cardinality")
+    inner = node.this if wraps else None
+    if isinstance(inner, exp.Filter):
+        inner = inner.this
+    return isinstance(inner, exp.AggFunc) and function_name(inner) in COLLECTIONS
+
+
+def _expanded(relation, keys, calls, grouped: int, sets: list[tuple[int, ...]]):
+    """The input of a GROUPING SETS aggregate expanded once per set, and its keys (the first
+    ``grouped`` its GROUP BY expressions, NULL outside their sets, then the set's tag) and
+    calls over the expansion's columns (see :mod:`ivm.frontend.grouping_sets`)."""
+    read: dict[tuple[str, str], tuple[str, exp.Column]] = {}
+
+    def plain(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column):
+            key = (node.table, node.name)
+            if key not in read:
+                read[key] = (f"{BOOKKEEPING_PREFIX}c{len(read)}", node.copy())
+            return exp.column(read[key][0])
+        return node
+
+    def renamed(expression: exp.Expr | None) -> exp.Expr | None:
+        return expression.copy().transform(plain) if expression is not None else None
+    tag = exp.column(SET_TAG)
+    new_keys = []
+    for position, (name, expression) in enumerate(keys):
+        holding = [i for i, held in enumerate(sets) if position in held]
+        value = renamed(expression)
+        if position < grouped and len(holding) < len(sets):
+            value = exp.Case(ifs=[exp.If(this=exp.In(this=tag.copy(), expressions=[
+                exp.Literal.number(i) for i in holding]), true=value)])
+        new_keys.append((name, value))
+    new_calls = [(name, AggregateCall(call.function, renamed(call.argument),
+                                      renamed(call.call), call.decimal))
+                 for name, call in calls]
+    named = Project(relation, tuple(read.values()) or (
+        (f"{BOOKKEEPING_PREFIX}c0", exp.Literal.number(1)),))
+    expansion = Generate(named, exp.Explode(this=exp.Array(expressions=[
+        exp.Literal.number(i) for i in range(len(sets))])), (SET_TAG,))
+    return expansion, new_keys + [(SET_TAG, tag)], new_calls
 
 
 def _exact_type(data_type: exp.DataType | None) -> tuple[bool, tuple[int, int] | None]:

@@ -31,6 +31,7 @@ Through the other operators, a conjunct is rewritten to read the operator's inpu
     σ[p](Q AS a)       =  (σ[p] Q) AS a          a derived table
     σ[p](γ_k R)        =  γ_k(σ[p[k]] R)         p reads only group keys (and there are keys)
     σ[p](W_k R)        =  W_k(σ[p] R)            p reads only PARTITION BY columns
+    σ[p](gen R)        =  gen(σ[p] R)            p reads only R's columns (LATERAL VIEW)
     σ[p](δ R)          =  δ(σ[p] R)              DISTINCT
     σ[p](R ∪ S)        =  σ[p]R ∪ σ[p]S          also for ∩ and − (INTERSECT, EXCEPT [ALL])
     σ[p](σ[q] R)       =  σ[q ∧ p] R             stacked filters merge
@@ -68,9 +69,9 @@ from typing import assert_never
 from sqlglot import exp
 
 from ivm.frontend.lower import nondeterministic
-from ivm.ir import (Aggregate, Distinct, Filter, Join, JoinKind, Project, Relation, Restrict,
-                    Scan, SetOperation, Subquery, Union, Weighted, Window, aliases_of, children,
-                    columns, with_children)
+from ivm.ir import (Aggregate, Distinct, Filter, Generate, Join, JoinKind, Project, Relation,
+                    Restrict, Scan, SetOperation, Subquery, Union, Weighted, Window, aliases_of,
+                    children, columns, with_children)
 from ivm.store import parenthesized
 
 Move = Callable[[exp.Expr], "exp.Expr | None"]
@@ -118,6 +119,11 @@ def _pushed(node: Relation, conjuncts: list[exp.Expr]) -> Relation:
             moved, kept = _split(conjuncts, lambda c: _substituted(c, partition))
             return _filtered(Window(_pushed(node.input, moved), node.partition, node.functions),
                              kept)
+        case Generate():
+            own = {name: exp.column(name) for name in columns(node.input)}
+            moved, kept = _split(conjuncts, lambda c: _substituted(c, own))
+            return _filtered(Generate(_pushed(node.input, moved), node.generator, node.names,
+                                      node.outer), kept)
         case Distinct():
             types = _types(node.input)
             rows = {name: exp.column(name) for name, t in types.items() if _grouped_by_value(t)}
@@ -165,9 +171,9 @@ def _where_target(join: Join, conjunct: exp.Expr) -> int | None:
     """The input a conjunct over ``join``'s rows may filter instead, if any."""
     left, right = join.inputs[0], join.inputs[-1]
     match join.kind:
-        case JoinKind.INNER:
+        case JoinKind.INNER | JoinKind.LOOKUP:
             return next((i for i, x in enumerate(join.inputs) if _fits(x, conjunct)), None)
-        case JoinKind.LEFT | JoinKind.SEMI | JoinKind.ANTI:
+        case JoinKind.LEFT | JoinKind.SEMI | JoinKind.ANTI | JoinKind.LEFT_LOOKUP:
             return 0 if _fits(left, conjunct) else None
         case JoinKind.RIGHT:
             return 1 if _fits(right, conjunct) else None
@@ -182,9 +188,9 @@ def _on_target(join: Join, conjunct: exp.Expr) -> int | None:
     left, right = join.inputs[0], join.inputs[-1]
     on_right = 1 if _fits(right, conjunct) else None
     match join.kind:
-        case JoinKind.INNER:
+        case JoinKind.INNER | JoinKind.LOOKUP:
             return _where_target(join, conjunct)
-        case JoinKind.LEFT | JoinKind.ANTI:
+        case JoinKind.LEFT | JoinKind.ANTI | JoinKind.LEFT_LOOKUP:
             return on_right
         case JoinKind.RIGHT:
             return 0 if _fits(left, conjunct) else None
@@ -276,6 +282,8 @@ def _types(node: Relation) -> dict[str, exp.DataType | None]:
                 name: None for name, _ in node.calls}
         case Window():
             return _types(node.input) | {name: None for name, _ in node.functions}
+        case Generate():
+            return _types(node.input) | {name: None for name in node.names}
         case Filter() | Distinct():
             return _types(node.input)
         case Union() | SetOperation():

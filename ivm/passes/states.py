@@ -15,6 +15,11 @@ The window then reads ``S``'s snapshots and change feed in place of ``R``'s::
 
 which costs the size of ``R``'s result (the groups under a top-N), not of its sources.
 
+A lookup join (``JOIN d FOR SYSTEM_TIME AS OF …``) is always a state table (split off before
+the passes, :func:`split_lookups`): it holds each fact row as enriched when first consumed,
+which its own rule reads back (see :mod:`ivm.rules.lookup`); the view above reads the
+enriched rows as any other change.
+
 >>> from sqlglot import exp
 >>> from ivm.ir import Aggregate, AggregateCall, Project, Scan, Window
 >>> groups = Aggregate(Scan("db.t", "t", ("k", "v")), (("k", exp.column("k", "t")),),
@@ -34,8 +39,9 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from ivm.ir import (Aggregate, Distinct, Join, Project, Relation, Scan, SetOperation, Window,
-                    children, columns, with_children)
+from ivm.ir import (Aggregate, Distinct, Filter, Join, JoinKind, Project, Relation, Scan,
+                    SetOperation, Subquery, Window, aliases_of, children, columns,
+                    lookup_chain, with_children)
 from ivm.names import join, split
 from ivm.zset import BOOKKEEPING_PREFIX
 
@@ -77,9 +83,62 @@ def _stored_name(name: str, taken: set[str]) -> str:
     return stored
 
 
-def split_states(plan: Relation, view: str) -> tuple[Relation, tuple[StatePlan, ...]]:
-    """``plan`` reading state tables of ``view`` in place of the inputs of its global windows
-    that are costly to compute, and those state tables, each before any that reads it."""
+FOUND = f"{BOOKKEEPING_PREFIX}found"
+"""A lookup state's column that is TRUE where its dimension matched, NULL where it did not."""
+
+
+def split_lookups(plan: Relation, view: str, first: int = 1
+                  ) -> tuple[Relation, tuple[StatePlan, ...]]:
+    """``plan`` reading a state table of ``view`` in place of each projection of lookup joins
+    (numbered from ``first``), and those state tables.
+
+    A state keeps every fact row, matched or not (its lookups are LEFT joins), with a column
+    :data:`FOUND` per dimension; the view drops the rows an inner lookup did not match.
+    """
+    states: list[StatePlan] = []
+
+    def visit(node: Relation) -> Relation:
+        new = with_children(node, tuple(visit(c) for c in children(node)))
+        if not (isinstance(new, Project) and isinstance(new.input, Join)
+                and new.input.kind.lookup):
+            return new
+        fact, chain = lookup_chain(new.input)
+        joined, found, inner = fact, [], []
+        for number, lookup in enumerate(chain):
+            dimension = lookup.inputs[1]
+            (alias,) = aliases_of(dimension)
+            flagged = Subquery(Project(dimension, tuple(
+                (c.split(".", 1)[1], exp.column(c.split(".", 1)[1], alias))
+                for c in columns(dimension)) + ((FOUND, exp.true()),)), alias)
+            joined = Join((joined, flagged), lookup.condition, JoinKind.LEFT_LOOKUP)
+            found.append((f"{FOUND}{number}", exp.column(FOUND, alias)))
+            if lookup.kind is JoinKind.LOOKUP:
+                inner.append(f"{FOUND}{number}")
+        number = first + len(states)
+        table = state_name(view, number)
+        names = [name for name, _ in new.columns] + [name for name, _ in found]
+        stored: list[str] = []
+        for name in names:
+            stored.append(_stored_name(name, set(names) | set(stored)))
+        states.append(StatePlan(table, Project(joined, tuple(
+            (s, e) for s, (_, e) in zip(stored, new.columns + tuple(found))))))
+        alias = f"state{number}"
+        read: Relation = Scan(table, alias, tuple(stored))
+        if inner:
+            kept = dict(zip(names, stored))
+            read = Filter(read, exp.and_(*(exp.Not(this=exp.Is(
+                this=exp.column(kept[f], alias), expression=exp.Null())) for f in inner)))
+        return Project(read, tuple((n, exp.column(s, alias))
+                                   for n, s in zip(names, stored) if n in dict(new.columns)))
+
+    return visit(plan), tuple(states)
+
+
+def split_states(plan: Relation, view: str, first: int = 1
+                 ) -> tuple[Relation, tuple[StatePlan, ...]]:
+    """``plan`` reading state tables of ``view`` (numbered from ``first``) in place of the
+    inputs of its global windows that are costly to compute, and those state tables, each
+    before any that reads it."""
     states: list[StatePlan] = []
     done: dict[Relation, Relation] = {}
 
@@ -90,10 +149,12 @@ def split_states(plan: Relation, view: str) -> tuple[Relation, tuple[StatePlan, 
         if isinstance(new, Window) and not new.partition and isinstance(new.input, Project) \
                 and _costly(new.input):
             new = Window(_read_state(new.input, len(states) + 1), new.partition, new.functions)
+
         done[node] = new
         return new
 
     def _read_state(named: Project, number: int) -> Project:
+        number += first - 1
         names = columns(named)
         stored: list[str] = []
         for name in names:

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 from ivm.ir import (Aggregate, Distinct, Join, JoinKind, Project, Relation, Restrict, Union,
                     Weighted)
-from ivm.rules import (aggregate, distinct, filter, integrate, join, project, scan,
-                       set_operation, subquery, union, window)
+from ivm.rules import (aggregate, distinct, filter, generate, integrate, join, lookup, project,
+                       scan, set_operation, subquery, union, window)
 from ivm.rules.base import Kind, Rule
 from ivm.rules.maintenance import Maintenance
 
 RULES: dict[type, Rule] = {r.operator: r for r in (
     scan.RULE, filter.RULE, project.RULE, join.RULE, subquery.RULE, union.RULE,
-    aggregate.KEYED_RULE, distinct.KEYED_RULE, set_operation.RULE, window.RULE)}
+    aggregate.KEYED_RULE, distinct.KEYED_RULE, set_operation.RULE, window.RULE,
+    generate.RULE)}
 """Rules whose delta is a Z-set, usable anywhere in a plan (the cheapest that is correct)."""
 
-VIEW_RULES = (aggregate.RULE, distinct.RULE, integrate.RULE)
+VIEW_RULES = (aggregate.RULE, distinct.RULE, integrate.RULE, lookup.RULE)
 """Rules that decide how a view is stored, applied at the root."""
 
 
@@ -28,12 +29,18 @@ def differentiate(node) -> Union:
     return RULES[type(node)].derive(node, differentiate)
 
 
-def maintain(plan) -> Maintenance:
-    """How the view defined by ``plan`` is stored, filled from scratch, and updated.
+def maintain(plan, name: str | None = None) -> Maintenance:
+    """How the view defined by ``plan`` (named ``name``) is stored, filled from scratch, and
+    updated.
 
     A GROUP BY at the root whose aggregates are all invertible keeps accumulators in the
-    store; a DISTINCT at the root keeps counts; any other view integrates its delta.
+    store; a DISTINCT at the root keeps counts; lookup joins keep what they enriched; any
+    other view integrates its delta.
     """
+    if lookup.is_lookup_state(plan):
+        if name is None:
+            raise ValueError("a lookup join's state reads its own store: name it")
+        return lookup.maintain_lookup(plan, differentiate, name)
     if isinstance(plan, Distinct):
         return distinct.maintain_distinct(plan, differentiate)
     if isinstance(plan, Project) and isinstance(plan.input, Aggregate) and all(
@@ -46,6 +53,8 @@ def rule_for(node: Relation) -> Rule | None:
     """The rule that handles ``node`` inside a plan (for explain); None for a node that only
     rules build, inside a delta."""
     match node:
+        case Join() if node.kind.lookup:
+            return lookup.JOIN_RULE
         case Join() if node.kind is not JoinKind.INNER:
             return join.KEYED_RULE
         case Restrict() | Weighted():

@@ -14,8 +14,8 @@ from typing import Callable, assert_never
 
 from sqlglot import exp
 
-from ivm.ir import (Aggregate, Distinct, Filter, Join, Project, Relation, Restrict, Scan,
-                    SetOperation, Subquery, Union, Weighted, Window, columns)
+from ivm.ir import (Aggregate, Distinct, Filter, Generate, Join, Project, Relation, Restrict,
+                    Scan, SetOperation, Subquery, Union, Weighted, Window, columns)
 from ivm.zset import WEIGHT, Read
 
 
@@ -27,6 +27,7 @@ class Kind(Enum):
     INVERTIBLE = "invertible"      # group state ⊕ aggregate of ΔR; the view's own rows
     COUNTING = "counting"          # a count per row; the view's own rows
     KEYED = "affected-key recompute"  # Op(R' ⋉ K) − Op(R ⋉ K); snapshots at affected keys
+    LOOKUP = "lookup"              # ΔF enriched once; its state's rows at the changed facts
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def weight_of(term: Relation) -> exp.Expr | None:
             return sign if inner is None else exp.Mul(this=sign, expression=inner)
         case Subquery():
             return exp.column(WEIGHT, term.alias) if WEIGHT in columns(term.input) else None
-        case Project() | Union():
+        case Project() | Union() | Generate():
             return exp.column(WEIGHT) if WEIGHT in columns(term) else None
         case Aggregate() | Window() | Distinct() | SetOperation():
             raise TypeError(f"no Z-set weight for {type(term).__name__}")

@@ -62,6 +62,8 @@ from ivm.zset import WEIGHT, Read
 
 
 def derive_join(node: Join, differentiate) -> Union:
+    if node.kind.lookup:    # never differentiated: its state is split off (ivm.passes.states)
+        raise TypeError("a lookup join is maintained by its state table")
     if node.kind is not JoinKind.INNER:
         return derive_keyed_join(node, differentiate)
     inputs = node.inputs

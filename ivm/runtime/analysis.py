@@ -18,6 +18,7 @@ from sqlglot import exp
 from sqlglot.transforms import eliminate_qualify
 
 from ivm.errors import CatalogError, InvalidQuery, IvmError, SqlSyntaxError, UnsupportedQuery
+from ivm.frontend.lookups import is_lookup
 from ivm.frontend.parse import parse_query, referenced_tables
 from ivm.frontend.positions import position_at_offset, position_of
 from ivm.names import DIALECT
@@ -67,18 +68,24 @@ def analyse(spark, sql: str) -> list[str] | None:
 
     Spark does not parse ``QUALIFY``, which ivm maintains: such a query is analysed in its
     equivalent form, a filter over a subquery, and an error then names no position (nor are
-    the names returned: the form has a column more).
+    the names returned: the form has a column more). A lookup join (``FOR SYSTEM_TIME AS OF``
+    a column) is analysed as the join it is at one version of its dimension, its error
+    likewise without a position.
     """
     query = parse_query(sql)
-    if query.find(exp.Qualify) is None:
+    lookups = [j for j in query.find_all(exp.Join) if is_lookup(j, sql)]
+    for join in lookups:
+        join.this.set("version", None)
+    qualified = query.find(exp.Qualify) is not None
+    if not qualified and not lookups:
         text = sql
     else:
-        text = eliminate_qualify(query).sql(DIALECT)
+        text = (eliminate_qualify(query) if qualified else query).sql(DIALECT)
     try:
         names = spark.sql(text).schema.names
     except (AnalysisException, ParseException) as error:
         raise spark_error(error, sql, located=text is sql) from None
-    return names if text is sql else None
+    return None if qualified else names
 
 
 def spark_error(error: AnalysisException, sql: str, located: bool = True) -> IvmError:

@@ -107,7 +107,9 @@ def committed_write(spark, view: str, compiled: CompiledView, record: RefreshRec
     with spark_errors(view), timer.phase("change"):
         bound = bind(spark, compiled.sources, before, record.sources, compiled.delta_reads,
                      wrap=lambda frame: faults.during(f"{stage}.during_write", frame),
-                     change_bytes=record.read_bytes)
+                     change_bytes=record.read_bytes,
+                     store=None if read_version is None else (
+                         view, compiled.store.columns, read_version))
 
     def commit(statement, **amend) -> list:
         with timer.phase("write"):

@@ -59,7 +59,9 @@ def describe_view(spark, name: str) -> DataFrame:
     last = history(spark, store).first()
     assert last is not None  # the record consumed_versions read is in the history
     freshness = properties.get(FRESHNESS)
+    compiled = compile_definition(spark, view, properties)
     facts = [("view", view), ("definition", properties[DEFINITION]), ("store", store),
+             *([("semantics", compiled.semantics)] if compiled.semantics else []),
              ("freshness seconds", freshness or ""),
              ("refreshed by ivm run", "suspended" if properties.get(SUSPENDED) == "true"
               else "yes" if freshness else "no (no FRESHNESS)"),
@@ -73,7 +75,7 @@ def describe_view(spark, name: str) -> DataFrame:
              ("database", resolution_database(view, properties))]
     facts += [(f"setting {key}", value)
               for key, value in (settings(properties) or {}).items()]
-    for table, state in compile_definition(spark, view, properties).states:
+    for table, state in compiled.states:
         log = DeltaLogReader(spark, store_name(table))
         keys = f"keyed by ({', '.join(state.store.keys)})" if state.store.keys else "one row"
         facts.append((f"state table {table}",

@@ -69,6 +69,9 @@ def _estimate(spark, compiled: CompiledView, view: str | None) -> str:
     sizes = source_bytes(spark, compiled.sources)
     lines = ["estimate of what a refresh reads (from the sources' Delta logs):"]
     for table, kinds in sorted(reads.items()):
+        if table not in sizes:      # the view's own store (a lookup join's state)
+            lines.append(f"  {table}: its own rows at the changed fact rows")
+            continue
         parts = ["its change (Δ)"] if Read.DELTA in kinds else []
         snapshots = [k.value for k in SNAPSHOTS if k in kinds]
         if snapshots:
@@ -77,7 +80,7 @@ def _estimate(spark, compiled: CompiledView, view: str | None) -> str:
             parts.append(f"all of it ({size(sizes[table])})")
         lines.append(f"  {table} ({size(sizes[table])}): {'; '.join(parts)}")
     snapshot_bytes = sum(_snapshot_bytes(kinds, sizes[table]) or 0
-                         for table, kinds in reads.items())
+                         for table, kinds in reads.items() if table in sizes)
     lines.append(f"  a refresh: the change + up to {size(snapshot_bytes)} of snapshots; "
                  f"a full recompute: {size(sum(s or 0 for s in sizes.values()))}")
     if view is not None and store_properties(spark, view) is not None:

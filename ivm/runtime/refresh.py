@@ -37,6 +37,7 @@ from ivm.runtime.pruning import prune
 from ivm.runtime.read_estimate import total_source_bytes, total_source_files
 from ivm.runtime.sources import kept, latest_sources, release
 from ivm.runtime.views import repair_catalog_view
+from ivm.rules import Kind
 from ivm.store import OVERFLOW
 
 
@@ -59,6 +60,8 @@ STORE_CHANGE = "_ivm_store_change"
 MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
 
 OVERFLOW_REASON = "a sum overflowed its type while folding the change"
+LOOKUP_RECOMPUTED = "; every fact row was enriched anew with the dimension as it is now"
+"""What a recompute of a lookup join's state adds to its reason (see :mod:`ivm.rules.lookup`)."""
 OVERFLOW_ERRORS = (OVERFLOW, "NUMERIC_VALUE_OUT_OF_RANGE", "ARITHMETIC_OVERFLOW",
                    "CAST_OVERFLOW")
 
@@ -170,6 +173,8 @@ def _refresh(spark, view: str, properties: dict[str, str], forced: Obstacle | No
     policy = properties.get(POLICY, DEFAULT_POLICY)
     with clock.phase("plan"):
         compiled = compile_definition(spark, view, properties)
+        if compiled.maintenance.rule.kind is Kind.LOOKUP and policy == "AUTO":
+            policy = "INCREMENTAL"  # a recompute enriches every row anew: never for cost
         apply_settings(spark, plan_settings(compiled))
         store = store_name(view)
         schema = spark.table(store).schema
@@ -222,9 +227,11 @@ def _refresh(spark, view: str, properties: dict[str, str], forced: Obstacle | No
             recomputes(policy, obstacle, view)  # INCREMENTAL STRICT fails here
     if result is None:   # not incremental, for ``obstacle``
         assert obstacle is not None
+        reason = obstacle.reason + (LOOKUP_RECOMPUTED if compiled.maintenance.rule.kind
+                                    is Kind.LOOKUP else "")
         with session_settings(spark, evaluation_settings(spark, total)):
             result = _write(spark, view, compiled, store_version, previous, current, ids,
-                            obstacle.reason, total, schema, clock,
+                            reason, total, schema, clock,
                             model.after("full", prediction is not None), prediction=prediction)
     result.seconds = time.perf_counter() - start
     return result

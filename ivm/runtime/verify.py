@@ -96,6 +96,10 @@ def verify(spark, view: str, *, shown: int = 10,
         raise StateError(f"{name} is a state table of the materialized view "
                          f"{properties[STATE_OF]}", hint=f"verify {properties[STATE_OF]}")
     compiled = compile_definition(spark, name, properties)
+    if compiled.semantics is not None:
+        raise StateError(f"{name} cannot be verified against its query: {compiled.semantics}",
+                         hint="check it against the definition of its semantics (the README's "
+                              "Lookup joins), or refresh it FULL to enrich every row anew")
     log = DeltaLogReader(spark, store_name(name))
     store_version = log.version()
     sources, table_ids = _reflected(spark, latest_record(log)[1])

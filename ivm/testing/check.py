@@ -94,7 +94,12 @@ def check_view(spark, sql: str, *, schema: Mapping | None = None,
     tables = _source_tables(spark, query, schema, database)
     flat = _flat_names(tables)
     view_sql = replace_tables(query, database, flat)
-    compile(view_sql, {flat[t]: dict(columns) for t, columns in tables.items()})  # refuses early
+    compiled = compile(view_sql, {flat[t]: dict(columns) for t, columns in tables.items()})
+    if compiled.semantics is not None:  # what it equals is no query Spark runs
+        raise IvmError(f"check_view compares a view with its query, which this view does not "
+                       f"equal: {compiled.semantics}",
+                       hint="check a lookup view against the definition of its semantics "
+                            "(the README's Lookup joins)")
     drawn = sources({flat[t]: columns for t, columns in tables.items()}, view_sql)
     seed = random.randrange(2 ** 32) if seed is None else seed
     views = {name: Approximate(view_sql)}

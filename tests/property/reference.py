@@ -65,7 +65,25 @@ class Outcome:
 
 
 def duck(query: exp.Expression) -> str:
-    return query.sql("duckdb")
+    return _inner_generators(query).sql("duckdb")
+
+
+def _inner_generators(query: exp.Expression) -> exp.Expression:
+    """``query`` with each ``LATERAL VIEW OUTER`` written as an inner one of an array that is
+    never empty (``[NULL]`` for an empty or NULL one), which DuckDB's ``UNNEST`` (what sqlglot
+    writes a lateral view as) runs. A position it generates for such a row is 0, not NULL:
+    both sides of the identity see the same rows, which is what it checks."""
+    def inner(node):
+        if not (isinstance(node, exp.Lateral) and node.args.get("view")
+                and node.args.get("outer")):
+            return node
+        generator = node.this.copy()
+        array = generator.this
+        generator.set("this", exp.If(
+            this=exp.GT(this=exp.ArraySize(this=array.copy()), expression=exp.Literal.number(0)),
+            true=array.copy(), false=exp.Array(expressions=[exp.Null()])))
+        return exp.Lateral(this=generator, view=True, alias=node.args.get("alias"))
+    return query.transform(inner)
 
 
 def _type(spark_type: str) -> str:
@@ -97,7 +115,8 @@ def load(connection, name: str, columns: Sequence[tuple[str, str]], rows: Sequen
     if not spec:    # a source of which the view reads no column (COUNT(*) FROM t)
         spec, rows = ["_row BOOLEAN"], [(True,) for _ in rows]
     connection.execute(f'CREATE OR REPLACE TABLE "{name}" ({", ".join(spec)})')
-    data = [tuple(row) + ((weight,) if weights is not None else ())
+    data = [tuple(list(v) if isinstance(v, tuple) else v for v in row)  # an ARRAY's values
+            + ((weight,) if weights is not None else ())
             for row, weight in zip(rows, weights if weights is not None else [None] * len(rows))]
     if data:    # one statement: DuckDB runs executemany's statement once per row
         marks = ", ".join([f"({', '.join('?' * len(data[0]))})"] * len(data))

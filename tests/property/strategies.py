@@ -38,12 +38,13 @@ KEYS = (0, 1, 2)
 SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
     "r": (("k", "INT"), ("a", "INT"), ("b", "DECIMAL(18,8)"), ("s", "STRING"),
           ("Rate", "DOUBLE")),
-    "s": (("k", "INT"), ("c", "INT"), ("d", "STRING"), ("order", "TIMESTAMP")),
+    "s": (("k", "INT"), ("c", "INT"), ("d", "STRING"), ("order", "TIMESTAMP"),
+          ("tags", "ARRAY<STRING>")),
     "t": (("c", "INT"), ("e", "INT"), ("x", "DECIMAL(38,18)"), ("größe", "DECIMAL(38,0)")),
 }
 """The source tables. ``r.k = s.k`` and ``s.c = t.c`` are the join keys. Names are as
 written at CREATE TABLE (``Rate`` mixed case; ``order`` and ``größe`` need backticks, see
-:func:`ident`)."""
+:func:`ident`). ``s.tags`` is an array, which only a generator reads."""
 
 FLOATS = (1e16, 1.0, math.nan, math.inf, -0.0, -math.inf, 0.5, -1.0, 1e16)
 """The doubles of :data:`ivm.testing.data.DOUBLES`, 1e16 first and twice as often."""
@@ -60,6 +61,8 @@ DOMAINS: dict[tuple[str, str], tuple] = {
     ("s", "c"): KEYS,
     ("s", "d"): ('dq"x', "p", "q", 'dq"x'),
     ("s", "order"): TIMES,
+    # empty, a value of s.d, one twice, a NULL element, two in another order
+    ("s", "tags"): ((), ("p",), ("q", "q"), ('dq"x', None), ("q", "p")),
     ("t", "c"): KEYS,
     ("t", "e"): (-1, 0, 1, 2),
     # 18 digits of scale, 13 integer digits: sums over joins of a million rows still fit
@@ -141,10 +144,18 @@ def coarse(type_: str) -> str:
 
 
 def table_columns(table: str, qualified: bool = False) -> list[Expr]:
-    """The columns of a source table, with the values of their domains."""
+    """The scalar columns of a source table, with the values of their domains."""
     return [Expr(f"{table}.{ident(c.name)}" if qualified else ident(c.name), coarse(c.type),
                  tuple(dict.fromkeys(c.values)))
-            for c in SOURCES[table].columns]
+            for c in SOURCES[table].columns if not c.type.startswith("ARRAY")]
+
+
+def table_arrays(table: str) -> list[Expr]:
+    """The ARRAY columns of a source table, typed by their elements' type, with the values
+    of their elements."""
+    return [Expr(ident(c.name), c.type[len("ARRAY<"):-1],
+                 tuple(dict.fromkeys(v for a in c.values for v in a if v is not None)))
+            for c in SOURCES[table].columns if c.type.startswith("ARRAY")]
 
 
 def _joined(parts) -> frozenset:
@@ -277,6 +288,17 @@ CONSTRUCTS: dict[str, str | None] = {
     "WHERE over an inner join": None,
     "WHERE over an outer join": None,
     "WHERE over a semi or anti join": None,
+    "ROLLUP": r"\bGROUP BY ROLLUP\(",
+    "CUBE": r"\bGROUP BY CUBE\(",
+    "GROUPING SETS": r"\bGROUP BY GROUPING SETS \(\(",
+    "grouping_id()": r"\bgrouping_id\(\)",
+    "LATERAL VIEW": r"\bLATERAL VIEW (?!OUTER)",
+    "LATERAL VIEW OUTER": r"\bLATERAL VIEW OUTER ",
+    "posexplode": r"\bposexplode\(",
+    "explode in SELECT": r"(SELECT |, )explode\(",
+    "array column": r"\.tags\)",
+    "collect_set": r"\bsize\(collect_set\(",
+    "array_sort(collect_list)": r"\barray_sort\(collect_list\(",
 }
 """Every construct the generator draws, with a pattern the SQL of a query using it matches
 (None: no simple pattern)."""
@@ -306,10 +328,12 @@ class Table:
 
 @dataclass(frozen=True, eq=False)
 class Select:
-    """``SELECT [DISTINCT] outputs FROM sources [WHERE] [GROUP BY] [HAVING]``.
+    """``SELECT [DISTINCT] outputs FROM sources [LATERAL VIEW] [WHERE] [GROUP BY] [HAVING]``.
 
-    Two sources are joined by ``join`` (``"LEFT JOIN"``, …) ``ON on``. ``group`` is None for
-    a query without aggregates, empty for a global aggregate. ``cte``: read as a CTE.
+    Two sources are joined by ``join`` (``"LEFT JOIN"``, …) ``ON on``. ``lateral``: a
+    ``LATERAL VIEW`` clause. ``group`` is None for a query without aggregates, empty for a
+    global aggregate; ``grouping`` (``ROLLUP``, ``CUBE`` or ``GROUPING SETS``) groups by
+    sets of its keys. ``cte``: read as a CTE.
     """
 
     sources: tuple
@@ -321,6 +345,8 @@ class Select:
     having: Expr | None = None
     distinct: bool = False
     cte: bool = False
+    lateral: Expr | None = None
+    grouping: str | None = None
 
     @property
     def columns(self) -> tuple[Expr, ...]:
@@ -334,10 +360,12 @@ class Select:
     @property
     def constructs(self) -> frozenset:
         parts = [*self.outputs, *(self.group or ()),
-                 *(e for e in (self.on, self.where, self.having) if e is not None)]
+                 *(e for e in (self.on, self.where, self.having, self.lateral) if e is not None)]
         own = {"WHERE": self.where is not None, "HAVING": self.having is not None,
                "GROUP BY": bool(self.group), "global aggregate": self.group == (),
                "SELECT DISTINCT": self.distinct}
+        if self.grouping is not None:
+            own[self.grouping] = True
         if self.where is not None and self.join is not None:
             own[JOIN_FILTERS[self.join]] = True
         return _joined(parts) | {name for name, used in own.items() if used}
@@ -416,10 +444,17 @@ class _Renderer:
                 sql += f" ON {fill(relation.on)}"
             elif relation.join != "CROSS JOIN":
                 self.constructs.add("SEMI or ANTI JOIN without ON")
+        if relation.lateral is not None:
+            sql += f" {fill(relation.lateral)}"
         if relation.where is not None:
             sql += f" WHERE {fill(relation.where)}"
-        if relation.group:
-            sql += " GROUP BY " + ", ".join(fill(k) for k in relation.group)
+        keys = [fill(k) for k in relation.group or ()]
+        if relation.grouping == "GROUPING SETS":
+            sql += f" GROUP BY GROUPING SETS (({', '.join(keys)}), ({keys[-1]}), ())"
+        elif relation.grouping is not None:
+            sql += f" GROUP BY {relation.grouping}({', '.join(keys)})"
+        elif keys:
+            sql += " GROUP BY " + ", ".join(keys)
         if relation.having is not None:
             sql += f" HAVING {fill(relation.having)}"
         return sql
@@ -605,16 +640,24 @@ def aggregates(draw, columns) -> Expr:
     """An aggregate over ``columns``: COUNT(*), COUNT(x), MIN, MAX, COUNT(DISTINCT x), and
     over numbers SUM, AVG, an expression over two, or ``SUM(x) FILTER (WHERE …)`` (over
     doubles, an approximate column)."""
-    forms = ["COUNT(*)", "COUNT(x)", "MIN", "MAX", "COUNT(DISTINCT x)"]
+    forms = ["COUNT(*)", "COUNT(x)", "MIN", "MAX", "COUNT(DISTINCT x)", "collect_set",
+             "array_sort(collect_list)"]
     if any(c.type in NUMBERS for c in columns):
         forms[1:1] = ["SUM", "AVG", "SUM + COUNT(*)", "SUM(x) FILTER"]
     form = draw(st.sampled_from(forms))
     counts = GENERIC_DOMAINS["BIGINT"]
     if form == "COUNT(*)":
         return Expr("COUNT(*)", "BIGINT", counts, frozenset({form}))
-    if form in ("COUNT(x)", "MIN", "MAX", "COUNT(DISTINCT x)"):
+    if form in ("COUNT(x)", "MIN", "MAX", "COUNT(DISTINCT x)", "collect_set",
+                "array_sort(collect_list)"):
         c = draw(scalars(columns))
         used = c.constructs | {form}
+        if form == "collect_set":
+            return Expr(f"size(collect_set({c.sql}))", "INT", (0, 1, 2), used)
+        if form == "array_sort(collect_list)":   # sorted, so the order rows come in is lost
+            text = as_string(c)
+            return Expr(f"array_join(array_sort(collect_list({text.sql})), ',')", "STRING",
+                        GENERIC_DOMAINS["STRING"], used | text.constructs)
         if form == "COUNT(x)":
             return Expr(f"COUNT({c.sql})", "BIGINT", counts, used)
         if form == "COUNT(DISTINCT x)":
@@ -638,10 +681,13 @@ def aggregates(draw, columns) -> Expr:
 
 
 @st.composite
-def selects(draw, sources, columns, join=None, on=None, wheres=None) -> Select:
+def selects(draw, sources, columns, join=None, on=None, wheres=None, lateral=None,
+            exploded=None) -> Select:
     """A SELECT block over ``sources`` reading ``columns``: rows, DISTINCT rows, groups
-    (GROUP BY, maybe HAVING) or a global aggregate, maybe under a WHERE (one of ``wheres``,
-    in one case of two, if given; else of the columns, in one of three)."""
+    (GROUP BY, maybe by ROLLUP, CUBE or GROUPING SETS, maybe HAVING) or a global aggregate,
+    maybe under a WHERE (one of ``wheres``, in one case of two, if given; else of the
+    columns, in one of three). ``lateral``: the block's LATERAL VIEW; ``exploded``: a
+    generator that rows may select."""
     if wheres is not None:
         where = draw(wheres) if draw(st.booleans()) else None
     else:
@@ -649,11 +695,17 @@ def selects(draw, sources, columns, join=None, on=None, wheres=None) -> Select:
     shape = draw(st.sampled_from(["rows", "group", "distinct", "global"]))
     if shape in ("rows", "distinct"):
         outputs = draw(st.lists(scalars(columns), min_size=1, max_size=3))
+        if shape == "rows" and exploded is not None:
+            outputs.append(exploded)
         return Select(sources, tuple(outputs), join, on, where, distinct=shape == "distinct",
-                      cte=_sometimes(draw, 6))
+                      cte=_sometimes(draw, 6), lateral=lateral)
     keys = [] if shape == "global" else draw(
         st.lists(scalars(columns), min_size=1, max_size=2, unique_by=lambda e: e.sql))
+    grouping = draw(st.sampled_from([None, None, None, "ROLLUP", "CUBE", "GROUPING SETS"])) \
+        if keys else None
     shown = [k for k in keys if draw(st.booleans())]
+    if grouping is not None and draw(st.booleans()):
+        shown.append(Expr("grouping_id()", "BIGINT", (0, 1, 2, 3), frozenset({"grouping_id()"})))
     calls = draw(st.lists(aggregates(columns), min_size=1, max_size=3))
     if all(e.approximate for e in shown + calls):  # a column a query over this one can read
         calls.append(Expr("COUNT(*)", "BIGINT", GENERIC_DOMAINS["BIGINT"],
@@ -661,14 +713,54 @@ def selects(draw, sources, columns, join=None, on=None, wheres=None) -> Select:
     exact = keys + [c for c in calls if not c.approximate]
     having = draw(st.none() | conditions(exact)) if exact and _sometimes(draw, 2) else None
     return Select(sources, tuple(shown + calls), join, on, where, group=tuple(keys),
-                  having=having, cte=_sometimes(draw, 6))
+                  having=having, cte=_sometimes(draw, 6), lateral=lateral, grouping=grouping)
+
+
+@st.composite
+def arrays(draw, relation, columns) -> Expr:
+    """An array to generate rows from: an ARRAY column of a source table, or ``array(c, d)``
+    of two of ``columns`` of one type; typed by its elements."""
+    owned = [Expr(f"{{0}}.{a.sql}", a.type, a.domain, frozenset({"array column"}))
+             for a in (table_arrays(relation.name) if isinstance(relation, Table) else ())]
+    if owned and draw(st.booleans()):
+        return draw(st.sampled_from(owned))
+    c = draw(st.sampled_from(columns))
+    d = draw(st.sampled_from([d for d in columns if d.type == c.type]))
+    return Expr(f"array({c.sql}, {d.sql})", c.type, tuple(dict.fromkeys(c.domain + d.domain)),
+                c.constructs | d.constructs)
+
+
+@st.composite
+def lateral_views(draw, relation, columns) -> tuple[Expr, list[Expr]]:
+    """A ``LATERAL VIEW [OUTER] explode`` (or ``posexplode``) of an array over ``relation``,
+    and the columns it adds (``gv``, and ``gp`` for the position)."""
+    array = draw(arrays(relation, columns))
+    outer, positional = draw(st.booleans()), _sometimes(draw, 3)
+    used = array.constructs | {"LATERAL VIEW OUTER" if outer else "LATERAL VIEW"} | (
+        {"posexplode"} if positional else set())
+    generator = "posexplode" if positional else "explode"
+    clause = Expr(f"LATERAL VIEW {'OUTER ' * outer}{generator}({array.sql}) lv AS "
+                  f"{'gp, ' * positional}gv", "", (), frozenset(used))
+    added = [Expr("gv", array.type, array.domain)] + (
+        [Expr("gp", "INT", (0, 1))] if positional else [])
+    return clause, added
 
 
 @st.composite
 def one_source(draw, relations) -> Select:
-    """A SELECT block over one relation."""
+    """A SELECT block over one relation, now and then with a LATERAL VIEW (or a generator
+    in its SELECT list)."""
     source = draw(relations)
-    return draw(selects((source,), _columns_of(source, 0)))
+    columns = _columns_of(source, 0)
+    if _sometimes(draw, 4):
+        lateral, added = draw(lateral_views(source, columns))
+        return draw(selects((source,), columns + added, lateral=lateral))
+    exploded = None
+    if _sometimes(draw, 6):
+        array = draw(arrays(source, columns))
+        exploded = Expr(f"explode({array.sql})", array.type, array.domain,
+                        array.constructs | {"explode in SELECT"})
+    return draw(selects((source,), columns, exploded=exploded))
 
 
 @st.composite

@@ -46,8 +46,8 @@ EDGE_CASES = Scenario(
               (1, 2, Decimal("2.00"), "x", 1e16), (None, 3, Decimal("-1.50"), None, -0.0),
               (2, None, Decimal("0.25"), "", math.nan), (0, 1, Decimal("2.00"), "it's", math.inf),
               (0, None, Decimal("123456.78901234"), "it's", 0.5)],
-        "s": [(1, 0, "p", TIMES[0]), (1, 1, None, None), (None, 1, 'dq"x', TIMES[1]),
-              (2, 2, "p", TIMES[2])],
+        "s": [(1, 0, "p", TIMES[0], ("p", "q")), (1, 1, None, None, ()),
+              (None, 1, 'dq"x', TIMES[1], None), (2, 2, "p", TIMES[2], ("q", None, "q"))],
         "t": [],  # empty when the views are created
     },
     batches=[
@@ -70,7 +70,8 @@ EDGE_CASES = Scenario(
          "DELETE FROM r",
          "INSERT INTO r VALUES (1, 2, 2.00, 'x', 1.0), (1, 2, 2.00, 'x', 1.0), "
          "(0, NULL, NULL, NULL, NULL)",
-         "INSERT INTO s VALUES (0, 2, 'q', TIMESTAMP '2024-01-01 20:00:00')",
+         "INSERT INTO s VALUES (0, 2, 'q', TIMESTAMP '2024-01-01 20:00:00', array('q'))",
+         "UPDATE s SET tags = array_union(tags, array('p')) WHERE c = 1",
          "UPDATE s SET `order` = `order` + INTERVAL 1 HOUR WHERE k = 1",
          "UPDATE t SET `größe` = " + BIG + " WHERE `größe` < 0"],
         # no change at all
@@ -92,7 +93,7 @@ NULL_GROUPS = Scenario(
     tables={
         "r": [(None, None, None, None, None), (None, None, None, None, None),
               (0, None, Decimal("0.00"), "y", 1e16)],
-        "s": [(None, None, None, None), (0, None, "q", TIMES[0])],
+        "s": [(None, None, None, None, None), (0, None, "q", TIMES[0], (None,))],
         "t": [(None, None, None, None)],
     },
     batches=[

@@ -184,6 +184,43 @@ FAMILIES: dict[str, dict[str, str | Rewritten]] = {
         "having_scalar": ("SELECT s, COUNT(*) AS n FROM r GROUP BY s "
                           "HAVING COUNT(*) >= (SELECT COUNT(*) FROM t) / 2"),
     },
+    "grouping_sets": {
+        # subtotals: every accumulator per ROLLUP level, grouping() and grouping_id()
+        "rollup": ("SELECT k, s, grouping(s) AS s_total, grouping_id() AS level, COUNT(*) AS n, "
+                   "SUM(a) AS sum_a, AVG(b) AS avg_b FROM r GROUP BY ROLLUP(k, s)"),
+        # CUBE over a join, recomputed per affected group (MAX), HAVING on grouping()
+        "cube_max": ("SELECT r.k, s.d, MAX(r.a) AS hi, COUNT(DISTINCT s.c) AS cs "
+                     "FROM r JOIN s ON r.k = s.k GROUP BY CUBE(r.k, s.d) "
+                     "HAVING grouping(s.d) = 0 OR COUNT(*) > 1"),
+        # a key crossed with explicit sets, one of them an expression, one empty
+        "sets": ("SELECT c, e % 2 AS parity, grouping_id() AS gid, SUM(x) AS sum_x, "
+                 "COUNT(*) AS n FROM t GROUP BY c, GROUPING SETS ((e % 2), ())"),
+        # MySQL's spelling
+        "with_rollup": "SELECT k, a, COUNT(*) AS n FROM r GROUP BY k, a WITH ROLLUP",
+    },
+    "arrays": {
+        # an array column's elements grouped
+        "tag_counts": ("SELECT tag, COUNT(*) AS n FROM s LATERAL VIEW explode(tags) g AS tag "
+                       "GROUP BY tag"),
+        # OUTER: a row with an empty or NULL array is kept once; positions
+        "outer_rows": ("SELECT s.k, g.pos, g.tag FROM s "
+                       "LATERAL VIEW OUTER posexplode(s.tags) g AS pos, tag WHERE s.c > 0"),
+        # a generator in the SELECT list, over a join
+        "select_explode": "SELECT r.a, explode(s.tags) AS tag FROM r JOIN s ON r.k = s.k",
+        # arrays collected per group: sorted or counted, so the order rows come in is lost
+        "collected": ("SELECT k, array_sort(collect_set(tag)) AS tag_set, "
+                      "size(collect_list(tag)) AS n_tags "
+                      "FROM s LATERAL VIEW explode(tags) g AS tag GROUP BY k"),
+        # inline of an array of structs built from columns
+        "inline_pairs": ("SELECT g.kk, g.dd, COUNT(*) AS n FROM s LATERAL VIEW inline(array("
+                         "named_struct('kk', s.k, 'dd', s.d), "
+                         "named_struct('kk', s.c, 'dd', 'const'))) g AS kk, dd "
+                         "GROUP BY g.kk, g.dd"),
+        # a lateral view over a derived table, and a second one over the first's column
+        "chained": ("SELECT x.k, v, w FROM (SELECT k, tags FROM s WHERE c IS NOT NULL) x "
+                    "LATERAL VIEW explode(x.tags) a AS v "
+                    "LATERAL VIEW explode(array(v, upper(v))) b AS w"),
+    },
     "set_operations": {
         "intersect": "SELECT k AS x FROM r INTERSECT SELECT c FROM t",
         "except_all": "SELECT k AS x FROM r EXCEPT ALL SELECT c FROM s",
