@@ -57,6 +57,8 @@ def test_unqualified_unknown_column():
      "more than one generator in a SELECT list", Position(1, 33)),
     ("SELECT status, explode(array(id)) AS x, COUNT(*) AS n FROM orders GROUP BY status",
      "a generator in the SELECT list of a grouped or DISTINCT query", Position(1, 16)),
+    ("SELECT id, posexplode(array(id)) AS v FROM orders",
+     "a generator named with 1 of its 2 columns", Position(1, 12)),
     ("SELECT id, v FROM orders LATERAL VIEW stack(1, id) g AS v", "LATERAL VIEW stack",
      Position(1, 39)),
     ("SELECT id, a FROM orders LATERAL VIEW posexplode(array(id)) g AS a",

@@ -25,6 +25,7 @@ tag FROM t AS t LATERAL VIEW EXPLODE(t.tags) _ivm_gen AS tag) AS _ivm_lateral
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NoReturn
 
 from sqlglot import exp
 
@@ -83,7 +84,7 @@ def default_names(generator: exp.Expr) -> list[str] | None:
     return (["pos"] if isinstance(generator, exp.Posexplode) else []) + names
 
 
-Refuse = Callable[..., None]
+Refuse = Callable[..., NoReturn]
 
 
 def select_list_generator(select: exp.Select, refuse: Refuse) -> exp.Select:
@@ -111,11 +112,13 @@ def select_list_generator(select: exp.Select, refuse: Refuse) -> exp.Select:
         names = [item.alias]
     else:
         names = default_names(generator)
-    if names is None or (isinstance(item, exp.Alias) and len(names) != len(
-            default_names(generator) or names)):
+    expected = default_names(generator)
+    if names is None:
         refuse("a generator whose columns cannot be named", item,
                "name its columns: explode(x) AS name, posexplode(x) AS (pos, name)")
-        raise AssertionError  # refuse raises
+    if expected is not None and len(names) != len(expected):
+        refuse(f"a generator named with {len(names)} of its {len(expected)} columns", item,
+               f"name each: AS ({', '.join(expected)})")
     select = select.copy()
     lateral = exp.Lateral(this=generator.copy(), view=True, alias=exp.TableAlias(
         this=exp.to_identifier(GENERATED), columns=[exp.to_identifier(n) for n in names]))
