@@ -87,18 +87,31 @@ FOUND = f"{BOOKKEEPING_PREFIX}found"
 """A lookup state's column that is TRUE where its dimension matched, NULL where it did not."""
 
 
-def split_lookups(plan: Relation, view: str, first: int = 1
-                  ) -> tuple[Relation, tuple[StatePlan, ...]]:
+def _stored_names(names: list[str]) -> list[str]:
+    """``names`` as a state table's columns (see :func:`_stored_name`)."""
+    stored: list[str] = []
+    for name in names:
+        stored.append(_stored_name(name, set(names) | set(stored)))
+    return stored
+
+
+def split_lookups(plan: Relation, view: str) -> tuple[Relation, tuple[StatePlan, ...]]:
     """``plan`` reading a state table of ``view`` in place of each projection of lookup joins
-    (numbered from ``first``), and those state tables.
+    (numbered from 1), and those state tables.
 
     A state keeps every fact row, matched or not (its lookups are LEFT joins), with a column
     :data:`FOUND` per dimension; the view drops the rows an inner lookup did not match.
     """
     states: list[StatePlan] = []
+    done: dict[Relation, Relation] = {}     # a CTE read twice is one state
 
     def visit(node: Relation) -> Relation:
-        new = with_children(node, tuple(visit(c) for c in children(node)))
+        if node not in done:
+            done[node] = lookups_read(with_children(node, tuple(visit(c)
+                                                                for c in children(node))))
+        return done[node]
+
+    def lookups_read(new: Relation) -> Relation:
         if not (isinstance(new, Project) and isinstance(new.input, Join)
                 and new.input.kind.lookup):
             return new
@@ -114,12 +127,10 @@ def split_lookups(plan: Relation, view: str, first: int = 1
             found.append((f"{FOUND}{number}", exp.column(FOUND, alias)))
             if lookup.kind is JoinKind.LOOKUP:
                 inner.append(f"{FOUND}{number}")
-        number = first + len(states)
+        number = len(states) + 1
         table = state_name(view, number)
         names = [name for name, _ in new.columns] + [name for name, _ in found]
-        stored: list[str] = []
-        for name in names:
-            stored.append(_stored_name(name, set(names) | set(stored)))
+        stored = _stored_names(names)
         states.append(StatePlan(table, Project(joined, tuple(
             (s, e) for s, (_, e) in zip(stored, new.columns + tuple(found))))))
         alias = f"state{number}"
@@ -148,17 +159,14 @@ def split_states(plan: Relation, view: str, first: int = 1
         new = with_children(node, tuple(visit(c) for c in children(node)))
         if isinstance(new, Window) and not new.partition and isinstance(new.input, Project) \
                 and _costly(new.input):
-            new = Window(_read_state(new.input, len(states) + 1), new.partition, new.functions)
-
+            new = Window(_read_state(new.input), new.partition, new.functions)
         done[node] = new
         return new
 
-    def _read_state(named: Project, number: int) -> Project:
-        number += first - 1
-        names = columns(named)
-        stored: list[str] = []
-        for name in names:
-            stored.append(_stored_name(name, set(names) | set(stored)))
+    def _read_state(named: Project) -> Project:
+        number = first + len(states)
+        names = list(columns(named))
+        stored = _stored_names(names)
         table = state_name(view, number)
         states.append(StatePlan(table, Project(named.input, tuple(
             (s, e) for s, (_, e) in zip(stored, named.columns)))))
