@@ -304,9 +304,10 @@ class _Lowering:
         return relation, [(name, rename(e)) for name, e in outputs]
 
     def generated(self, select: exp.Select):
-        """The derived table of a FROM clause with lateral views (see
+        """The derived table of a FROM clause with lateral views or lookup joins (see
         :mod:`ivm.frontend.generators`): the joined rows' columns it reads under plain names
-        (its SELECT list's), then a :class:`Generate` per lateral view."""
+        (its SELECT list's, and those a lookup join's condition reads, which key its state),
+        then a :class:`Generate` per lateral view."""
         self.refuse_expressions(select)
         relation = self.from_clause(select, [])
         names = {(item.this.table, item.this.name): item.alias for item in select.expressions
