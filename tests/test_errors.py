@@ -119,6 +119,13 @@ def test_column_neither_grouped_nor_aggregated():
     assert "amount" in error.message and "GROUP BY" in error.message
 
 
+def test_a_column_read_after_a_lateral_view_is_named_as_written():
+    error = error_of("SELECT o.amount, v, COUNT(*) AS n FROM orders o "
+                     "LATERAL VIEW explode(array(o.id)) g AS v GROUP BY v", InvalidQuery)
+    assert error.message.startswith("column o.amount is neither in GROUP BY")
+    assert error.position == Position(1, 8)
+
+
 def test_computed_column_needs_a_name():
     error = error_of("SELECT status, COUNT(*) FROM orders GROUP BY status", InvalidQuery)
     assert "needs a name" in error.message and error.position == Position(1, 16)

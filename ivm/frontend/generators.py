@@ -39,6 +39,15 @@ GENERATED = f"{BOOKKEEPING_PREFIX}gen"
 MARK = "ivm_lateral"
 """Key of the ``meta`` that marks the derived table's own SELECT."""
 
+WRITTEN = "ivm_written"
+"""Key of the ``meta`` that keeps a column of the derived table as the query wrote it."""
+
+
+def written(column: exp.Column) -> str:
+    """``column`` as the query wrote it, also where it now reads the derived table."""
+    return column.meta.get(WRITTEN) or column.sql("spark")
+
+
 OUTER_GENERATORS = {exp.ExplodeOuter: exp.Explode, exp.PosexplodeOuter: exp.Posexplode}
 GENERATORS = (exp.Explode, exp.Posexplode, exp.Inline, *OUTER_GENERATORS)
 INLINE_OUTER = "inline_outer"
@@ -158,6 +167,8 @@ def as_derived_table(select: exp.Select) -> exp.Select:
             elif isinstance(child, exp.Column) and child.table in moved - shadowed:
                 column = exp.column(plain(child.table, child.name), DERIVED)
                 column.this.meta.update(child.this.meta)
+                column.args["table"].meta.update(child.args["table"].meta)
+                column.meta[WRITTEN] = child.sql("spark")
                 column.type = child.type
                 child.replace(column)
             else:

@@ -24,7 +24,7 @@ from sqlglot import exp
 from ivm import store
 from ivm.errors import InvalidQuery, ReservedName, UnsupportedQuery
 from ivm.frontend.generators import (MARK, as_derived_table, default_names, is_generator,
-                                    plain_generator, select_list_generator)
+                                    plain_generator, select_list_generator, written)
 from ivm.frontend.grouping_sets import (GROUPING_ID_TYPE, GROUPING_TYPE, grouping_sets,
                                         grouping_value, has_grouping_sets)
 from ivm.frontend.lookups import has_lookups, is_lookup
@@ -534,7 +534,7 @@ class _Lowering:
             if isinstance(node, exp.Column) and not (
                     not node.table and node.name.startswith(WINDOW_PREFIX)):
                 raise InvalidQuery(
-                    f"column {node.sql('spark')} is neither in GROUP BY nor inside an "
+                    f"column {written(node)} is neither in GROUP BY nor inside an "
                     "aggregate", self.sql, position_of(node),
                     hint="add it to GROUP BY or aggregate it")
             return node
