@@ -24,10 +24,10 @@ from sqlglot import exp
 
 from ivm.ir import (Aggregate, AggregateCall, Distinct, Filter, Join, JoinKind, Project,
                     Relation, Restrict, Scan, Subquery, Union, aliases_of, columns,
-                    lookup_chain, reading)
+                    equalities, lookup_chain, reading)
 from ivm.rules.base import Kind, Rule, terms, weighted_project
 from ivm.rules.join import derive_join
-from ivm.rules.keyed import key_names
+from ivm.rules.keyed import affected_keys, key_names
 from ivm.rules.maintenance import Maintenance
 from ivm.store import ROWS, Store
 from ivm.zset import BOOKKEEPING_PREFIX, COUNT, WEIGHT, Read
@@ -76,15 +76,15 @@ def maintain_lookup(plan: Project, differentiate, table: str) -> Maintenance:
 
     by_expression = {e: name for name, e in facts}
 
-    def over_change(expression: exp.Expr) -> exp.Expr:
+    def over_change(expression: exp.Expr, alias: str | None = CHANGE) -> exp.Expr:
         return expression.copy().transform(
-            lambda n: exp.column(by_expression[n], CHANGE) if n in by_expression else n)
+            lambda n: exp.column(by_expression[n], alias) if n in by_expression else n)
     enriched: Relation = Join((Subquery(change, CHANGE), stored),
                               _same(fact_names, CHANGE, STORED), JoinKind.ANTI)
     for lookup in chain:
         condition = over_change(lookup.condition) if lookup.condition is not None else None
-        enriched = Join((enriched, reading(lookup.inputs[1], Read.AFTER)), condition,
-                        JoinKind.LEFT)
+        enriched = Join((enriched, _at_keys(lookup, change, own, lambda e: over_change(e, None))),
+                        condition, JoinKind.LEFT)
     new = Project(enriched, tuple((n, exp.column(n, CHANGE) if n in fact_names
                                    else over_change(e)) for n, e in plan.columns)
                   + ((WEIGHT, exp.column(WEIGHT, CHANGE)),))
@@ -95,10 +95,29 @@ def maintain_lookup(plan: Project, differentiate, table: str) -> Maintenance:
     return Maintenance(store, full, delta, RULE)
 
 
+def _at_keys(lookup: Join, change: Union, facts: set[str], over_change) -> Relation:
+    """The dimension of ``lookup`` as of after the change, restricted to the keys its
+    condition's equalities take from the fact values in ``change`` (where it has such
+    equalities): the rows the new fact values can meet, and files Delta can skip."""
+    dimension = lookup.inputs[1]
+    pairs = [(f, d) for f, d in equalities(lookup.condition, lookup.inputs[0], dimension)
+             if {c.table for c in f.find_all(exp.Column)} <= facts] \
+        if lookup.condition is not None else []
+    if not pairs or not (isinstance(dimension, Subquery)
+                         and isinstance(dimension.input, Project)):
+        return reading(dimension, Read.AFTER)
+    flagged = dimension.input   # the dimension's columns and its found flag (ivm.passes.states)
+    affected = affected_keys([(change, [over_change(f) for f, _ in pairs])])
+    restricted = Restrict(reading(flagged.input, Read.AFTER), tuple(d for _, d in pairs),
+                          affected)
+    return Subquery(Project(restricted, flagged.columns), dimension.alias)
+
+
 RULE = Rule(Project, "lookup", Kind.LOOKUP,
             "ΔE = Σ_{ΔF, f ∈ E} w·E(f)/n_f + Σ_{ΔF, f ∉ E} w·(f ⟕ D')",
             "the change of the facts, the state's own rows and the facts before the change "
-            "at the changed facts, and the dimension's latest snapshot", maintain_lookup)
+            "at the changed facts, and the dimension's latest snapshot at their join keys",
+            maintain_lookup)
 
 
 JOIN_RULE = Rule(Join, "lookup join", Kind.LOOKUP, "Δ(F ⋈ₗ D) = ΔF ⋈ D as of first consumption",
