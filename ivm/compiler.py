@@ -175,8 +175,9 @@ def compile(sql: str, schema: Mapping | SchemaLookup, *,
         view = [default_db, *view]
     # a lookup join's state is split off first: the passes would move the view's filters
     # into it, and it must keep every fact row as it enriched it
-    plan, lookups = split_lookups(lower(qualified, sql), canonical(join(view)))
-    plan, windows = split_states(optimize(plan), canonical(join(view)), first=len(lookups) + 1)
+    named = canonical(join(view))
+    plan, lookups = split_lookups(lower(qualified, sql), named)
+    plan, windows = split_states(optimize(plan), named, first=len(lookups) + 1)
     states = [StatePlan(s.table, optimize(s.plan)) for s in lookups] + list(windows)
     return CompiledView(sql, plan, maintain(plan), tuple(
         (state.table, CompiledView(sql, state.plan, maintain(state.plan, state.table)))

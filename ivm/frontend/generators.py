@@ -43,6 +43,22 @@ WRITTEN = "ivm_written"
 """Key of the ``meta`` that keeps a column of the derived table as the query wrote it."""
 
 
+def fresh_name(name: str, taken: set[str]) -> str:
+    """``name``, or ``name_2``, ``name_3``, … : the first not in ``taken`` (lower case, as
+    Spark compares column names), which it joins.
+
+    >>> taken = {"x"}
+    >>> fresh_name("X", taken), fresh_name("y", taken), sorted(taken)
+    ('X_2', 'y', ['x', 'x_2', 'y'])
+    """
+    candidate, n = name, 1
+    while candidate.lower() in taken:
+        n += 1
+        candidate = f"{name}_{n}"
+    taken.add(candidate.lower())
+    return candidate
+
+
 def written(column: exp.Column) -> str:
     """``column`` as the query wrote it, also where it now reads the derived table."""
     return column.meta.get(WRITTEN) or column.sql("spark")
@@ -115,13 +131,13 @@ def select_list_generator(select: exp.Select, refuse: Refuse) -> exp.Select:
             e.find(exp.AggFunc, exp.Window) for e in select.expressions):
         refuse("a generator in the SELECT list of a grouped or DISTINCT query", item,
                "explode in a LATERAL VIEW, or in a query over this one")
+    expected = default_names(generator)
     if isinstance(item, exp.Aliases):
         names = [i.name for i in item.expressions]
     elif isinstance(item, exp.Alias) and not item.alias.startswith("_col_"):
         names = [item.alias]
     else:
-        names = default_names(generator)
-    expected = default_names(generator)
+        names = expected
     if names is None:
         refuse("a generator whose columns cannot be named", item,
                "name its columns: explode(x) AS name, posexplode(x) AS (pos, name)")
@@ -153,11 +169,7 @@ def as_derived_table(select: exp.Select) -> exp.Select:
 
     def plain(table: str, name: str) -> str:
         if (table, name) not in read:
-            candidate, n = name, 1
-            while candidate.lower() in taken:
-                candidate, n = f"{table}_{name}" if n == 1 else f"{table}_{name}_{n}", n + 1
-            taken.add(candidate.lower())
-            read[(table, name)] = candidate
+            read[(table, name)] = fresh_name(name, taken)
         return read[(table, name)]
 
     def rename(node: exp.Expr, shadowed: frozenset[str]) -> None:

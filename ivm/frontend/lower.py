@@ -23,8 +23,9 @@ from sqlglot import exp
 
 from ivm import store
 from ivm.errors import InvalidQuery, ReservedName, UnsupportedQuery
-from ivm.frontend.generators import (MARK, as_derived_table, default_names, is_generator,
-                                    plain_generator, select_list_generator, written)
+from ivm.frontend.generators import (MARK, as_derived_table, default_names, fresh_name,
+                                    is_generator, plain_generator, select_list_generator,
+                                    written)
 from ivm.frontend.grouping_sets import (GROUPING_ID_TYPE, GROUPING_TYPE, grouping_sets,
                                         grouping_value, has_grouping_sets)
 from ivm.frontend.lookups import has_lookups, is_lookup
@@ -313,14 +314,6 @@ class _Lowering:
         names = {(item.this.table, item.this.name): item.alias for item in select.expressions
                  if isinstance(item.this, exp.Column)}
         taken = {name.lower() for name in names.values()}
-
-        def fresh(name: str) -> str:
-            candidate, n = name, 1
-            while candidate.lower() in taken:
-                n += 1
-                candidate = f"{name}_{n}"
-            taken.add(candidate.lower())
-            return candidate
         joined = set(aliases_of(relation))
         read = {(c.table, c.name): c for item in select.expressions for c in item.find_all(
             exp.Column) if c.table in joined}
@@ -332,10 +325,10 @@ class _Lowering:
             read |= {(c.table, c.name): c for c in read_by.find_all(exp.Column)
                      if c.table in joined and (c.table, c.name) not in read}
         for key in read:
-            names.setdefault(key, fresh(key[1]))
+            names.setdefault(key, fresh_name(key[1], taken))
         relation = Project(relation, tuple((names[key], column.copy())
                                            for key, column in read.items())
-                           or ((fresh(f"{BOOKKEEPING_PREFIX}row"), exp.true()),))
+                           or ((fresh_name(f"{BOOKKEEPING_PREFIX}row", taken), exp.true()),))
         for lateral in laterals:
             if not is_generator(lateral.this):
                 self.refuse(f"LATERAL VIEW {_spelled(lateral.this)}", lateral.this,
@@ -343,9 +336,9 @@ class _Lowering:
                             "maintained")
             generator, outer = plain_generator(lateral.this)
             alias = lateral.args.get("alias")
-            given = [c.name for c in alias.columns] if alias is not None and alias.columns \
-                else default_names(generator)
             expected = default_names(generator)
+            given = [c.name for c in alias.columns] if alias is not None and alias.columns \
+                else expected
             if given is None:
                 self.refuse("a LATERAL VIEW whose columns cannot be named", lateral,
                             "name its columns: LATERAL VIEW explode(x) alias AS name")
@@ -358,7 +351,7 @@ class _Lowering:
                 and (n.table, n.name) in names else n)
             outputs = []
             for name in given:
-                names.setdefault((lateral.alias_or_name, name), fresh(name))
+                names.setdefault((lateral.alias_or_name, name), fresh_name(name, taken))
                 outputs.append(names[(lateral.alias_or_name, name)])
             relation = Generate(relation, generator, tuple(outputs),
                                 outer or bool(lateral.args.get("outer")))

@@ -173,7 +173,8 @@ def _refresh(spark, view: str, properties: dict[str, str], forced: Obstacle | No
     policy = properties.get(POLICY, DEFAULT_POLICY)
     with clock.phase("plan"):
         compiled = compile_definition(spark, view, properties)
-        if compiled.maintenance.rule.kind is Kind.LOOKUP and policy == "AUTO":
+        lookup = compiled.maintenance.rule.kind is Kind.LOOKUP
+        if lookup and policy == "AUTO":
             policy = "INCREMENTAL"  # a recompute enriches every row anew: never for cost
         apply_settings(spark, plan_settings(compiled))
         store = store_name(view)
@@ -227,8 +228,7 @@ def _refresh(spark, view: str, properties: dict[str, str], forced: Obstacle | No
             recomputes(policy, obstacle, view)  # INCREMENTAL STRICT fails here
     if result is None:   # not incremental, for ``obstacle``
         assert obstacle is not None
-        reason = obstacle.reason + (LOOKUP_RECOMPUTED if compiled.maintenance.rule.kind
-                                    is Kind.LOOKUP else "")
+        reason = obstacle.reason + (LOOKUP_RECOMPUTED if lookup else "")
         with session_settings(spark, evaluation_settings(spark, total)):
             result = _write(spark, view, compiled, store_version, previous, current, ids,
                             reason, total, schema, clock,

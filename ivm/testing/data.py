@@ -199,8 +199,6 @@ def _fit(value, type_: str) -> Any:
     fits, a string within the column's length, a date or timestamp (also from its ISO text);
     None where there is none."""
     kind, parsed = _kind(type_), _parsed(type_)
-    if isinstance(value, tuple) or kind is None:    # an array, or a column of one
-        return None
     if isinstance(value, bool) or kind == "boolean":
         return value if isinstance(value, bool) and kind == "boolean" else None
     if isinstance(value, (int, Decimal)):
