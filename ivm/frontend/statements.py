@@ -3,11 +3,13 @@
     [EXPLAIN] CREATE [OR REPLACE] MATERIALIZED {VIEW|TABLE} [IF NOT EXISTS] name
         [PARTITIONED BY (column, ...)]
         [FRESHNESS = INTERVAL '<n>' {SECOND|MINUTE|HOUR|DAY}[S]]
+        [RETENTION = INTERVAL '<n>' {SECOND|MINUTE|HOUR|DAY}[S]]
         [REFRESH POLICY {AUTO | INCREMENTAL [STRICT] | FULL}] AS <select>
     REFRESH MATERIALIZED {VIEW|TABLE} name [FULL | PARTITION (column = literal, ...)]
     REFRESH ALL MATERIALIZED {VIEWS|TABLES}
     ALTER MATERIALIZED {VIEW|TABLE} name
-        {SET FRESHNESS = INTERVAL ... | SET REFRESH POLICY ... | SUSPEND | RESUME}
+        {SET FRESHNESS = INTERVAL ... | SET RETENTION = INTERVAL ... | SET REFRESH POLICY ...
+         | SUSPEND | RESUME}
     DROP MATERIALIZED {VIEW|TABLE} [IF EXISTS] name
     DESCRIBE [HISTORY] MATERIALIZED {VIEW|TABLE} name
     VERIFY MATERIALIZED {VIEW|TABLE} name
@@ -25,6 +27,8 @@ the statement text, so errors in it point at the statement's own lines and colum
 {'ds': Literal(this='2024-11-25', is_string=True)}
 >>> parse_statement("ALTER MATERIALIZED VIEW v SET FRESHNESS = INTERVAL '2' MINUTES").freshness
 120
+>>> parse_statement("ALTER MATERIALIZED VIEW v SET RETENTION = INTERVAL '3' DAYS").retention
+259200
 >>> parse_statement("ALTER MATERIALIZED VIEW v SET REFRESH POLICY INCREMENTAL STRICT").policy
 'INCREMENTAL STRICT'
 >>> parse_statement("EXPLAIN CREATE MATERIALIZED VIEW v REFRESH POLICY FULL AS SELECT 1").action
@@ -61,6 +65,7 @@ class Statement:
     if_exists: bool = False     # IF NOT EXISTS for create, IF EXISTS for drop
     full: bool = False
     freshness: int | None = None    # seconds
+    retention: int | None = None    # seconds (see ivm.runtime.upkeep)
     partitioned_by: tuple[str, ...] = ()
     partition: dict | None = None   # REFRESH ... PARTITION: {column: literal}
     suspended: bool | None = None   # ALTER ... SUSPEND / RESUME
@@ -183,19 +188,22 @@ def parse_statement(sql: str) -> Statement | None:
             return None
         if_not_exists = tokens.accept("IF", "NOT", "EXISTS")
         name = tokens.name()
-        freshness, partitioned_by, policy = None, (), None
+        freshness, retention, partitioned_by, policy = None, None, (), None
         while not tokens.peek("AS"):
             if freshness is None and tokens.accept("FRESHNESS"):
                 tokens.expect("= after FRESHNESS", "=")
                 freshness = tokens.interval()
+            elif retention is None and tokens.accept("RETENTION"):
+                tokens.expect("= after RETENTION", "=")
+                retention = tokens.interval()
             elif not partitioned_by and (tokens.accept("PARTITIONED BY")   # one token
                                          or tokens.accept("PARTITIONED", "BY")):
                 partitioned_by = tokens.columns()
             elif policy is None and tokens.accept("REFRESH", "POLICY"):
                 policy = tokens.policy()
             else:
-                tokens.fail("expected PARTITIONED BY, FRESHNESS, REFRESH POLICY or AS before "
-                            "the query")
+                tokens.fail("expected PARTITIONED BY, FRESHNESS, RETENTION, REFRESH POLICY or "
+                            "AS before the query")
         tokens.expect("AS before the query", "AS")
         if tokens.i >= len(tokens.tokens):
             tokens.fail("expected the view's query")
@@ -203,7 +211,7 @@ def parse_statement(sql: str) -> Statement | None:
         # Blank out the statement's head so positions in the query stay the statement's own.
         query = "".join(c if c == "\n" else " " for c in sql[:start]) + sql[start:]
         return Statement("explain" if explain else "create", name, query, replace=replace,
-                         if_exists=if_not_exists, freshness=freshness,
+                         if_exists=if_not_exists, freshness=freshness, retention=retention,
                          partitioned_by=partitioned_by, policy=policy)
     if explain:
         return None
@@ -226,14 +234,17 @@ def parse_statement(sql: str) -> Statement | None:
         if tokens.accept("SET", "FRESHNESS"):
             tokens.expect("= after FRESHNESS", "=")
             statement = Statement("alter", name, freshness=tokens.interval())
+        elif tokens.accept("SET", "RETENTION"):
+            tokens.expect("= after RETENTION", "=")
+            statement = Statement("alter", name, retention=tokens.interval())
         elif tokens.accept("SET", "REFRESH", "POLICY"):
             statement = Statement("alter", name, policy=tokens.policy())
         elif tokens.accept("SUSPEND") or tokens.accept("RESUME"):
             statement = Statement("alter", name,
                                   suspended=tokens.tokens[tokens.i - 1].text.upper() == "SUSPEND")
         else:
-            tokens.fail("expected SET FRESHNESS = INTERVAL ..., SET REFRESH POLICY ..., SUSPEND "
-                        "or RESUME")
+            tokens.fail("expected SET FRESHNESS = INTERVAL ..., SET RETENTION = INTERVAL ..., "
+                        "SET REFRESH POLICY ..., SUSPEND or RESUME")
         tokens.end()
         return statement
     if tokens.accept("DROP"):

@@ -149,7 +149,7 @@ def spark_errors(view: str):
     try:
         yield
     except (PySparkException, Py4JJavaError) as error:
-        if _is_lost_race(error):
+        if is_lost_race(error):
             raise LostRace() from error
         if _change_data_unavailable(error):
             raise SourceError(f"{CHANGE_DATA_UNAVAILABLE} for {view}",
@@ -160,7 +160,8 @@ def spark_errors(view: str):
         raise
 
 
-def _is_lost_race(error: Exception) -> bool:
+def is_lost_race(error: Exception) -> bool:
+    """Whether ``error`` is Delta's: another write of the table committed first."""
     text = str(error)
     return "io.delta.exceptions.Concurrent" in text or "DELTA_CONCURRENT" in text \
         or "ConcurrentTransactionException" in text or "MetadataChangedException" in text

@@ -42,6 +42,8 @@ class RefreshResult:
     reason: str | None = None                   # why a refresh was full
     phases: dict = field(default_factory=dict)  # phase → Phase (ivm.runtime.phases)
     states: list["RefreshResult"] = field(default_factory=list)  # its state tables', first
+    upkeep: list = field(default_factory=list)  # the compactions that followed it
+                                                # (ivm.runtime.upkeep.Upkeep)
 
     def __str__(self) -> str:
         versions = ", ".join(
@@ -54,7 +56,7 @@ class RefreshResult:
         if self.mode in ("incremental", "full", "create", "partition"):
             text += (f"; store rows: +{self.rows_inserted} inserted, ~{self.rows_updated} "
                      f"updated, -{self.rows_deleted} deleted")
-        return text
+        return "; ".join([text, *map(str, self.upkeep)])
 
 
 @dataclass(frozen=True)

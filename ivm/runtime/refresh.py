@@ -36,6 +36,7 @@ from ivm.runtime.planner import (DEFAULT_POLICY, POLICY, CostModel, Obstacle,
 from ivm.runtime.pruning import prune
 from ivm.runtime.read_estimate import total_source_bytes, total_source_files
 from ivm.runtime.sources import kept, latest_sources, release
+from ivm.runtime.upkeep import compact
 from ivm.runtime.views import repair_catalog_view
 from ivm.rules import Kind
 from ivm.store import OVERFLOW
@@ -80,13 +81,24 @@ def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
     reads: a refresh that dies between those commits leaves the view as it was, and the
     next one consumes what the state tables committed. Where a state table was recomputed,
     so is the view, from the state tables: their change would be all their rows twice.
+
+    Each store the refresh wrote is then compacted if it is due (:mod:`ivm.runtime.upkeep`).
     """
     view = qualified_name(spark, name)
     forced = Obstacle("requested", f"REFRESH {view} FULL") if full else None
     with reading_each_log_once():
         tables = [state for state, _ in compile_definition(spark, view).states]
-        if not tables:      # nothing is written first: the refresh plans from these reads
-            return _refresh_one(spark, view, forced)
+        # with nothing written first, the refresh plans from these reads
+        result = None if tables else _refresh_one(spark, view, forced)
+    result = result or _refresh_with_states(spark, view, tables, forced)
+    result.upkeep = [step for written in [*result.states, result] if written.mode != "noop"
+                     if (step := compact(spark, written.view)) is not None]
+    return result
+
+
+def _refresh_with_states(spark, view: str, tables: list[str],
+                         forced: Obstacle | None) -> RefreshResult:
+    """Refresh the state tables ``tables`` of ``view``, then ``view`` from them."""
     states = []
     for state in tables:
         states.append(_refresh_one(spark, state, forced))

@@ -28,7 +28,8 @@ def sql(spark, statement: str):
         assert parsed.query is not None  # a CREATE always carries its query
         return create_view(spark, parsed.name, parsed.query, replace=parsed.replace,
                            if_not_exists=parsed.if_exists, freshness=parsed.freshness,
-                           partitioned_by=parsed.partitioned_by, policy=parsed.policy)
+                           retention=parsed.retention, partitioned_by=parsed.partitioned_by,
+                           policy=parsed.policy)
     if parsed.action == "explain":
         assert parsed.query is not None  # so is an EXPLAIN CREATE
         return explain_create(spark, parsed.name, parsed.query, policy=parsed.policy)
@@ -38,7 +39,8 @@ def sql(spark, statement: str):
         return refresh_view(spark, parsed.name, full=parsed.full)
     if parsed.action == "alter":
         return alter_view(spark, parsed.name, freshness=parsed.freshness,
-                          suspended=parsed.suspended, policy=parsed.policy)
+                          retention=parsed.retention, suspended=parsed.suspended,
+                          policy=parsed.policy)
     if parsed.action == "describe":
         return describe_view(spark, parsed.name)
     if parsed.action == "history":

@@ -43,6 +43,7 @@ from ivm.runtime.history import RefreshRecord, RefreshResult
 from ivm.runtime.planner import DEFAULT_POLICY, POLICY, check_policy, never_incremental
 from ivm.runtime.read_estimate import read_estimate, total_source_bytes
 from ivm.runtime.sources import bind, check_source, latest_sources, unbind
+from ivm.runtime.upkeep import check_retention, retention_properties
 from ivm.zset import Read, relation_name
 
 STORE = "ivm.store"
@@ -85,13 +86,15 @@ def repair_catalog_view(spark, view: str, compiled: CompiledView,
 
 def create_view(spark, name: str, sql: str, *, replace: bool = False,
                 if_not_exists: bool = False, freshness: int | None = None,
-                partitioned_by: tuple[str, ...] = (), policy: str | None = None,
-                ) -> RefreshResult:
+                retention: int | None = None, partitioned_by: tuple[str, ...] = (),
+                policy: str | None = None) -> RefreshResult:
     """Create the materialized view ``name`` defined by the SELECT ``sql``, computed in full.
 
     ``replace`` redefines an existing view: its store is replaced in one commit, then its
     catalog view. A CREATE that died after writing the store is completed by running it again.
     ``freshness``: the most seconds ``ivm run`` lets the view lag behind its sources.
+    ``retention``: how many seconds the view's change data and earlier versions stay
+    readable (:mod:`ivm.runtime.upkeep`; default: Delta's, 7 days).
     ``partitioned_by``: columns of the view that partition its store, so that a partition
     can be recomputed alone (:func:`refresh_partition`). ``policy``: the view's refresh
     policy (:mod:`ivm.runtime.planner`; default AUTO).
@@ -104,6 +107,8 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
     view = qualified_name(spark, name)
     check_name(view)
     refuse_temporary(spark, sql)
+    if retention is not None:
+        check_retention(view, retention)
     with isolated(spark) as work:
         compiled = compile(sql, catalog_schema(work), name=view)
         spelled = analyse(work, sql)
@@ -134,7 +139,8 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
                                  f"{table}", hint="choose another view name")
         check_no_cycle(work, view, read)
         shared = {DEFINITION: sql.strip(), **pin(work)} | (
-            {} if policy is None else {POLICY: policy})
+            {} if policy is None else {POLICY: policy}) | (
+            {} if retention is None else retention_properties(retention))
         for table, state in compiled.states:
             _create_store(work, table, state, shared | {STATE_OF: view}, policy)
         properties = shared | {VIEW: view}
@@ -237,24 +243,28 @@ def _store_schemas(spark, compiled: CompiledView) -> list[tuple[CompiledView, St
 
 
 def alter_view(spark, name: str, *, freshness: int | None = None,
-               suspended: bool | None = None, policy: str | None = None) -> None:
-    """Set the freshness or the refresh policy of the view ``name`` (and of its state
-    tables), or suspend or resume its refreshes by ``ivm run``."""
+               retention: int | None = None, suspended: bool | None = None,
+               policy: str | None = None) -> None:
+    """Set the freshness, the retention or the refresh policy of the view ``name`` (the
+    last two of its state tables too), or suspend or resume its refreshes by ``ivm run``."""
     view = qualified_name(spark, name)
     properties = view_properties(spark, view)
     if STATE_OF in properties:
         raise CatalogError(f"{view} is a state table of the materialized view "
                            f"{properties[STATE_OF]}", hint=f"ALTER {properties[STATE_OF]}")
-    changes = {}
+    shared = {}
     if policy is not None:
-        states = state_tables(spark, view)
-        for table in [*states, view]:
+        for table in [*state_tables(spark, view), view]:
             check_policy(table, policy, compile_definition(spark, table),
                          spark.table(store_name(table)).schema)
-        for table in states:
-            execute(spark, codegen.set_properties_statement(store_name(table),
-                                                            {POLICY: policy}))
-        changes[POLICY] = policy
+        shared[POLICY] = policy
+    if retention is not None:
+        check_retention(view, retention)
+        shared |= retention_properties(retention)
+    if shared:
+        for table in state_tables(spark, view):
+            execute(spark, codegen.set_properties_statement(store_name(table), shared))
+    changes = dict(shared)
     if freshness is not None:
         changes[FRESHNESS] = str(freshness)
     if suspended is not None:

@@ -1,0 +1,113 @@
+"""Store upkeep: compaction after refreshes, VACUUM, and the RETENTION a view keeps.
+(The ``shop`` these run in is a fixture of conftest.py.)"""
+
+import pytest
+
+import ivm
+from ivm.errors import CatalogError, SqlSyntaxError
+from ivm.runtime import upkeep
+from ivm.runtime.catalog import state_tables, store_name
+from ivm.runtime.delta_log import DeltaLogReader
+from ivm.runtime.upkeep import DELETED_FILE_RETENTION, LOG_RETENTION
+
+OPEN_ORDERS = "SELECT id, cust_id, amount FROM orders WHERE status <> 'void'"
+BY_CUSTOMER = "SELECT cust_id, COUNT(*) AS n FROM open_orders GROUP BY cust_id"
+TOP_CUSTOMERS = ("SELECT cust_id, SUM(amount) AS total FROM orders GROUP BY cust_id "
+                 "ORDER BY total DESC LIMIT 2")
+
+
+def assert_equals_query(spark, view, query):
+    got, want = spark.table(view), spark.sql(query)
+    extra, missing = got.exceptAll(want).collect(), want.exceptAll(got).collect()
+    assert not extra and not missing, f"extra rows {extra}, missing rows {missing}"
+
+
+def files(spark, view):
+    return DeltaLogReader(spark, store_name(view)).file_count()
+
+
+def test_a_store_that_refreshes_grow_is_compacted_and_stays_the_query(spark, shop,
+                                                                      monkeypatch):
+    monkeypatch.setattr(upkeep, "COMPACT_AT", 3)
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW open_orders AS {OPEN_ORDERS}")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW by_customer AS {BY_CUSTOMER}")
+    counts, compactions = [], []
+    for i in range(10, 16):     # each refresh only inserts: a new file in the store
+        spark.sql(f"INSERT INTO orders VALUES ({i}, {i % 3}, {i}.50, 'ok')")
+        result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW open_orders")
+        counts.append(files(spark, "open_orders"))
+        compactions += result.upkeep
+        assert all(f"compacted {store_name(f'{shop}.open_orders')}" in str(result)
+                   for _ in result.upkeep)
+        assert_equals_query(spark, "open_orders", OPEN_ORDERS)
+    assert compactions, f"no compaction over file counts {counts}"
+    assert all(step.action == "compact" and step.files_after < step.files_before
+               for step in compactions)
+    assert max(counts) <= 1 + upkeep.COMPACT_AT, counts
+    # a view reading the compacted one consumes the compaction as no change
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW by_customer")
+    assert_equals_query(spark, "by_customer", BY_CUSTOMER)
+    rows = ivm.view_changes(spark, "open_orders", 1).collect()
+    assert sorted(r.id for r in rows) == list(range(10, 16))
+
+
+def test_a_refresh_that_changes_nothing_compacts_nothing(spark, shop, monkeypatch):
+    monkeypatch.setattr(upkeep, "COMPACT_AT", 0)
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW open_orders AS {OPEN_ORDERS}")
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW open_orders")
+    assert result.mode == "noop" and result.upkeep == []
+
+
+def test_state_tables_are_compacted_with_their_view(spark, shop, monkeypatch):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW top_customers AS {TOP_CUSTOMERS}")
+    [state] = state_tables(spark, f"{shop}.top_customers")
+    monkeypatch.setattr(upkeep, "COMPACT_AT", 0)
+    spark.sql("INSERT INTO orders VALUES (20, 7, 99.00, 'ok')")
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW top_customers")
+    assert {step.store for step in result.upkeep} <= {store_name(state),
+                                                      store_name(f"{shop}.top_customers")}
+    assert store_name(state) in {step.store for step in result.upkeep}
+    assert_equals_query(spark, "top_customers", TOP_CUSTOMERS)
+
+
+def test_upkeep_vacuums_the_view_and_its_state_tables_and_keeps_them_readable(spark, shop):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW top_customers AS {TOP_CUSTOMERS}")
+    spark.sql("UPDATE orders SET amount = 50 WHERE id = 1")
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW top_customers")
+    done = upkeep.upkeep(spark, f"{shop}.top_customers")
+    stores = {store_name(t) for t in [*state_tables(spark, f"{shop}.top_customers"),
+                                      f"{shop}.top_customers"]}
+    assert {step.store for step in done if step.action == "vacuum"} == stores
+    spark.sql("DELETE FROM orders WHERE id = 4")
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW top_customers").mode == "incremental"
+    assert_equals_query(spark, "top_customers", TOP_CUSTOMERS)
+    assert ivm.verify(spark, "top_customers").equal
+
+
+def test_retention_is_set_on_create_and_alter_for_the_view_and_its_state_tables(spark, shop):
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW top_customers RETENTION = INTERVAL '2' DAYS "
+                   f"AS {TOP_CUSTOMERS}")
+    tables = [*state_tables(spark, f"{shop}.top_customers"), f"{shop}.top_customers"]
+    assert len(tables) == 2
+
+    def retention(table):
+        properties = DeltaLogReader(spark, store_name(table)).properties()
+        return properties.get(DELETED_FILE_RETENTION), properties.get(LOG_RETENTION)
+    assert {retention(t) for t in tables} == {("interval 172800 seconds",) * 2}
+    ivm.sql(spark, "ALTER MATERIALIZED VIEW top_customers SET RETENTION = INTERVAL '30' DAYS")
+    assert {retention(t) for t in tables} == {("interval 2592000 seconds",) * 2}
+    spark.sql("INSERT INTO orders VALUES (30, 1, 1.00, 'ok')")
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW top_customers")
+    assert_equals_query(spark, "top_customers", TOP_CUSTOMERS)
+
+
+def test_a_retention_too_short_or_misspelled_is_refused_by_name(spark, shop):
+    with pytest.raises(CatalogError, match="RETENTION .* too short"):
+        ivm.sql(spark, "CREATE MATERIALIZED VIEW o RETENTION = INTERVAL '10' MINUTES "
+                       f"AS {OPEN_ORDERS}")
+    assert not spark.catalog.tableExists("o")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW o AS {OPEN_ORDERS}")
+    with pytest.raises(CatalogError, match="too short"):
+        ivm.sql(spark, "ALTER MATERIALIZED VIEW o SET RETENTION = INTERVAL '59' MINUTES")
+    with pytest.raises(SqlSyntaxError, match="RETENTION"):
+        ivm.sql(spark, "ALTER MATERIALIZED VIEW o SET RETENTION INTERVAL '2' DAYS")
