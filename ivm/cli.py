@@ -231,7 +231,8 @@ def _cmd_status(args) -> int:
     spark = _session(args)
     for view in [args.view] if args.view else materialized_views(spark):
         print(view)
-        for fact, value in describe_view(spark, view).collect():
+        facts = describe_view(spark, view).collect()
+        for fact, value in sorted(facts, key=lambda f: f[0] != "warning"):  # warnings first
             if fact not in ("view", "definition", "store"):
                 print(f"  {fact}: {value}")
     return 0

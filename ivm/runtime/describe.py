@@ -10,12 +10,11 @@ from ivm.runtime.catalog import (DEFINITION, FRESHNESS, SUSPENDED, qualified_nam
                                  store_properties)
 from ivm.runtime.definition import (compile_definition, resolution_database, settings,
                                     view_properties)
-from ivm.runtime.delta_log import DeltaLogReader
-from ivm.runtime.fallback import replaced_source
+from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.history import history, latest_record
 from ivm.runtime.messages import size
 from ivm.runtime.planner import DEFAULT_POLICY, POLICY
-from ivm.runtime.sources import delta_table, table_version
+from ivm.runtime.retention import Unconsumed, assess, unconsumed
 
 
 def consumed_versions(spark, view: str) -> dict[str, int]:
@@ -31,19 +30,12 @@ def lag_seconds(spark, view: str) -> float:
 
 
 def _oldest_unconsumed_ms(spark, view: str) -> int | None:
-    """The commit time of the oldest source commit ``view`` does not reflect, if any."""
-    times = []
-    last = latest_record(DeltaLogReader(spark, store_name(view)))[1]
-    for table, consumed in last.sources.items():
-        log = DeltaLogReader(spark, delta_table(spark, table))
-        latest = log.version()
-        if replaced_source(last.table_ids, {table: log.table_id()}):
-            consumed = -1       # another table of that name: none of its commits is reflected
-        if latest > consumed:
-            commits = log.commits(consumed, latest)
-            times.append(commits[0].timestamp_ms if commits else 0)
-        if store_properties(spark, table) is not None:
-            times.append(_oldest_unconsumed_ms(spark, table))
+    """The commit time of the oldest source commit ``view`` does not reflect, if any (0
+    where the log no longer says)."""
+    last = latest_record(DeltaLogReader.of(spark, store_name(view)))[1]
+    times = [change.oldest_ms or 0 for change in unconsumed(spark, last) if change.pending]
+    times += [_oldest_unconsumed_ms(spark, table) for table in last.sources
+              if store_properties(spark, table) is not None]
     return min((t for t in times if t is not None), default=None)
 
 
@@ -51,13 +43,21 @@ def describe_view(spark, name: str) -> DataFrame:
     """``DESCRIBE MATERIALIZED VIEW``: one ``(property, value)`` row per fact about the view:
     its definition and refresh policy, its last refresh (when, mode and why, the cost
     model's prediction, what it read and wrote), its state tables (key, size, version), the
-    source versions it reflects and how far it lags behind its sources."""
+    source versions it reflects and how far it lags behind its sources, until when the
+    sources keep the change it has not consumed, and a ``warning`` where they may remove it
+    before the view takes it (see :mod:`ivm.runtime.retention`). Each Delta log is read
+    once."""
     view = qualified_name(spark, name)
+    with reading_each_log_once():
+        return _describe_view(spark, view)
+
+
+def _describe_view(spark, view: str) -> DataFrame:
     properties = view_properties(spark, view)
     store = store_name(view)
-    consumed = consumed_versions(spark, view)  # a StateError where the store has no record
+    record = latest_record(DeltaLogReader.of(spark, store))[1]  # a StateError if none
     last = history(spark, store).first()
-    assert last is not None  # the record consumed_versions read is in the history
+    assert last is not None  # the record read above is in the history
     freshness = properties.get(FRESHNESS)
     compiled = compile_definition(spark, view, properties)
     facts = [("view", view), ("definition", properties[DEFINITION]), ("store", store),
@@ -76,15 +76,37 @@ def describe_view(spark, name: str) -> DataFrame:
     facts += [(f"setting {key}", value)
               for key, value in (settings(properties) or {}).items()]
     for table, state in compiled.states:
-        log = DeltaLogReader(spark, store_name(table))
+        log = DeltaLogReader.of(spark, store_name(table))
         keys = f"keyed by ({', '.join(state.store.keys)})" if state.store.keys else "one row"
         facts.append((f"state table {table}",
                       f"{keys}; {size(log.size_in_bytes())}; version {log.version()}"))
-    for table, version in sorted(consumed.items()):
-        latest = table_version(spark, table)
-        facts.append((f"source {table}", f"version {version} of {latest}"))
+    changes = unconsumed(spark, record)
+    for change in sorted(changes, key=lambda c: c.source):
+        facts.append((f"source {change.source}", f"version {change.consumed} of {change.latest}"))
+    # a refresh of the view refreshes its state tables first: their sources' change counts too
+    for table, _ in compiled.states:
+        changes += unconsumed(spark, latest_record(DeltaLogReader.of(spark, store_name(table)))[1])
+    freshness_seconds, now_ms = None if freshness is None else float(freshness), \
+        int(time.time() * 1000)
+    assessed = [(change.source, assess(view, change, freshness_seconds, now_ms))
+                for change in _earliest_per_source(changes)]
+    facts += [(f"change data of {source} kept", a.kept_until)
+              for source, a in assessed if a.kept_until is not None]
     facts.append(("lag seconds", f"{lag_seconds(spark, view):.1f}"))
+    facts += [("warning", warning) for _, a in assessed for warning in a.warnings]
     return spark.createDataFrame(facts, "property STRING, value STRING")
+
+
+def _earliest_per_source(changes: list[Unconsumed]) -> list[Unconsumed]:
+    """One change per source, sorted by source: where the view and a state table of it both
+    read a source, the one with the older pending commit (one no longer in the log first)."""
+    def earliest(change: Unconsumed) -> tuple:
+        return (not change.pending, not change.lost, change.oldest_ms or 0)
+    chosen: dict[str, Unconsumed] = {}
+    for change in changes:
+        if change.source not in chosen or earliest(change) < earliest(chosen[change.source]):
+            chosen[change.source] = change
+    return [chosen[source] for source in sorted(chosen)]
 
 
 def refresh_history(spark, name: str) -> DataFrame:
