@@ -22,7 +22,10 @@ bound is conservative: from then on the change *may* be removed (by a VACUUM, at
 checkpoint), not that it is. A ``VACUUM … RETAIN`` shorter than the table's retention, which
 Delta refuses unless ``spark.databricks.delta.retentionDurationCheck.enabled`` is off,
 removes it sooner, unforeseen. Raising a retention keeps what is not removed yet: VACUUM and
-checkpoints read the table's properties when they run.
+checkpoints read the table's properties when they run. A source that is a materialized view
+(or a state table) keeps its change in its store, whose retentions the view's ``RETENTION``
+sets and which ``ivm run`` vacuums (:mod:`ivm.runtime.upkeep`): the warning then says to
+raise that.
 
 A source whose change is pending is
 
@@ -47,13 +50,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ivm.runtime.catalog import STATE_OF, store_properties
 from ivm.runtime.delta_log import DeltaLogReader, once
 from ivm.runtime.fallback import replaced_source
 from ivm.runtime.history import RefreshRecord
 from ivm.runtime.sources import delta_table
+from ivm.runtime.upkeep import DELETED_FILE_RETENTION, LOG_RETENTION, MIN_RETENTION_SECONDS
 
-DELETED_FILE_RETENTION = "delta.deletedFileRetentionDuration"
-LOG_RETENTION = "delta.logRetentionDuration"
 DEFAULTS = {DELETED_FILE_RETENTION: "interval 1 week", LOG_RETENTION: "interval 30 days"}
 """Delta's value of each retention property, where a table does not set it."""
 
@@ -166,6 +169,8 @@ class Unconsumed:
                                 # not known)
     lost: bool                  # the log no longer holds some commit not consumed
     kept: tuple[Retention, ...]  # how long its table keeps its change (see retentions)
+    retention_of: str | None = None     # the materialized view whose RETENTION sets them,
+                                        # where the source is a view or a state table
 
     @property
     def after(self) -> int:
@@ -253,25 +258,30 @@ def assess(view: str, change: Unconsumed, freshness_seconds: float | None,
 def _raise(change: Unconsumed, freshness_seconds: float | None) -> str:
     """The statement that keeps ``change.table``'s change twice as long as its shortest
     retention, and at least twice the view's freshness: every retention shorter (or not
-    understood) is set to that."""
+    understood) is set to that; a view's store by the view's RETENTION (at least
+    :data:`~ivm.runtime.upkeep.MIN_RETENTION_SECONDS`), which sets both."""
     rule = governing(change.kept)
     target = 2 * max(rule.seconds if rule is not None and rule.seconds is not None else 0.0,
                      freshness_seconds or 0.0)
-    value = _interval(target)
+    if change.retention_of is not None:
+        amount, unit = _whole(max(target, MIN_RETENTION_SECONDS))
+        return (f"ALTER MATERIALIZED VIEW {change.retention_of} SET RETENTION = "
+                f"INTERVAL '{amount}' {unit.upper()}{'S' if amount != 1 else ''}")
+    amount, unit = _whole(target)
+    value = f"interval {amount} {unit}{'s' if amount != 1 else ''}"
     settings = ", ".join(f"'{r.property}' = '{value}'" for r in change.kept
                          if r.seconds is None or r.seconds < target)
     return f"ALTER TABLE {change.table} SET TBLPROPERTIES ({settings})"
 
 
-def _interval(seconds: float) -> str:
-    """``seconds`` rounded up to whole days, hours or minutes, as an interval property.
+def _whole(seconds: float) -> tuple[int, str]:
+    """``seconds`` rounded up to whole days, hours or minutes.
 
-    >>> _interval(14 * 86400), _interval(86400 + 1), _interval(5400), _interval(1)
-    ('interval 14 days', 'interval 2 days', 'interval 2 hours', 'interval 1 minute')
+    >>> _whole(14 * 86400), _whole(86400 + 1), _whole(5400), _whole(1)
+    ((14, 'day'), (2, 'day'), (2, 'hour'), (1, 'minute'))
     """
     name, unit = next(((n, u) for n, u in _SHOWN_UNITS[:2] if seconds >= u), ("minute", 60))
-    amount = max(1, math.ceil(seconds / unit))
-    return f"interval {amount} {name}{'s' if amount != 1 else ''}"
+    return max(1, math.ceil(seconds / unit)), name
 
 
 def _duration(seconds: float) -> str:
@@ -304,6 +314,8 @@ def unconsumed(spark, record: RefreshRecord) -> list[Unconsumed]:
         commits = (once(("commits", table, after, latest), lambda: log.commits(after, latest))
                    if latest > after else [])
         oldest = commits[0].timestamp_ms if commits else None
-        found.append(Unconsumed(source, table, consumed, latest, replaced,
-                                oldest or None, commits is None, retentions(log.properties())))
+        view = store_properties(spark, source)
+        found.append(Unconsumed(source, table, consumed, latest, replaced, oldest or None,
+                                commits is None, retentions(log.properties()),
+                                None if view is None else view.get(STATE_OF, source)))
     return found
