@@ -8,6 +8,7 @@
     ivm package [-o ivm_runtime.zip]   the ivm runtime for spark-submit --py-files
     ivm run [--tick SECONDS]           keep every view within its FRESHNESS until Ctrl-C
     ivm status [view]                  each view's freshness, lag and last refresh
+    ivm upkeep VIEW... | --all         compact and vacuum views' stores
     ivm verify VIEW... | --all         compare views with their queries at the versions they
                                        reflect (one full recompute each); exit 1 on a difference
     ivm check view.sql [--examples N] [--seed S] [-o repro.sql]
@@ -238,6 +239,18 @@ def _cmd_status(args) -> int:
     return 0
 
 
+def _cmd_upkeep(args) -> int:
+    from ivm.runtime.graph import materialized_views
+    from ivm.runtime.upkeep import upkeep
+    if bool(args.views) == args.all:
+        raise UsageError("name the views to keep up, or --all, not both")
+    spark = _session(args)
+    for view in materialized_views(spark) if args.all else args.views:
+        done = upkeep(spark, view, vacuum_too=not args.no_vacuum)
+        print(f"{view}: {'; '.join(map(str, done)) or 'nothing was due'}")
+    return 0
+
+
 def _cmd_verify(args) -> int:
     from ivm.runtime.graph import materialized_views
     from ivm.runtime.verify import verify
@@ -339,6 +352,12 @@ def parser() -> argparse.ArgumentParser:
                                "FRESHNESS, refreshing in dependency order, until Ctrl-C")
     loop.add_argument("--tick", type=_seconds, default=1.0, help="seconds between passes")
     loop.set_defaults(run=_cmd_run)
+    keep_up = commands.add_parser("upkeep", help="compact views' stores where due and "
+                                  "VACUUM them (ivm run does both on its own)")
+    keep_up.add_argument("views", nargs="*", help="qualified view names")
+    keep_up.add_argument("--all", action="store_true", help="every materialized view")
+    keep_up.add_argument("--no-vacuum", action="store_true", help="compact only")
+    keep_up.set_defaults(run=_cmd_upkeep)
     status = commands.add_parser("status", help="freshness, lag and last refresh of views")
     status.add_argument("view", nargs="?", help="one view (default: all)")
     status.set_defaults(run=_cmd_status)

@@ -4,6 +4,7 @@
 import pytest
 
 import ivm
+from ivm import cli
 from ivm.errors import CatalogError, SqlSyntaxError
 from ivm.runtime import upkeep
 from ivm.runtime.catalog import state_tables, store_name
@@ -44,6 +45,8 @@ def test_a_store_that_refreshes_grow_is_compacted_and_stays_the_query(spark, sho
     assert all(step.action == "compact" and step.files_after < step.files_before
                for step in compactions)
     assert max(counts) <= 1 + upkeep.COMPACT_AT, counts
+    described = dict(ivm.sql(spark, "DESCRIBE MATERIALIZED VIEW open_orders").collect())
+    assert described["store files"].startswith(f"{counts[-1]} files, ")
     # a view reading the compacted one consumes the compaction as no change
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW by_customer")
     assert_equals_query(spark, "by_customer", BY_CUSTOMER)
@@ -70,14 +73,18 @@ def test_state_tables_are_compacted_with_their_view(spark, shop, monkeypatch):
     assert_equals_query(spark, "top_customers", TOP_CUSTOMERS)
 
 
-def test_upkeep_vacuums_the_view_and_its_state_tables_and_keeps_them_readable(spark, shop):
+def test_upkeep_vacuums_the_view_and_its_state_tables_and_keeps_them_readable(
+        spark, shop, monkeypatch, capsys):
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW top_customers AS {TOP_CUSTOMERS}")
     spark.sql("UPDATE orders SET amount = 50 WHERE id = 1")
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW top_customers")
-    done = upkeep.upkeep(spark, f"{shop}.top_customers")
+    monkeypatch.setattr(cli, "_session", lambda args: spark)
+    assert cli.main(["upkeep", "top_customers"]) == 0
+    printed = capsys.readouterr().out
     stores = {store_name(t) for t in [*state_tables(spark, f"{shop}.top_customers"),
                                       f"{shop}.top_customers"]}
-    assert {step.store for step in done if step.action == "vacuum"} == stores
+    assert printed.startswith("top_customers: ") and len(stores) == 2
+    assert all(f"vacuumed {store} in " in printed for store in stores), printed
     spark.sql("DELETE FROM orders WHERE id = 4")
     assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW top_customers").mode == "incremental"
     assert_equals_query(spark, "top_customers", TOP_CUSTOMERS)
@@ -96,6 +103,10 @@ def test_retention_is_set_on_create_and_alter_for_the_view_and_its_state_tables(
     assert {retention(t) for t in tables} == {("interval 172800 seconds",) * 2}
     ivm.sql(spark, "ALTER MATERIALIZED VIEW top_customers SET RETENTION = INTERVAL '30' DAYS")
     assert {retention(t) for t in tables} == {("interval 2592000 seconds",) * 2}
+    described = dict(ivm.sql(spark, "DESCRIBE MATERIALIZED VIEW top_customers").collect())
+    assert described["store retention"] == (
+        f"{DELETED_FILE_RETENTION} interval 2592000 seconds; "
+        f"{LOG_RETENTION} interval 2592000 seconds")
     spark.sql("INSERT INTO orders VALUES (30, 1, 1.00, 'ok')")
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW top_customers")
     assert_equals_query(spark, "top_customers", TOP_CUSTOMERS)

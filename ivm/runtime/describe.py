@@ -14,7 +14,8 @@ from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.history import history, latest_record
 from ivm.runtime.messages import size
 from ivm.runtime.planner import DEFAULT_POLICY, POLICY
-from ivm.runtime.retention import Unconsumed, assess, unconsumed
+from ivm.runtime.retention import Unconsumed, assess, retentions, unconsumed
+from ivm.runtime.upkeep import COMPACT_AT
 
 
 def consumed_versions(spark, view: str) -> dict[str, int]:
@@ -72,14 +73,16 @@ def _describe_view(spark, view: str) -> DataFrame:
              ("last refresh read bytes", "" if last.read_bytes is None else str(last.read_bytes)),
              ("last refresh rows written", f"+{last.rows_inserted or 0} ~{last.rows_updated or 0}"
                                            f" -{last.rows_deleted or 0}"),
-             ("database", resolution_database(view, properties))]
+             ("database", resolution_database(view, properties)),
+             ("store files", _files(DeltaLogReader.of(spark, store))),
+             ("store retention", "; ".join(
+                 map(str, retentions(DeltaLogReader.of(spark, store).properties()))))]
     facts += [(f"setting {key}", value)
               for key, value in (settings(properties) or {}).items()]
     for table, state in compiled.states:
         log = DeltaLogReader.of(spark, store_name(table))
         keys = f"keyed by ({', '.join(state.store.keys)})" if state.store.keys else "one row"
-        facts.append((f"state table {table}",
-                      f"{keys}; {size(log.size_in_bytes())}; version {log.version()}"))
+        facts.append((f"state table {table}", f"{keys}; {_files(log)}; version {log.version()}"))
     changes = unconsumed(spark, record)
     for change in sorted(changes, key=lambda c: c.source):
         facts.append((f"source {change.source}", f"version {change.consumed} of {change.latest}"))
@@ -95,6 +98,12 @@ def _describe_view(spark, view: str) -> DataFrame:
     facts.append(("lag seconds", f"{lag_seconds(spark, view):.1f}"))
     facts += [("warning", warning) for _, a in assessed for warning in a.warnings]
     return spark.createDataFrame(facts, "property STRING, value STRING")
+
+
+def _files(log: DeltaLogReader) -> str:
+    """A store's data files and their size, and when a refresh compacts them."""
+    return (f"{log.file_count()} files, {size(log.size_in_bytes())}; compacted at {COMPACT_AT} "
+            f"files more than its size needs")
 
 
 def _earliest_per_source(changes: list[Unconsumed]) -> list[Unconsumed]:

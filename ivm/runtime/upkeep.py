@@ -34,7 +34,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 
 from ivm.errors import CatalogError
-from ivm.runtime.catalog import state_tables, store_name
+from ivm.runtime.catalog import qualified_name, state_tables, store_name
 from ivm.runtime.commit import is_lost_race
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.execution import session_settings
@@ -124,6 +124,7 @@ def vacuum(spark, view: str) -> Upkeep:
 def upkeep(spark, view: str, *, vacuum_too: bool = True) -> list[Upkeep]:
     """The upkeep of the materialized view ``view``: its state tables' stores and its own
     compacted where due, then (``vacuum_too``) vacuumed."""
+    view = qualified_name(spark, view)
     tables = [*state_tables(spark, view), view]
     done = [step for table in tables if (step := compact(spark, table)) is not None]
     if vacuum_too:
