@@ -1,4 +1,5 @@
-# make demo | test | test-fast | test-integration | test-deep | jars | bench-quick | bench
+# make demo | test | test-fast | test-integration | test-deep | jars | bench-quick | bench |
+# bench-soak
 VENV := .venv
 PY := $(VENV)/bin/python
 HYPOTHESIS_PROFILE ?= ci
@@ -8,9 +9,9 @@ TEST_WORKERS ?= 2
 # Spark in other processes or run the TPC-H views (make test-integration); CI runs both.
 TEST_MARKERS ?= not deep and not slow and not tpch
 
-.PHONY: demo test test-fast test-integration test-deep jars bench-quick bench
+.PHONY: demo test test-fast test-integration test-deep jars bench-quick bench bench-soak
 
-demo test test-integration test-deep bench-quick bench: export SPARK_LOCAL_IP ?= 127.0.0.1
+demo test test-integration test-deep bench-quick bench bench-soak: export SPARK_LOCAL_IP ?= 127.0.0.1
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -52,8 +53,12 @@ $(VENV)/.bench-installed: pyproject.toml | $(PY)
 	touch $@
 
 # benchmarks/README.md: incremental refresh against full recompute, TPC-H views.
-bench-quick bench: $(VENV)/.bench-installed jars
+bench-quick bench bench-soak: $(VENV)/.bench-installed jars
 bench-quick:
 	$(PY) -m benchmarks.run --setting quick
 bench:
 	$(PY) -m benchmarks.run --setting full
+
+# benchmarks/soak.py: 2,000 refreshes, then ivm run over 50 views; under 30 minutes.
+bench-soak:
+	$(PY) -m benchmarks.soak
