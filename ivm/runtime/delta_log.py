@@ -246,9 +246,12 @@ class DeltaLogReader:
         """The ``userMetadata`` of the commit that made ``version``, and its time in ms
         (None, None where the log no longer holds it)."""
         if self._log is not None:
-            changes = self._log.getChanges(version, False)
+            changes = self._log.getChanges(version, False)  # from the first version kept
             if changes.hasNext():
-                actions = changes.next()._2()
+                first = changes.next()
+                if int(first._1()) != version:
+                    return None, None
+                actions = first._2()
                 for i in range(actions.size()):
                     action = actions.apply(i)
                     if action.getClass().getSimpleName() == "CommitInfo":
