@@ -11,9 +11,8 @@ import networkx as nx
 
 from ivm.errors import DependencyCycle
 from ivm.names import join
-from ivm.runtime.catalog import STATE_OF, STORE_SUFFIX, store_name, store_properties
-from ivm.runtime.delta_log import DeltaLogReader
-from ivm.runtime.history import latest_record
+from ivm.runtime.catalog import STATE_OF, STORE_SUFFIX, store_properties
+from ivm.runtime.lag import latest_consumed
 
 
 def materialized_views(spark) -> list[str]:
@@ -32,7 +31,9 @@ def materialized_views(spark) -> list[str]:
 
 def dependency_graph(spark, views: list[str]) -> nx.DiGraph:
     """``views`` and, transitively, the sources they read; materialized views are the nodes
-    whose attribute ``materialized`` is true, state tables those whose ``state`` is."""
+    whose attribute ``materialized`` is true, state tables those whose ``state`` is. (In a
+    block of :func:`~ivm.runtime.delta_log.reading_each_log_once`, each store's latest
+    record is read once.)"""
     graph = nx.DiGraph()
     pending = list(views)
     while pending:
@@ -41,7 +42,7 @@ def dependency_graph(spark, views: list[str]) -> nx.DiGraph:
             continue
         graph.add_node(view, materialized=True,
                        state=STATE_OF in (store_properties(spark, view) or {}))
-        for source in latest_record(DeltaLogReader(spark, store_name(view)))[1].sources:
+        for source in latest_consumed(spark, view).sources:
             graph.add_edge(source, view)
             if store_properties(spark, source) is not None:
                 pending.append(source)
