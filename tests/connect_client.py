@@ -7,12 +7,13 @@ Every step checks the views against their queries, run by Spark; a failed check 
 
 import subprocess
 import sys
+import time
 
 import ivm
 import ivm.testing
 from ivm.runtime import faults
 from ivm.runtime.connect import is_connect
-from ivm.runtime.scheduler import run_pass
+from ivm.runtime.scheduler import run_pass, watch
 
 TOTALS = ("SELECT c.region, SUM(o.amount) AS total, COUNT(*) AS n FROM orders o "
           "JOIN customers c ON o.cust = c.id GROUP BY c.region")
@@ -97,7 +98,8 @@ def main(url: str) -> None:
     assert ivm.verify(spark, "totals").equal
     ivm.sql(spark, "ALTER MATERIALIZED VIEW daily SET FRESHNESS = INTERVAL '1' SECOND")
     spark.sql("INSERT INTO orders VALUES (7, 1, 4.00, DATE'2026-11-05')")
-    run_pass(spark, ["shop.daily"])
+    done = run_pass(spark, watch(spark, ["shop.daily"]), now=time.time() + 1)  # it is due
+    assert [r.view for r in done.refreshed] == ["shop.daily"], done
     equal(spark, "daily", DAILY)
     checked = ivm.testing.check_view(spark, TOTALS, examples=2, seed=1)
     print(f"  {checked}")

@@ -6,7 +6,8 @@ import time
 import pytest
 
 import ivm
-from ivm.runtime.scheduler import run
+from ivm.runtime import scheduler
+from ivm.runtime.scheduler import run, run_pass, watch
 from cdf import CDF
 from test_views import assert_equals_query
 
@@ -114,6 +115,128 @@ def test_ivm_run_keeps_views_within_their_freshness_on_a_live_stream(spark, pipe
     assert any("named" in line for line in refreshes[:-1]), lines
     assert not any(".idle" in line for line in refreshes), "a view without FRESHNESS waits"
     assert lines[-1] == "stopped"
+
+
+URGENT = "SELECT k, n FROM per_key WHERE n > 1"
+LATER = 7200.0
+"""Seconds after now at which a pass runs to find every lagging view due (FRESHNESS ≤ 1 h)."""
+
+
+def refreshed(done):
+    return [result.view.split(".")[1] for result in done.refreshed]
+
+
+def test_ivm_run_refreshes_the_most_urgent_view_first_after_what_it_reads(spark, pipeline):
+    """``named`` and ``urgent`` both read ``per_key``: whichever has less slack (freshness −
+    lag) goes first, each after the lagging views it reads; a view kept fresh that reads a
+    view refreshed in the pass follows it, due or not."""
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW urgent FRESHNESS = INTERVAL '1' MINUTE AS {URGENT}")
+    ivm.sql(spark, "ALTER MATERIALIZED VIEW named SET FRESHNESS = INTERVAL '1' HOUR")
+    views = [f"{pipeline}.named", f"{pipeline}.urgent"]
+    spark.sql("INSERT INTO r VALUES (1, 10), (2, 7)")
+    done = run_pass(spark, watch(spark, views), now=time.time() + LATER)
+    assert refreshed(done) == ["positive", "per_key", "urgent", "named"]
+
+    ivm.sql(spark, "ALTER MATERIALIZED VIEW named SET FRESHNESS = INTERVAL '1' MINUTE")
+    ivm.sql(spark, "ALTER MATERIALIZED VIEW urgent SET FRESHNESS = INTERVAL '1' HOUR")
+    spark.sql("INSERT INTO r VALUES (3, 1), (3, 2)")
+    done = run_pass(spark, watch(spark, views), now=time.time() + LATER)  # sees the ALTERs
+    assert refreshed(done) == ["positive", "per_key", "named", "urgent"]
+
+    spark.sql("INSERT INTO r VALUES (4, 4), (4, 4)")
+    watched = watch(spark, views)
+    assert run_pass(spark, watched).outcomes == []   # lags of a second or so: nothing is due
+    done = run_pass(spark, watched, now=time.time() + 40)   # named is due, urgent not (yet)
+    assert refreshed(done) == ["positive", "per_key", "named", "urgent"]
+    check_pipeline(spark)
+    assert_equals_query(spark, "urgent", URGENT)
+
+
+@pytest.fixture
+def two_views(spark, fresh_db):
+    """``on_a`` reads ``a``; ``on_b``, more urgent, reads ``b``; both lag."""
+    for table in ("a", "b"):
+        spark.sql(f"CREATE TABLE {table} (k INT) USING DELTA {CDF}")
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW on_a FRESHNESS = INTERVAL '1' MINUTE AS "
+                   "SELECT k FROM a")
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW on_b FRESHNESS = INTERVAL '30' SECONDS AS "
+                   "SELECT k FROM b")
+    spark.sql("INSERT INTO a VALUES (1), (2)")
+    spark.sql("INSERT INTO b VALUES (3)")
+    return [f"{fresh_db}.on_a", f"{fresh_db}.on_b"]
+
+
+def test_a_failing_view_is_reported_and_retried_later_while_the_others_go_on(spark, two_views):
+    on_a, on_b = two_views
+    spark.sql("DROP TABLE b")
+    spark.sql(f"CREATE TABLE b (x INT) USING DELTA {CDF}")     # k is gone: on_b cannot refresh
+    watched, now = watch(spark, two_views), time.time() + LATER
+    done = run_pass(spark, watched, tick=1.0, now=now)
+    (failure,) = done.failed
+    assert (failure.view, failure.failures, failure.retry_in) == (on_b, 1, 1.0)
+    assert "\n" not in str(failure) and str(failure).startswith(f"refresh of {on_b} failed: ")
+    assert [r.view for r in done.outcomes[1:]] == [on_a]       # after on_b, the more urgent
+    assert_equals_query(spark, "on_a", "SELECT k FROM a")
+
+    assert run_pass(spark, watched, tick=1.0, now=now + 0.5).outcomes == []  # on_b waits
+    (again,) = run_pass(spark, watched, tick=1.0, now=now + 1).failed
+    assert (again.failures, again.retry_in) == (2, 2.0)
+    assert "2 times in a row" in str(again) and "trying again in 2s" in str(again)
+
+    spark.sql("DROP TABLE b")
+    spark.sql(f"CREATE TABLE b (k INT) USING DELTA {CDF}")
+    spark.sql("INSERT INTO b VALUES (5)")
+    assert run_pass(spark, watched, tick=1.0, now=now + 2).outcomes == []    # still waiting
+    done = run_pass(spark, watched, tick=1.0, now=now + 3)
+    assert [(r.view, r.mode) for r in done.outcomes] == [(on_b, "full")]
+    assert watched.failing == {}
+    assert_equals_query(spark, "on_b", "SELECT k FROM b")
+
+
+def test_ivm_run_goes_on_past_a_view_whose_source_was_dropped(spark, two_views):
+    """Its lag cannot be read: it is due, its refresh fails each time after a longer wait,
+    and the loop keeps the other view fresh meanwhile."""
+    on_a, on_b = two_views
+    ivm.sql(spark, "ALTER MATERIALIZED VIEW on_a SET FRESHNESS = INTERVAL '1' SECOND")
+    spark.sql("DROP TABLE b")
+    lines, stop = [], threading.Event()
+
+    def report(line):
+        lines.append(line)
+        if any(f" refresh of {on_a} in " in line for line in lines) and \
+                sum(f"refresh of {on_b} failed" in line for line in lines) >= 2:
+            stop.set()
+    timeout = threading.Timer(180, stop.set)
+    timeout.start()
+    try:
+        run(spark, tick=0.2, stop=stop, report=report, views=two_views)
+    finally:
+        timeout.cancel()
+    failures = [line for line in lines if f"refresh of {on_b} failed" in line]
+    assert len(failures) >= 2, lines
+    assert "2 times in a row" in failures[1] and "trying again in 0.4s" in failures[1], lines
+    assert any(line.startswith(f"incremental refresh of {on_a} in ") for line in lines), lines
+    assert lines[-1] == "stopped"
+    assert_equals_query(spark, "on_a", "SELECT k FROM a")
+
+
+def test_ctrl_c_during_a_refresh_stops_ivm_run(spark, two_views, monkeypatch):
+    spark.sql("DROP TABLE b")           # on_b is due at once
+    calls, stop = [], threading.Event()
+
+    def interrupted(spark, view):
+        calls.append(view)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(scheduler, "refresh_view", interrupted)
+    lines = []
+    timeout = threading.Timer(120, stop.set)   # should the loop go on, the test fails
+    timeout.start()
+    try:
+        run(spark, tick=0.1, stop=stop, report=lines.append, views=two_views)
+    finally:
+        timeout.cancel()
+    assert calls == [two_views[1]] and not stop.is_set()
+    assert lines[-1] == "stopped" and not any("failed" in line for line in lines)
 
 
 def test_a_views_changelog_shows_an_aggregate_update_as_an_update(spark, pipeline):
