@@ -20,10 +20,50 @@ statements and session settings already.
 from __future__ import annotations
 
 import copy
+import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+
+_spares: list[tuple[Any, dict[str, str]]] = []
+_spares_lock = threading.Lock()
+
+
+def _spare_session(spark) -> tuple[Any, dict[str, str]]:
+    """A classic session of ``spark``'s SparkContext that no block uses, and its settings as
+    ``newSession`` made them: one given back by an earlier block, else a new one.
+
+    Sessions are used again because Spark keeps the state of every session that ran a query
+    (its catalog, analyzer and settings, ~100 KB) for as long as the JVM runs: a new session
+    per refresh grew the driver's heap with every refresh. Reused, there are as many as
+    blocks ever ran at once."""
+    with _spares_lock:
+        while _spares:
+            own, fresh = _spares.pop()
+            if own.sparkContext is spark.sparkContext:   # not of a SparkContext since stopped
+                return own, fresh
+    own = spark.newSession()
+    return own, own.conf.getAll
+
+
+def _give_back(own, fresh: dict[str, str]) -> None:
+    """Make ``own`` as ``newSession`` made it — its ``fresh`` settings, no temporary view —
+    and keep it for the next block; a session that cannot be made so (its SparkContext
+    stopped, say) is not kept."""
+    try:
+        current = own.conf.getAll
+        for key in current.keys() - fresh.keys():
+            own.conf.unset(key)
+        for key, value in fresh.items():
+            if current.get(key) != value:
+                own.conf.set(key, value)
+        own._jsparkSession.sessionState().catalog().clearTempTables()
+    except Exception:
+        return
+    with _spares_lock:
+        _spares.append((own, fresh))
 
 
 def is_connect(spark) -> bool:
@@ -35,12 +75,17 @@ def is_connect(spark) -> bool:
 def session_of_its_own(spark) -> Iterator[Any]:
     """A session of its own (settings, temporary views, current database) on the same Spark
     as ``spark`` (a classic or a Connect SparkSession, which share no base class), for the
-    block: Spark's ``newSession`` in a classic session. In a Connect session, a second
+    block: in a classic session, one made by Spark's ``newSession``, used again by later
+    blocks (:func:`_spare_session`). In a Connect session, a second
     server-side session over a client of its own, released after the block, and the
     thread's active session meanwhile: PySpark binds the rows a checkpoint keeps to the
     active session, not to the checkpointed DataFrame's."""
     if not is_connect(spark):
-        yield spark.newSession()
+        own, fresh = _spare_session(spark)
+        try:
+            yield own
+        finally:
+            _give_back(own, fresh)
         return
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
