@@ -232,7 +232,7 @@ def many_views_under_run(spark, count: int, minutes: float, heap: list[dict]) ->
     timer.start()
     refreshed = []
     run(spark, tick=1.0, stop=stop, views=[f"{DATABASE}.{v}" for v in views],
-        report=lambda line: refreshed.append(line))
+        report=lambda line: refreshed.append(line), vacuum_every=minutes * 60)
     for thread in threads:
         thread.join()
     log(f"ivm run stopped after {len(refreshed)} report lines")

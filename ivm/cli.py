@@ -6,7 +6,7 @@
                                        a view's circuit, its delta SQL, or a refresh job
     ivm explain view.sql [--format text|dot] [-o FILE]   the delta circuit
     ivm package [-o ivm_runtime.zip]   the ivm runtime for spark-submit --py-files
-    ivm run [--tick SECONDS]           keep every view within its FRESHNESS until Ctrl-C
+    ivm run [--tick S] [--vacuum-every S]  keep every view within its FRESHNESS until Ctrl-C
     ivm status [view]                  each view's freshness, lag and last refresh
     ivm upkeep VIEW... | --all         compact and vacuum views' stores
     ivm verify VIEW... | --all         compare views with their queries at the versions they
@@ -221,7 +221,8 @@ def _cmd_run(args) -> int:
 
     signal.signal(signal.SIGINT, finish)
     signal.signal(signal.SIGTERM, finish)
-    run(spark, tick=args.tick, stop=stop,
+    vacuum = {} if args.vacuum_every is None else {"vacuum_every": args.vacuum_every}
+    run(spark, tick=args.tick, stop=stop, **vacuum,
         report=lambda line: print(f"{time.strftime('%H:%M:%S')} {line}", flush=True))
     return 0
 
@@ -351,6 +352,8 @@ def parser() -> argparse.ArgumentParser:
     loop = commands.add_parser("run", help="keep every materialized view within its "
                                "FRESHNESS, refreshing in dependency order, until Ctrl-C")
     loop.add_argument("--tick", type=_seconds, default=1.0, help="seconds between passes")
+    loop.add_argument("--vacuum-every", type=_seconds, help="seconds between two VACUUMs of "
+                      "a view's stores (default: a day)")
     loop.set_defaults(run=_cmd_run)
     keep_up = commands.add_parser("upkeep", help="compact views' stores where due and "
                                   "VACUUM them (ivm run does both on its own)")

@@ -1,6 +1,8 @@
 """Store upkeep: compaction after refreshes, VACUUM, and the RETENTION a view keeps.
 (The ``shop`` these run in is a fixture of conftest.py.)"""
 
+import threading
+
 import pytest
 
 import ivm
@@ -9,6 +11,7 @@ from ivm.errors import CatalogError, SqlSyntaxError
 from ivm.runtime import upkeep
 from ivm.runtime.catalog import state_tables, store_name
 from ivm.runtime.delta_log import DeltaLogReader
+from ivm.runtime.scheduler import Vacuums, run
 from ivm.runtime.upkeep import DELETED_FILE_RETENTION, LOG_RETENTION
 
 OPEN_ORDERS = "SELECT id, cust_id, amount FROM orders WHERE status <> 'void'"
@@ -122,3 +125,28 @@ def test_a_retention_too_short_or_misspelled_is_refused_by_name(spark, shop):
         ivm.sql(spark, "ALTER MATERIALIZED VIEW o SET RETENTION = INTERVAL '59' MINUTES")
     with pytest.raises(SqlSyntaxError, match="RETENTION"):
         ivm.sql(spark, "ALTER MATERIALIZED VIEW o SET RETENTION INTERVAL '2' DAYS")
+
+
+def test_vacuums_are_spread_over_their_period_and_forget_views_no_longer_watched():
+    vacuums = Vacuums(every=100.0)
+    vacuums.watch(["a", "b", "c", "d"], now=0.0)
+    assert sorted(vacuums.due.values()) == [25.0, 50.0, 75.0, 100.0]
+    assert vacuums.next(now=10.0) is None
+    assert vacuums.next(now=60.0) == "a" and vacuums.due["a"] == 160.0
+    assert vacuums.next(now=60.0) == "b"        # one call, one view: the most overdue
+    assert vacuums.next(now=60.0) is None
+    vacuums.watch(["b", "e"], now=60.0)          # a, c and d dropped, e new
+    assert vacuums.due == {"b": 160.0, "e": 160.0}
+
+
+def test_ivm_run_vacuums_between_passes_and_goes_on(spark, shop):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW o FRESHNESS = INTERVAL '1' HOUR AS {OPEN_ORDERS}")
+    stop, lines = threading.Event(), []
+
+    def report(line):
+        lines.append(line)
+        if "vacuumed" in line:
+            stop.set()
+    threading.Timer(120, stop.set).start()
+    run(spark, tick=0.1, stop=stop, report=report, views=[f"{shop}.o"], vacuum_every=0.5)
+    assert f"vacuumed {store_name(f'{shop}.o')} in " in "\n".join(lines), lines

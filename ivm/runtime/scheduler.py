@@ -19,6 +19,9 @@ views it reads (:mod:`ivm.runtime.lag`). The loop runs a pass per tick:
   sources, …) is reported in one line, and the view is tried again after a backoff that
   doubles from the tick up to its freshness; the other views go on. A view whose lag cannot
   be read is due, after every other: its refresh says what is wrong.
+* **Upkeep.** Between passes the loop vacuums one view's stores (:mod:`ivm.runtime.upkeep`)
+  if one is due: each view once per ``vacuum_every`` (a day), the views first seen spread
+  over that period, so that a loop started anew does not vacuum them all at once.
 * **The catalog.** Which views there are, and each one's freshness and suspension, are read
   at each catalog rescan (:data:`CATALOG_RESCAN_SECONDS`): a view created, dropped,
   altered, suspended or resumed is seen within that time.
@@ -48,6 +51,7 @@ from ivm.runtime.history import RefreshResult
 from ivm.runtime.lag import lag_seconds, oldest_unconsumed_ms
 from ivm.runtime.messages import user_message
 from ivm.runtime.refresh import refresh_view
+from ivm.runtime.upkeep import VACUUM_EVERY_SECONDS, upkeep
 
 CATALOG_RESCAN_SECONDS = 30.0
 """How often the loop reads the catalog again: the views created or dropped since, and each
@@ -114,6 +118,30 @@ class Pass:
     @property
     def failed(self) -> list[Failure]:
         return [f for f in self.outcomes if isinstance(f, Failure)]
+
+
+@dataclass
+class Vacuums:
+    """When each watched view is vacuumed next (``time.monotonic()`` seconds)."""
+
+    every: float
+    due: dict[str, float] = field(default_factory=dict)
+
+    def watch(self, views: list[str], now: float) -> None:
+        """Keep the schedule of ``views``: a view not seen before is due within one period,
+        the new ones spread over it; a view no longer watched is forgotten."""
+        new = [view for view in views if view not in self.due]
+        self.due = {view: at for view, at in self.due.items() if view in views}
+        for i, view in enumerate(new):
+            self.due[view] = now + self.every * (i + 1) / len(new)
+
+    def next(self, now: float) -> str | None:
+        """The most overdue view, if one is due, scheduled again a period later."""
+        view = min(self.due, key=self.due.__getitem__, default=None)
+        if view is None or self.due[view] > now:
+            return None
+        self.due[view] = now + self.every
+        return view
 
 
 def watch(spark, views: list[str] | None = None, before: Watched | None = None) -> Watched:
@@ -255,11 +283,13 @@ def _one_line(error: Exception) -> str:
 
 
 def run(spark, *, tick: float = 1.0, stop: threading.Event | None = None,
-        report: Callable[[str], None] = print, views: list[str] | None = None) -> None:
+        report: Callable[[str], None] = print, views: list[str] | None = None,
+        vacuum_every: float = VACUUM_EVERY_SECONDS) -> None:
     """Refresh views as their freshness requires until ``stop`` is set or Ctrl-C: those of
-    ``views`` (qualified names), else every materialized view of the catalog."""
+    ``views`` (qualified names), else every materialized view of the catalog; between
+    passes, vacuum each one's stores every ``vacuum_every`` seconds."""
     stop = stop or threading.Event()
-    watched, scanned = None, -math.inf
+    watched, scanned, vacuums = None, -math.inf, Vacuums(vacuum_every)
     try:
         while not stop.is_set():
             if time.monotonic() - scanned >= CATALOG_RESCAN_SECONDS:
@@ -269,6 +299,7 @@ def run(spark, *, tick: float = 1.0, stop: threading.Event | None = None,
                 except Exception as error:  # a view dropped as it was read, say
                     report(f"reading the catalog failed: {_one_line(error)}")
                 else:
+                    vacuums.watch(watched.views, time.monotonic())
                     report(f"keeping {len(watched.freshness)} of {len(watched.views)} "
                            f"materialized views fresh: "
                            f"{', '.join(watched.freshness) or 'none has a FRESHNESS'}")
@@ -277,7 +308,21 @@ def run(spark, *, tick: float = 1.0, stop: threading.Event | None = None,
                 for outcome in done.outcomes:
                     if not (isinstance(outcome, RefreshResult) and outcome.mode == "noop"):
                         report(str(outcome))
+            if (view := vacuums.next(time.monotonic())) is not None:
+                _keep_up(spark, view, report)
             stop.wait(tick)
     except KeyboardInterrupt:
         pass
     report("stopped")
+
+
+def _keep_up(spark, view: str, report: Callable[[str], None]) -> None:
+    """The upkeep of ``view``: compaction where due, and VACUUM; a failure is reported and
+    the loop goes on (the view is vacuumed again a period later)."""
+    try:
+        for step in upkeep(spark, view):
+            report(str(step))
+    except Py4JNetworkError:    # Spark's driver is gone
+        raise
+    except Exception as error:  # a view dropped meanwhile, say
+        report(f"upkeep of {view} failed: {_one_line(error)}")

@@ -113,11 +113,21 @@ def compact(spark, view: str) -> Upkeep | None:
 
 def vacuum(spark, view: str) -> Upkeep:
     """Delete the files of the store of ``view`` that no version within its retention
-    needs (``VACUUM``, at the store's ``delta.deletedFileRetentionDuration``)."""
+    needs (``VACUUM``, at the store's ``delta.deletedFileRetentionDuration``).
+
+    ``VACUUM … LITE`` finds the files to delete in the log rather than by listing the
+    table's directory (a tenth of the time here); where the log no longer reaches back to
+    the last VACUUM (a store never vacuumed for longer than its log retention), a full
+    ``VACUUM`` runs instead."""
     store = store_name(view)
     start = time.perf_counter()
     files = DeltaLogReader(spark, store).file_count()
-    spark.sql(f"VACUUM {store}").collect()
+    try:
+        spark.sql(f"VACUUM {store} LITE").collect()
+    except (PySparkException, Py4JJavaError) as error:
+        if "LITE" not in str(error):
+            raise
+        spark.sql(f"VACUUM {store}").collect()
     return Upkeep(store, "vacuum", files, files, time.perf_counter() - start)
 
 
