@@ -9,7 +9,7 @@ import pytest
 
 import ivm
 from ivm.runtime.catalog import store_name
-from ivm.runtime.describe import lag_seconds
+from ivm.runtime.lag import lag_seconds
 from ivm.runtime.history import RefreshRecord
 from cdf import CDF
 

@@ -6,12 +6,12 @@ import time
 
 from pyspark.sql import DataFrame
 
-from ivm.runtime.catalog import (DEFINITION, FRESHNESS, SUSPENDED, qualified_name, store_name,
-                                 store_properties)
+from ivm.runtime.catalog import DEFINITION, FRESHNESS, SUSPENDED, qualified_name, store_name
 from ivm.runtime.definition import (compile_definition, resolution_database, settings,
                                     view_properties)
 from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.history import history, latest_record
+from ivm.runtime.lag import lag_seconds
 from ivm.runtime.messages import size
 from ivm.runtime.planner import DEFAULT_POLICY, POLICY
 from ivm.runtime.retention import Unconsumed, assess, retentions, unconsumed
@@ -21,23 +21,6 @@ from ivm.runtime.upkeep import COMPACT_AT
 def consumed_versions(spark, view: str) -> dict[str, int]:
     """The source versions the store of ``view`` reflects, from its latest record."""
     return latest_record(DeltaLogReader(spark, store_name(view)))[1].sources
-
-
-def lag_seconds(spark, view: str) -> float:
-    """How long the oldest source commit that ``view`` does not reflect has been waiting,
-    through the materialized views it reads (0 when the view is up to date)."""
-    oldest = _oldest_unconsumed_ms(spark, view)
-    return 0.0 if oldest is None else max(0.0, time.time() - oldest / 1000)
-
-
-def _oldest_unconsumed_ms(spark, view: str) -> int | None:
-    """The commit time of the oldest source commit ``view`` does not reflect, if any (0
-    where the log no longer says)."""
-    last = latest_record(DeltaLogReader.of(spark, store_name(view)))[1]
-    times = [change.oldest_ms or 0 for change in unconsumed(spark, last) if change.pending]
-    times += [_oldest_unconsumed_ms(spark, table) for table in last.sources
-              if store_properties(spark, table) is not None]
-    return min((t for t in times if t is not None), default=None)
 
 
 def describe_view(spark, name: str) -> DataFrame:
