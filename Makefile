@@ -59,6 +59,6 @@ bench-quick:
 bench:
 	$(PY) -m benchmarks.run --setting full
 
-# benchmarks/soak.py: 2,000 refreshes, then ivm run over 50 views; under 30 minutes.
+# benchmarks/soak.py: 1,000 refreshes, then ivm run over 50 views; under 30 minutes.
 bench-soak:
 	$(PY) -m benchmarks.soak

@@ -1,7 +1,9 @@
 """Soak: what thousands of refreshes do to refresh time, store files, log size and the
 driver's heap, and whether ``ivm run`` keeps 50 views within their freshness.
 
-    python -m benchmarks.soak                   # 2,000 refreshes, then 50 views for 8 minutes
+    python -m benchmarks.soak                   # 1,000 refreshes, then 50 views for 6
+                                                # minutes: under 30 minutes here
+    python -m benchmarks.soak --rounds 500      # 2,000 refreshes: about 45 minutes here
     python -m benchmarks.soak --setting quick   # 200 refreshes, 12 views for 2 minutes
 
 Two sources, ``events`` (appended to, some rows updated or deleted) and ``customers`` (a
@@ -46,7 +48,7 @@ from ivm.runtime.upkeep import COMPACT_AT
 RESULTS = Path(__file__).parent / "results"
 DATABASE = "soak"
 SETTINGS: dict[str, dict] = {
-    "soak": dict(rounds=500, many_views=50, many_minutes=8.0),
+    "soak": dict(rounds=250, many_views=50, many_minutes=6.0),
     "quick": dict(rounds=50, many_views=12, many_minutes=2.0),
 }
 WARM_UP_ROUNDS = 25
@@ -392,6 +394,8 @@ def _plot(path: Path, rows: list[dict], heap: list[dict]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--setting", choices=sorted(SETTINGS), default="soak")
+    parser.add_argument("--rounds", type=int, help="rounds of part 1, each a change and a "
+                        "refresh of each of its four views (default: the setting's)")
     parser.add_argument("--out", type=Path, help="results directory (default: "
                         "benchmarks/results/soak or soak_quick)")
     args = parser.parse_args(argv)
@@ -402,9 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     home = Path(os.environ.get("IVM_SOAK_HOME", Path.home() / ".cache" / "ivm" / "soak"))
     spark = ivm.spark_session(home, app_name="ivm soak")
     prepare(spark)
-    log(f"sources loaded; {setting['rounds'] * len(FEW_VIEWS)} refreshes of "
+    log(f"sources loaded; {(args.rounds or setting['rounds']) * len(FEW_VIEWS)} refreshes of "
         f"{len(FEW_VIEWS)} views")
-    rows, heap = many_refreshes(spark, setting["rounds"], out)
+    rows, heap = many_refreshes(spark, args.rounds or setting["rounds"], out)
     views = many_views_under_run(spark, setting["many_views"], setting["many_minutes"], heap)
     lag_rows = lags(spark, views, int(time.time() * 1000))
     log("verifying every view")
