@@ -20,6 +20,9 @@ from ivm.runtime.refresh import refresh_view
 from ivm.runtime.verify import verify
 from cdf import CDF
 
+# minutes of refreshes against the definition: make test-integration, as the stateful machine
+pytestmark = pytest.mark.slow
+
 INNER = ("SELECT o.id, o.amount, c.region FROM orders o "
          "JOIN customers FOR SYSTEM_TIME AS OF o.pt AS c ON o.cust = c.cid")
 LEFT = ("SELECT o.id, c.region FROM orders o "
