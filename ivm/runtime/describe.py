@@ -11,7 +11,7 @@ from ivm.runtime.definition import (compile_definition, resolution_database, set
                                     view_properties)
 from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.history import history, latest_record
-from ivm.runtime.lag import lag_seconds
+from ivm.runtime.lag import lag_seconds, latest_consumed
 from ivm.runtime.messages import size
 from ivm.runtime.planner import DEFAULT_POLICY, POLICY
 from ivm.runtime.retention import Unconsumed, assess, retentions, unconsumed
@@ -39,7 +39,7 @@ def describe_view(spark, name: str) -> DataFrame:
 def _describe_view(spark, view: str) -> DataFrame:
     properties = view_properties(spark, view)
     store = store_name(view)
-    record = latest_record(DeltaLogReader.of(spark, store))[1]  # a StateError if none
+    record = latest_consumed(spark, view)  # a StateError if the store has none
     last = history(spark, store).first()
     assert last is not None  # the record read above is in the history
     freshness = properties.get(FRESHNESS)
@@ -71,7 +71,7 @@ def _describe_view(spark, view: str) -> DataFrame:
         facts.append((f"source {change.source}", f"version {change.consumed} of {change.latest}"))
     # a refresh of the view refreshes its state tables first: their sources' change counts too
     for table, _ in compiled.states:
-        changes += unconsumed(spark, latest_record(DeltaLogReader.of(spark, store_name(table)))[1])
+        changes += unconsumed(spark, latest_consumed(spark, table))
     freshness_seconds, now_ms = None if freshness is None else float(freshness), \
         int(time.time() * 1000)
     assessed = [(change.source, assess(view, change, freshness_seconds, now_ms))
