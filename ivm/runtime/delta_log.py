@@ -16,6 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
@@ -73,6 +74,12 @@ class Commit:
     @property
     def replaces_table(self) -> bool:
         return self.operation in REPLACING_OPERATIONS
+
+
+READ_BY_NAME = 32
+"""Ranges of fewer commits than this are read by file name rather than by listing the log
+(see :meth:`DeltaLogReader._changes`): at ~2 ms a file, at most what a listing of a few
+hundred commits costs."""
 
 
 class DeltaLogReader:
@@ -197,23 +204,58 @@ class DeltaLogReader:
         if self._log is None:
             return self._commits_from_history(after, upto)
         found = []
-        changes = self._log.getChanges(after + 1, False)
-        while changes.hasNext():
-            pair = changes.next()
-            version = int(pair._1())
-            if version > upto:
-                break
-            found.append(self._summary(version, pair._2()))
+        for version, actions in self._changes(self._log, after + 1, upto):
+            found.append(self._summary(version, actions))
         if [c.version for c in found] != list(range(after + 1, upto + 1)):
             return None
         return found
 
+    def _changes(self, log, first: int, last: int) -> list[tuple[int, list]]:
+        """``(version, actions)`` of the commits ``first…last`` that ``log`` (the JVM's
+        ``DeltaLog``) holds, in order.
+
+        Delta's ``getChanges`` lists the whole ``_delta_log`` directory to find them (on a
+        local, HDFS or ADLS file system: about 0.1 ms per commit the log keeps, so 0.25 s
+        per call after 2,000 commits). A short range is read by file name instead, which
+        costs the same after a million commits as after ten; a file that is not there (a
+        commit removed by log cleanup, or one not yet backfilled from a commit
+        coordinator) is left to ``getChanges``."""
+        if last - first < READ_BY_NAME:
+            by_name = []
+            for version in range(first, last + 1):
+                if (actions := self._actions_by_name(log, version)) is None:
+                    break
+                by_name.append((version, actions))
+            else:
+                return by_name
+        changes, listed = log.getChanges(first, False), []
+        while changes.hasNext():
+            pair = changes.next()
+            if int(pair._1()) > last:
+                break
+            actions = pair._2()
+            listed.append((int(pair._1()), [actions.apply(i) for i in range(actions.size())]))
+        return listed
+
+    def _actions_by_name(self, log, version: int) -> list | None:
+        """The actions of the commit file of ``version``; None if there is no such file."""
+        jvm = self.spark._jvm
+        path = jvm.org.apache.spark.sql.delta.util.FileNames.unsafeDeltaFile(
+            log.logPath(), version)
+        try:
+            lines = log.store().read(path, log.newDeltaHadoopConf())
+        except Py4JJavaError as error:
+            if error.java_exception.getClass().getName() == "java.io.FileNotFoundException":
+                return None
+            raise
+        from_json = jvm.org.apache.spark.sql.delta.actions.Action.fromJson
+        return [from_json(lines.apply(i)) for i in range(lines.size())]
+
     @staticmethod
-    def _summary(version: int, actions) -> Commit:
+    def _summary(version: int, actions: list) -> Commit:
         operation, timestamp, metadata, feed = "", 0, False, None
         cdc_bytes, file_bytes, has_cdc = 0, 0, False
-        for i in range(actions.size()):
-            action = actions.apply(i)
+        for action in actions:
             kind = action.getClass().getSimpleName()
             if kind == "CommitInfo":
                 operation, timestamp = action.operation(), int(action.timestamp().getTime())
@@ -246,14 +288,8 @@ class DeltaLogReader:
         """The ``userMetadata`` of the commit that made ``version``, and its time in ms
         (None, None where the log no longer holds it)."""
         if self._log is not None:
-            changes = self._log.getChanges(version, False)  # from the first version kept
-            if changes.hasNext():
-                first = changes.next()
-                if int(first._1()) != version:
-                    return None, None
-                actions = first._2()
-                for i in range(actions.size()):
-                    action = actions.apply(i)
+            for _, actions in self._changes(self._log, version, version):
+                for action in actions:
                     if action.getClass().getSimpleName() == "CommitInfo":
                         metadata = action.userMetadata()
                         return (metadata.get() if metadata.isDefined() else None,
