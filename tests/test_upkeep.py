@@ -2,8 +2,10 @@
 (The ``shop`` these run in is a fixture of conftest.py.)"""
 
 import threading
+from contextlib import contextmanager
 
 import pytest
+from pyspark.errors import AnalysisException
 
 import ivm
 from ivm import cli
@@ -62,6 +64,28 @@ def test_a_refresh_that_changes_nothing_compacts_nothing(spark, shop, monkeypatc
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW open_orders AS {OPEN_ORDERS}")
     result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW open_orders")
     assert result.mode == "noop" and result.upkeep == []
+
+
+def test_a_compaction_that_fails_is_reported_and_the_refresh_stands(spark, shop,
+                                                                    monkeypatch):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW open_orders AS {OPEN_ORDERS}")
+    monkeypatch.setattr(upkeep, "COMPACT_AT", 0)
+
+    @contextmanager
+    def failing(spark, settings):
+        raise AnalysisException("the disk is full")
+        yield
+
+    monkeypatch.setattr(upkeep, "session_settings", failing)
+    spark.sql("INSERT INTO orders VALUES (21, 8, 5.00, 'ok')")
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW open_orders")
+    assert result.mode == "incremental"
+    [step] = result.upkeep
+    assert step.error and "the disk is full" in step.error
+    assert f"compaction of {store_name(f'{shop}.open_orders')} failed" in str(result)
+    assert_equals_query(spark, "open_orders", OPEN_ORDERS)
+    with pytest.raises(AnalysisException):    # asked for, it fails loudly
+        upkeep.upkeep(spark, "open_orders", vacuum_too=False)
 
 
 def test_state_tables_are_compacted_with_their_view(spark, shop, monkeypatch):

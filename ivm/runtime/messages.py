@@ -18,6 +18,18 @@ def user_message(error: Exception) -> str | None:
     return None
 
 
+def one_line(error: Exception) -> str:
+    """What went wrong, on one line: ivm's message and hint, Spark's first line, a Java
+    exception's message, or else the error's type and message."""
+    if isinstance(error, IvmError):
+        text = error.message + (f" (hint: {error.hint})" if error.hint else "")
+    else:
+        from py4j.protocol import Py4JJavaError
+        text = user_message(error) or (str(error.java_exception) if isinstance(
+            error, Py4JJavaError) else f"{type(error).__name__}: {error}")
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
 def size(n: int | None) -> str:
     """``n`` bytes for a reader: 512 B, 3.4 KiB, 12.0 MiB."""
     if n is None:

@@ -36,7 +36,7 @@ from ivm.runtime.planner import (DEFAULT_POLICY, POLICY, CostModel, Obstacle,
 from ivm.runtime.pruning import prune
 from ivm.runtime.read_estimate import total_source_bytes, total_source_files
 from ivm.runtime.sources import kept, latest_sources, release
-from ivm.runtime.upkeep import compact
+from ivm.runtime.upkeep import compact_after_refresh
 from ivm.runtime.views import repair_catalog_view
 from ivm.rules import Kind
 from ivm.store import OVERFLOW
@@ -82,7 +82,8 @@ def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
     next one consumes what the state tables committed. Where a state table was recomputed,
     so is the view, from the state tables: their change would be all their rows twice.
 
-    Each store the refresh wrote is then compacted if it is due (:mod:`ivm.runtime.upkeep`).
+    Each store the refresh wrote is then compacted if it is due (:mod:`ivm.runtime.upkeep`);
+    a compaction that fails is reported in the result, not raised.
     """
     view = qualified_name(spark, name)
     forced = Obstacle("requested", f"REFRESH {view} FULL") if full else None
@@ -92,7 +93,7 @@ def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
         result = None if tables else _refresh_one(spark, view, forced)
     result = result or _refresh_with_states(spark, view, tables, forced)
     result.upkeep = [step for written in [*result.states, result] if written.mode != "noop"
-                     if (step := compact(spark, written.view)) is not None]
+                     if (step := compact_after_refresh(spark, written.view)) is not None]
     return result
 
 

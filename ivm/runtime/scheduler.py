@@ -41,15 +41,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import networkx as nx
-from py4j.protocol import Py4JJavaError, Py4JNetworkError
+from py4j.protocol import Py4JNetworkError
 
-from ivm.errors import IvmError
 from ivm.runtime.catalog import FRESHNESS, SUSPENDED, store_properties
 from ivm.runtime.delta_log import reading_each_log_once
 from ivm.runtime.graph import dependency_graph, materialized_views
 from ivm.runtime.history import RefreshResult
 from ivm.runtime.lag import lag_seconds, oldest_unconsumed_ms
-from ivm.runtime.messages import user_message
+from ivm.runtime.messages import one_line
 from ivm.runtime.refresh import refresh_view
 from ivm.runtime.upkeep import VACUUM_EVERY_SECONDS, upkeep
 
@@ -268,18 +267,7 @@ def _failed(watched: Watched, view: str, error: Exception, now: float, tick: flo
     failures = watched.failing[view].failures + 1 if view in watched.failing else 1
     delay = min(tick * 2 ** min(failures - 1, 32), max(backoff_cap, tick))
     watched.failing[view] = Failing(failures, now + delay)
-    return Failure(view, _one_line(error), failures, delay)
-
-
-def _one_line(error: Exception) -> str:
-    """What went wrong, on one line: ivm's message and hint, Spark's first line, a Java
-    exception's message, or else the error's type and message."""
-    if isinstance(error, IvmError):
-        text = error.message + (f" (hint: {error.hint})" if error.hint else "")
-    else:
-        text = user_message(error) or (str(error.java_exception) if isinstance(
-            error, Py4JJavaError) else f"{type(error).__name__}: {error}")
-    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+    return Failure(view, one_line(error), failures, delay)
 
 
 def run(spark, *, tick: float = 1.0, stop: threading.Event | None = None,
@@ -297,7 +285,7 @@ def run(spark, *, tick: float = 1.0, stop: threading.Event | None = None,
                 try:
                     watched = watch(spark, views, watched)
                 except Exception as error:  # a view dropped as it was read, say
-                    report(f"reading the catalog failed: {_one_line(error)}")
+                    report(f"reading the catalog failed: {one_line(error)}")
                 else:
                     vacuums.watch(watched.views, time.monotonic())
                     report(f"keeping {len(watched.freshness)} of {len(watched.views)} "
@@ -325,4 +313,4 @@ def _keep_up(spark, view: str, report: Callable[[str], None]) -> None:
     except Py4JNetworkError:    # Spark's driver is gone
         raise
     except Exception as error:  # a view dropped meanwhile, say
-        report(f"upkeep of {view} failed: {_one_line(error)}")
+        report(f"upkeep of {view} failed: {one_line(error)}")

@@ -38,6 +38,7 @@ from ivm.runtime.catalog import qualified_name, state_tables, store_name
 from ivm.runtime.commit import is_lost_race
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.execution import session_settings
+from ivm.runtime.messages import one_line
 
 COMPACT_AT = 50
 """How many files more than its size needs a store may hold before it is compacted: Delta's
@@ -68,8 +69,12 @@ class Upkeep:
     files_before: int | None
     files_after: int | None
     seconds: float
+    error: str | None = None            # why a compaction after a refresh failed, if it did
 
     def __str__(self) -> str:
+        if self.error is not None:
+            return (f"compaction of {self.store} failed, left to the next refresh: "
+                    f"{self.error}")
         if self.action == "compact":
             return (f"compacted {self.store}: {self.files_before} files into "
                     f"{self.files_after} in {self.seconds:.2f}s")
@@ -109,6 +114,18 @@ def compact(spark, view: str) -> Upkeep | None:
         raise
     return Upkeep(store, "compact", files, DeltaLogReader(spark, store).file_count(),
                   time.perf_counter() - start)
+
+
+def compact_after_refresh(spark, view: str) -> Upkeep | None:
+    """:func:`compact` after a refresh of ``view`` committed: a compaction that fails is
+    reported in what it returns rather than raised, since the refresh did its work (the
+    next refresh tries again)."""
+    start = time.perf_counter()
+    try:
+        return compact(spark, view)
+    except (PySparkException, Py4JJavaError) as error:
+        return Upkeep(store_name(view), "compact", None, None, time.perf_counter() - start,
+                      one_line(error))
 
 
 def vacuum(spark, view: str) -> Upkeep:
