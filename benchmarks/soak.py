@@ -41,6 +41,7 @@ from benchmarks import report
 from ivm.runtime.catalog import store_name
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.describe import refresh_history
+from ivm.runtime.phases import PHASES
 from ivm.runtime.refresh import refresh_view
 from ivm.runtime.scheduler import run
 from ivm.runtime.upkeep import COMPACT_AT
@@ -168,6 +169,16 @@ def python_rss() -> int:
     return pages * os.sysconf("SC_PAGE_SIZE")
 
 
+def where_the_time_went(result, seconds: float) -> dict[str, float]:
+    """A refresh's ``seconds`` by phase (:data:`PHASES`, of the view's own refresh), its
+    state tables' refreshes, and the rest (reading the definition, compaction's check)."""
+    phases = {f"{phase}_s": round(result.phases[phase].seconds, 4)
+              if phase in result.phases else 0.0 for phase in PHASES}
+    states = sum(s.phases[p].seconds for s in result.states for p in s.phases)
+    return {**phases, "states_s": round(states, 4),
+            "rest_s": round(seconds - states - sum(phases.values()), 4)}
+
+
 def many_refreshes(spark, rounds: int, out: Path) -> tuple[list[dict], list[dict]]:
     """Part 1: a change then a refresh of each of the few views, ``rounds`` times."""
     for name, sql in FEW_VIEWS.items():
@@ -184,7 +195,7 @@ def many_refreshes(spark, rounds: int, out: Path) -> tuple[list[dict], list[dict
                 seconds = time.perf_counter() - begin
                 store = DeltaLogReader(spark, store_name(f"{DATABASE}.{name}"))
                 row = dict(round=index, refresh=len(rows), view=name, mode=result.mode,
-                           seconds=round(seconds, 4),
+                           seconds=round(seconds, 4), **where_the_time_went(result, seconds),
                            compacted=int(any(s.action == "compact" for s in result.upkeep)),
                            store_files=store.file_count(), store_version=store.version(),
                            log_bytes=log_bytes(store),
@@ -329,6 +340,16 @@ def write_report(out: Path, setting: str, rows: list[dict], heap: list[dict],
                      f"{median(r['seconds'] for r in end):.3f} | "
                      f"{max(r['store_files'] for r in mine)} | "
                      f"{mine[-1]['log_bytes'] / 2**20:.2f} |")
+    first_rows = rows[WARM_UP_ROUNDS * per_round:][:WINDOW]
+    parts = [key for key in rows[0] if key.endswith("_s")]
+    lines += ["", "Where the time went (seconds, median over all views' refreshes in the "
+              "window; `rest`: the definition read and compaction's check):", "",
+              "| | " + " | ".join(k.removesuffix("_s") for k in parts) + " |",
+              "|---|" + "---:|" * len(parts)]
+    lines += [f"| {label} | " + " | ".join(f"{median(r[k] for r in window):.3f}"
+                                           for k in parts) + " |"
+              for label, window in (("first window", first_rows),
+                                    ("last window", rows[-WINDOW:]))]
     lines += ["", "## `ivm run` over many views", "",
               f"JVM heap after GC during the run: "
               f"{', '.join(f'{h:.0f}' for h in run_heap)} MiB.", "",
