@@ -139,6 +139,13 @@ def test_retention_is_set_on_create_and_alter_for_the_view_and_its_state_tables(
     assert_equals_query(spark, "top_customers", TOP_CUSTOMERS)
 
 
+def test_a_view_keeps_its_log_as_long_as_its_files_unless_told(spark, shop):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW open_orders AS {OPEN_ORDERS}")
+    properties = DeltaLogReader(spark, store_name("open_orders")).properties()
+    week = f"interval {7 * 86400} seconds"      # Delta's for files; its log's is 30 days
+    assert (properties[DELETED_FILE_RETENTION], properties[LOG_RETENTION]) == (week, week)
+
+
 def test_a_retention_too_short_or_misspelled_is_refused_by_name(spark, shop):
     with pytest.raises(CatalogError, match="RETENTION .* too short"):
         ivm.sql(spark, "CREATE MATERIALIZED VIEW o RETENTION = INTERVAL '10' MINUTES "

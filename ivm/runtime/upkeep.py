@@ -56,6 +56,13 @@ MIN_RETENTION_SECONDS = 3600
 change data reads versions of the store a while after they were written, and VACUUM must
 not delete their files under them."""
 
+DEFAULT_RETENTION_SECONDS = 7 * 86400
+"""A view's RETENTION where its CREATE gives none: Delta's for deleted files, and for its
+log too, where Delta's default is 30 days. A version whose files VACUUM removed cannot be
+read, so the longer log would keep only history while every read of the log lists four
+times the commits (on a local, HDFS or ADLS file system; ~43,000 of them for a view
+refreshed every minute)."""
+
 DELETED_FILE_RETENTION = "delta.deletedFileRetentionDuration"
 LOG_RETENTION = "delta.logRetentionDuration"
 

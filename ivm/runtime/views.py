@@ -43,7 +43,8 @@ from ivm.runtime.history import RefreshRecord, RefreshResult
 from ivm.runtime.planner import DEFAULT_POLICY, POLICY, check_policy, never_incremental
 from ivm.runtime.read_estimate import read_estimate, total_source_bytes
 from ivm.runtime.sources import bind, check_source, latest_sources, unbind
-from ivm.runtime.upkeep import check_retention, retention_properties
+from ivm.runtime.upkeep import (DEFAULT_RETENTION_SECONDS, check_retention,
+                                retention_properties)
 from ivm.zset import Read, relation_name
 
 STORE = "ivm.store"
@@ -94,7 +95,7 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
     catalog view. A CREATE that died after writing the store is completed by running it again.
     ``freshness``: the most seconds ``ivm run`` lets the view lag behind its sources.
     ``retention``: how many seconds the view's change data and earlier versions stay
-    readable (:mod:`ivm.runtime.upkeep`; default: Delta's, 7 days).
+    readable (:mod:`ivm.runtime.upkeep`; default 7 days, for its files and its log).
     ``partitioned_by``: columns of the view that partition its store, so that a partition
     can be recomputed alone (:func:`refresh_partition`). ``policy``: the view's refresh
     policy (:mod:`ivm.runtime.planner`; default AUTO).
@@ -139,8 +140,8 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
                                  f"{table}", hint="choose another view name")
         check_no_cycle(work, view, read)
         shared = {DEFINITION: sql.strip(), **pin(work)} | (
-            {} if policy is None else {POLICY: policy}) | (
-            {} if retention is None else retention_properties(retention))
+            {} if policy is None else {POLICY: policy}) | retention_properties(
+            DEFAULT_RETENTION_SECONDS if retention is None else retention)
         for table, state in compiled.states:
             _create_store(work, table, state, shared | {STATE_OF: view}, policy)
         properties = shared | {VIEW: view}
