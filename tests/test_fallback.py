@@ -35,6 +35,7 @@ def test_a_small_change_is_applied_incrementally(spark, totals):
     assert refresh_and_check(spark, "incremental").reason is None
 
 
+@pytest.mark.slow
 def test_vacuumed_change_data_falls_back_to_a_full_recompute(spark, totals):
     spark.sql("UPDATE r SET a = a + 1 WHERE k = 2")      # writes change data files
     spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")

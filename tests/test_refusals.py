@@ -98,6 +98,7 @@ def test_what_lives_only_in_this_session_is_refused_as_temporary(spark, orders, 
     assert caught.value.position == position
 
 
+@pytest.mark.slow
 def test_a_1500_column_distinct_view_is_created_and_refreshed(spark, fresh_db):
     columns = [f"c{i}" for i in range(1500)]
     spark.sql(f"CREATE TABLE w ({', '.join(c + ' INT' for c in columns)}) USING DELTA {CDF}")
