@@ -38,6 +38,7 @@ def check_pipeline(spark):
     assert_equals_query(spark, "named", NAMED_FROM_SOURCES)
 
 
+@pytest.mark.slow
 def test_a_pipeline_of_three_views_is_refreshed_upstream_first(spark, pipeline):
     check_pipeline(spark)
     for batch in (["INSERT INTO r VALUES (1, 10), (3, 7), (2, 2)", "DELETE FROM s WHERE k = 2"],

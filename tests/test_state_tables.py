@@ -110,6 +110,7 @@ def test_a_refresh_killed_at_any_write_of_the_view_or_its_state_is_completed(spa
         {t: n + 1 for t, n in commits.items()}
 
 
+@pytest.mark.slow
 def test_a_vacuumed_source_recomputes_the_state_and_the_view_follows(spark, top):
     change_sources(spark)
     spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
