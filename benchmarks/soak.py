@@ -293,8 +293,8 @@ def write_report(out: Path, setting: str, rows: list[dict], heap: list[dict],
         writer.writeheader()
         writer.writerows(lag_rows)
     per_round = len(FEW_VIEWS)
-    first = [r["seconds"] for r in rows[WARM_UP_ROUNDS * per_round:][:WINDOW]]
-    last = [r["seconds"] for r in rows[-WINDOW:]]
+    first_rows, last_rows = rows[WARM_UP_ROUNDS * per_round:][:WINDOW], rows[-WINDOW:]
+    first, last = [r["seconds"] for r in first_rows], [r["seconds"] for r in last_rows]
     compactions = sum(r["compacted"] for r in rows)
     files_after_first_compaction = [r["store_files"] for r in rows[
         next((i for i, r in enumerate(rows) if r["compacted"]), len(rows)):]]
@@ -340,7 +340,6 @@ def write_report(out: Path, setting: str, rows: list[dict], heap: list[dict],
                      f"{median(r['seconds'] for r in end):.3f} | "
                      f"{max(r['store_files'] for r in mine)} | "
                      f"{mine[-1]['log_bytes'] / 2**20:.2f} |")
-    first_rows = rows[WARM_UP_ROUNDS * per_round:][:WINDOW]
     parts = [key for key in rows[0] if key.endswith("_s")]
     lines += ["", "Where the time went (seconds, median over all views' refreshes in the "
               "window; `rest`: the definition read and compaction's check):", "",
@@ -349,7 +348,7 @@ def write_report(out: Path, setting: str, rows: list[dict], heap: list[dict],
     lines += [f"| {label} | " + " | ".join(f"{median(r[k] for r in window):.3f}"
                                            for k in parts) + " |"
               for label, window in (("first window", first_rows),
-                                    ("last window", rows[-WINDOW:]))]
+                                    ("last window", last_rows))]
     lines += ["", "## `ivm run` over many views", "",
               f"JVM heap after GC during the run: "
               f"{', '.join(f'{h:.0f}' for h in run_heap)} MiB.", "",

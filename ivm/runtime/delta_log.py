@@ -221,9 +221,9 @@ class DeltaLogReader:
         commit removed by log cleanup, or one not yet backfilled from a commit
         coordinator) is left to ``getChanges``."""
         if last - first + 1 <= READ_BY_NAME:
-            by_name = []
+            by_name, conf = [], log.newDeltaHadoopConf()
             for version in range(first, last + 1):
-                if (actions := self._actions_by_name(log, version)) is None:
+                if (actions := self._actions_by_name(log, conf, version)) is None:
                     break
                 by_name.append((version, actions))
             else:
@@ -237,13 +237,14 @@ class DeltaLogReader:
             listed.append((int(pair._1()), [actions.apply(i) for i in range(actions.size())]))
         return listed
 
-    def _actions_by_name(self, log, version: int) -> list | None:
-        """The actions of the commit file of ``version``; None if there is no such file."""
+    def _actions_by_name(self, log, conf, version: int) -> list | None:
+        """The actions of the commit file of ``version`` (read with the Hadoop settings
+        ``conf``); None if there is no such file."""
         jvm = self.spark._jvm
         path = jvm.org.apache.spark.sql.delta.util.FileNames.unsafeDeltaFile(
             log.logPath(), version)
         try:
-            lines = log.store().read(path, log.newDeltaHadoopConf())
+            lines = log.store().read(path, conf)
         except Py4JJavaError as error:
             if error.java_exception.getClass().getName() == "java.io.FileNotFoundException":
                 return None
