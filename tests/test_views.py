@@ -30,6 +30,7 @@ def test_view_shows_exactly_the_query_columns_and_rows(spark, shop):
     assert result.mode == "create"
     assert spark.table("sales").columns == ["region", "n", "total"]
     assert_equals_query(spark, "sales", SALES)
+    assert result.rows_inserted == spark.sql(SALES).count() > 0
 
 
 def test_refresh_applies_changes_in_one_commit_with_consumed_versions(spark, shop):
@@ -57,8 +58,11 @@ def test_refresh_without_source_change_commits_nothing(spark, shop):
 def test_full_refresh_recomputes(spark, shop):
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
     spark.sql("DELETE FROM orders WHERE id = 1")
-    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales FULL").mode == "full"
+    spark.sql("UPDATE customers SET region = 'LATAM' WHERE id = 1")   # one group more
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales FULL")
+    assert result.mode == "full"
     assert_equals_query(spark, "sales", SALES)
+    assert result.rows_inserted == spark.sql(SALES).count() > 0
 
 
 def test_materialized_table_is_a_synonym_and_drop_removes_everything(spark, shop):

@@ -285,6 +285,23 @@ class DeltaLogReader:
                                        "SET TBLPROPERTIES", "UNSET TBLPROPERTIES")
                        or r.operation in REPLACING_OPERATIONS, None) for r in rows]
 
+    def operation_metrics(self, version: int) -> dict[str, str]:
+        """The ``operationMetrics`` of the commit that made ``version`` (empty where the log
+        no longer holds it or the commit recorded none)."""
+        assert self._log is not None
+        for _, actions in self._changes(self._log, version, version):
+            for action in actions:
+                if action.getClass().getSimpleName() == "CommitInfo":
+                    metrics = action.operationMetrics()
+                    if not metrics.isDefined():
+                        return {}
+                    found, entries = {}, metrics.get().iterator()
+                    while entries.hasNext():
+                        entry = entries.next()
+                        found[str(entry._1())] = str(entry._2())
+                    return found
+        return {}
+
     def commit_info(self, version: int) -> tuple[str | None, int | None]:
         """The ``userMetadata`` of the commit that made ``version``, and its time in ms
         (None, None where the log no longer holds it)."""
@@ -299,6 +316,19 @@ class DeltaLogReader:
         row = (describe_history(self.spark, self.table)
                .where(F.col("version") == version).select("userMetadata", "timestamp").first())
         return (row.userMetadata, int(row.timestamp.timestamp() * 1000)) if row else (None, None)
+
+
+def rows_written(spark, table: str) -> int:
+    """The rows the latest commit of ``table`` wrote: ``numOutputRows`` of its operation
+    metrics (a CREATE … AS SELECT's, an overwrite's or a replaceWhere's), read from the log;
+    the table counted, which scans it, only where the commit did not record them."""
+    log = DeltaLogReader(spark, table)
+    if log._log is None:
+        metrics = _only_row(describe_history(spark, table, 1)).operationMetrics or {}
+    else:
+        metrics = log.operation_metrics(log.version())
+    rows = metrics.get("numOutputRows")
+    return spark.table(table).count() if rows is None else int(rows)
 
 
 def describe_history(spark, table: str, limit: int | None = None) -> DataFrame:

@@ -23,7 +23,7 @@ from ivm.runtime import faults
 from ivm.runtime.catalog import qualified_name, store_name
 from ivm.runtime.commit import LostRace, committed_write, retrying, spark_errors
 from ivm.runtime.definition import compile_definition
-from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once
+from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once, rows_written
 from ivm.runtime.execution import (apply_settings, evaluation_settings, merge_settings,
                                    number_setting, plan_settings, planned_read_bytes,
                                    planning_settings, session_settings)
@@ -175,7 +175,7 @@ def _refresh_partition(spark, view: str, properties: dict[str, str],
     with session_settings(spark, evaluation), committed_write(
             spark, view, compiled, record, stage="refresh", read_version=store_version) as commit:
         commit(codegen.replace_where_statement(store, compiled.full_query, predicate))
-    rows = spark.table(store).where(predicate.sql(DIALECT)).count()
+    rows = rows_written(spark, store)
     return RefreshResult(view, "partition", consumed, consumed, rows_inserted=rows,
                          reason=record.reason, seconds=time.perf_counter() - start)
 
@@ -308,7 +308,7 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
         if full:
             commit(codegen.overwrite_statement(store, compiled.full_query))
             return RefreshResult(view, "full", current, previous, reason=reason,
-                                 rows_inserted=spark.table(store).count())
+                                 rows_inserted=rows_written(spark, store))
         if unchanged:   # nor does the view: the commit carries the record
             commit(codegen.record_only_statement(store))
             return RefreshResult(view, "incremental", current, previous)

@@ -35,7 +35,7 @@ from ivm.runtime.catalog import (COLUMNS, DEFINITION, FRESHNESS, STATE_OF, SUSPE
                                  store_name, store_properties)
 from ivm.runtime.commit import committed_write, execute, isolated, session_settings
 from ivm.runtime.definition import compile_definition, pin, view_properties
-from ivm.runtime.delta_log import CDF_PROPERTY
+from ivm.runtime.delta_log import CDF_PROPERTY, rows_written
 from ivm.runtime.describe import consumed_versions
 from ivm.runtime.execution import apply_settings, evaluation_settings, plan_settings
 from ivm.runtime.graph import check_no_cycle, readers
@@ -154,7 +154,7 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
             if table not in states:     # a state of the definition this one replaced
                 _drop(work, table)
         faults.reach("create.after_write")
-        rows = work.table(store_name(view)).count()
+        rows = rows_written(work, store_name(view))
     return RefreshResult(view, "create", versions, {}, rows_inserted=rows,
                          seconds=time.perf_counter() - start)
 
