@@ -285,37 +285,45 @@ class DeltaLogReader:
                                        "SET TBLPROPERTIES", "UNSET TBLPROPERTIES")
                        or r.operation in REPLACING_OPERATIONS, None) for r in rows]
 
-    def operation_metrics(self, version: int) -> dict[str, str]:
-        """The ``operationMetrics`` of the commit that made ``version`` (empty where the log
-        no longer holds it or the commit recorded none)."""
+    def _commit_info(self, version: int):
+        """The JVM's ``CommitInfo`` action of the commit that made ``version``; None where
+        the log no longer holds it."""
         assert self._log is not None
         for _, actions in self._changes(self._log, version, version):
             for action in actions:
                 if action.getClass().getSimpleName() == "CommitInfo":
-                    metrics = action.operationMetrics()
-                    if not metrics.isDefined():
-                        return {}
-                    found, entries = {}, metrics.get().iterator()
-                    while entries.hasNext():
-                        entry = entries.next()
-                        found[str(entry._1())] = str(entry._2())
-                    return found
-        return {}
+                    return action
+        return None
 
     def commit_info(self, version: int) -> tuple[str | None, int | None]:
         """The ``userMetadata`` of the commit that made ``version``, and its time in ms
         (None, None where the log no longer holds it)."""
         if self._log is not None:
-            for _, actions in self._changes(self._log, version, version):
-                for action in actions:
-                    if action.getClass().getSimpleName() == "CommitInfo":
-                        metadata = action.userMetadata()
-                        return (metadata.get() if metadata.isDefined() else None,
-                                int(action.timestamp().getTime()))
-            return None, None
+            if (action := self._commit_info(version)) is None:
+                return None, None
+            metadata = action.userMetadata()
+            return (metadata.get() if metadata.isDefined() else None,
+                    int(action.timestamp().getTime()))
         row = (describe_history(self.spark, self.table)
                .where(F.col("version") == version).select("userMetadata", "timestamp").first())
         return (row.userMetadata, int(row.timestamp.timestamp() * 1000)) if row else (None, None)
+
+    def operation_metrics(self, version: int) -> dict[str, str]:
+        """The ``operationMetrics`` of the commit that made ``version`` (empty where the log
+        no longer holds it or the commit recorded none)."""
+        if self._log is not None:
+            action = self._commit_info(version)
+            metrics = None if action is None else action.operationMetrics()
+            if metrics is None or not metrics.isDefined():
+                return {}
+            found, entries = {}, metrics.get().iterator()
+            while entries.hasNext():
+                entry = entries.next()
+                found[str(entry._1())] = str(entry._2())
+            return found
+        row = (describe_history(self.spark, self.table)
+               .where(F.col("version") == version).select("operationMetrics").first())
+        return dict(row.operationMetrics or {}) if row else {}
 
 
 def rows_written(spark, table: str) -> int:
@@ -323,11 +331,7 @@ def rows_written(spark, table: str) -> int:
     metrics (a CREATE … AS SELECT's, an overwrite's or a replaceWhere's), read from the log;
     the table counted, which scans it, only where the commit did not record them."""
     log = DeltaLogReader(spark, table)
-    if log._log is None:
-        metrics = _only_row(describe_history(spark, table, 1)).operationMetrics or {}
-    else:
-        metrics = log.operation_metrics(log.version())
-    rows = metrics.get("numOutputRows")
+    rows = log.operation_metrics(log.version()).get("numOutputRows")
     return spark.table(table).count() if rows is None else int(rows)
 
 
