@@ -328,8 +328,10 @@ class DeltaLogReader:
 
 def rows_written(spark, table: str) -> int:
     """The rows the latest commit of ``table`` wrote: ``numOutputRows`` of its operation
-    metrics (a CREATE … AS SELECT's, an overwrite's or a replaceWhere's), read from the log;
-    the table counted, which scans it, only where the commit did not record them."""
+    metrics (a CREATE … AS SELECT's, an overwrite's or a replaceWhere's), read from the log
+    in milliseconds; counted only where the commit did not record them. A count costs a
+    planned query and a job even where Delta answers it from the files' statistics (0.25 s
+    of a small view's 1.4 s CREATE), and scans the partition a replaceWhere wrote."""
     log = DeltaLogReader(spark, table)
     rows = log.operation_metrics(log.version()).get("numOutputRows")
     return spark.table(table).count() if rows is None else int(rows)
