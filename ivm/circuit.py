@@ -14,7 +14,7 @@ from ivm.ir import (Aggregate, Distinct, Filter, Generate, Join, JoinKind, Proje
                     Restrict, Scan, SetOperation, Subquery, Union, Weighted, Window, aliases_of,
                     children, equalities, scans)
 from ivm.names import DIALECT
-from ivm.rules import Kind, rule_for
+from ivm.rules import Kind, append, rule_for
 from ivm.rules.maintenance import Maintenance
 from ivm.zset import Read
 
@@ -198,4 +198,8 @@ def explain(plan, maintenance: Maintenance, states: frozenset[str] = frozenset()
     lines.append("full recompute: " + (
         f"of operator(s) {', '.join(f'[{n}]' for n in whole)} whenever their input changes"
         if whole else "never (every operator is maintained incrementally)"))
+    if maintenance.inserts_only is not None:
+        rule = append.RULE
+        lines.append(f"where every source's change inserts rows only: rule {rule.name}: "
+                     f"{rule.formula}; reads {rule.reads}")
     return "\n".join(lines)

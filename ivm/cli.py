@@ -163,13 +163,26 @@ def _cmd_compile(args) -> int:
         return _emit_dot(args, compiled)
     else:
         sql = "".join(f"-- state table {table}: the change of its store, per affected key:\n"
-                      f"{state.delta_sql};\n\n-- state table {table} computed from scratch:\n"
+                      f"{state.delta_sql};\n\n{_inserting_sql(state, table)}"
+                      f"-- state table {table} computed from scratch:\n"
                       f"{state.full_sql};\n\n" for table, state in compiled.states)
         sql += (f"-- the change of the view's store, per affected key:\n{compiled.delta_sql};"
-                f"\n\n-- the view's store computed from scratch:\n{compiled.full_sql};\n")
+                f"\n\n{_inserting_sql(compiled, None)}"
+                f"-- the view's store computed from scratch:\n{compiled.full_sql};\n")
         explain = f"{compiled.explain()}\n{_read_estimate(args, name, compiled)}"
         _write(args, {"sql": sql, "explain": explain}.get(args.emit, f"{explain}\n\n{sql}"))
     return 0
+
+
+def _inserting_sql(compiled, table: str | None) -> str:
+    """The delta query for changes that insert rows only, where ``compiled`` (the view, or
+    its state table ``table``) has one, commented."""
+    inserting = compiled.inserting()
+    if inserting is None:
+        return ""
+    whose = f"state table {table}" if table else "the view's store"
+    return (f"-- the change of {whose} where every source's change inserts rows only:\n"
+            f"{inserting.delta_sql};\n\n")
 
 
 def _read_estimate(args, name: str, compiled) -> str:

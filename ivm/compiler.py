@@ -23,7 +23,7 @@ HAVING
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from sqlglot import exp
@@ -116,6 +116,14 @@ class CompiledView:
             return None
         return LOOKUP_SEMANTICS
 
+    def inserting(self) -> "CompiledView | None":
+        """This view as refreshed from changes that insert rows only, by the rules for them
+        (:mod:`ivm.rules.append`); None where they do not apply."""
+        appended = self.maintenance.inserts_only
+        if appended is None:
+            return None
+        return replace(self, maintenance=replace(self.maintenance, delta=appended))
+
     def state(self, table: str) -> "CompiledView":
         """The state table ``table`` of this view."""
         return dict(self.states)[table]
@@ -179,6 +187,6 @@ def compile(sql: str, schema: Mapping | SchemaLookup, *,
     plan, lookups = split_lookups(lower(qualified, sql), named)
     plan, windows = split_states(optimize(plan), named, first=len(lookups) + 1)
     states = [StatePlan(s.table, optimize(s.plan)) for s in lookups] + list(windows)
-    return CompiledView(sql, plan, maintain(plan), tuple(
+    return CompiledView(sql, plan, maintain(plan, named), tuple(
         (state.table, CompiledView(sql, state.plan, maintain(state.plan, state.table)))
         for state in states))

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ivm.compiler import CompiledView
+from ivm.rules import append
 
 ARCHIVE = "ivm_runtime.zip"
 """The default name of the archive ``ivm package`` builds."""
@@ -25,28 +26,59 @@ PACKAGES = ("ivm", "sqlglot", "networkx")
 """What the job imports beyond pyspark and delta-spark (both pure Python)."""
 
 
+INSERTS_ONLY = "delta inserts only"
+"""The step a refresh runs in place of ``delta`` where every source's change inserts rows
+only (:mod:`ivm.rules.append`), for views that have one."""
+
+
 def steps(compiled: CompiledView) -> dict[str, str]:
-    """The SQL a refresh executes, by step name: ``delta`` (incremental) and ``full``, and
-    those of each state table ``table`` (``table delta``, ``table full``)."""
+    """The SQL a refresh executes, by step name: ``delta`` (incremental), :data:`INSERTS_ONLY`
+    where the view has it, and ``full``, and those of each state table ``table`` (``table
+    delta``, ``table full``, …)."""
     found = {}
     for table, state in compiled.states:
-        found |= {f"{table} delta": state.delta_sql, f"{table} full": state.full_sql}
-    return found | {"delta": compiled.delta_sql, "full": compiled.full_sql}
+        found |= {f"{table} {step}": sql for step, sql in _own_steps(state).items()}
+    return found | _own_steps(compiled)
+
+
+def _own_steps(compiled: CompiledView) -> dict[str, str]:
+    inserting = compiled.inserting()
+    return {"delta": compiled.delta_sql} | (
+        {INSERTS_ONLY: inserting.delta_sql} if inserting is not None else {}) | {
+        "full": compiled.full_sql}
+
+
+def _inserts_only_step(compiled: CompiledView, constant: str) -> tuple[str, str]:
+    """The job's section for the step :data:`INSERTS_ONLY` of ``compiled`` as ``constant``,
+    and its name; nothing where it has none."""
+    inserting = compiled.inserting()
+    if inserting is None:
+        return "", ""
+    rule = append.RULE
+    return (f"""\
+# Step "{INSERTS_ONLY}": "delta" where every source's change since the last refresh inserts
+# rows only (its commits add data files and remove none). Rule {rule.name}: {rule.formula}
+{constant} = {_string(inserting.delta_sql)}
+
+""", constant)
 
 
 def _state_steps(compiled: CompiledView) -> tuple[str, str]:
     """The job's section for the state tables, and the entries of its steps."""
     section, entries = [], []
     for number, (table, state) in enumerate(compiled.states, start=1):
+        inserting, constant = _inserts_only_step(state, f"STATE{number}_DELTA_INSERTS_ONLY")
         section.append(f"""\
 # State table {table}: a hidden view of this one, refreshed before it in a commit of its
 # own; its steps are those of a view.
 STATE{number}_DELTA = {_string(state.delta_sql)}
 
-STATE{number}_FULL = {_string(state.full_sql)}
+{inserting}STATE{number}_FULL = {_string(state.full_sql)}
 
 """)
         entries += [f"        {table + ' delta'!r}: STATE{number}_DELTA,\n",
+                    *([f"        {table + ' ' + INSERTS_ONLY!r}: {constant},\n"]
+                      if constant else []),
                     f"        {table + ' full'!r}: STATE{number}_FULL,\n"]
     return "".join(section), "".join(entries)
 
@@ -82,6 +114,8 @@ def job_program(name: str, definition: str, compiled: CompiledView, job: str = "
     (:func:`ivm.runtime.jars.delta_packages`)."""
     rule = compiled.maintenance.rule
     states, state_steps = _state_steps(compiled)
+    inserting, constant = _inserts_only_step(compiled, "DELTA_INSERTS_ONLY")
+    inserting_entry = f'        "{INSERTS_ONLY}": {constant},\n' if constant else ""
     local = submit_command(job, packages)
     standalone = submit_command(job, packages, master=f"spark://{STANDALONE_MASTER}")
     cluster = submit_command(f"{job} --warehouse s3://bucket/warehouse", packages,
@@ -128,7 +162,7 @@ DEFINITION = {_string(definition.strip())}
 # The step's result is folded into the store with one MERGE (one Delta commit).
 DELTA = {_string(compiled.delta_sql)}
 
-# Step "full": every row of the store from the sources as of the consumed versions; run by
+{inserting}# Step "full": every row of the store from the sources as of the consumed versions; run by
 # CREATE, by --full, by --partition (restricted to the partition) and by a refresh that
 # cannot be incremental (the reason is recorded in the view's history).
 FULL = {_string(compiled.full_sql)}
@@ -138,7 +172,7 @@ if __name__ == "__main__":
 
     steps = {{
 {state_steps}        "delta": DELTA,
-        "full": FULL,
+{inserting_entry}        "full": FULL,
     }}
     raise SystemExit(main(VIEW, DEFINITION, steps))
 '''

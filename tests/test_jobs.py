@@ -85,6 +85,17 @@ def test_a_job_shows_the_sql_of_each_state_table():
     assert f"{table + ' delta'!r}: STATE1_DELTA" in program
 
 
+def test_a_job_shows_the_sql_it_runs_where_rows_are_only_inserted():
+    query = "SELECT cust, MAX(amount) AS top, COUNT(*) AS n FROM orders GROUP BY cust"
+    compiled = ivm.compile(query, SCHEMA, name="top")
+    inserting = compiled.inserting()
+    assert inserting is not None
+    program = job_program("top", f"CREATE MATERIALIZED VIEW top AS {query}", compiled,
+                          packages=delta_packages())
+    assert literal_assignments(program)["DELTA_INSERTS_ONLY"] == inserting.delta_sql
+    assert '"delta inserts only": DELTA_INSERTS_ONLY' in program
+
+
 def test_dot_has_a_node_per_operator_and_an_edge_per_input(tmp_path):
     (tmp_path / "schema.json").write_text(json.dumps(SCHEMA))
     (tmp_path / "view.sql").write_text("".join(VIEWS["by_region"]))

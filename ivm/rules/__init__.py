@@ -35,7 +35,8 @@ def maintain(plan, name: str | None = None) -> Maintenance:
 
     A GROUP BY at the root whose aggregates are all invertible keeps accumulators in the
     store; a DISTINCT at the root keeps counts; lookup joins keep what they enriched; any
-    other view integrates its delta.
+    other view integrates its delta, and, named, has the rules for changes that insert rows
+    only where they apply (:mod:`ivm.rules.append`).
     """
     if lookup.is_lookup_state(plan):
         if name is None:
@@ -46,7 +47,7 @@ def maintain(plan, name: str | None = None) -> Maintenance:
     if isinstance(plan, Project) and isinstance(plan.input, Aggregate) and all(
             call.invertible for _, call in plan.input.calls):
         return aggregate.maintain_aggregate(plan, differentiate)
-    return integrate.maintain_rows(plan, differentiate)
+    return integrate.maintain_rows(plan, differentiate, name=name)
 
 
 def rule_for(node: Relation) -> Rule | None:

@@ -19,21 +19,30 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ivm.ir import Aggregate, Filter, Project, columns
+from ivm.rules import append
 from ivm.rules.base import Kind, Rule
 from ivm.rules.maintenance import Maintenance
 from ivm.store import ROWS, Store
 from ivm.zset import COUNT, WEIGHT
 
 
-def maintain_rows(plan, differentiate, repeat_rows: bool = True) -> Maintenance:
+def maintain_rows(plan, differentiate, repeat_rows: bool = True,
+                  name: str | None = None) -> Maintenance:
+    """``name``: the view's, whose store the rules for changes that insert rows only read
+    (:mod:`ivm.rules.append`); without it, they are not derived."""
     names = columns(plan)
-    keys = tuple((name, exp.column(name)) for name in names)
+    keys = tuple((n, exp.column(n)) for n in names)
     store = Store(keys=names, visible=keys, accumulators=(ROWS,), repeat_rows=repeat_rows)
     full = Aggregate(plan, keys, ((COUNT, ROWS.full_call()),))
-    change = Aggregate(differentiate(plan), keys,
-                       ((COUNT, ROWS.change_call(None, exp.column(WEIGHT))),))
-    delta = Filter(change, exp.NEQ(this=exp.column(COUNT), expression=exp.Literal.number(0)))
-    return Maintenance(store, full, delta, RULE)
+    appended = None if name is None else append.appended(plan, differentiate, name)
+    return Maintenance(store, full, _consolidated(differentiate(plan), keys), RULE,
+                       None if appended is None else _consolidated(appended, keys))
+
+
+def _consolidated(change, keys) -> Filter:
+    """The weighted rows of ``change`` summed per view row, those that change its count."""
+    counted = Aggregate(change, keys, ((COUNT, ROWS.change_call(None, exp.column(WEIGHT))),))
+    return Filter(counted, exp.NEQ(this=exp.column(COUNT), expression=exp.Literal.number(0)))
 
 
 RULE = Rule(Project, "integrate", Kind.LINEAR, "count'(r) = count(r) + Σ ΔV(r)",

@@ -13,9 +13,12 @@ from ivm.store import Store
 class Maintenance:
     """``full`` computes every store row from the live tables; ``delta`` computes, per
     affected store key, the change of each accumulator from the sources' changes. Folding
-    ``delta`` into the store (``Accumulator.fold``) gives ``full`` over the new sources."""
+    ``delta`` into the store (``Accumulator.fold``) gives ``full`` over the new sources.
+    ``inserts_only``, where the view has one, is a cheaper ``delta`` for changes that
+    insert rows only (:mod:`ivm.rules.append`)."""
 
     store: Store
     full: Relation
     delta: Relation
     rule: Rule
+    inserts_only: Relation | None = None

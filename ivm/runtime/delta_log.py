@@ -70,6 +70,8 @@ class Commit:
     change_bytes: int | None        # what a change data feed read of it scans, if known
     change_data_feed: bool | None = None    # whether its metadata, if it set any, keeps
                                             # the change data feed on
+    inserts_only: bool | None = None        # it added rows and removed none: no data file
+                                            # removed and no change data file written
 
     @property
     def replaces_table(self) -> bool:
@@ -255,7 +257,7 @@ class DeltaLogReader:
     @staticmethod
     def _summary(version: int, actions: list) -> Commit:
         operation, timestamp, metadata, feed = "", 0, False, None
-        cdc_bytes, file_bytes, has_cdc = 0, 0, False
+        cdc_bytes, file_bytes, has_cdc, removes = 0, 0, False, False
         for action in actions:
             kind = action.getClass().getSimpleName()
             if kind == "CommitInfo":
@@ -271,8 +273,9 @@ class DeltaLogReader:
             elif kind == "RemoveFile" and action.dataChange():
                 size = action.size()
                 file_bytes += int(size.get()) if size.isDefined() else 0
+                removes = True
         return Commit(version, timestamp, operation, metadata,
-                      cdc_bytes if has_cdc else file_bytes, feed)
+                      cdc_bytes if has_cdc else file_bytes, feed, not (has_cdc or removes))
 
     def _commits_from_history(self, after: int, upto: int) -> list[Commit] | None:
         rows = (describe_history(self.spark, self.table)

@@ -68,6 +68,7 @@ class Estimate:
     change_bytes: int | None
     source_bytes: int | None
     obstacle: Obstacle | None = None
+    inserts_only: bool = False      # every source's change inserts rows and removes none
 
 
 def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estimate:
@@ -77,7 +78,7 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
     The sources' sizes cost a scan of their logs' state; they are only read when the change
     could exceed its share: ``change > ratio · source`` with ``source ≥ min_bytes`` needs
     ``change > ratio · min_bytes``."""
-    change_bytes, logs, sized = 0, [], True
+    change_bytes, logs, sized, inserts_only = 0, [], True, True
     for table, upto in current.items():
         after = previous[table]
         if upto < after:
@@ -103,6 +104,7 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
                 log.schema_at(upto):
             return Estimate(None, None, Obstacle("reinitialize", (
                 f"the schema of {table} changed after version {after}")))
+        inserts_only = inserts_only and all(c.inserts_only for c in commits)
         sizes = [c.change_bytes for c in commits if c.change_bytes is not None]
         if len(sizes) < len(commits):
             sized = False
@@ -110,17 +112,17 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
             change_bytes += sum(sizes)
             logs.append(log)
     if not sized:
-        return Estimate(None, None)
+        return Estimate(None, None, inserts_only=inserts_only)
     ratio = number_setting(spark, RATIO, DEFAULT_RATIO)
     min_bytes = number_setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES)
     if change_bytes <= ratio * min_bytes:
-        return Estimate(change_bytes, None)
+        return Estimate(change_bytes, None, inserts_only=inserts_only)
     sizes = [log.size_in_bytes() for log in logs]
     if None in sizes:
-        return Estimate(change_bytes, None)
+        return Estimate(change_bytes, None, inserts_only=inserts_only)
     source_bytes = sum(sizes)
     if source_bytes >= min_bytes and change_bytes > ratio * source_bytes:
         return Estimate(change_bytes, source_bytes, Obstacle("cost", (
             f"the change ({change_bytes} bytes) is over {ratio:g} of the sources' "
-            f"{source_bytes} bytes ({RATIO})")))
-    return Estimate(change_bytes, source_bytes)
+            f"{source_bytes} bytes ({RATIO})")), inserts_only)
+    return Estimate(change_bytes, source_bytes, inserts_only=inserts_only)

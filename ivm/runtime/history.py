@@ -40,6 +40,8 @@ class RefreshResult:
     rows_deleted: int = 0
     seconds: float = 0.0
     reason: str | None = None                   # why a refresh was full
+    rules: str | None = None                    # INSERTS_ONLY where an incremental refresh
+                                                # applied the rules for inserted rows only
     phases: dict = field(default_factory=dict)  # phase → Phase (ivm.runtime.phases)
     states: list["RefreshResult"] = field(default_factory=list)  # its state tables', first
     upkeep: list = field(default_factory=list)  # the compactions that followed it
@@ -50,13 +52,18 @@ class RefreshResult:
             f"{t} v{self.previous[t]}→v{v}" if t in self.previous and self.previous[t] != v
             else f"{t} v{v}" for t, v in self.consumed.items())
         text = f"{self.mode} refresh of {self.view} in {self.seconds:.2f}s"
-        if self.reason:
-            text += f" ({self.reason})"
+        if self.reason or self.rules:
+            text += f" ({self.reason or self.rules})"
         text += f"; sources: {versions}"
         if self.mode in ("incremental", "full", "create", "partition"):
             text += (f"; store rows: +{self.rows_inserted} inserted, ~{self.rows_updated} "
                      f"updated, -{self.rows_deleted} deleted")
         return "; ".join([text, *map(str, self.upkeep)])
+
+
+INSERTS_ONLY = "inserts only"
+"""The ``rules`` of an incremental refresh whose sources' change only inserted rows, folded
+into the view's own rows (:mod:`ivm.rules.append`)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,7 @@ class RefreshRecord:
     planned_bytes: int | None = None            # what it read as the cost model counts it
     cost: dict | None = None                    # the cost model it was planned with
     prediction: str | None = None               # the cost model's prediction, where it chose
+    rules: str | None = None                    # as RefreshResult.rules
     committed_ms: int | None = None             # when it was committed: read from the log,
                                                 # never written
 
@@ -121,13 +129,14 @@ def latest_record(log: DeltaLogReader, upto: int | None = None) -> tuple[int, Re
 def history(spark, store: str) -> DataFrame:
     """Every write of ``store`` that ivm made, newest first: its store version and time, the
     refresh's id, mode and reason, the cost model's prediction where it chose the mode (see
-    :mod:`ivm.runtime.planner`), the source versions it consumed, the bytes it read, the
+    :mod:`ivm.runtime.planner`), the rules of an incremental refresh where they were those for
+    inserted rows only (:data:`INSERTS_ONLY`), the source versions it consumed, the bytes it read, the
     store rows it inserted, updated and deleted, how long it took until its commit, and
     where that time went: ``phases``, each phase's seconds and Spark jobs (see
     :mod:`ivm.runtime.phases`), the ``write`` up to its commit included, its jobs uncounted
     (the commit is written before they are known)."""
     record = F.from_json("userMetadata", "ivm STRUCT<refresh STRING, mode STRING, reason "
-                         "STRING, prediction STRING, sources MAP<STRING, BIGINT>, read_bytes "
+                         "STRING, prediction STRING, rules STRING, sources MAP<STRING, BIGINT>, read_bytes "
                          "BIGINT, started_ms BIGINT, phases MAP<STRING, STRUCT<seconds DOUBLE, "
                          "jobs INT>>>").ivm
     metrics = F.col("operationMetrics")
@@ -147,7 +156,7 @@ def history(spark, store: str) -> DataFrame:
     return (describe_history(spark, store)
             .withColumn("record", record).where(F.col("record.refresh").isNotNull())
             .select("version", "timestamp", "record.refresh", "record.mode", "record.reason",
-                    "record.prediction", "record.sources", "record.read_bytes",
+                    "record.prediction", "record.rules", "record.sources", "record.read_bytes",
                     metric("numTargetRowsInserted", "numOutputRows").alias("rows_inserted"),
                     metric("numTargetRowsUpdated").alias("rows_updated"),
                     metric("numTargetRowsDeleted").alias("rows_deleted"),

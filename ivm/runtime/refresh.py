@@ -29,7 +29,7 @@ from ivm.runtime.execution import (apply_settings, evaluation_settings, merge_se
                                    planning_settings, session_settings)
 from ivm.runtime.fallback import DEFAULT_MIN_BYTES, MIN_BYTES, estimate, replaced_source
 from ivm.runtime.graph import dependency_graph, materialized_views, refresh_order
-from ivm.runtime.history import RefreshRecord, RefreshResult, latest_record
+from ivm.runtime.history import INSERTS_ONLY, RefreshRecord, RefreshResult, latest_record
 from ivm.runtime.phases import PhaseClock
 from ivm.runtime.planner import (DEFAULT_POLICY, POLICY, CostModel, Obstacle,
                                  never_incremental, recomputes)
@@ -209,7 +209,7 @@ def _refresh(spark, view: str, properties: dict[str, str], forced: Obstacle | No
         if obstacle is None and previous == current:
             return RefreshResult(view, "noop", current, previous,
                                  seconds=time.perf_counter() - start)
-        read_bytes = None
+        read_bytes, inserting = None, None
         if obstacle is None and policy == "FULL":
             obstacle = Obstacle("requested", "REFRESH POLICY FULL")
         if obstacle is None and (inexact := never_incremental(compiled, schema)):
@@ -217,6 +217,7 @@ def _refresh(spark, view: str, properties: dict[str, str], forced: Obstacle | No
         if obstacle is None:
             change = estimate(spark, previous, current)
             obstacle, read_bytes = change.obstacle, change.change_bytes
+            inserting = compiled.inserting() if change.inserts_only else None
         if obstacle is not None and not recomputes(policy, obstacle, view):
             obstacle = None
         total = total_source_bytes(spark, current)   # what a recompute reads
@@ -226,9 +227,10 @@ def _refresh(spark, view: str, properties: dict[str, str], forced: Obstacle | No
             prediction = prediction if obstacle else None
     if obstacle is None:
         try:
-            result = _write(spark, view, compiled, store_version, previous, current, ids,
-                            None, read_bytes, schema, clock, model,
-                            choose_against=total if policy == "AUTO" else None)
+            result = _write(spark, view, inserting or compiled, store_version, previous,
+                            current, ids, None, read_bytes, schema, clock, model,
+                            choose_against=total if policy == "AUTO" else None,
+                            rules=None if inserting is None else INSERTS_ONLY)
         except SourceError as error:    # a change data file was VACUUMed
             obstacle = Obstacle("unavailable", error.message)
         except _Overflow:
@@ -283,13 +285,14 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
            previous: dict[str, int], current: dict[str, int], ids: dict[str, str],
            reason: str | None, read_bytes: int | None, schema, clock: PhaseClock,
            model: CostModel, *, choose_against: int | None = None,
-           prediction: str | None = None) -> RefreshResult:
+           prediction: str | None = None, rules: str | None = None) -> RefreshResult:
     """Fold the change from ``previous`` to ``current`` into the store in one commit, or,
     with a ``reason`` to, overwrite the store with the query's result at ``current``;
     ``ids``: the sources' Delta table ids. The cost ``model`` goes into the record, and, with
     ``choose_against`` (the bytes a recompute reads), an incremental write raises
     :class:`_Recompute` once the delta query is planned if recomputing is predicted cheaper;
-    ``prediction``: why a full one was.
+    ``prediction``: why a full one was; ``rules``: :data:`INSERTS_ONLY` where ``compiled``
+    is the view as refreshed from changes that insert rows only.
 
     The change to the store is computed once, before the MERGE, which then reads it as it
     is (Delta need not materialize the MERGE's source again); an empty change commits the
@@ -301,7 +304,7 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
     record = RefreshRecord("full" if full else "incremental", current, reason, read_bytes,
                            table_ids=ids, started_ms=clock.started_ms,
                            planned_bytes=read_bytes if full else None,
-                           cost=model.to_record(), prediction=prediction)
+                           cost=model.to_record(), prediction=prediction, rules=rules)
     with committed_write(spark, view, compiled, record, stage="refresh",
                          before=None if full or unchanged else previous,
                          read_version=store_version, clock=clock) as commit:
@@ -311,7 +314,7 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
                                  rows_inserted=rows_written(spark, store))
         if unchanged:   # nor does the view: the commit carries the record
             commit(codegen.record_only_statement(store))
-            return RefreshResult(view, "incremental", current, previous)
+            return RefreshResult(view, "incremental", current, previous, rules=rules)
         with clock.phase("prune"), spark_errors(view):
             delta = codegen.to_select(prune(spark, compiled.maintenance.delta, read_bytes))
         types = {f.name: f.dataType.simpleString() for f in schema}
@@ -335,7 +338,7 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
                 settings = _merge_settings(spark, store, query_bytes) if change.rows else {}
             if not change.rows:  # no stored row changes: the commit carries the record
                 commit(codegen.record_only_statement(store), **planned)
-                return RefreshResult(view, "incremental", current, previous)
+                return RefreshResult(view, "incremental", current, previous, rules=rules)
             change.frame.createOrReplaceTempView(STORE_CHANGE)
             with session_settings(spark, settings):
                 merged = commit(codegen.merge_statement(
@@ -352,7 +355,7 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
         if not merged:  # Delta skipped it: the transaction was committed already
             raise LostRace()
         metrics = merged[0]
-        return RefreshResult(view, "incremental", current, previous,
+        return RefreshResult(view, "incremental", current, previous, rules=rules,
                              rows_inserted=metrics.num_inserted_rows,
                              rows_updated=metrics.num_updated_rows,
                              rows_deleted=metrics.num_deleted_rows)

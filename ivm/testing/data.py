@@ -579,6 +579,9 @@ CHANGE_KINDS = ("insert", "repeat", "delete", "clear", "update", "transient", "r
 ``transient`` inserts a row, maybe updates it, and deletes it again; ``recreate`` drops the
 table and creates it again under its name (see :func:`recreate`)."""
 
+APPENDS = ("insert", "repeat")
+"""The changes of an append table."""
+
 ZONES = ("Asia/Kolkata", "America/Los_Angeles", "Pacific/Chatham")
 """Session time zones other than the one views are created in (UTC in the tests)."""
 
@@ -661,8 +664,10 @@ def scenarios(draw, sources: Sequence[Source], min_batches: int = 2,
     """``sources`` with initial rows, and ``min_batches``-``max_batches`` batches of 0-3
     changes each; in most scenarios one batch first sets another session time zone, which the
     later refreshes run under (a view keeps the settings of its CREATE); in some the views are
-    created with ANSI mode off."""
+    created with ANSI mode off; in some every change inserts rows only, as into an append
+    table (which views refresh by the rules for inserted rows, :mod:`ivm.rules.append`)."""
     settings = draw(st.sampled_from([{}, {}, {}, ANSI_OFF]))
+    kinds = draw(st.sampled_from([CHANGE_KINDS, CHANGE_KINDS, APPENDS]))
     initial = {s.name: draw(table_rows(s)) for s in sources}
     known = {name: list(rs) for name, rs in initial.items()}
     batches = []
@@ -674,6 +679,6 @@ def scenarios(draw, sources: Sequence[Source], min_batches: int = 2,
             batch.append(f"SET TIME ZONE '{draw(st.sampled_from(ZONES))}'")
         for _ in range(draw(st.sampled_from([1, 2, 0, 3]))):  # simplest: one change
             source = draw(st.sampled_from(sources))
-            batch += draw(changes(source, known[source.name]))
+            batch += draw(changes(source, known[source.name], kinds))
         batches.append(batch)
     return Scenario(initial, batches, settings)

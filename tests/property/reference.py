@@ -188,6 +188,8 @@ class _Statements:
     negative: str               # the change's rows that would leave a count below zero
     merge: str                  # the runtime's MERGE of ``change`` into ``store``, unguarded
     views: dict[str, str]       # the view's rows, of the stores ``store`` and ``fresh``
+    inserting: tuple[str, str] | None   # the delta query for changes that insert rows only,
+                                        # and the name it reads the store by (None: none)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -207,20 +209,42 @@ def _part_statements(compiled: CompiledView) -> _Statements:
     whens = merge.args["whens"]     # DuckDB runs every action eagerly: the guard is a query
     whens.set("expressions", [w for w in whens.expressions if not any(
         literal.this == NEGATIVE_COUNT for literal in w.find_all(exp.Literal))])
+    inserting = compiled.inserting()
+    stored = None if inserting is None else next(
+        relation_name(s.table, s.read) for s in scans(inserting.maintenance.delta)
+        if s.read is Read.STORE)
     return _Statements(
         compiled, duck(compiled.full_query), duck(compiled.delta_query),
         f"SELECT change.* FROM change LEFT JOIN store ON {on} "
         f"WHERE COALESCE(store.{COUNT}, 0) + change.{COUNT} < 0", duck(merge),
-        {store: duck(codegen.view_query(compiled.store, store)) for store in ("store", "fresh")})
+        {store: duck(codegen.view_query(compiled.store, store)) for store in ("store", "fresh")},
+        None if inserting is None or stored is None else (duck(inserting.delta_query), stored))
 
 
-def _fold(connection, statements: _Statements) -> None:
-    """The runtime's MERGE of the change into ``store``, its negative-count guard a query."""
-    connection.execute(f"CREATE TABLE change AS {statements.delta}")
+def _fold(connection, statements: _Statements, inserts_only: bool) -> bool:
+    """The runtime's MERGE of the change into ``store``, its negative-count guard a query;
+    the change by the rules for inserted rows where it ``inserts_only`` and they apply
+    (reading the store before the MERGE, as the runtime does). Whether they did."""
+    delta = statements.delta
+    if inserts_only and statements.inserting is not None:
+        delta, stored = statements.inserting
+        connection.execute(f'CREATE OR REPLACE VIEW "{stored}" AS SELECT * FROM store')
+    connection.execute(f"CREATE TABLE change AS {delta}")
     negative = connection.execute(statements.negative).fetchall()
     if negative:
         raise AssertionError(f"the change gives rows a negative count: {negative[:3]}")
     connection.execute(statements.merge)
+    return delta is not statements.delta
+
+
+def _inserts_only(compiled: CompiledView, schema, before, after) -> bool:
+    """Whether every source's change, as the view reads it, inserts rows and removes none."""
+    for table, used in compiled.sources.items():
+        _, old = _project(schema[table], used, before[table])
+        _, new = _project(schema[table], used, after[table])
+        if Counter(old) - Counter(new):
+            return False
+    return True
 
 
 def check_identity(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
@@ -265,14 +289,15 @@ def _check(statements: _Statements, schema, before, after
     if _inexact_sums(connection, compiled):
         return Outcome(True, "recomputed: a sum of floats"), (columns, old, new)
     try:
-        _fold(connection, statements)
+        appended = _fold(connection, statements, _inserts_only(compiled, schema, before, after))
     except duckdb.Error as error:
         if any(word in str(error) for word in OVERFLOW):
             return Outcome(True, "recomputed: a sum overflowed"), (columns, old, new)
         raise
     connection.execute(f"CREATE TABLE fresh AS {statements.full}")
     folded, fresh = (_rows(connection, statements.views[store]) for store in ("store", "fresh"))
-    return Outcome(folded == fresh, "folded", folded, fresh), (columns, old, new)
+    how = "folded inserts only" if appended else "folded"
+    return Outcome(folded == fresh, how, folded, fresh), (columns, old, new)
 
 
 def check_passes(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],

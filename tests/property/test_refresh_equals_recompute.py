@@ -114,6 +114,43 @@ NULL_GROUPS = Scenario(
 off (an overflow gives NULL rather than failing)."""
 
 
+APPENDED = Scenario(
+    tables={
+        "r": [(1, 2, Decimal("2.00"), "x", 1.0), (1, 2, Decimal("2.00"), "x", 1.0),
+              (None, 3, None, None, None), (2, None, Decimal("0.25"), "", 0.5)],
+        "s": [],
+        "t": [(0, 1, Decimal("0.5"), 1)],
+    },
+    batches=[
+        # inserts only, in several commits of two sources: rows that lose to the stored ones
+        # (k 1, NULL; the low of t), a new best twice over (k 2), ties, NULL keys and values,
+        # new keys
+        ["INSERT INTO r VALUES (1, 0, 0.00000001, 'a', 1e16), (NULL, 1, NULL, NULL, NULL), "
+         "(3, -1, 0.5, 'x', 1.0), (2, 7, 0.25, '', 0.5), (2, 7, 0.25, '', 0.5)",
+         "INSERT INTO r VALUES (5, 1, 1.5, 'z', 2.0), (1, 2, 2.00, 'x', 1.0)",
+         "INSERT INTO t VALUES (2, 7, 1.0, 1), (NULL, NULL, NULL, NULL)"],
+        # the stored bests deleted: the next refresh reads the source
+        ["DELETE FROM r WHERE a = 7", "UPDATE t SET e = -e"],
+        # inserts only again, after a refresh that was not
+        ["INSERT INTO r VALUES (1, -5, 4.0, 'w', 4.0), (4, 3, 3.0, 'v', 3.0), "
+         "(NULL, 0, 1.0, 'n', 0.0)",
+         "INSERT INTO t VALUES (3, -9, 0.1, 2)"],
+    ],
+)
+"""Changes that insert rows only (an append table), which views whose rules allow it fold into
+their own rows (:mod:`ivm.rules.append`), between them a change that does not."""
+
+APPENDED_VIEWS = ("latest", "lowest_two", "top3", "global_max", "min_max_counted", "ByKey",
+                  "Filtered")
+"""Views of each kind the rules for inserted rows apply to, and two they do not."""
+
+
+def test_appends_equal_recompute(spark):
+    """:data:`APPENDED` over views the rules for inserted rows maintain, and over others."""
+    views = {name: view for family in FAMILIES.values() for name, view in family.items()}
+    run_scenario(spark, APPENDED, {name: views[name] for name in APPENDED_VIEWS}, log=print)
+
+
 def test_edge_cases_equal_recompute(spark):
     """The views of every family over :data:`EDGE_CASES`, all at once: one set of sources and
     changes for all of them."""

@@ -117,6 +117,11 @@ FAMILIES: dict[str, dict[str, str | Rewritten]] = {
             "FROM r GROUP BY k", ("top_rate",)),
         "having": "SELECT s, COUNT(*) AS n, SUM(a) AS sum_a FROM r GROUP BY s HAVING COUNT(*) > 1",
         "global_max": "SELECT MAX(e) AS hi, MIN(e) AS lo FROM t",
+        # MIN and MAX beside counts and exact sums, of a string and a decimal, under a filter
+        # (inserted rows fold into the stored groups: ivm.rules.append)
+        "min_max_counted": ("SELECT k, MIN(a) AS lo, MAX(s) AS last_s, MAX(b) AS hi_b, "
+                            "COUNT(*) AS n, COUNT(b) AS n_b, SUM(a) AS sum_a, SUM(b) AS sum_b "
+                            "FROM r WHERE a IS NULL OR a <> 3 GROUP BY k"),
         "join_max": ("SELECT s.d, MAX(r.a) AS hi FROM r JOIN s ON r.k = s.k GROUP BY s.d"),
     },
     "nested": {
@@ -157,6 +162,9 @@ FAMILIES: dict[str, dict[str, str | Rewritten]] = {
         "filtered_partitions": ("SELECT k, a, rn FROM (SELECT k, a, ROW_NUMBER() OVER "
                                 "(PARTITION BY k ORDER BY a, b, s) AS rn FROM r) x "
                                 "WHERE k IS NOT NULL AND a > 0"),
+        # the two lowest values per group, ties kept (DENSE_RANK), NULLs among them
+        "lowest_two": ("SELECT s, a, k FROM (SELECT s, a, k, DENSE_RANK() OVER "
+                       "(PARTITION BY s ORDER BY a) AS dr FROM r) x WHERE dr <= 2"),
         # global top-N, of rows and of groups; a window over groups
         "top3": "SELECT k, a FROM r ORDER BY a DESC, k LIMIT 3",
         "top_groups": ("SELECT k, SUM(a) AS total FROM r GROUP BY k "
