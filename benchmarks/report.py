@@ -198,8 +198,9 @@ def write(out: Path, machine: dict[str, str], minutes: float | None = None,
     lines += _planner_table(rows)
 
     lines += ["## Fixed overhead", "",
-              "A refresh with no source change (`noop`) and of a one-row change of lineitem "
-              "(`one_row`), seconds.", ""]
+              "A refresh with no source change (`noop`) and of a one-row change (`one_row`: "
+              "the discount of one line item; under `--setting appends`, one order inserted "
+              "with its line items), seconds.", ""]
     lines += _curve_table("", [f"SF {s} {k}" for s in scales for k in ("noop", "one_row")],
                           lambda view, column: _cell(summary, column.split()[1], 0.0, view,
                                                      column.split()[2]), views)

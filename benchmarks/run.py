@@ -7,6 +7,7 @@
     python -m benchmarks.run --setting fixed        # SF 0.1: no-op and one-row refreshes only
     python -m benchmarks.run --setting small        # SF 1, 0.01 % batches, the core views
     python -m benchmarks.run --setting planner      # SF 1, 0.01-10 %: what AUTO chose
+    python -m benchmarks.run --setting appends      # SF 1, batches that insert rows only
 
 For each scale factor: generate TPC-H (cached), load it into Delta tables with change data
 feed on (cached: later runs RESTORE the tables to their loaded version), create the views,
@@ -41,8 +42,9 @@ from pathlib import Path
 import ivm
 from benchmarks import report, tpch_data
 from benchmarks.measure import Meter, written
-from benchmarks.workload import CORE, Batches, View, views
+from benchmarks.workload import APPEND_VIEWS, CORE, Batches, View, views
 from ivm.runtime.catalog import store_name
+from ivm.runtime.refresh import INSERTS_ONLY_RULES
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -63,6 +65,9 @@ SETTINGS = {
     # the refresh planner: each batch refreshed incrementally, recomputed, and as AUTO chose
     "planner": dict(scales={"1": [0.0001, 0.001, 0.01, 0.1]}, views=CORE, repetitions=1,
                     planner=True),
+    # an append table's batches (RF1 alone), under views that fold inserted rows
+    "appends": dict(scales={"1": [0.0001, 0.001, 0.01]}, views=[*APPEND_VIEWS, "q1", "q3"],
+                    repetitions=2, appends=True),
 }
 
 #: With ``planner``, each view also has two copies: refreshed under REFRESH POLICY AUTO, and
@@ -124,9 +129,9 @@ class Run:
     """One scale factor's measurements, appended to ``writer``."""
 
     def __init__(self, spark, scale: str, chosen: list[View], writer, policy: str,
-                 planner: bool = False):
+                 planner: bool = False, appends: bool = False):
         self.spark, self.scale, self.views, self.writer = spark, scale, chosen, writer
-        self.policy, self.planner = policy, planner
+        self.policy, self.planner, self.appends = policy, planner, appends
         self.meter = Meter(spark)
 
     def record(self, fraction, repetition, view, kind, mode, cost, files=0, size=0,
@@ -185,7 +190,7 @@ class Run:
         for fraction in fractions:
             for repetition in range(1, repetitions + 1):
                 started = time.perf_counter()
-                for statement in batches.next(fraction):
+                for statement in batches.next(fraction, self.appends):
                     self.spark.sql(statement)
                 log(f"SF {self.scale}, batch {fraction:.2%} #{repetition}: applied in "
                     f"{time.perf_counter() - started:.1f}s")
@@ -193,7 +198,7 @@ class Run:
                 self.recompute(fraction, repetition)
         for repetition in range(1, repetitions + 1):
             self.refresh(0, repetition, "noop")
-            for statement in batches.one_row(self.spark):
+            for statement in batches.one_row(self.spark, self.appends):
                 self.spark.sql(statement)
             self.refresh(0, repetition, "one_row")
         log(f"SF {self.scale}: done")
@@ -209,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the views' REFRESH POLICY (default: INCREMENTAL)")
     parser.add_argument("--out", type=Path, help="results directory (default: "
                         "benchmarks/results/<setting>)")
+    parser.add_argument("--without-inserts-only-rules", action="store_true",
+                        help="refresh by the rules for any change also where every source's "
+                             "change inserts rows only (spark.ivm.refresh.insertsOnlyRules)")
     parser.add_argument("--load-only", action="store_true",
                         help="generate and load the setting's data, measure nothing")
     args = parser.parse_args(argv)
@@ -220,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     spark = ivm.spark_session(tpch_data.cache_root() / "ivm_home",
                               app_name="ivm benchmark")
+    if args.without_inserts_only_rules:
+        spark.conf.set(INSERTS_ONLY_RULES, "false")
     if args.load_only:
         for scale in scales:
             prepare(spark, scale)
@@ -230,8 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         writer.writeheader()
         for scale, fractions in scales.items():
             prepare(spark, scale)
-            Run(spark, scale, chosen, writer, args.policy,
-                setting.get("planner", False)).run(fractions, repetitions)
+            Run(spark, scale, chosen, writer, args.policy, setting.get("planner", False),
+                setting.get("appends", False)).run(fractions, repetitions)
             file.flush()
     report.write(out, machine=report.machine(), minutes=(time.perf_counter() - started) / 60,
                  command=" ".join(["python -m benchmarks.run", *(argv or sys.argv[1:])]))

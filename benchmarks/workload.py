@@ -11,7 +11,10 @@ sources' own writes stay cheap and the benchmark measures the refresh):
 * updates: the line items (quantity, price, discount) and orders (status, total price) of a
   third range changed in place.
 
-Each batch takes ranges no earlier batch took, so every batch is a fresh change.
+Each batch takes ranges no earlier batch took, so every batch is a fresh change. An
+*append* batch is RF1 alone, copies of the orders of one range of ``f`` of the keys: the
+change of an append table, which views whose rules allow it fold into their own rows
+(:mod:`ivm.rules.append`).
 """
 
 from __future__ import annotations
@@ -42,6 +45,23 @@ FROM orders JOIN lineitem ON l_orderkey = o_orderkey
 GROUP BY o_custkey
 """
 
+FIRST_LAST_ORDER = """
+SELECT o_custkey, MIN(o_orderdate) AS first_order, MAX(o_orderdate) AS last_order,
+       COUNT(*) AS orders, MAX(o_totalprice) AS largest
+FROM orders
+GROUP BY o_custkey
+"""
+
+LARGEST_ORDERS = """
+SELECT o_orderkey, o_custkey, o_totalprice
+FROM orders
+ORDER BY o_totalprice DESC, o_orderkey
+LIMIT 100
+"""
+
+#: Views that an append batch lets fold inserted rows into their own rows.
+APPEND_VIEWS = ("latest_order", "first_last_order", "largest_orders")
+
 #: Over the view ``customer_revenue``.
 REVENUE_BANDS = """
 SELECT CAST(FLOOR(revenue / 100000) AS INT) AS band, COUNT(*) AS customers,
@@ -62,10 +82,13 @@ class View:
 
 
 def views(names: list[str] | None = None) -> list[View]:
-    """The views of ``names`` (TPC-H query names, ``latest_order``, ``customer_revenue``,
-    ``revenue_bands``), or all of them, each after the views it reads."""
+    """The views of ``names`` (TPC-H query names, ``latest_order``, ``first_last_order``,
+    ``largest_orders``, ``customer_revenue``, ``revenue_bands``), or all of them, each after
+    the views it reads."""
     every = [View(name, sql, sql) for name, sql in QUERIES.items()] + [
         View("latest_order", LATEST_ORDER, LATEST_ORDER),
+        View("first_last_order", FIRST_LAST_ORDER, FIRST_LAST_ORDER),
+        View("largest_orders", LARGEST_ORDERS, LARGEST_ORDERS),
         View("customer_revenue", CUSTOMER_REVENUE, CUSTOMER_REVENUE),
         View("revenue_bands", REVENUE_BANDS,
              f"WITH customer_revenue AS ({CUSTOMER_REVENUE}) {REVENUE_BANDS}"),
@@ -77,6 +100,10 @@ def views(names: list[str] | None = None) -> list[View]:
         raise SystemExit(f"unknown view(s): {', '.join(sorted(unknown))}")
     wanted = set(names) | ({"customer_revenue"} if "revenue_bands" in names else set())
     return [v for v in every if v.name in wanted]
+
+
+def _keys(column: str, span: tuple[int, int]) -> str:
+    return f"{column} >= {span[0]} AND {column} < {span[1]}"
 
 
 class Batches:
@@ -99,38 +126,50 @@ class Batches:
         self.used[part] = high
         return low, high
 
-    def next(self, fraction: float) -> list[str]:
-        """One batch touching about ``fraction`` of ``lineitem``."""
+    def next(self, fraction: float, appends: bool = False) -> list[str]:
+        """One batch touching about ``fraction`` of ``lineitem``; with ``appends``, inserting
+        that much only."""
+        if appends:
+            return self._copies(self._range("copy", fraction))
         third = fraction / 3
         gone, changed, copied = (self._range(part, third)
                                  for part in ("delete", "update", "copy"))
-        offset = self.next_key - copied[0]
-        self.next_key += copied[1] - copied[0]
-
-        def keys(column: str, span: tuple[int, int]) -> str:
-            return f"{column} >= {span[0]} AND {column} < {span[1]}"
         quantity = "(l_quantity % 4 + 1)"
-        return [
-            f"INSERT INTO orders SELECT o_orderkey + {offset}, o_custkey, o_orderstatus, "
-            f"o_totalprice, o_orderdate, o_orderpriority, o_clerk, o_shippriority, o_comment "
-            f"FROM orders WHERE {keys('o_orderkey', copied)}",
-            f"INSERT INTO lineitem SELECT l_orderkey + {offset}, l_partkey, l_suppkey, "
-            f"l_linenumber, l_quantity, l_extendedprice, l_discount, l_tax, l_returnflag, "
-            f"l_linestatus, l_shipdate, l_commitdate, l_receiptdate, l_shipinstruct, "
-            f"l_shipmode, l_comment FROM lineitem WHERE {keys('l_orderkey', copied)}",
-            f"DELETE FROM lineitem WHERE {keys('l_orderkey', gone)}",
-            f"DELETE FROM orders WHERE {keys('o_orderkey', gone)}",
+        return self._copies(copied) + [
+            f"DELETE FROM lineitem WHERE {_keys('l_orderkey', gone)}",
+            f"DELETE FROM orders WHERE {_keys('o_orderkey', gone)}",
             f"UPDATE lineitem SET l_quantity = CAST({quantity} AS DECIMAL(15,2)), "
             f"l_extendedprice = CAST(l_extendedprice / l_quantity * {quantity} "
             f"AS DECIMAL(15,2)), "
             f"l_discount = CAST(pmod(CAST(l_discount * 100 AS INT) + 4, 11) / 100 "
-            f"AS DECIMAL(15,2)) WHERE {keys('l_orderkey', changed)}",
+            f"AS DECIMAL(15,2)) WHERE {_keys('l_orderkey', changed)}",
             f"UPDATE orders SET o_orderstatus = IF(o_orderstatus = 'F', 'O', 'F'), "
-            f"o_totalprice = o_totalprice + 1000.00 WHERE {keys('o_orderkey', changed)}",
+            f"o_totalprice = o_totalprice + 1000.00 WHERE {_keys('o_orderkey', changed)}",
         ]
 
-    def one_row(self, spark) -> list[str]:
-        """A change of one line item (its discount), for the fixed overhead."""
+    def _copies(self, copied: tuple[int, int]) -> list[str]:
+        """RF1: the orders of the keys ``copied``, with their line items, under new keys."""
+        offset = self.next_key - copied[0]
+        self.next_key += copied[1] - copied[0]
+        return [
+            f"INSERT INTO orders SELECT o_orderkey + {offset}, o_custkey, o_orderstatus, "
+            f"o_totalprice, o_orderdate, o_orderpriority, o_clerk, o_shippriority, o_comment "
+            f"FROM orders WHERE {_keys('o_orderkey', copied)}",
+            f"INSERT INTO lineitem SELECT l_orderkey + {offset}, l_partkey, l_suppkey, "
+            f"l_linenumber, l_quantity, l_extendedprice, l_discount, l_tax, l_returnflag, "
+            f"l_linestatus, l_shipdate, l_commitdate, l_receiptdate, l_shipinstruct, "
+            f"l_shipmode, l_comment FROM lineitem WHERE {_keys('l_orderkey', copied)}",
+        ]
+
+    def one_row(self, spark, appends: bool = False) -> list[str]:
+        """A change of one line item (its discount), for the fixed overhead; with
+        ``appends``, one order inserted with its line items."""
+        if appends:
+            low, _ = self._range("copy", 0)
+            key = spark.sql(f"SELECT MIN(o_orderkey) AS k FROM orders "
+                            f"WHERE o_orderkey >= {low}").first().k
+            self.used["copy"] = key + 1
+            return self._copies((key, key + 1))
         low, _ = self._range("update", 0)
         key = spark.sql(f"SELECT MIN(l_orderkey) AS k FROM lineitem "
                         f"WHERE l_orderkey >= {low}").first().k

@@ -6,7 +6,7 @@ import pytest
 
 import ivm
 from ivm.runtime.history import INSERTS_ONLY
-from ivm.runtime.refresh import refresh_view
+from ivm.runtime.refresh import INSERTS_ONLY_RULES, refresh_view
 from cdf import CDF
 from test_views import assert_equals_query
 
@@ -71,6 +71,13 @@ def test_the_history_says_which_rules_a_refresh_took(spark, events):
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW latest")
     spark.sql("DELETE FROM events WHERE ts = 9")
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW latest")
+    spark.sql("INSERT INTO events VALUES (1, 10, 1, 'x')")
+    spark.conf.set(INSERTS_ONLY_RULES, "false")     # turned off: the rules for any change
+    try:
+        ivm.sql(spark, "REFRESH MATERIALIZED VIEW latest")
+    finally:
+        spark.conf.unset(INSERTS_ONLY_RULES)
+    assert_equals_query(spark, "latest", LATEST)
     rules = [r.rules for r in ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW latest").collect()
              if r.mode == "incremental"]
-    assert rules == [None, INSERTS_ONLY]     # newest first
+    assert rules == [None, None, INSERTS_ONLY]     # newest first

@@ -60,6 +60,10 @@ STORE_CHANGE = "_ivm_store_change"
 """The temporary view of the change to the store, which the MERGE reads."""
 MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
 
+INSERTS_ONLY_RULES = "spark.ivm.refresh.insertsOnlyRules"
+"""``false`` turns off the rules for changes that insert rows only (:mod:`ivm.rules.append`):
+every refresh then takes the rules for any change (to compare them, or to rule them out)."""
+
 OVERFLOW_REASON = "a sum overflowed its type while folding the change"
 LOOKUP_RECOMPUTED = "; every fact row was enriched anew with the dimension as it is now"
 """What a recompute of a lookup join's state adds to its reason (see :mod:`ivm.rules.lookup`)."""
@@ -217,7 +221,8 @@ def _refresh(spark, view: str, properties: dict[str, str], forced: Obstacle | No
         if obstacle is None:
             change = estimate(spark, previous, current)
             obstacle, read_bytes = change.obstacle, change.change_bytes
-            inserting = compiled.inserting() if change.inserts_only else None
+            inserting = compiled.inserting() if change.inserts_only and spark.conf.get(
+                INSERTS_ONLY_RULES, "true").lower() != "false" else None
         if obstacle is not None and not recomputes(policy, obstacle, view):
             obstacle = None
         total = total_source_bytes(spark, current)   # what a recompute reads
