@@ -34,13 +34,14 @@ def events(spark, fresh_db):
     return fresh_db
 
 
-def refresh_each(spark) -> dict[str, str | None]:
-    """Refresh every view, check it against its query, and give the rules each took."""
+def refresh_each(spark, names=tuple(VIEWS)) -> dict[str, str | None]:
+    """Refresh the views ``names``, check each against its query, and give the rules each
+    took."""
     rules = {}
-    for name, sql in VIEWS.items():
+    for name in names:
         result = refresh_view(spark, name)
         assert result.mode == "incremental", result
-        assert_equals_query(spark, name, sql)
+        assert_equals_query(spark, name, VIEWS[name])
         rules[name] = result.rules
     return rules
 
@@ -63,7 +64,10 @@ def test_a_change_that_removes_rows_reads_the_source(spark, events):
                    "WHEN MATCHED THEN UPDATE SET v = 0"):
         spark.sql("INSERT INTO events VALUES (1, 9, 1, 'x')")
         spark.sql(change)
-        assert refresh_each(spark) == dict.fromkeys(VIEWS), change
+        # the rules are chosen per refresh from the sources' logs: a window and a GROUP BY
+        # are enough to see which
+        assert refresh_each(spark, ("latest", "span")) == dict.fromkeys(("latest", "span")), \
+            change
 
 
 def test_the_history_says_which_rules_a_refresh_took(spark, events):
