@@ -3,10 +3,13 @@
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from sqlglot import exp
 
 import ivm
 from benchmarks.measure import Meter
-from ivm.runtime.pruning import MAX_RANGES, _ranges
+from ivm.ir import Project, Restrict, Scan
+from ivm.runtime.pruning import MAX_LISTED, MAX_RANGES, _filtered, _ranges
+from ivm.zset import Read
 from cdf import CDF
 from test_views import assert_equals_query
 
@@ -34,6 +37,28 @@ def test_ranges_of_strings_cover_every_key(keys):
     ranges = _ranges(values)
     assert len(ranges) <= MAX_RANGES
     assert _covered(values, ranges, lambda literal: literal.this)
+
+
+def _restriction(keys: int) -> Restrict:
+    facts = Scan("facts", "f", ("k", "j", "v"), Read.AFTER)
+    change = Project(Scan("facts", "f", ("k", "j", "v"), Read.DELTA),
+                     (("_ivm_k0", exp.column("k", "f")), ("_ivm_k1", exp.column("j", "f"))))
+    return Restrict(facts, (exp.column("k", "f"), exp.column("j", "f"))[:keys], change)
+
+
+@pytest.mark.parametrize("keys, values, listed", [
+    (1, [3, 7], True), (1, [], True), (1, list(range(MAX_LISTED + 1)), False),
+    (2, [3, 7], False)])
+@pytest.mark.parametrize("has_null", [False, True])
+def test_few_values_of_one_key_filter_the_snapshot_in_place_of_the_semi_join(
+        keys, values, listed, has_null):
+    pruned = _filtered(_restriction(keys), values, has_null)
+    assert isinstance(pruned, Restrict) != listed
+    predicate = (pruned if listed else pruned.input).predicate.sql("spark")
+    assert ("IN (3, 7)" in predicate) == (listed and values == [3, 7])
+    assert ("f.k IS NULL" in predicate) == has_null
+    if listed and not values and not has_null:
+        assert "FALSE" in predicate     # no key: no row meets the change
 
 
 def _facts_and_dims(spark) -> None:

@@ -9,7 +9,12 @@ reads the keys of one of its columns and filters ``R`` by ranges covering them,
 
 a predicate on literals, which Delta's data skipping checks against each file's min/max
 statistics. The semi-join still decides which rows meet, so the ranges may cover more than
-the keys: they only decide what is read. Tables written in key order (most fact tables, the
+the keys: they only decide what is read. Where the restriction has one key and few values
+(at most :data:`MAX_LISTED`), they are listed in the query instead, and decide alone::
+
+    R ⋉ K  =  σ_{k ∈ [a1, b1] ∪ … ∪ [an, bn]  ∧  k ∈ {v1, …, vm}} R        (K = {v1, …, vm})
+
+a filter, where the semi-join costs Spark an aggregate, a broadcast and their jobs. Tables written in key order (most fact tables, the
 TPC-H ones) then read the files around the change instead of all of them. A key may reach
 the scan through filters and projections that pass its column on (the input of a window,
 such as a dedup's ``ROW_NUMBER() OVER (PARTITION BY k …)``, is a projection).
@@ -35,6 +40,10 @@ MAX_KEYS = 100_000
 """More distinct keys than this (a NULL included): the change is large, and the snapshot is
 read whole."""
 
+MAX_LISTED = 1_000
+"""At most this many distinct keys (a NULL among them) of a one-key restriction are listed in
+the query, which filters by them in place of the semi-join."""
+
 MAX_RANGES = 32
 """The most ranges a predicate lists; neighbouring keys are merged across the smallest gaps."""
 
@@ -42,9 +51,10 @@ SET, KEY, RANK = "_ivm_set", "_ivm_key", "_ivm_rank"
 
 
 def prune(spark, delta, change_bytes: int | None):
-    """``delta`` with each restricted snapshot scan also filtered by its keys' ranges; the
-    keys of every restriction are read in one Spark job (``change_bytes``: the size of the
-    sources' change data it reads, None if unknown)."""
+    """``delta`` with each restricted snapshot scan also filtered by its keys' ranges, and a
+    restriction to few values of one key filtered by them instead; the keys of every
+    restriction are read in one Spark job (``change_bytes``: the size of the sources' change
+    data it reads, None if unknown)."""
     wanted = {}
     _visit(delta, lambda node: wanted.update(
         {found: None} if (found := _pruned_key(node)) is not None else {}))
@@ -58,7 +68,7 @@ def prune(spark, delta, change_bytes: int | None):
             found = _pruned_key(new)
             values = keys.get(found) if found is not None else None
             if isinstance(new, Restrict) and values is not None:
-                new = _with_ranges(new, *values)
+                new = _filtered(new, *values)
             rewritten[node] = new
         return rewritten[node]
     return rewrite(delta)
@@ -108,19 +118,35 @@ def _pruned_key(node) -> tuple | None:
     return None if found is None else (node.affected, columns(node.affected)[found[2]])
 
 
-def _with_ranges(node: Restrict, values: list, has_null: bool) -> Restrict:
-    """``node`` with its scan filtered by the ranges of its key's sorted non-NULL
-    ``values`` (:func:`_key_ranges`), under the filters and projections it reads through."""
+def _filtered(node: Restrict, values: list, has_null: bool):
+    """``node`` with its scan filtered by the ranges of its key's sorted non-NULL ``values``
+    (:func:`_key_ranges`), under the filters and projections it reads through; for one key
+    of at most :data:`MAX_LISTED` values, also by the values themselves, in place of the
+    restriction."""
     found = _pruned(node)
     assert found is not None
     scan, column, _ = found
     predicate = _key_ranges(column, values, has_null)
+    listed = len(node.keys) == 1 and len(values) + has_null <= MAX_LISTED
+    if listed:
+        predicate = exp.and_(predicate, _key_list(column, values, has_null))
 
     def filtered(inner):
         if inner == scan:
             return Filter(inner, predicate)
         return with_children(inner, (filtered(inner.input),))
-    return replace(node, input=filtered(node.input))
+    return filtered(node.input) if listed else replace(node, input=filtered(node.input))
+
+
+def _key_list(column: exp.Column, values: list, has_null: bool) -> exp.Expr:
+    """A predicate on the scanned ``column`` that exactly the keys satisfy (null-safely, as
+    the restriction matches), given the keys' non-NULL ``values``."""
+    admitted: list[exp.Expr] = []
+    if values:
+        admitted.append(exp.In(this=column.copy(), expressions=[_literal_of(v) for v in values]))
+    if has_null:
+        admitted.append(exp.Is(this=column.copy(), expression=exp.null()))
+    return exp.or_(*admitted) if admitted else exp.false()
 
 
 def _key_ranges(column: exp.Column, values: list, has_null: bool) -> exp.Expr:
@@ -183,12 +209,14 @@ def _ranges(values: list) -> list[tuple[exp.Expr, exp.Expr]]:
             step = len(values) / MAX_RANGES
             cuts = [round(step * k) for k in range(1, MAX_RANGES)]
     bounds = [0, *cuts, len(values)]
+    return [(_literal_of(values[a]), _literal_of(values[b - 1]))
+            for a, b in zip(bounds, bounds[1:])]
 
-    def literal(value) -> exp.Expr:
-        form = _literal(value)
-        assert form is not None  # _distinct_keys keeps only values that have a literal form
-        return form
-    return [(literal(values[a]), literal(values[b - 1])) for a, b in zip(bounds, bounds[1:])]
+
+def _literal_of(value) -> exp.Expr:
+    form = _literal(value)
+    assert form is not None  # _distinct_keys keeps only values that have a literal form
+    return form
 
 
 def _literal(value) -> exp.Expr | None:
