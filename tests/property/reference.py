@@ -8,7 +8,9 @@ it::
 
 ``full`` is the view's store query, ``delta`` the delta query over the ``before``/``after``
 snapshots and the change ``after − before`` as a Z-set (rows weighted ±n), and ``fold`` the
-MERGE the runtime runs. The two stores are compared as the view they show. DuckDB evaluates
+MERGE the runtime runs; where every source's drawn change inserts rows only and the view has
+rules for that (:mod:`ivm.rules.append`), ``delta`` is theirs, reading ``full(before)`` as
+the view's store. The two stores are compared as the view they show. DuckDB evaluates
 both sides, so where its functions differ from Spark's it differs on both sides alike: what
 the identity checks is the rules, not the SQL dialect. Spark stays the oracle end to end.
 
@@ -210,7 +212,7 @@ def _part_statements(compiled: CompiledView) -> _Statements:
     whens.set("expressions", [w for w in whens.expressions if not any(
         literal.this == NEGATIVE_COUNT for literal in w.find_all(exp.Literal))])
     inserting = compiled.inserting()
-    stored = None if inserting is None else next(
+    stored = None if inserting is None else next(   # the rules read the view's own store
         relation_name(s.table, s.read) for s in scans(inserting.maintenance.delta)
         if s.read is Read.STORE)
     return _Statements(
@@ -218,7 +220,8 @@ def _part_statements(compiled: CompiledView) -> _Statements:
         f"SELECT change.* FROM change LEFT JOIN store ON {on} "
         f"WHERE COALESCE(store.{COUNT}, 0) + change.{COUNT} < 0", duck(merge),
         {store: duck(codegen.view_query(compiled.store, store)) for store in ("store", "fresh")},
-        None if inserting is None or stored is None else (duck(inserting.delta_query), stored))
+        None if inserting is None or stored is None else (duck(inserting.delta_query),
+                                                          stored))
 
 
 def _fold(connection, statements: _Statements, inserts_only: bool) -> bool:
