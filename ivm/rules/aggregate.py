@@ -31,7 +31,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ivm.ir import Aggregate, Filter, Project, Union
-from ivm.rules.base import Kind, Rule, terms, weighted_project
+from ivm.rules.base import Kind, Rule, copies, terms, weighted_project
 from ivm.rules.keyed import recompute
 from ivm.rules.maintenance import Maintenance
 from ivm.store import ROWS, Accumulator, Store
@@ -91,12 +91,10 @@ def _value(call, accs: _Accumulators) -> exp.Expr:
 def _unit_weights(change, names: tuple[str, ...]) -> Project:
     """``change`` with each row of weight w repeated |w| times at weight sign(w)."""
     weight = exp.column(WEIGHT)
-    copies = exp.Cast(this=exp.Abs(this=weight.copy()), to=exp.DataType.build("INT"))
     sign = exp.If(this=exp.GT(this=weight.copy(), expression=exp.Literal.number(0)),
                   true=exp.Literal.number(1), false=exp.Literal.number(-1))
     return Project(change, tuple((n, exp.column(n)) for n in names) + (
-        (f"{BOOKKEEPING_PREFIX}copy", exp.Explode(this=exp.func(
-            "ARRAY_REPEAT", exp.true(), copies))),
+        copies(exp.Abs(this=weight.copy())),
         (WEIGHT, exp.Cast(this=sign, to=exp.DataType.build("BIGINT")))))
 
 

@@ -47,14 +47,13 @@ from sqlglot import exp
 
 from ivm.ir import (Aggregate, AggregateCall, Filter, Project, Relation, Scan, Subquery, Union,
                     Window, children, columns, with_children)
-from ivm.rules.base import Kind, Rule, terms, weighted_project
+from ivm.rules.base import COPY, Kind, Rule, copies, terms, weighted_project
 from ivm.rules.join import reads_only_change
 from ivm.rules.keyed import affected_keys, restricted
 from ivm.store import EXACT_TYPES
-from ivm.zset import BOOKKEEPING_PREFIX, COUNT, WEIGHT, Read
+from ivm.zset import COUNT, WEIGHT, Read
 
 STORED = "stored"
-COPY = f"{BOOKKEEPING_PREFIX}copy"
 RANKS = (exp.RowNumber, exp.Rank, exp.DenseRank)
 NOT_INSERTS = "ivm: a change read as inserts only removes rows"
 """The message a refresh fails with if a change its sources' logs show as inserts only holds
@@ -202,11 +201,11 @@ def _as_rows(change: Union, named: list[tuple[str, exp.Expr]]) -> list[Relation]
     for term in terms(change):
         weighted = weighted_project(term, named)
         weight = exp.column(WEIGHT)
-        copies = exp.If(this=exp.GT(this=weight.copy(), expression=exp.Literal.number(0)),
-                        true=exp.Cast(this=weight, to=exp.DataType.build("INT")),
-                        false=exp.func("RAISE_ERROR", exp.Literal.string(NOT_INSERTS)))
-        rows.append(Project(weighted, tuple((n, exp.column(n)) for n, _ in named) + (
-            (COPY, exp.Explode(this=exp.func("ARRAY_REPEAT", exp.true(), copies))),)))
+        count = exp.If(this=exp.GT(this=weight.copy(), expression=exp.Literal.number(0)),
+                       true=weight,
+                       false=exp.func("RAISE_ERROR", exp.Literal.string(NOT_INSERTS)))
+        rows.append(Project(weighted, tuple((n, exp.column(n)) for n, _ in named)
+                            + (copies(count),)))
     return rows
 
 
@@ -215,10 +214,8 @@ def _window_input(window: Window, stored: Relation, change: Union,
     """The window's input at ``K``: its stored rows, each as often as the store counts it,
     and the inserted rows."""
     names = columns(window.input)
-    repeat = exp.Explode(this=exp.func("ARRAY_REPEAT", exp.true(), exp.Cast(
-        this=exp.column(COUNT, STORED), to=exp.DataType.build("INT"))))
     old = Project(stored, tuple((n, exp.column(exposed[n], STORED)) for n in names)
-                  + ((COPY, repeat),))
+                  + (copies(exp.column(COUNT, STORED)),))
     return Union((old, *_as_rows(change, [(n, exp.column(n)) for n in names])))
 
 

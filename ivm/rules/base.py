@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from ivm.ir import (Aggregate, Distinct, Filter, Generate, Join, Project, Relation, Restrict,
                     Scan, SetOperation, Subquery, Union, Weighted, Window, columns)
-from ivm.zset import WEIGHT, Read
+from ivm.zset import BOOKKEEPING_PREFIX, WEIGHT, Read
 
 
 class Kind(Enum):
@@ -88,3 +88,14 @@ def weighted_project(term, columns) -> Project:
     if weight is None:
         raise ValueError("a delta term reads at least one change")
     return Project(term, tuple(columns) + ((WEIGHT, weight),))
+
+
+COPY = f"{BOOKKEEPING_PREFIX}copy"
+"""The column that repeats a row (:func:`copies`); nothing reads it."""
+
+
+def copies(count: exp.Expr) -> tuple[str, exp.Expr]:
+    """The projected column that repeats a row ``count`` times (an integer): ``EXPLODE`` of
+    an array of that many elements."""
+    return COPY, exp.Explode(this=exp.func("ARRAY_REPEAT", exp.true(), exp.Cast(
+        this=count, to=exp.DataType.build("INT"))))
