@@ -129,16 +129,16 @@ def latest_record(log: DeltaLogReader, upto: int | None = None) -> tuple[int, Re
 def history(spark, store: str) -> DataFrame:
     """Every write of ``store`` that ivm made, newest first: its store version and time, the
     refresh's id, mode and reason, the cost model's prediction where it chose the mode (see
-    :mod:`ivm.runtime.planner`), the rules of an incremental refresh where they were those for
-    inserted rows only (:data:`INSERTS_ONLY`), the source versions it consumed, the bytes it read, the
-    store rows it inserted, updated and deleted, how long it took until its commit, and
-    where that time went: ``phases``, each phase's seconds and Spark jobs (see
+    :mod:`ivm.runtime.planner`), the rules of an incremental refresh where they were those
+    for inserted rows only (:data:`INSERTS_ONLY`), the source versions it consumed, the bytes
+    it read, the store rows it inserted, updated and deleted, how long it took until its
+    commit, and where that time went: ``phases``, each phase's seconds and Spark jobs (see
     :mod:`ivm.runtime.phases`), the ``write`` up to its commit included, its jobs uncounted
     (the commit is written before they are known)."""
     record = F.from_json("userMetadata", "ivm STRUCT<refresh STRING, mode STRING, reason "
-                         "STRING, prediction STRING, rules STRING, sources MAP<STRING, BIGINT>, read_bytes "
-                         "BIGINT, started_ms BIGINT, phases MAP<STRING, STRUCT<seconds DOUBLE, "
-                         "jobs INT>>>").ivm
+                         "STRING, prediction STRING, rules STRING, sources MAP<STRING, "
+                         "BIGINT>, read_bytes BIGINT, started_ms BIGINT, phases MAP<STRING, "
+                         "STRUCT<seconds DOUBLE, jobs INT>>>").ivm
     metrics = F.col("operationMetrics")
     seconds = (F.unix_millis("timestamp") - F.col("record.started_ms")) / 1000
     # the write of an attempt that fell back to a full recompute is the final write's share

@@ -9,15 +9,16 @@ reads the keys of one of its columns and filters ``R`` by ranges covering them,
 
 a predicate on literals, which Delta's data skipping checks against each file's min/max
 statistics. The semi-join still decides which rows meet, so the ranges may cover more than
-the keys: they only decide what is read. Where the restriction has one key and few values
-(at most :data:`MAX_LISTED`), they are listed in the query instead, and decide alone::
-
-    R ⋉ K  =  σ_{k ∈ [a1, b1] ∪ … ∪ [an, bn]  ∧  k ∈ {v1, …, vm}} R        (K = {v1, …, vm})
-
-a filter, where the semi-join costs Spark an aggregate, a broadcast and their jobs. Tables written in key order (most fact tables, the
+the keys: they only decide what is read. Tables written in key order (most fact tables, the
 TPC-H ones) then read the files around the change instead of all of them. A key may reach
 the scan through filters and projections that pass its column on (the input of a window,
 such as a dedup's ``ROW_NUMBER() OVER (PARTITION BY k …)``, is a projection).
+
+Where the restriction has one key and few values (at most :data:`MAX_LISTED`), they are
+listed in the query as well, and decide alone, in place of the semi-join (which costs Spark
+an aggregate, a broadcast and their jobs)::
+
+    R ⋉ K  =  σ_{k ∈ [a1, b1] ∪ … ∪ [an, bn]  ∧  k ∈ {v1, …, vm}} R     (K = {v1, …, vm})
 """
 
 from __future__ import annotations
