@@ -23,12 +23,18 @@ from pyspark.sql import functions as F
 
 from ivm.names import split
 from ivm.runtime.connect import is_connect
+from ivm.runtime.schema_history import MAPPING_OFF, schema_changes
 
 CDF_PROPERTY = "delta.enableChangeDataFeed"
+MAPPING_PROPERTY = "delta.columnMapping.mode"
 
 REPLACING_OPERATIONS = ("CREATE OR REPLACE TABLE", "REPLACE TABLE", "TRUNCATE",
                         "CREATE OR REPLACE TABLE AS SELECT", "REPLACE TABLE AS SELECT")
 """Operations after which a table's earlier rows are not what its change data feed deletes."""
+
+SCHEMA_OPERATIONS = ("ADD COLUMNS", "DROP COLUMNS", "RENAME COLUMN", "CHANGE COLUMN",
+                     "REPLACE COLUMNS", "REMOVE COLUMN MAPPING")
+"""Operations that change a table's columns, as ``DESCRIBE HISTORY`` names them."""
 
 _read_once: ContextVar[dict | None] = ContextVar("ivm_read_once", default=None)
 T = TypeVar("T")
@@ -72,6 +78,10 @@ class Commit:
                                             # the change data feed on
     inserts_only: bool | None = None        # it added rows and removed none: no data file
                                             # removed and no change data file written
+    schema: str | None = None               # the schema its metadata set (Delta's JSON, with
+                                            # column mapping's physical names), where the
+                                            # log was read directly
+    column_mapping: str | None = None       # the column mapping mode its metadata set
 
     @property
     def replaces_table(self) -> bool:
@@ -197,6 +207,26 @@ class DeltaLogReader:
         return (self.spark.read.format("delta").option("versionAsOf", version)
                 .table(self.table).schema)
 
+    def schema_changes(self, after: int, commits: list[Commit]) -> list[str]:
+        """The commits among ``commits``, the ones after version ``after``, that changed a
+        column (see :mod:`ivm.runtime.schema_history`), each as ``version N (OPERATION):
+        what changed``. Where the log is read through SQL, which shows no physical names, a
+        commit is judged by its operation, and the schemas at both ends are compared."""
+        if not any(c.metadata_changed for c in commits):
+            return []
+        if self._log is not None:
+            none = _scala_none(self.spark)
+            metadata = self._log.getSnapshotAt(after, none, none).metadata()
+            mode = metadata.configuration().get(MAPPING_PROPERTY)
+            return schema_changes(
+                (metadata.schemaString(), mode.get() if mode.isDefined() else MAPPING_OFF),
+                commits)
+        found = [f"version {c.version} ({c.operation})" for c in commits
+                 if c.operation in SCHEMA_OPERATIONS]
+        if not found and self.schema_at(after) != self.schema_at(commits[-1].version):
+            found = [f"after version {after}"]
+        return found
+
     def commits(self, after: int, upto: int) -> list[Commit] | None:
         """The commits ``(after, upto]``; None if some of them are no longer in the log.
 
@@ -256,7 +286,7 @@ class DeltaLogReader:
 
     @staticmethod
     def _summary(version: int, actions: list) -> Commit:
-        operation, timestamp, metadata, feed = "", 0, False, None
+        operation, timestamp, metadata, feed, schema, mapping = "", 0, False, None, None, None
         cdc_bytes, file_bytes, has_cdc, removes = 0, 0, False, False
         for action in actions:
             kind = action.getClass().getSimpleName()
@@ -266,6 +296,8 @@ class DeltaLogReader:
                 metadata = True
                 setting = action.configuration().get(CDF_PROPERTY)
                 feed = setting.isDefined() and setting.get().lower() == "true"
+                schema, mode = action.schemaString(), action.configuration().get(MAPPING_PROPERTY)
+                mapping = mode.get() if mode.isDefined() else MAPPING_OFF
             elif kind == "AddCDCFile":
                 has_cdc, cdc_bytes = True, cdc_bytes + int(action.size())
             elif kind == "AddFile" and action.dataChange():
@@ -275,7 +307,8 @@ class DeltaLogReader:
                 file_bytes += int(size.get()) if size.isDefined() else 0
                 removes = True
         return Commit(version, timestamp, operation, metadata,
-                      cdc_bytes if has_cdc else file_bytes, feed, not (has_cdc or removes))
+                      cdc_bytes if has_cdc else file_bytes, feed, not (has_cdc or removes),
+                      schema, mapping)
 
     def _commits_from_history(self, after: int, upto: int) -> list[Commit] | None:
         rows = (describe_history(self.spark, self.table)
@@ -284,8 +317,8 @@ class DeltaLogReader:
         if [r.version for r in rows] != list(range(after + 1, upto + 1)):
             return None
         return [Commit(r.version, int(r.timestamp.timestamp() * 1000), r.operation,
-                       r.operation in ("ADD COLUMNS", "CHANGE COLUMN", "REPLACE COLUMNS",
-                                       "SET TBLPROPERTIES", "UNSET TBLPROPERTIES")
+                       r.operation in (*SCHEMA_OPERATIONS, "SET TBLPROPERTIES",
+                                       "UNSET TBLPROPERTIES")
                        or r.operation in REPLACING_OPERATIONS, None) for r in rows]
 
     def _commit_info(self, version: int):
@@ -327,6 +360,11 @@ class DeltaLogReader:
         row = (describe_history(self.spark, self.table)
                .where(F.col("version") == version).select("operationMetrics").first())
         return dict(row.operationMetrics or {}) if row else {}
+
+
+def _scala_none(spark):
+    """Scala's ``None``, for the optional arguments of the log's methods."""
+    return spark._jvm.scala.Option.empty()
 
 
 def rows_written(spark, table: str) -> int:

@@ -10,8 +10,9 @@ form the delta query understands. It cannot apply the change when
   change data);
 * (``reinitialize``) a source is not the table the view read: its Delta table id changed,
   because it was replaced or dropped and created again under its name (checked first, as the
-  versions of two tables are not comparable); a source's schema changed, or the source was
-  replaced or restored to an older version;
+  versions of two tables are not comparable); a commit since changed a column (even one
+  changed back later: see :mod:`ivm.runtime.schema_history`), or the source was replaced or
+  restored to an older version;
 * (``cost``) the change is so large that reading it costs about as much as reading the
   sources: more than ``spark.ivm.refresh.fullRecomputeRatio`` (default 0.3) of the sources'
   bytes, once the sources hold at least ``spark.ivm.refresh.fullRecomputeMinBytes`` (default
@@ -100,10 +101,10 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
             return Estimate(None, None, Obstacle("unavailable", (
                 f"the change data feed of {table} was turned off at version "
                 f"{off.version}")))
-        if any(c.metadata_changed for c in commits) and log.schema_at(after) != \
-                log.schema_at(upto):
+        if changed := log.schema_changes(after, commits):
             return Estimate(None, None, Obstacle("reinitialize", (
-                f"the schema of {table} changed after version {after}")))
+                f"the schema of {table} changed after version {after}, which the view "
+                f"consumed: {'; '.join(changed)}")))
         inserts_only = inserts_only and all(c.inserts_only for c in commits)
         sizes = [c.change_bytes for c in commits if c.change_bytes is not None]
         if len(sizes) < len(commits):

@@ -22,7 +22,7 @@ from ivm.names import DIALECT
 from ivm.runtime import faults
 from ivm.runtime.catalog import qualified_name, store_name
 from ivm.runtime.commit import LostRace, committed_write, retrying, spark_errors
-from ivm.runtime.definition import compile_definition
+from ivm.runtime.definition import compile_definition, view_properties
 from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once, rows_written
 from ivm.runtime.execution import (apply_settings, evaluation_settings, merge_settings,
                                    number_setting, plan_settings, planned_read_bytes,
@@ -163,7 +163,7 @@ def _refresh_partition(spark, view: str, properties: dict[str, str],
         raise CatalogError(f"{', '.join(unknown) or 'PARTITION ()'} is not a partition column "
                            f"of {view}", hint=f"{view} is partitioned by "
                                               f"{', '.join(partitioned_by) or 'nothing'}")
-    repair_catalog_view(spark, view, compiled, properties)
+    repair_catalog_view(spark, view, compiled, properties, spark.table(store).schema)
     store_version = log.version()
     last = latest_record(log)[1]
     consumed = last.sources
@@ -200,7 +200,7 @@ def _refresh(spark, view: str, properties: dict[str, str], forced: Obstacle | No
             raise StateError(f"the definition of {view} no longer matches its store (did a "
                              f"source's schema change?)", hint=f"recreate it: CREATE OR "
                              f"REPLACE MATERIALIZED VIEW {view} AS ...")
-        repair_catalog_view(spark, view, compiled, properties)
+        repair_catalog_view(spark, view, compiled, properties, schema)
     with clock.phase("versions"), spark_errors(view):
         log = DeltaLogReader.of(spark, store)
         store_version = log.version()
@@ -274,6 +274,14 @@ def _obstacle(previous: dict[str, int], current: dict[str, int],
     return None
 
 
+def _types_changed(spark, query: exp.Query, store_schema) -> bool:
+    """Whether the columns of ``query`` (the store's full query, its sources bound) have
+    other types than the store's ``store_schema``: a source's column changed its type (Delta's
+    type widening), and an overwrite would cast the new values to the old types."""
+    wanted = spark.sql(query.sql(DIALECT)).schema
+    return [f.dataType for f in wanted] != [f.dataType for f in store_schema]
+
+
 def _merge_settings(spark, store: str, change_bytes: int | None) -> dict[str, str]:
     """Settings for the MERGE into ``store`` of a change computed from ``change_bytes`` (at
     most its size): its source, the change to the store, is kept already, so Delta need not
@@ -314,7 +322,15 @@ def _write(spark, view: str, compiled: CompiledView, store_version: int,
                          before=None if full or unchanged else previous,
                          read_version=store_version, clock=clock) as commit:
         if full:
-            commit(codegen.overwrite_statement(store, compiled.full_query))
+            if _types_changed(spark, compiled.full_query, schema):
+                log = DeltaLogReader.of(spark, store)
+                commit(codegen.create_table_statement(
+                    store, compiled.full_query, log.properties(), replace=True,
+                    partitioned_by=tuple(log.partition_columns())))
+                repair_catalog_view(spark, view, compiled, view_properties(spark, view),
+                                    spark.table(store).schema)
+            else:
+                commit(codegen.overwrite_statement(store, compiled.full_query))
             return RefreshResult(view, "full", current, previous, reason=reason,
                                  rows_inserted=rows_written(spark, store))
         if unchanged:   # nor does the view: the commit carries the record

@@ -74,14 +74,16 @@ def write_catalog_view(spark, view: str, compiled: CompiledView,
 
 
 def repair_catalog_view(spark, view: str, compiled: CompiledView,
-                         properties: dict[str, str]) -> None:
+                         properties: dict[str, str], store: StructType) -> None:
     """Recreate the catalog view if a CREATE died before writing it, or wrote it for an
-    earlier definition."""
+    earlier definition or for other types of the store's columns (``store``: its schema)."""
+    wanted = [(name, store[column].dataType) for name, column in
+              zip(spelled_columns(compiled, properties), compiled.store.view_columns)]
     try:
-        columns = spark.table(view).columns
+        shown = [(f.name, f.dataType) for f in spark.table(view).schema]
     except PySparkException:
-        columns = None
-    if columns != list(spelled_columns(compiled, properties)):
+        shown = None
+    if shown != wanted:
         write_catalog_view(spark, view, compiled, properties)
 
 

@@ -1,0 +1,86 @@
+"""A source's schema is judged at every commit a refresh consumes, not at the two ends only.
+
+Under column mapping a column dropped and added back, renamed away and back, or widened, is
+another column under the same name (or the same one under another name for a while): the
+change data feed cannot carry values across it, so the refresh recomputes and names the
+commit. A change of the table's properties alone, or column mapping turned on (which keeps
+every column's physical name), leaves the change readable and the refresh incremental."""
+
+import pytest
+
+import ivm
+from test_views import assert_equals_query
+
+MAPPED = ("TBLPROPERTIES (delta.enableChangeDataFeed = true, "
+          "'delta.columnMapping.mode' = 'name')")
+SUMS = "SELECT k, SUM(w) AS sw, COUNT(w) AS cw FROM t GROUP BY k"
+ROWS = "SELECT k, w FROM t"
+
+
+def refresh(spark, view: str):
+    result = ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {view}")
+    assert_equals_query(spark, view, {"sums": SUMS, "rows": ROWS}[view])
+    return result
+
+
+@pytest.fixture
+def mapped(spark, fresh_db):
+    spark.sql(f"CREATE TABLE t (k INT, w INT) USING DELTA {MAPPED}")
+    spark.sql("INSERT INTO t VALUES (1, 3), (2, 4)")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sums AS {SUMS}")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW rows AS {ROWS}")
+    return fresh_db
+
+
+def test_a_column_dropped_and_added_back_is_another_column(spark, mapped):
+    spark.sql("ALTER TABLE t DROP COLUMN w")                     # version 2
+    spark.sql("ALTER TABLE t ADD COLUMN w INT")                  # version 3
+    for view in ("sums", "rows"):
+        result = refresh(spark, view)
+        assert result.mode == "full", result
+        assert "version 2 (DROP COLUMNS)" in result.reason and "w dropped" in result.reason
+        assert "version 3 (ADD COLUMNS)" in result.reason and "w added" in result.reason
+    spark.sql("INSERT INTO t VALUES (1, 6)")
+    assert refresh(spark, "sums").mode == "incremental"
+
+
+def test_a_column_renamed_away_and_back_is_recomputed(spark, mapped):
+    spark.sql("ALTER TABLE t RENAME COLUMN w TO v")
+    spark.sql("INSERT INTO t (k, v) VALUES (1, 5)")
+    spark.sql("ALTER TABLE t RENAME COLUMN v TO w")
+    spark.sql("UPDATE t SET w = w + 1 WHERE k = 2")
+    result = refresh(spark, "sums")
+    assert result.mode == "full" and "w renamed to v" in result.reason, result
+
+
+def test_a_widened_column_is_recomputed_with_its_new_type(spark, mapped):
+    spark.sql("ALTER TABLE t SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
+    spark.sql("ALTER TABLE t ALTER COLUMN w TYPE BIGINT")
+    spark.sql("INSERT INTO t VALUES (1, 5000000000)")
+    result = refresh(spark, "rows")
+    assert result.mode == "full" and "w changed from int to bigint" in result.reason, result
+    assert dict(spark.table("rows").dtypes)["w"] == "bigint"
+    spark.sql("INSERT INTO t VALUES (3, 6000000000)")
+    assert refresh(spark, "rows").mode == "incremental"
+
+
+def test_column_mapping_turned_on_keeps_the_change_readable(spark, fresh_db):
+    spark.sql("CREATE TABLE t (k INT, w INT) USING DELTA "
+              "TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+    spark.sql("INSERT INTO t VALUES (1, 3)")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sums AS {SUMS}")
+    spark.sql("INSERT INTO t VALUES (1, 4)")
+    spark.sql("ALTER TABLE t SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
+              "'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')")
+    spark.sql("INSERT INTO t VALUES (2, 5)")
+    assert refresh(spark, "sums").mode == "incremental"
+    spark.sql("ALTER TABLE t SET TBLPROPERTIES ('delta.columnMapping.mode' = 'none')")
+    spark.sql("INSERT INTO t VALUES (2, 6)")    # every physical name was the column's name
+    assert refresh(spark, "sums").mode == "incremental"
+
+
+def test_column_mapping_turned_off_stores_the_columns_anew(spark, mapped):
+    spark.sql("ALTER TABLE t SET TBLPROPERTIES ('delta.columnMapping.mode' = 'none')")
+    spark.sql("INSERT INTO t VALUES (2, 6)")
+    result = refresh(spark, "sums")
+    assert result.mode == "full" and "column mapping turned off" in result.reason, result
