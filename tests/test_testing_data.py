@@ -106,8 +106,9 @@ def test_drawn_changes_are_statements_that_parse(data):
     source = data.draw(st.sampled_from(SOURCES))
     known = data.draw(table_rows(source))
     statements = [create_table(source)] + ([insert(source, known)] if known else [])
-    for kind in data.draw(st.lists(st.sampled_from(CHANGE_KINDS), min_size=1, max_size=4)):
-        if kind != "transient" or source.marker:
+    kinds = (*CHANGE_KINDS, "alter")
+    for kind in data.draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=4)):
+        if (kind != "transient" or source.marker) and (kind != "repeat" or known):
             statements += data.draw(changes(source, known, (kind,)))
     for statement in statements:
         parse(statement)

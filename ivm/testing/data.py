@@ -458,6 +458,19 @@ def insert(source: Source, rows: Iterable[tuple]) -> str:
     return f"INSERT INTO {source.name} VALUES " + ", ".join(render(r, types) for r in rows)
 
 
+def insert_into(source: Source, columns: Sequence[Column], rows: Iterable[tuple]) -> str:
+    """``INSERT INTO t (columns) VALUES …``: rows of those of the table's columns, the others
+    NULL (as while a column of ``source`` is dropped or renamed).
+
+    >>> k = Column("k", "INT", (0,))
+    >>> insert_into(Source("t", (k,)), [k, Column("was", "STRING", ("x",))], [(1, "x")])
+    "INSERT INTO t (k, was) VALUES (1, 'x')"
+    """
+    names = ", ".join(quote(c.name) for c in columns)
+    return (f"INSERT INTO {source.name} ({names}) VALUES "
+            + ", ".join(render(r, [c.type for c in columns]) for r in rows))
+
+
 def create_table(source: Source) -> str:
     """The source as a Delta table with its change data feed on.
 
@@ -577,7 +590,9 @@ def assignments(draw, source: Source, exclude=()) -> str:
 CHANGE_KINDS = ("insert", "repeat", "delete", "clear", "update", "transient", "recreate")
 """``repeat`` inserts copies of rows the table has had; ``clear`` deletes every row;
 ``transient`` inserts a row, maybe updates it, and deletes it again; ``recreate`` drops the
-table and creates it again under its name (see :func:`recreate`)."""
+table and creates it again under its name (see :func:`recreate`). :func:`changes` also takes
+``alter``, a change of the table's columns (see :func:`alter`), which :func:`scenarios` draws
+in a batch of its own."""
 
 APPENDS = ("insert", "repeat")
 """The changes of an append table."""
@@ -599,6 +614,90 @@ def recreate(draw, source: Source, known: list[tuple]) -> list[str]:
     return [f"DROP TABLE {source.name}", create_table(source), *commits]
 
 
+SCHEMA_CHANGES = ("drop_add", "rename_back", "widen", "drop_add", "add_drop", "mapping_on",
+                  "drop_add", "mapping_off")
+"""The column changes :func:`alter` draws; a column dropped and added back, which leaves its
+name and type as they were and its values gone, three times as often as the others."""
+
+WIDER = {"TINYINT": "SMALLINT", "SMALLINT": "INT", "INT": "BIGINT", "FLOAT": "DOUBLE"}
+"""A type Delta's type widening turns each of these into."""
+
+def _mapping(table: str, mode: str) -> str:
+    return f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.columnMapping.mode' = '{mode}')"
+
+
+def _free(name: str, taken: set[str]) -> str:
+    """``name``, or ``name`` with a number, that no column in ``taken`` (lower case) has."""
+    return next(n for i in range(len(taken) + 1)
+                if (n := name if i == 0 else f"{name}{i}").lower() not in taken)
+
+
+def _wider(column: Column) -> str | None:
+    """The type ``column`` widens to; None where Delta widens it to nothing drawn."""
+    if _kind(column.type) == "decimal":
+        precision, scale = precision_scale(column.type)
+        return f"DECIMAL({precision + 2},{scale})" if precision <= 36 else None
+    parsed = _parsed(column.type)
+    return WIDER.get(parsed.sql(DIALECT).upper()) if parsed is not None else None
+
+
+@st.composite
+def alter(draw, source: Source) -> list[str]:
+    """A change of the table's columns that leaves them as they were, by name, position and
+    kind of type, so that later changes and the views' queries still apply:
+
+    * ``drop_add``: a column dropped and added back at its place (its values are gone: NULL);
+    * ``rename_back``: a column renamed and renamed back;
+    * ``add_drop``: a column added and dropped again;
+    * ``widen``: a column's type widened (INT to BIGINT, DECIMAL(p,s) to DECIMAL(p+2,s));
+    * ``mapping_on`` / ``mapping_off``: column mapping turned on or off.
+
+    Dropping and renaming need column mapping, which the change turns on first. Between the
+    two halves of a change, rows may be inserted into the columns the table then has. A
+    column of another physical name, or of another type, is another column to the change
+    data feed: a refresh must see each such commit, not only the schema at its two ends.
+    """
+    table, columns = source.name, list(source.columns)
+    form = draw(st.sampled_from(SCHEMA_CHANGES))
+    widened = [(c, wider) for c in columns if (wider := _wider(c)) is not None]
+    nullable = [c for c in columns if c.nullable]
+    if form == "widen" and widened:
+        column, wider = draw(st.sampled_from(widened))
+        return [f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')",
+                f"ALTER TABLE {table} ALTER COLUMN {quote(column.name)} TYPE {wider}"]
+    if form == "mapping_off":
+        return [_mapping(table, "none")]
+    statements = [_mapping(table, "name")]
+    if form == "mapping_on":
+        return statements
+    taken = {c.name.lower() for c in columns}
+    if form == "drop_add" and nullable:
+        column = draw(st.sampled_from(nullable))
+        index = columns.index(column)
+        place = f" AFTER {quote(columns[index - 1].name)}" if index else " FIRST"
+        before, after = [f"ALTER TABLE {table} DROP COLUMN {quote(column.name)}"], [
+            f"ALTER TABLE {table} ADD COLUMNS ({quote(column.name)} {column.type}{place})"]
+        meanwhile = columns[:index] + columns[index + 1:]
+    elif form == "add_drop" or not nullable:
+        added = Column(_free("added", taken), "INT", (0, 1))
+        before = [f"ALTER TABLE {table} ADD COLUMNS ({added.name} {added.type})"]
+        after = [f"ALTER TABLE {table} DROP COLUMN {added.name}"]
+        meanwhile = columns + [added]
+    else:   # rename_back
+        column = draw(st.sampled_from(columns))
+        renamed = Column(_free(f"{column.name}_was", taken), column.type, column.values,
+                         column.nullable)
+        before = [f"ALTER TABLE {table} RENAME COLUMN {quote(column.name)} TO "
+                  f"{quote(renamed.name)}"]
+        after = [f"ALTER TABLE {table} RENAME COLUMN {quote(renamed.name)} TO "
+                 f"{quote(column.name)}"]
+        meanwhile = [renamed if c is column else c for c in columns]
+    inserted = draw(st.lists(st.tuples(*(st.sampled_from(c.domain) for c in meanwhile)),
+                             max_size=2)) if draw(st.booleans()) else []
+    return [*statements, *before, *([insert_into(source, meanwhile, inserted)] * bool(inserted)),
+            *after]
+
+
 @st.composite
 def changes(draw, source: Source, known: list[tuple], kinds=CHANGE_KINDS) -> list[str]:
     """One change to ``source`` of one of ``kinds``, as one or more DML statements.
@@ -611,6 +710,8 @@ def changes(draw, source: Source, known: list[tuple], kinds=CHANGE_KINDS) -> lis
     table, where = source.name, predicates(source)
     if kind == "recreate":
         return draw(recreate(source, known))
+    if kind == "alter":
+        return draw(alter(source))
     if kind == "insert":
         new = draw(st.lists(rows(source), min_size=1, max_size=3))
         known.extend(new)
@@ -645,8 +746,8 @@ def changes(draw, source: Source, known: list[tuple], kinds=CHANGE_KINDS) -> lis
 
 @dataclass
 class Scenario:
-    """Initial rows of each source, then batches of SQL (DML, DROP and CREATE TABLE, SET TIME
-    ZONE); the view is refreshed after each. ``settings``: the session's settings when the
+    """Initial rows of each source, then batches of SQL (DML, DROP and CREATE TABLE, ALTER
+    TABLE, SET TIME ZONE); the view is refreshed after each. ``settings``: the session's settings when the
     views are created, which they keep (e.g. ANSI mode off, where an overflow gives NULL)."""
 
     tables: dict[str, list[tuple]]
@@ -663,9 +764,11 @@ def scenarios(draw, sources: Sequence[Source], min_batches: int = 2,
               max_batches: int = 4) -> Scenario:
     """``sources`` with initial rows, and ``min_batches``-``max_batches`` batches of 0-3
     changes each; in most scenarios one batch first sets another session time zone, which the
-    later refreshes run under (a view keeps the settings of its CREATE); in some the views are
-    created with ANSI mode off; in some every change inserts rows only, as into an append
-    table (which views refresh by the rules for inserted rows, :mod:`ivm.rules.append`)."""
+    later refreshes run under (a view keeps the settings of its CREATE), and one batch only
+    changes a source's columns (:func:`alter`), so that a refresh sees the change of columns
+    and no other; in some the views are created with ANSI mode off; in some every other
+    change inserts rows only, as into an append table (which views refresh by the rules for
+    inserted rows, :mod:`ivm.rules.append`)."""
     settings = draw(st.sampled_from([{}, {}, {}, ANSI_OFF]))
     kinds = draw(st.sampled_from([CHANGE_KINDS, CHANGE_KINDS, APPENDS]))
     initial = {s.name: draw(table_rows(s)) for s in sources}
@@ -673,10 +776,14 @@ def scenarios(draw, sources: Sequence[Source], min_batches: int = 2,
     batches = []
     count = draw(st.integers(min_batches, max_batches))
     zone_at = draw(st.sampled_from([0, 1, None]))
+    alter_at = draw(st.sampled_from([1, 0, None]))
     for i in range(count):
         batch: list[str] = []
         if i == zone_at:
             batch.append(f"SET TIME ZONE '{draw(st.sampled_from(ZONES))}'")
+        if i == alter_at:
+            batches.append(batch + draw(alter(draw(st.sampled_from(sources)))))
+            continue
         for _ in range(draw(st.sampled_from([1, 2, 0, 3]))):  # simplest: one change
             source = draw(st.sampled_from(sources))
             batch += draw(changes(source, known[source.name], kinds))

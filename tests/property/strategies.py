@@ -710,7 +710,10 @@ def selects(draw, sources, columns, join=None, on=None, wheres=None, lateral=Non
     if all(e.approximate for e in shown + calls):  # a column a query over this one can read
         calls.append(Expr("COUNT(*)", "BIGINT", GENERIC_DOMAINS["BIGINT"],
                           frozenset({"COUNT(*)"})))
-    exact = keys + [c for c in calls if not c.approximate]
+    # under ROLLUP, CUBE or GROUPING SETS Spark resolves a HAVING over a key that is a
+    # column, not over one that is an expression (UNRESOLVED_COLUMN)
+    havable = [k for k in keys if grouping is None or k in columns]
+    exact = havable + [c for c in calls if not c.approximate]
     having = draw(st.none() | conditions(exact)) if exact and _sometimes(draw, 2) else None
     return Select(sources, tuple(shown + calls), join, on, where, group=tuple(keys),
                   having=having, cte=_sometimes(draw, 6), lateral=lateral, grouping=grouping)

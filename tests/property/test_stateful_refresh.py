@@ -5,7 +5,8 @@ row that lives within one step), refresh every view incrementally or FULL, kill 
 one of its write points, recompute one partition of a partitioned view, and VACUUM a source
 (so that a later refresh finds its change data gone and must recompute), drop a source and
 create it again under its name (with the rows it had or others; its versions count from 0
-again, so may meet the version a view consumed), and change the session time zone. One view
+again, so may meet the version a view consumed), change a source's columns and change them
+back, and change the session time zone. One view
 reads another, by its name in another case; one keeps a state table, which a refresh may
 die after. Views are refreshed one by one by their names in
 the other case, or all at once with REFRESH ALL. After each complete refresh every view must
@@ -94,6 +95,13 @@ class RefreshMachine(RuleBasedStateMachine):
     def recreate(self, table, data):
         """DROP TABLE and CREATE TABLE ``table`` again, with rows (see ``strategies.recreate``)."""
         self._change(table, data, ("recreate",))
+
+    @rule(table=tables, data=st.data())
+    def alter(self, table, data):
+        """Change ``table``'s columns and change them back (see ``ivm.testing.data.alter``):
+        a column dropped and added back, renamed and renamed back, widened, column mapping
+        turned on or off."""
+        self._change(table, data, ("alter",))
 
     @rule(zone=st.sampled_from(ZONES))
     def set_time_zone(self, zone):
