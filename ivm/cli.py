@@ -7,7 +7,8 @@
     ivm explain view.sql [--format text|dot] [-o FILE]   the delta circuit
     ivm package [-o ivm_runtime.zip]   the ivm runtime for spark-submit --py-files
     ivm run [--tick S] [--vacuum-every S]  keep every view within its FRESHNESS until Ctrl-C
-    ivm status [view]                  each view's freshness, lag and last refresh
+    ivm status [VIEW...] [--verbose]   one line per view: freshness, lag, last refresh, and
+                                       what its next refresh would do now
     ivm upkeep VIEW... | --all         compact and vacuum views' stores
     ivm verify VIEW... | --all         compare views with their queries at the versions they
                                        reflect (one full recompute each); exit 1 on a difference
@@ -241,15 +242,26 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_status(args) -> int:
-    from ivm.runtime.graph import materialized_views
+    from ivm.runtime.catalog import qualified_name
+    from ivm.runtime.definition import view_properties
     from ivm.runtime.describe import describe_view
+    from ivm.runtime.graph import materialized_views
+    from ivm.runtime.status import status_table, view_status
     spark = _session(args)
-    for view in [args.view] if args.view else materialized_views(spark):
-        print(view)
-        facts = describe_view(spark, view).collect()
-        for fact, value in sorted(facts, key=lambda f: f[0] != "warning"):  # warnings first
-            if fact not in ("view", "definition", "store"):
-                print(f"  {fact}: {value}")
+    views = [qualified_name(spark, v) for v in args.views] or materialized_views(spark)
+    for view in views:
+        view_properties(spark, view)    # every name is a materialized view, before any work
+    if not views:
+        print("no materialized views")
+    elif args.verbose:
+        for view in views:
+            print(view)
+            facts = describe_view(spark, view).collect()
+            for fact, value in sorted(facts, key=lambda f: f[0] != "warning"):  # warnings first
+                if fact not in ("view", "definition", "store"):
+                    print(f"  {fact}: {value}")
+    else:
+        print(status_table([view_status(spark, view) for view in views]))
     return 0
 
 
@@ -374,8 +386,11 @@ def parser() -> argparse.ArgumentParser:
     keep_up.add_argument("--all", action="store_true", help="every materialized view")
     keep_up.add_argument("--no-vacuum", action="store_true", help="compact only")
     keep_up.set_defaults(run=_cmd_upkeep)
-    status = commands.add_parser("status", help="freshness, lag and last refresh of views")
-    status.add_argument("view", nargs="?", help="one view (default: all)")
+    status = commands.add_parser("status", help="one line per view: its freshness, lag, "
+                                 "last refresh and what its next refresh would do now")
+    status.add_argument("views", nargs="*", metavar="VIEW", help="these views (default: all)")
+    status.add_argument("-v", "--verbose", action="store_true", help="everything DESCRIBE "
+                        "MATERIALIZED VIEW says of each view")
     status.set_defaults(run=_cmd_status)
     verifying = commands.add_parser(
         "verify", help="compare views with their queries run by Spark on the source versions "

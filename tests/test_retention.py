@@ -219,7 +219,8 @@ def test_a_freshness_longer_than_the_log_retention_is_warned_until_the_retention
     monkeypatch.setattr(cli, "_session", lambda args: spark)
     assert cli.main(["status", "counts"]) == 0
     shown = capsys.readouterr().out.splitlines()
-    assert shown[:2] == ["counts", f"  warning: {warning}"], "warnings come first"
+    assert shown[1].startswith(f"{fresh_db}.counts ") and \
+        shown[2:] == [f"warning: {fresh_db}.counts: {warning}"], shown
 
     alter = re.search(r"ALTER TABLE [^)]*\)", warning)
     assert alter is not None, warning

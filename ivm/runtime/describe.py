@@ -14,7 +14,8 @@ from ivm.runtime.history import history, latest_record
 from ivm.runtime.lag import lag_seconds, latest_consumed
 from ivm.runtime.messages import size
 from ivm.runtime.planner import DEFAULT_POLICY, POLICY
-from ivm.runtime.retention import Unconsumed, assess, retentions, unconsumed
+from ivm.runtime.refresh_plan import predict
+from ivm.runtime.retention import Assessment, Unconsumed, assess, retentions, unconsumed
 from ivm.runtime.upkeep import COMPACT_AT
 
 
@@ -28,9 +29,10 @@ def describe_view(spark, name: str) -> DataFrame:
     its definition and refresh policy, its last refresh (when, mode and why, the cost
     model's prediction, what it read and wrote), its state tables (key, size, version), the
     source versions it reflects and how far it lags behind its sources, until when the
-    sources keep the change it has not consumed, and a ``warning`` where they may remove it
-    before the view takes it (see :mod:`ivm.runtime.retention`). Each Delta log is read
-    once."""
+    sources keep the change it has not consumed, what its next refresh would do now
+    (:func:`~ivm.runtime.refresh_plan.predict`), and a ``warning`` where the sources may
+    remove the change before the view takes it (see :mod:`ivm.runtime.retention`). Each
+    Delta log is read once."""
     view = qualified_name(spark, name)
     with reading_each_log_once():
         return _describe_view(spark, view)
@@ -66,21 +68,30 @@ def _describe_view(spark, view: str) -> DataFrame:
         log = DeltaLogReader.of(spark, store_name(table))
         keys = f"keyed by ({', '.join(state.store.keys)})" if state.store.keys else "one row"
         facts.append((f"state table {table}", f"{keys}; {_files(log)}; version {log.version()}"))
-    changes = unconsumed(spark, record)
-    for change in sorted(changes, key=lambda c: c.source):
+    for change in sorted(unconsumed(spark, record), key=lambda c: c.source):
         facts.append((f"source {change.source}", f"version {change.consumed} of {change.latest}"))
-    # a refresh of the view refreshes its state tables first: their sources' change counts too
+    assessed = retention_assessments(spark, view, compiled, record, freshness)
+    facts += [(f"change data of {source} kept", a.kept_until)
+              for source, a in assessed if a.kept_until is not None]
+    facts.append(("lag seconds", f"{lag_seconds(spark, view):.1f}"))
+    facts.append(("next refresh", str(predict(spark, view))))
+    facts += [("warning", warning) for _, a in assessed for warning in a.warnings]
+    return spark.createDataFrame(facts, "property STRING, value STRING")
+
+
+def retention_assessments(spark, view: str, compiled, record, freshness: str | None
+                          ) -> list[tuple[str, Assessment]]:
+    """Per source of ``view`` (compiled as ``compiled``, its store's latest ``record``, its
+    FRESHNESS in seconds): until when the source keeps the change the view has not consumed,
+    and the warnings due (see :mod:`ivm.runtime.retention`). A refresh of the view refreshes
+    its state tables first: their sources' change counts too."""
+    changes = unconsumed(spark, record)
     for table, _ in compiled.states:
         changes += unconsumed(spark, latest_consumed(spark, table))
     freshness_seconds, now_ms = None if freshness is None else float(freshness), \
         int(time.time() * 1000)
-    assessed = [(change.source, assess(view, change, freshness_seconds, now_ms))
-                for change in _earliest_per_source(changes)]
-    facts += [(f"change data of {source} kept", a.kept_until)
-              for source, a in assessed if a.kept_until is not None]
-    facts.append(("lag seconds", f"{lag_seconds(spark, view):.1f}"))
-    facts += [("warning", warning) for _, a in assessed for warning in a.warnings]
-    return spark.createDataFrame(facts, "property STRING, value STRING")
+    return [(change.source, assess(view, change, freshness_seconds, now_ms))
+            for change in _earliest_per_source(changes)]
 
 
 def _files(log: DeltaLogReader) -> str:

@@ -78,30 +78,6 @@ class Obstacle:
     reason: str
 
 
-def recomputes(policy: str, obstacle: Obstacle, view: str) -> bool:
-    """Whether a refresh of ``view`` under ``policy`` recomputes for ``obstacle``; raises
-    :class:`NotIncrementalizable` where the policy forbids both.
-
-    >>> recomputes("AUTO", Obstacle("cost", "cheaper"), "v")
-    True
-    >>> recomputes("INCREMENTAL", Obstacle("cost", "cheaper"), "v")
-    False
-    >>> recomputes("INCREMENTAL STRICT", Obstacle("reinitialize", "replaced"), "v")
-    True
-    """
-    if obstacle.kind == "requested":
-        return True
-    if obstacle.kind == "cost":
-        return policy == "AUTO"
-    if obstacle.kind == "unavailable" and policy == "INCREMENTAL STRICT":
-        raise NotIncrementalizable(
-            f"{view} cannot be refreshed incrementally: {obstacle.reason}",
-            hint=f"its REFRESH POLICY is INCREMENTAL STRICT: run REFRESH MATERIALIZED VIEW "
-                 f"{view} FULL, or ALTER MATERIALIZED VIEW {view} SET REFRESH POLICY "
-                 f"INCREMENTAL to let refreshes recompute when they must")
-    return True
-
-
 def never_incremental(compiled: CompiledView, schema) -> str | None:
     """Why no refresh of a view with the store ``schema`` (a Spark StructType) can apply a
     change, if none can: a sum stored as a type whose addition is inexact (floating

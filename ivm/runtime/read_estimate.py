@@ -8,18 +8,17 @@ before or after the change. From the logs alone, without a scan:
                                                                            keys skip are not read)
     a full recompute reads Σ over sources of the table's bytes.
 
-For a view that exists, the change is the one waiting since the versions its store consumed,
-and the estimate says whether the next refresh would fall back to a full recompute and why.
+For a view that exists, the estimate ends with the plan of its next refresh
+(:func:`~ivm.runtime.refresh_plan.predict`): what the refresh would do now, and why.
 """
 
 from __future__ import annotations
 
 from ivm.compiler import CompiledView
 from ivm.runtime.catalog import store_properties
-from ivm.runtime.delta_log import DeltaLogReader
-from ivm.runtime.fallback import estimate
 from ivm.runtime.messages import size
-from ivm.runtime.sources import delta_table
+from ivm.runtime.refresh_plan import predict
+from ivm.runtime.sources import source_bytes
 from ivm.zset import Read
 
 SNAPSHOTS = (Read.BEFORE, Read.AFTER)
@@ -29,30 +28,6 @@ def _snapshot_bytes(kinds: frozenset[Read], table_bytes: int | None) -> int | No
     """The bytes of a table's snapshots read by reads ``kinds`` (at most all of each)."""
     count = sum(k in kinds for k in SNAPSHOTS) + (Read.TABLE in kinds)
     return 0 if count == 0 else None if table_bytes is None else count * table_bytes
-
-
-def source_bytes(spark, tables) -> dict[str, int | None]:
-    """The size of each of the source ``tables`` (None where its log does not say)."""
-    return {table: DeltaLogReader.of(spark, delta_table(spark, table)).size_in_bytes()
-            for table in tables}
-
-
-def total_source_bytes(spark, tables) -> int | None:
-    """The size of all of the source ``tables``: what a full recompute reads at most; None
-    if a log does not say."""
-    return _total(source_bytes(spark, tables).values())
-
-
-def total_source_files(spark, tables) -> int | None:
-    """How many data files the source ``tables`` have in all; None if a log does not say."""
-    return _total(DeltaLogReader.of(spark, delta_table(spark, table)).file_count()
-                  for table in tables)
-
-
-def _total(values) -> int | None:
-    """The sum of ``values``; None if one of them is unknown (None)."""
-    known = list(values)
-    return None if None in known else sum(v for v in known if v is not None)
 
 
 def read_estimate(spark, compiled: CompiledView, view: str | None = None) -> str:
@@ -84,26 +59,5 @@ def _estimate(spark, compiled: CompiledView, view: str | None) -> str:
     lines.append(f"  a refresh: the change + up to {size(snapshot_bytes)} of snapshots; "
                  f"a full recompute: {size(sum(s or 0 for s in sizes.values()))}")
     if view is not None and store_properties(spark, view) is not None:
-        lines.append(f"  the next refresh of {view}: {_pending(spark, compiled, view)}")
+        lines.append(f"  the next refresh of {view}: {predict(spark, view)}")
     return "\n".join(lines)
-
-
-def _pending(spark, compiled: CompiledView, view: str) -> str:
-    from ivm.runtime.catalog import store_name
-    from ivm.runtime.fallback import replaced_source
-    from ivm.runtime.history import latest_record
-    from ivm.runtime.sources import latest_sources
-
-    record = latest_record(DeltaLogReader(spark, store_name(view)))[1]
-    previous = record.sources
-    current, ids = latest_sources(spark, compiled.sources)
-    if set(previous) != set(current):
-        return "a full recompute: its definition reads other sources than this one"
-    if replaced := replaced_source(record.table_ids, ids):
-        return f"a full recompute: {replaced}"
-    if previous == current:
-        return "nothing to read (no source changed)"
-    change = estimate(spark, previous, current)
-    if change.obstacle:
-        return f"a full recompute: {change.obstacle.reason}"
-    return f"incremental, a change of {size(change.change_bytes)}"

@@ -27,15 +27,15 @@ from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once, rows_wr
 from ivm.runtime.execution import (apply_settings, evaluation_settings, merge_settings,
                                    number_setting, plan_settings, planned_read_bytes,
                                    planning_settings, session_settings)
-from ivm.runtime.fallback import DEFAULT_MIN_BYTES, MIN_BYTES, estimate, replaced_source
+from ivm.runtime.fallback import DEFAULT_MIN_BYTES, MIN_BYTES, replaced_source
 from ivm.runtime.graph import dependency_graph, materialized_views, refresh_order
 from ivm.runtime.history import INSERTS_ONLY, RefreshRecord, RefreshResult, latest_record
 from ivm.runtime.phases import PhaseClock
-from ivm.runtime.planner import (DEFAULT_POLICY, POLICY, CostModel, Obstacle,
-                                 never_incremental, recomputes)
+from ivm.runtime.planner import CostModel, Obstacle
+from ivm.runtime.refresh_plan import not_incremental, plan_refresh, verdict, what_is_known
 from ivm.runtime.pruning import prune
-from ivm.runtime.read_estimate import total_source_bytes, total_source_files
-from ivm.runtime.sources import kept, latest_sources, release
+from ivm.runtime.sources import (kept, latest_sources, release, total_source_bytes,
+                                 total_source_files)
 from ivm.runtime.upkeep import compact_after_refresh
 from ivm.runtime.views import repair_catalog_view
 from ivm.rules import Kind
@@ -186,13 +186,14 @@ def _refresh_partition(spark, view: str, properties: dict[str, str],
 
 def _refresh(spark, view: str, properties: dict[str, str], forced: Obstacle | None,
              clock: PhaseClock) -> RefreshResult:
+    """Carry out the plan of a refresh (:mod:`ivm.runtime.refresh_plan`), made once the
+    store's and the sources' logs are read: nothing, apply the change, recompute, or fail. An
+    incremental refresh that finds, once reading the change, that it cannot apply it (a
+    change data file removed, a sum that overflows, a delta query predicted dearer than a
+    recompute) recomputes or fails as the policy says."""
     start = time.perf_counter()
-    policy = properties.get(POLICY, DEFAULT_POLICY)
     with clock.phase("plan"):
         compiled = compile_definition(spark, view, properties)
-        lookup = compiled.maintenance.rule.kind is Kind.LOOKUP
-        if lookup and policy == "AUTO":
-            policy = "INCREMENTAL"  # a recompute enriches every row anew: never for cost
         apply_settings(spark, plan_settings(compiled))
         store = store_name(view)
         schema = spark.table(store).schema
@@ -202,39 +203,25 @@ def _refresh(spark, view: str, properties: dict[str, str], forced: Obstacle | No
                              f"REPLACE MATERIALIZED VIEW {view} AS ...")
         repair_catalog_view(spark, view, compiled, properties, schema)
     with clock.phase("versions"), spark_errors(view):
-        log = DeltaLogReader.of(spark, store)
-        store_version = log.version()
-        last = latest_record(log)[1]
-        model = CostModel.from_record(last.cost).observed(
-            last.mode, last.planned_bytes, last.read_bytes, last.seconds)
-        previous = last.sources
-        current, ids = latest_sources(spark, compiled.sources)
-        obstacle = forced or _obstacle(previous, current, last.table_ids, ids)
-        if obstacle is None and previous == current:
-            return RefreshResult(view, "noop", current, previous,
+        known = what_is_known(spark, view, compiled, properties, schema, forced)
+        plan = plan_refresh(known)
+        if plan.mode == "noop":
+            return RefreshResult(view, "noop", known.current, known.previous,
                                  seconds=time.perf_counter() - start)
-        read_bytes, inserting = None, None
-        if obstacle is None and policy == "FULL":
-            obstacle = Obstacle("requested", "REFRESH POLICY FULL")
-        if obstacle is None and (inexact := never_incremental(compiled, schema)):
-            obstacle = Obstacle("unavailable", inexact)
-        if obstacle is None:
-            change = estimate(spark, previous, current)
-            obstacle, read_bytes = change.obstacle, change.change_bytes
-            inserting = compiled.inserting() if change.inserts_only and spark.conf.get(
-                INSERTS_ONLY_RULES, "true").lower() != "false" else None
-        if obstacle is not None and not recomputes(policy, obstacle, view):
-            obstacle = None
-        total = total_source_bytes(spark, current)   # what a recompute reads
-        result, prediction = None, None
-        if obstacle is None and policy == "AUTO":
-            obstacle, prediction = model.before_reading(read_bytes, total, _min_bytes(spark))
-            prediction = prediction if obstacle else None
-    if obstacle is None:
+        if plan.mode == "fails":
+            raise plan.error(view)
+        store_version = DeltaLogReader.of(spark, store).version()
+    lookup = compiled.maintenance.rule.kind is Kind.LOOKUP
+    obstacle, prediction, model = plan.obstacle, plan.prediction, known.model
+    result = None
+    if plan.mode == "incremental":
+        inserting = compiled.inserting() if plan.inserts_only and spark.conf.get(
+            INSERTS_ONLY_RULES, "true").lower() != "false" else None
         try:
-            result = _write(spark, view, inserting or compiled, store_version, previous,
-                            current, ids, None, read_bytes, schema, clock, model,
-                            choose_against=total if policy == "AUTO" else None,
+            result = _write(spark, view, inserting or compiled, store_version, known.previous,
+                            known.current, known.ids, None, plan.change_bytes, schema, clock,
+                            model, choose_against=known.full_bytes
+                            if known.policy == "AUTO" else None,
                             rules=None if inserting is None else INSERTS_ONLY)
         except SourceError as error:    # a change data file was VACUUMed
             obstacle = Obstacle("unavailable", error.message)
@@ -245,13 +232,14 @@ def _refresh(spark, view: str, properties: dict[str, str], forced: Obstacle | No
             model = model.after("incremental", False, cheaper.planned)
         if result is None:
             assert obstacle is not None
-            recomputes(policy, obstacle, view)  # INCREMENTAL STRICT fails here
+            if verdict(known.policy, obstacle) == "fails":
+                raise not_incremental(view, obstacle)
     if result is None:   # not incremental, for ``obstacle``
         assert obstacle is not None
         reason = obstacle.reason + (LOOKUP_RECOMPUTED if lookup else "")
-        with session_settings(spark, evaluation_settings(spark, total)):
-            result = _write(spark, view, compiled, store_version, previous, current, ids,
-                            reason, total, schema, clock,
+        with session_settings(spark, evaluation_settings(spark, known.full_bytes)):
+            result = _write(spark, view, compiled, store_version, known.previous,
+                            known.current, known.ids, reason, known.full_bytes, schema, clock,
                             model.after("full", prediction is not None), prediction=prediction)
     result.seconds = time.perf_counter() - start
     return result
@@ -260,18 +248,6 @@ def _refresh(spark, view: str, properties: dict[str, str], forced: Obstacle | No
 def _min_bytes(spark) -> float:
     """The sources' size below which the cost model predicts nothing."""
     return number_setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES)
-
-
-def _obstacle(previous: dict[str, int], current: dict[str, int],
-              consumed_ids: dict[str, str] | None, ids: dict[str, str]) -> Obstacle | None:
-    """What stops a refresh from applying the change, found before reading any log but the
-    store's: sources other than the ones the store reflects."""
-    if set(previous) != set(current):
-        return Obstacle("reinitialize", "the store records other sources than the definition "
-                                        "reads")
-    if replaced := replaced_source(consumed_ids, ids):
-        return Obstacle("reinitialize", replaced)
-    return None
 
 
 def _types_changed(spark, query: exp.Query, store_schema) -> bool:

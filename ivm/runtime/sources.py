@@ -83,6 +83,30 @@ def latest_sources(spark, tables) -> tuple[dict[str, int], dict[str, str]]:
             {table: log.table_id() for table, log in logs.items()})
 
 
+def source_bytes(spark, tables) -> dict[str, int | None]:
+    """The size of each of the source ``tables`` (None where its log does not say)."""
+    return {table: DeltaLogReader.of(spark, delta_table(spark, table)).size_in_bytes()
+            for table in tables}
+
+
+def total_source_bytes(spark, tables) -> int | None:
+    """The size of all of the source ``tables``: what a full recompute reads at most; None
+    if a log does not say."""
+    return _total(source_bytes(spark, tables).values())
+
+
+def total_source_files(spark, tables) -> int | None:
+    """How many data files the source ``tables`` have in all; None if a log does not say."""
+    return _total(DeltaLogReader.of(spark, delta_table(spark, table)).file_count()
+                  for table in tables)
+
+
+def _total(values) -> int | None:
+    """The sum of ``values``; None if one of them is unknown (None)."""
+    known = list(values)
+    return None if None in known else sum(v for v in known if v is not None)
+
+
 def _delta_read(spark, name: str, **options) -> DataFrame:
     """The Delta table ``name`` read with ``options``: from its location, as its log (read
     once per refresh) says, where a read by name would look the table up in the catalog

@@ -41,8 +41,9 @@ from ivm.runtime.execution import apply_settings, evaluation_settings, plan_sett
 from ivm.runtime.graph import check_no_cycle, readers
 from ivm.runtime.history import RefreshRecord, RefreshResult
 from ivm.runtime.planner import DEFAULT_POLICY, POLICY, check_policy, never_incremental
-from ivm.runtime.read_estimate import read_estimate, total_source_bytes
-from ivm.runtime.sources import bind, check_source, latest_sources, unbind
+from ivm.runtime.read_estimate import read_estimate
+from ivm.runtime.sources import (bind, check_source, latest_sources, total_source_bytes,
+                                 unbind)
 from ivm.runtime.upkeep import (DEFAULT_RETENTION_SECONDS, check_retention,
                                 retention_properties)
 from ivm.zset import Read, relation_name
