@@ -1,4 +1,5 @@
-"""The ivm command, run as a user runs it: in its own process."""
+"""The ivm command: run as a user runs it, in its own process, or in the tests' session where
+what it prints is what is tested."""
 
 import json
 import os
@@ -7,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from ivm import cli
 
 IVM = str(Path(sys.executable).with_name("ivm"))
 SCHEMA = {"orders": {"id": "INT", "status": "STRING", "amount": "INT"}}
@@ -98,3 +101,26 @@ def test_run_refuses_a_tick_that_is_not_a_positive_number(tmp_path, tick):
     result = run("run", "--tick", tick, cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "--tick" in result.stderr and "positive number of seconds" in result.stderr
+
+
+def test_sql_says_what_each_statement_did(spark, fresh_db, tmp_path, monkeypatch, capsys):
+    """OK for a statement without a result, the rows a DML statement affected, and a table
+    only for what returns rows (a query naming its columns as DML metrics among them)."""
+    monkeypatch.setattr(cli, "_session", lambda args: spark)
+    (tmp_path / "script.sql").write_text(
+        "CREATE TABLE t (id INT, v STRING) USING DELTA;\n"
+        "INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c');\n"
+        "MERGE INTO t USING (SELECT 2 AS id, 'q' AS v UNION ALL SELECT 9, 'n') s\n"
+        "ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *;\n"
+        "ALTER TABLE t SET TBLPROPERTIES ('team' = 'shop');\n"
+        f"USE {fresh_db};\n"
+        "SELECT 1 AS num_affected_rows;\n"
+        "SELECT * FROM t WHERE id = 9")
+    assert cli.main(["sql", "-f", str(tmp_path / "script.sql")]) == 0
+    shown = [line for line in capsys.readouterr().out.splitlines()
+             if not line.startswith(("> ", "  "))]
+    assert shown == ["OK", "OK", "2 rows affected (1 inserted, 1 updated, 0 deleted)", "OK",
+                     "OK",
+                     "+-----------------+", "|num_affected_rows|", "+-----------------+",
+                     "|1                |", "+-----------------+", "",
+                     "+---+---+", "|id |v  |", "+---+---+", "|9  |n  |", "+---+---+", ""]
