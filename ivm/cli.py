@@ -40,7 +40,8 @@ from ivm.runtime.messages import user_message
 
 
 def _session(args):
-    from ivm.runtime.session import spark_session
+    from ivm.runtime.session import quiet_query_error_logs, spark_session
+    quiet_query_error_logs()    # main() tells the user of an error
     return spark_session(args.home, remote=args.remote)
 
 

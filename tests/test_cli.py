@@ -124,3 +124,12 @@ def test_sql_says_what_each_statement_did(spark, fresh_db, tmp_path, monkeypatch
                      "+-----------------+", "|num_affected_rows|", "+-----------------+",
                      "|1                |", "+-----------------+", "",
                      "+---+---+", "|id |v  |", "+---+---+", "|9  |n  |", "+---+---+", ""]
+
+
+def test_a_statement_spark_rejects_is_one_message(tmp_path):
+    """ivm's message alone, not also pyspark's log of the error with the Java stack trace."""
+    result = run("sql", "SELECT nosuchcol", cwd=tmp_path, env={"IVM_HOME": str(tmp_path)})
+    assert result.returncode == 1
+    assert "ivm: Spark: [UNRESOLVED_COLUMN" in result.stderr, result.stderr
+    assert result.stderr.count("nosuchcol") == 1, result.stderr
+    assert "at org.apache.spark" not in result.stderr and "Traceback" not in result.stderr

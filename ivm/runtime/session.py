@@ -22,6 +22,7 @@ classpath, but no Ivy resolution (and its report on stderr) at every start.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shlex
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark import SparkConf
+from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
 from ivm.runtime.connect import is_connect
@@ -322,6 +324,19 @@ def spark_session(
     if system.getProperty(DERBY_LOG_FLAG) is None:
         system.setProperty(DERBY_LOG_FLAG, str(home_path / "derby.log"))
     return spark
+
+
+QUERY_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+"""pyspark's loggers of query errors: each writes an error that points into a query (a SQL
+text's position, a DataFrame call) to stderr as JSON with the Java stack trace, when the
+error is raised, also where it is caught and handled."""
+
+
+def quiet_query_error_logs() -> None:
+    """Silence :data:`QUERY_ERROR_LOGGERS` in this process, for a program that tells its
+    user about errors itself (``ivm``'s ``ivm: ...``): the user reads an error once."""
+    for name in QUERY_ERROR_LOGGERS:
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def connect_server_command(home: str | os.PathLike | None = None, *, host: str = "localhost",
