@@ -29,11 +29,13 @@ import argparse
 import json
 import math
 import re
+import shutil
 import signal
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import TextIO
 
 from ivm.errors import IvmError
 from ivm.runtime.messages import user_message
@@ -43,6 +45,34 @@ def _session(args):
     from ivm.runtime.session import quiet_query_error_logs, spark_session
     quiet_query_error_logs()    # main() tells the user of an error
     return spark_session(args.home, remote=args.remote)
+
+
+class _Progress:
+    """A progress line on ``stream``: on a terminal each line overwrites the last, and
+    leaving the ``with`` block clears it; elsewhere (a log) each is a line of its own."""
+
+    def __init__(self, stream: TextIO):
+        self.stream, self.terminal = stream, stream.isatty()
+
+    def __call__(self, line: str) -> None:
+        if self.terminal:   # cut to the width: a wrapped line is not overwritten by \r
+            line = line[:shutil.get_terminal_size().columns - 1]
+            self.stream.write(f"{_CLEAR_LINE}{line}")
+        else:
+            self.stream.write(f"{line}\n")
+        self.stream.flush()
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *exception) -> None:
+        if self.terminal:
+            self.stream.write(_CLEAR_LINE)
+            self.stream.flush()
+
+
+_CLEAR_LINE = "\r\x1b[K"
+"""Back to the start of the line, and erase it (ANSI's Erase in Line)."""
 
 
 def _cmd_sql(args) -> int:
@@ -329,7 +359,10 @@ def _cmd_check(args) -> int:
     spark = _session(args)
     try:
         examples = {} if args.examples is None else {"examples": args.examples}
-        print(check_view(spark, sql, schema=schema, seed=args.seed, name=args.name, **examples))
+        with _Progress(sys.stderr) as progress:
+            checked = check_view(spark, sql, schema=schema, seed=args.seed, name=args.name,
+                                 progress=progress, **examples)
+        print(checked)
     except ViewCheckFailed as failure:
         print(failure)
         if args.output:

@@ -1,6 +1,7 @@
 """The ivm command: run as a user runs it, in its own process, or in the tests' session where
 what it prints is what is tested."""
 
+import io
 import json
 import os
 import subprocess
@@ -133,3 +134,23 @@ def test_a_statement_spark_rejects_is_one_message(tmp_path):
     assert "ivm: Spark: [UNRESOLVED_COLUMN" in result.stderr, result.stderr
     assert result.stderr.count("nosuchcol") == 1, result.stderr
     assert "at org.apache.spark" not in result.stderr and "Traceback" not in result.stderr
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.fast
+def test_progress_overwrites_its_line_on_a_terminal_only():
+    terminal, log = _Terminal(), io.StringIO()
+    for stream in terminal, log:
+        with cli._Progress(stream) as progress:
+            progress("example 1/2: batch 1/3 refreshed")
+            progress("example 2/2: creating the sources and the view")
+    assert terminal.getvalue() == ("\r\x1b[Kexample 1/2: batch 1/3 refreshed"
+                                   "\r\x1b[Kexample 2/2: creating the sources and the view"
+                                   "\r\x1b[K")
+    assert log.getvalue() == ("example 1/2: batch 1/3 refreshed\n"
+                              "example 2/2: creating the sources and the view\n")
+
