@@ -42,9 +42,12 @@ from ivm.runtime.messages import user_message
 
 
 def _session(args):
+    """The command's session; on a terminal with Spark's progress bar, but for ``ivm check``,
+    which shows its own progress."""
     from ivm.runtime.session import quiet_query_error_logs, spark_session
     quiet_query_error_logs()    # main() tells the user of an error
-    return spark_session(args.home, remote=args.remote)
+    return spark_session(args.home, remote=args.remote,
+                         console_progress=sys.stderr.isatty() and args.command != "check")
 
 
 class _Progress:

@@ -154,3 +154,16 @@ def test_progress_overwrites_its_line_on_a_terminal_only():
     assert log.getvalue() == ("example 1/2: batch 1/3 refreshed\n"
                               "example 2/2: creating the sources and the view\n")
 
+
+@pytest.mark.fast
+@pytest.mark.parametrize("command, terminal, shown", [
+    ("sql", True, True), ("sql", False, False), ("check", True, False)])
+def test_sparks_progress_bar_on_a_terminal_but_for_check(monkeypatch, command, terminal, shown):
+    """ivm check shows its own progress; Spark's bar would overwrite it."""
+    from ivm.runtime import session
+    started = {}
+    monkeypatch.setattr(session, "spark_session", lambda *args, **kwargs: started.update(kwargs))
+    monkeypatch.setattr(session, "quiet_query_error_logs", lambda: None)
+    monkeypatch.setattr(sys, "stderr", _Terminal() if terminal else io.StringIO())
+    cli._session(cli.parser().parse_args([command, "view.sql"]))
+    assert started["console_progress"] is shown

@@ -184,11 +184,13 @@ def session_conf(
     conf: dict[str, str] | None = None,
     ambient: dict[str, str] | None = None,
     metastore: str | None = None,
+    console_progress: bool = False,
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The settings ``spark_session`` applies: ``(defaults, final)``.
 
     ``metastore``: the ``host:port`` of a served metastore (:mod:`ivm.runtime.metastore`)
-    to use instead of the embedded one.
+    to use instead of the embedded one. ``console_progress``: Spark's progress bar on stderr
+    (``spark.ui.showConsoleProgress``), unless the user set it.
 
     ``defaults`` are ours (only keys the user did not set); ``final`` is everything to put on
     the builder: defaults, then merged list settings, then the explicit ``conf``.
@@ -222,6 +224,8 @@ def session_conf(
     ours.update({k: v for k, v in served.items() if k != "spark.driver.extraClassPath"})
     if effective_master.startswith("local"):
         ours.update(LOCAL_DEFAULTS)
+    if console_progress:
+        ours["spark.ui.showConsoleProgress"] = "true"
     defaults = {k: v for k, v in ours.items() if k not in ambient}
 
     def current(key: str) -> str | None:
@@ -259,6 +263,7 @@ def spark_session(
     conf: dict[str, str] | None = None,
     metastore: str | None = None,
     remote: str | None = None,
+    console_progress: bool = False,
 ) -> SparkSession:
     """Get or create the SparkSession ivm runs on: Delta Lake plus a persistent Hive catalog.
 
@@ -271,9 +276,11 @@ def spark_session(
     ``metastore`` (default: ``$IVM_METASTORE``): ``host:port`` of the served catalog of that
     home, for several processes at once (see :mod:`ivm.runtime.metastore`).
     ``master`` defaults to ``local[*]``; on a local master the UI is off and partition counts
-    are small.  Settings the user already gave (spark-submit, spark-defaults.conf, a running
-    SparkContext) win over these defaults and ``conf`` wins over everything.  If a session is
-    already active it is returned, with ``conf`` applied to it.
+    are small.  ``console_progress``: Spark's progress bar of running stages on stderr, for a
+    terminal (off by default: a log would fill with it).  Settings the user already gave
+    (spark-submit, spark-defaults.conf, a running SparkContext) win over these defaults and
+    ``conf`` wins over everything.  If a session is already active it is returned, with
+    ``conf`` applied to it.
 
     The first start fetches the Delta jars through Spark's Ivy (see ``ivm.runtime.jars``).
     Under ``spark-submit`` the driver JVM already runs, so Delta must be on its classpath from
@@ -303,6 +310,7 @@ def spark_session(
     defaults, final = session_conf(
         home_path, app_name=app_name, master=master, conf=conf, ambient=ambient,
         metastore=metastore or os.environ.get(METASTORE_ENVIRONMENT),
+        console_progress=console_progress,
     )
     home_path.mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder
