@@ -29,19 +29,54 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
+import shutil
 import signal
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import TextIO
 
 from ivm.errors import IvmError
 from ivm.runtime.messages import user_message
 
 
 def _session(args):
-    from ivm.runtime.session import spark_session
-    return spark_session(args.home, remote=args.remote)
+    """The command's session; on a terminal with Spark's progress bar, but for ``ivm check``,
+    which shows its own progress."""
+    from ivm.runtime.session import quiet_query_error_logs, spark_session
+    quiet_query_error_logs()    # main() tells the user of an error
+    return spark_session(args.home, remote=args.remote,
+                         console_progress=sys.stderr.isatty() and args.command != "check")
+
+
+class _Progress:
+    """A progress line on ``stream``: on a terminal each line overwrites the last, and
+    leaving the ``with`` block clears it; elsewhere (a log) each is a line of its own."""
+
+    def __init__(self, stream: TextIO):
+        self.stream, self.terminal = stream, stream.isatty()
+
+    def __call__(self, line: str) -> None:
+        if self.terminal:   # cut to the width: a wrapped line is not overwritten by \r
+            line = line[:shutil.get_terminal_size().columns - 1]
+            self.stream.write(f"{_CLEAR_LINE}{line}")
+        else:
+            self.stream.write(f"{line}\n")
+        self.stream.flush()
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *exception) -> None:
+        if self.terminal:
+            self.stream.write(_CLEAR_LINE)
+            self.stream.flush()
+
+
+_CLEAR_LINE = "\r\x1b[K"
+"""Back to the start of the line, and erase it (ANSI's Erase in Line)."""
 
 
 def _cmd_sql(args) -> int:
@@ -63,16 +98,55 @@ def _cmd_sql(args) -> int:
 
 
 def _show(result, limit: int) -> None:
-    """What a statement returned: a DataFrame's rows, a refresh's summary, or OK."""
+    """What a statement returned: a query's rows, the rows a DML statement affected, a
+    refresh's summary, or OK for a statement without a result (DDL, INSERT, USE...)."""
     from pyspark.sql import DataFrame
     if result is None:
         print("OK")
     elif isinstance(result, list):
         print("\n".join(str(r) for r in result) or "no materialized views")
+    elif isinstance(result, DataFrame) and not result.columns:
+        print("OK")
+    elif isinstance(result, DataFrame) and (metrics := _dml_metrics(result)) is not None:
+        print(_rows_affected(metrics))
     elif isinstance(result, DataFrame):
         result.show(limit, truncate=False)
     else:
         print(result)
+
+
+_DML_METRIC = re.compile(r"num_(\w+)_rows")
+"""A column of what Delta's UPDATE, DELETE and MERGE return: ``num_affected_rows``,
+``num_inserted_rows``..."""
+
+
+def _dml_metrics(result) -> dict[str, int] | None:
+    """The metrics in a DML statement's result (a command's one row, computed already);
+    None for any other result, such as a query's."""
+    columns = result.columns
+    if ("num_affected_rows" in columns and all(_DML_METRIC.fullmatch(c) for c in columns)
+            and result.isLocal()):    # a command's result, not a query naming columns so
+        rows = result.collect()
+        return rows[0].asDict() if len(rows) == 1 else None
+    return None
+
+
+def _rows_affected(metrics: dict[str, int]) -> str:
+    """A DML statement's metrics for a reader.
+
+    >>> _rows_affected({"num_affected_rows": 3, "num_updated_rows": 1, "num_deleted_rows": 0,
+    ...                 "num_inserted_rows": 2})
+    '3 rows affected (2 inserted, 1 updated, 0 deleted)'
+    >>> _rows_affected({"num_affected_rows": 1})
+    '1 row affected'
+    """
+    affected = metrics["num_affected_rows"]
+    order = {"inserted": 0, "updated": 1, "deleted": 2}
+    counts = {found[1].replace("_", " "): n for column, n in metrics.items()
+              if column != "num_affected_rows" and (found := _DML_METRIC.fullmatch(column))}
+    details = ", ".join(f"{counts[what]} {what}"
+                        for what in sorted(counts, key=lambda w: order.get(w, len(order))))
+    return f"{affected} row{'s' * (affected != 1)} affected" + (f" ({details})" if details else "")
 
 
 def _view_definition(args) -> tuple[str, str, str]:
@@ -300,7 +374,10 @@ def _cmd_check(args) -> int:
     spark = _session(args)
     try:
         examples = {} if args.examples is None else {"examples": args.examples}
-        print(check_view(spark, sql, schema=schema, seed=args.seed, name=args.name, **examples))
+        with _Progress(sys.stderr) as progress:
+            checked = check_view(spark, sql, schema=schema, seed=args.seed, name=args.name,
+                                 progress=progress, **examples)
+        print(checked)
     except ViewCheckFailed as failure:
         print(failure)
         if args.output:

@@ -38,9 +38,10 @@ def test_a_planted_bug_is_found_and_its_reproduction_shows_it(spark, fresh_db, t
     status = cli.main(["check", str(tmp_path / "totals.sql"), "--schema",
                        str(tmp_path / "schema.json"), "--examples", "10", "--seed", "1",
                        "-o", str(tmp_path / "repro.sql")])
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert status == 1, out
     assert "totals differs from its query after the refresh of batch" in out
+    assert "\nshrinking, attempt 1 (" in err, err
     assert "in view  in query" in out and "shrunk to" in out
     script = (tmp_path / "repro.sql").read_text()
     assert "CREATE TABLE orders (id INT, status STRING, amount DECIMAL(10,2))" in script
@@ -71,6 +72,22 @@ def test_a_correct_view_passes_over_the_catalogs_tables(spark, fresh_db):
     (orders,) = checked.sources
     assert [c.type for c in orders.columns] == ["int", "string", "double", "timestamp"]
     assert 2.5 in orders.columns[2].values    # the view's literal, so its filter splits rows
+
+
+def test_check_shows_its_progress(spark, fresh_db, tmp_path, monkeypatch, capsys):
+    """On stderr, each example and each refresh of its batches, as they run; the verdict on
+    stdout."""
+    monkeypatch.setattr(cli, "_session", lambda args: spark)
+    (tmp_path / "totals.sql").write_text(VIEW)
+    (tmp_path / "schema.json").write_text(json.dumps(SCHEMA))
+    assert cli.main(["check", str(tmp_path / "totals.sql"), "--schema",
+                     str(tmp_path / "schema.json"), "--examples", "1", "--seed", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("ok: totals equalled its query"), out
+    created, *refreshed = err.splitlines()
+    assert created == "example 1/1: creating the sources and the view", err
+    assert refreshed == [f"example 1/1: batch {i}/{len(refreshed)} refreshed"
+                         for i in range(1, len(refreshed) + 1)] and refreshed, err
 
 
 def test_what_cannot_be_checked_is_refused_before_any_example():

@@ -1,5 +1,7 @@
-"""The ivm command, run as a user runs it: in its own process."""
+"""The ivm command: run as a user runs it, in its own process, or in the tests' session where
+what it prints is what is tested."""
 
+import io
 import json
 import os
 import subprocess
@@ -7,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from ivm import cli
 
 IVM = str(Path(sys.executable).with_name("ivm"))
 SCHEMA = {"orders": {"id": "INT", "status": "STRING", "amount": "INT"}}
@@ -98,3 +102,68 @@ def test_run_refuses_a_tick_that_is_not_a_positive_number(tmp_path, tick):
     result = run("run", "--tick", tick, cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "--tick" in result.stderr and "positive number of seconds" in result.stderr
+
+
+def test_sql_says_what_each_statement_did(spark, fresh_db, tmp_path, monkeypatch, capsys):
+    """OK for a statement without a result, the rows a DML statement affected, and a table
+    only for what returns rows (a query naming its columns as DML metrics among them)."""
+    monkeypatch.setattr(cli, "_session", lambda args: spark)
+    (tmp_path / "script.sql").write_text(
+        "CREATE TABLE t (id INT, v STRING) USING DELTA;\n"
+        "INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c');\n"
+        "MERGE INTO t USING (SELECT 2 AS id, 'q' AS v UNION ALL SELECT 9, 'n') s\n"
+        "ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *;\n"
+        "ALTER TABLE t SET TBLPROPERTIES ('team' = 'shop');\n"
+        f"USE {fresh_db};\n"
+        "SELECT 1 AS num_affected_rows;\n"
+        "SELECT * FROM t WHERE id = 9")
+    assert cli.main(["sql", "-f", str(tmp_path / "script.sql")]) == 0
+    shown = [line for line in capsys.readouterr().out.splitlines()
+             if not line.startswith(("> ", "  "))]
+    assert shown == ["OK", "OK", "2 rows affected (1 inserted, 1 updated, 0 deleted)", "OK",
+                     "OK",
+                     "+-----------------+", "|num_affected_rows|", "+-----------------+",
+                     "|1                |", "+-----------------+", "",
+                     "+---+---+", "|id |v  |", "+---+---+", "|9  |n  |", "+---+---+", ""]
+
+
+def test_a_statement_spark_rejects_is_one_message(tmp_path):
+    """ivm's message alone, not also pyspark's log of the error with the Java stack trace."""
+    result = run("sql", "SELECT nosuchcol", cwd=tmp_path, env={"IVM_HOME": str(tmp_path)})
+    assert result.returncode == 1
+    assert "ivm: Spark: [UNRESOLVED_COLUMN" in result.stderr, result.stderr
+    assert result.stderr.count("nosuchcol") == 1, result.stderr
+    assert "at org.apache.spark" not in result.stderr and "Traceback" not in result.stderr
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.fast
+def test_progress_overwrites_its_line_on_a_terminal_only():
+    terminal, log = _Terminal(), io.StringIO()
+    for stream in terminal, log:
+        with cli._Progress(stream) as progress:
+            progress("example 1/2: batch 1/3 refreshed")
+            progress("example 2/2: creating the sources and the view")
+    assert terminal.getvalue() == ("\r\x1b[Kexample 1/2: batch 1/3 refreshed"
+                                   "\r\x1b[Kexample 2/2: creating the sources and the view"
+                                   "\r\x1b[K")
+    assert log.getvalue() == ("example 1/2: batch 1/3 refreshed\n"
+                              "example 2/2: creating the sources and the view\n")
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("command, terminal, shown", [
+    ("sql", True, True), ("sql", False, False), ("check", True, False)])
+def test_sparks_progress_bar_on_a_terminal_but_for_check(monkeypatch, command, terminal, shown):
+    """ivm check shows its own progress; Spark's bar would overwrite it."""
+    from ivm.runtime import session
+    started = {}
+    monkeypatch.setattr(session, "spark_session", lambda *args, **kwargs: started.update(kwargs))
+    monkeypatch.setattr(session, "quiet_query_error_logs", lambda: None)
+    monkeypatch.setattr(sys, "stderr", _Terminal() if terminal else io.StringIO())
+    cli._session(cli.parser().parse_args([command, "view.sql"]))
+    assert started["console_progress"] is shown

@@ -96,6 +96,16 @@ def test_local_defaults_only_on_local_master():
     assert "spark.master" not in remote and "spark.ui.enabled" not in remote
 
 
+def test_console_progress_is_a_default_the_users_setting_wins_over():
+    _, final = session_conf(Path("/h"), console_progress=True)
+    assert final["spark.ui.showConsoleProgress"] == "true"
+    _, final = session_conf(Path("/h"), console_progress=True,
+                            ambient={"spark.ui.showConsoleProgress": "false"})
+    assert "spark.ui.showConsoleProgress" not in final   # the user's value stays in force
+    _, final = session_conf(Path("/h"))
+    assert final["spark.ui.showConsoleProgress"] == "false"
+
+
 # --- the shared session -----------------------------------------------------------------
 
 

@@ -22,6 +22,7 @@ classpath, but no Ivy resolution (and its report on stderr) at every start.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shlex
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark import SparkConf
+from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
 from ivm.runtime.connect import is_connect
@@ -182,11 +184,13 @@ def session_conf(
     conf: dict[str, str] | None = None,
     ambient: dict[str, str] | None = None,
     metastore: str | None = None,
+    console_progress: bool = False,
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The settings ``spark_session`` applies: ``(defaults, final)``.
 
     ``metastore``: the ``host:port`` of a served metastore (:mod:`ivm.runtime.metastore`)
-    to use instead of the embedded one.
+    to use instead of the embedded one. ``console_progress``: Spark's progress bar on stderr
+    (``spark.ui.showConsoleProgress``), unless the user set it.
 
     ``defaults`` are ours (only keys the user did not set); ``final`` is everything to put on
     the builder: defaults, then merged list settings, then the explicit ``conf``.
@@ -220,6 +224,8 @@ def session_conf(
     ours.update({k: v for k, v in served.items() if k != "spark.driver.extraClassPath"})
     if effective_master.startswith("local"):
         ours.update(LOCAL_DEFAULTS)
+    if console_progress:
+        ours["spark.ui.showConsoleProgress"] = "true"
     defaults = {k: v for k, v in ours.items() if k not in ambient}
 
     def current(key: str) -> str | None:
@@ -257,6 +263,7 @@ def spark_session(
     conf: dict[str, str] | None = None,
     metastore: str | None = None,
     remote: str | None = None,
+    console_progress: bool = False,
 ) -> SparkSession:
     """Get or create the SparkSession ivm runs on: Delta Lake plus a persistent Hive catalog.
 
@@ -269,9 +276,11 @@ def spark_session(
     ``metastore`` (default: ``$IVM_METASTORE``): ``host:port`` of the served catalog of that
     home, for several processes at once (see :mod:`ivm.runtime.metastore`).
     ``master`` defaults to ``local[*]``; on a local master the UI is off and partition counts
-    are small.  Settings the user already gave (spark-submit, spark-defaults.conf, a running
-    SparkContext) win over these defaults and ``conf`` wins over everything.  If a session is
-    already active it is returned, with ``conf`` applied to it.
+    are small.  ``console_progress``: Spark's progress bar of running stages on stderr, for a
+    terminal (off by default: a log would fill with it).  Settings the user already gave
+    (spark-submit, spark-defaults.conf, a running SparkContext) win over these defaults and
+    ``conf`` wins over everything.  If a session is already active it is returned, with
+    ``conf`` applied to it.
 
     The first start fetches the Delta jars through Spark's Ivy (see ``ivm.runtime.jars``).
     Under ``spark-submit`` the driver JVM already runs, so Delta must be on its classpath from
@@ -301,6 +310,7 @@ def spark_session(
     defaults, final = session_conf(
         home_path, app_name=app_name, master=master, conf=conf, ambient=ambient,
         metastore=metastore or os.environ.get(METASTORE_ENVIRONMENT),
+        console_progress=console_progress,
     )
     home_path.mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder
@@ -322,6 +332,19 @@ def spark_session(
     if system.getProperty(DERBY_LOG_FLAG) is None:
         system.setProperty(DERBY_LOG_FLAG, str(home_path / "derby.log"))
     return spark
+
+
+QUERY_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+"""pyspark's loggers of query errors: each writes an error that points into a query (a SQL
+text's position, a DataFrame call) to stderr as JSON with the Java stack trace, when the
+error is raised, also where it is caught and handled."""
+
+
+def quiet_query_error_logs() -> None:
+    """Silence :data:`QUERY_ERROR_LOGGERS` in this process, for a program that tells its
+    user about errors itself (``ivm``'s ``ivm: ...``): the user reads an error once."""
+    for name in QUERY_ERROR_LOGGERS:
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def connect_server_command(home: str | os.PathLike | None = None, *, host: str = "localhost",

@@ -18,9 +18,10 @@ it 1-4 times, about 5-20 seconds on a laptop.
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from hypothesis import HealthCheck, Phase, given, reject, seed as seeded, settings
@@ -74,7 +75,8 @@ class Checked:
 
 def check_view(spark, sql: str, *, schema: Mapping | None = None,
                examples: int = DEFAULT_EXAMPLES, seed: int | None = None,
-               name: str | None = None, shrink_seconds: float = SHRINK_SECONDS) -> Checked:
+               name: str | None = None, shrink_seconds: float = SHRINK_SECONDS,
+               progress: Callable[[str], None] | None = None) -> Checked:
     """Check the view ``sql`` (a SELECT, or ``CREATE MATERIALIZED VIEW name AS SELECT``)
     over ``examples`` drawn scenarios (see the module's docstring); raise
     :class:`ViewCheckFailed` with a reproduction on the first difference, shrunk.
@@ -83,7 +85,10 @@ def check_view(spark, sql: str, *, schema: Mapping | None = None,
     reads; without it they are read from ``spark``'s catalog. ``seed``: draws the same
     scenarios again (default: a new seed, which the result and a failure name). ``name``:
     the view's (default: the CREATE's, else ``checked_view``). ``shrink_seconds``: how long
-    a failing scenario is made smaller; after that, the smallest found is reported."""
+    a failing scenario is made smaller; after that, the smallest found is reported.
+    ``progress``, if given, is called with a line saying where the check is: as an example
+    starts and after each of its batches' refresh (``example 3/25: batch 2/4 refreshed``),
+    and so for each attempt of the shrinking."""
     statement = parse_statement(sql)
     if statement is not None and statement.action == "create" and statement.query:
         query, name = statement.query.strip(), name or split(statement.name or "")[-1]
@@ -104,9 +109,14 @@ def check_view(spark, sql: str, *, schema: Mapping | None = None,
     seed = random.randrange(2 ** 32) if seed is None else seed
     views = {name: Approximate(view_sql)}
     runs = []
+    report = progress or (lambda line: None)
 
-    def run(scenario: Scenario, invalid=reject) -> None:
-        run_scenario(spark, scenario, drawn, views, invalid=invalid)
+    def run(scenario: Scenario, invalid=reject, doing: str = "") -> None:
+        doing = doing or f"example {len(runs) + 1}/{examples}"
+        refreshed = itertools.count(1)
+        report(f"{doing}: creating the sources and the view")
+        run_scenario(spark, scenario, drawn, views, invalid=invalid, log=lambda line: report(
+            f"{doing}: batch {next(refreshed)}/{len(scenario.batches)} refreshed"))
         runs.append(scenario)
 
     @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
@@ -124,7 +134,12 @@ def check_view(spark, sql: str, *, schema: Mapping | None = None,
     try:
         example()
     except _Found as found:
-        scenario, failure = shrink(found.scenario, found.failure, run, shrink_seconds)
+        started, attempts = time.monotonic(), itertools.count(1)
+
+        def attempt(candidate: Scenario, invalid) -> None:
+            run(candidate, invalid, f"shrinking, attempt {next(attempts)} ("
+                f"{time.monotonic() - started:.0f}/{shrink_seconds:.0f} s, {_size(candidate)})")
+        scenario, failure = shrink(found.scenario, found.failure, attempt, shrink_seconds)
         script = reproduction(name, view_sql, drawn, scenario, failure,
                               pinned_settings(spark) | scenario.settings, seed)
         raise ViewCheckFailed(
