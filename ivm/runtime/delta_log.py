@@ -216,7 +216,12 @@ class DeltaLogReader:
             return []
         if self._log is not None:
             none = _scala_none(self.spark)
-            metadata = self._log.getSnapshotAt(after, none, none).metadata()
+            try:
+                metadata = self._log.getSnapshotAt(after, none, none).metadata()
+            except Py4JJavaError:   # the log no longer holds what version ``after`` was
+                first = next(c for c in commits if c.metadata_changed)
+                return [f"version {first.version} ({first.operation}) set the table's "
+                        f"metadata, and its schema before is no longer in the log"]
             mode = metadata.configuration().get(MAPPING_PROPERTY)
             return schema_changes(
                 (metadata.schemaString(), mode.get() if mode.isDefined() else MAPPING_OFF),

@@ -87,10 +87,11 @@ def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
     from ivm.runtime.catalog import FRESHNESS, catalog_schema, qualified_name, store_properties
     from ivm.runtime.definition import compile_definition
     from ivm.runtime.scheduler import run
-    from ivm.runtime.session import spark_session
+    from ivm.runtime.session import quiet_query_error_logs, spark_session
     from ivm.runtime.statements import sql
 
     conf = {"spark.sql.warehouse.dir": args.warehouse} if args.warehouse else None
+    quiet_query_error_logs()    # main() reports an error once, as error: ...
     spark = spark_session(args.home, app_name=f"ivm refresh {view}", conf=conf)
     _check_classpath(spark)
     name = qualified_name(spark, view)

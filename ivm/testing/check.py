@@ -68,8 +68,9 @@ class Checked:
     seed: int
 
     def __str__(self) -> str:
+        scenarios = "scenario" if self.examples == 1 else "scenarios"
         return (f"ok: {self.view} equalled its query after every refresh in {self.examples} "
-                f"drawn scenarios over {', '.join(s.name for s in self.sources)} "
+                f"drawn {scenarios} over {', '.join(s.name for s in self.sources)} "
                 f"(seed {self.seed})")
 
 
