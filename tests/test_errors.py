@@ -113,6 +113,28 @@ def test_a_lookup_join_is_refused_where_it_is_not_flinks(sql, construct, positio
     assert caught.value.hint
 
 
+MARKED = ("SELECT o.id, c.region FROM orders o JOIN customers FOR SYSTEM_TIME AS OF {} AS c "
+          "ON o.cust_id = c.id")
+
+
+@pytest.mark.parametrize("sql, construct, position", [
+    (MARKED.format("c.at"), "FOR SYSTEM_TIME AS OF a column of the dimension c", Position(1, 74)),
+    (MARKED.format("region"), "FOR SYSTEM_TIME AS OF a column of the dimension c",
+     Position(1, 74)),
+    (MARKED.format("o.at") + " JOIN customers FOR SYSTEM_TIME AS OF c.at AS d ON d.id = o.id",
+     "FOR SYSTEM_TIME AS OF a column of c (no fact table)", Position(1, 141)),
+], ids=["qualified", "unqualified", "another_dimension"])
+def test_a_lookup_join_as_of_a_dimensions_column_is_refused(sql, construct, position):
+    """The column after AS OF marks the fact side: a dimension's own column is no lookup."""
+    schema = {"orders": {**SCHEMA["orders"], "at": "TIMESTAMP"},
+              "customers": {**SCHEMA["customers"], "at": "TIMESTAMP"}}
+    with pytest.raises(UnsupportedQuery) as caught:
+        ivm.compile(sql, schema)
+    assert (caught.value.construct, caught.value.position) == (construct, position)
+    assert "marks the fact side" in caught.value.message
+    assert caught.value.hint is not None and "AS OF o.<column>" in caught.value.hint
+
+
 def test_column_neither_grouped_nor_aggregated():
     error = error_of("SELECT status, amount, COUNT(*) AS n FROM orders GROUP BY status",
                      InvalidQuery)

@@ -28,7 +28,7 @@ from ivm.frontend.generators import (MARK, as_derived_table, default_names, fres
                                     written)
 from ivm.frontend.grouping_sets import (GROUPING_ID_TYPE, GROUPING_TYPE, grouping_sets,
                                         grouping_value, has_grouping_sets)
-from ivm.frontend.lookups import has_lookups, is_lookup
+from ivm.frontend.lookups import check_marks_facts, has_lookups, is_lookup
 from ivm.frontend.positions import position_of
 from ivm.frontend.subqueries import SUBQUERY_PREFIX, unnest
 from ivm.frontend.windows import deterministic
@@ -411,6 +411,7 @@ class _Lowering:
         inner: list = [relation]
         conditions = []
         looked_up = False
+        facts = [from_.this.alias_or_name]   # the tables a lookup join enriches the rows of
         for clause in select.args.get("joins") or []:
             side = (clause.args.get("side") or "").upper()
             kind = JOIN_KINDS.get((side, (clause.args.get("kind") or "").upper()))
@@ -421,9 +422,12 @@ class _Lowering:
                 kind = LOOKUPS.get(kind) or self.refuse(
                     f"{kind.value.upper()} lookup join", clause,
                     "a lookup join is an inner or a LEFT join")
+                check_marks_facts(clause, facts, self.sql)
             elif looked_up:
                 self.refuse("a join after a lookup join", clause,
                             "join the other tables first: lookup joins come last in FROM")
+            else:
+                facts.append(clause.this.alias_or_name)
             looked_up = looked_up or lookup
             right = self.table(clause.this, used, lookup)
             on = clause.args.get("on")
