@@ -218,6 +218,33 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _whole_number(least: int, most: int | None = None):
+    """An argparse type: a whole number from ``least`` (up to ``most``), refused as the
+    argument is parsed, before any work starts."""
+    def whole_number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < least or (most is not None and value > most):
+            bounds = f"from {least} to {most}" if most is not None else f"of at least {least}"
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number {bounds}")
+        return value
+    return whole_number
+
+
+def _tolerance(text: str) -> float:
+    """A relative tolerance: a finite number, at least 0 (for ``--float-tolerance``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a relative tolerance: a number of "
+                                         f"at least 0 (0: none)")
+    return value
+
+
 def _write(args, text: str) -> None:
     if args.output:
         Path(args.output).write_text(text)
@@ -422,7 +449,8 @@ def parser() -> argparse.ArgumentParser:
     run_sql = commands.add_parser("sql", help="run a SQL statement, or a script of them")
     run_sql.add_argument("statement", nargs="?")
     run_sql.add_argument("-f", "--file", help="a script: statements separated by ;")
-    run_sql.add_argument("--limit", type=int, default=50, help="rows to show of a query")
+    run_sql.add_argument("--limit", type=_whole_number(0), default=50,
+                         help="rows to show of a query")
     run_sql.set_defaults(run=_cmd_sql)
     def view_file(command):
         command.add_argument("file", help="a .sql file: CREATE MATERIALIZED VIEW name ... AS "
@@ -475,8 +503,9 @@ def parser() -> argparse.ArgumentParser:
         "full recompute per view; exit status 1 if one differs")
     verifying.add_argument("views", nargs="*", metavar="VIEW")
     verifying.add_argument("--all", action="store_true", help="every materialized view")
-    verifying.add_argument("--rows", type=int, default=10, help="differing rows to show")
-    verifying.add_argument("--float-tolerance", type=float,
+    verifying.add_argument("--rows", type=_whole_number(0), default=10,
+                           help="differing rows to show")
+    verifying.add_argument("--float-tolerance", type=_tolerance,
                            help="relative difference allowed in float columns, where rows "
                                 "differ exactly (default 1e-9; 0: none)")
     verifying.set_defaults(run=_cmd_verify)
@@ -486,18 +515,19 @@ def parser() -> argparse.ArgumentParser:
         "after every batch and compare with recomputation; on a difference print a minimal "
         "reproduction script and exit 1 (5-20 s per example)")
     view_file(checking)
-    checking.add_argument("--examples", type=int, help="scenarios to draw (default 25)")
+    checking.add_argument("--examples", type=_whole_number(1),
+                          help="scenarios to draw (default 25)")
     checking.add_argument("--seed", type=int, help="draw the scenarios of an earlier run again")
     checking.set_defaults(run=_cmd_check)
     served = commands.add_parser("metastore", help="serve the catalog of --home to several "
                                  "processes; they set IVM_METASTORE=host:port")
     served.add_argument("--host", default="localhost")
-    served.add_argument("--port", type=int, default=1527)
+    served.add_argument("--port", type=_whole_number(1, 65535), default=1527)
     served.set_defaults(run=_cmd_metastore)
     connect = commands.add_parser("connect-server", help="serve Spark Connect clients "
                                   "(--remote) with Delta and the catalog of --home")
     connect.add_argument("--host", default="localhost")
-    connect.add_argument("--port", type=int, default=15002)
+    connect.add_argument("--port", type=_whole_number(1, 65535), default=15002)
     connect.set_defaults(run=_cmd_connect_server)
     demo = commands.add_parser("demo", help="create sample sources and a view, change them, "
                                "refresh, show")

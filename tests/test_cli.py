@@ -167,3 +167,27 @@ def test_sparks_progress_bar_on_a_terminal_but_for_check(monkeypatch, command, t
     monkeypatch.setattr(sys, "stderr", _Terminal() if terminal else io.StringIO())
     cli._session(cli.parser().parse_args([command, "view.sql"]))
     assert started["console_progress"] is shown
+
+
+# Arguments are checked as they are parsed, before any work ---------------------------------
+
+@pytest.mark.fast
+@pytest.mark.parametrize("argv, refused", [
+    (["check", "view.sql", "--examples", "0"], "argument --examples: '0' is not a whole number "
+                                               "of at least 1"),
+    (["check", "view.sql", "--examples", "-3"], "argument --examples: '-3'"),
+    (["check", "view.sql", "--examples", "many"], "argument --examples: 'many'"),
+    (["verify", "v", "--rows", "-1"], "argument --rows: '-1' is not a whole number of at "
+                                      "least 0"),
+    (["verify", "v", "--float-tolerance", "-0.1"], "argument --float-tolerance: '-0.1' is not "
+                                                   "a relative tolerance"),
+    (["verify", "v", "--float-tolerance", "nan"], "argument --float-tolerance: 'nan'"),
+    (["sql", "SELECT 1", "--limit", "-5"], "argument --limit: '-5'"),
+    (["metastore", "--port", "0"], "argument --port: '0' is not a whole number from 1 to 65535"),
+    (["connect-server", "--port", "70000"], "argument --port: '70000'"),
+])
+def test_a_numeric_argument_out_of_range_is_refused_by_the_parser(argv, refused, capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.parser().parse_args(argv)
+    assert exited.value.code == 2
+    assert refused in capsys.readouterr().err
