@@ -7,7 +7,7 @@ from contextlib import ExitStack
 import pytest
 
 import ivm
-from ivm.errors import ViewInUse
+from ivm.errors import CatalogError, ViewExists, ViewInUse
 from ivm.runtime import faults
 from ivm.runtime.catalog import store_name
 from ivm.runtime.graph import materialized_views
@@ -74,6 +74,25 @@ def test_drop_removes_the_state_tables_and_a_state_table_is_not_dropped_alone(sp
     ivm.sql(spark, "DROP MATERIALIZED VIEW top")
     assert not spark.catalog.tableExists(STATE)
     assert not spark.catalog.tableExists(store_name(f"{top}.{STATE}"))
+
+
+def test_a_state_table_is_not_refreshed_or_redefined_alone_but_describes_itself(spark, top):
+    for statement in ["REFRESH MATERIALIZED VIEW {}", "REFRESH MATERIALIZED VIEW {} FULL",
+                      "REFRESH MATERIALIZED VIEW {} PARTITION (k = 1)"]:
+        with pytest.raises(CatalogError) as caught:
+            ivm.sql(spark, statement.format(STATE))
+        assert caught.value.message == (f"{top}.{STATE} is a state table of the materialized "
+                                        f"view {top}.top, not a view of its own")
+        assert (caught.value.hint or "").startswith(f"REFRESH MATERIALIZED VIEW {top}.top")
+    for replace in ["", "OR REPLACE "]:
+        with pytest.raises(ViewExists, match=f"is a state table of the materialized view "
+                                             f"{top}.top"):
+            ivm.sql(spark, f"CREATE {replace}MATERIALIZED VIEW {STATE} AS SELECT k FROM r")
+    assert [c.userMetadata is not None for c in ivm_commits(spark, STATE)] == [True], \
+        "the state table was written by the view's CREATE alone"
+    facts = dict(tuple(r) for r in ivm.sql(spark, f"DESCRIBE MATERIALIZED VIEW {STATE}")
+                 .collect())
+    assert facts["state table of"] == f"{top}.top"
 
 
 def test_a_definition_without_the_state_replaces_it_and_drops_the_state(spark, top):

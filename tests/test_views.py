@@ -115,6 +115,30 @@ def test_refresh_or_drop_of_a_missing_view(spark, shop):
         ivm.sql(spark, "REFRESH MATERIALIZED VIEW orders")
 
 
+def test_a_table_a_spark_view_or_a_store_named_as_a_view_is_said_to_be_what_it_is(spark, shop):
+    spark.sql("CREATE VIEW open_orders AS SELECT * FROM orders WHERE status = 'ok'")
+    for statement, hint in [("DROP", f"DROP TABLE {shop}.orders drops it"),
+                            ("DESCRIBE", f"DESCRIBE TABLE {shop}.orders describes it"),
+                            ("ALTER", f"ALTER TABLE {shop}.orders changes it"),
+                            ("REFRESH", f"FROM {shop}.orders")]:
+        suffix = " SUSPEND" if statement == "ALTER" else ""
+        with pytest.raises(ivm.ViewNotFound) as caught:
+            ivm.sql(spark, f"{statement} MATERIALIZED VIEW orders{suffix}")
+        assert caught.value.message == f"{shop}.orders is a table, not a materialized view"
+        assert hint in (caught.value.hint or ""), caught.value.hint
+    with pytest.raises(ivm.ViewNotFound, match="is a Spark view, not a materialized view") \
+            as caught:
+        ivm.sql(spark, "DROP MATERIALIZED VIEW open_orders")
+    assert caught.value.hint == f"DROP VIEW {shop}.open_orders drops it"
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    with pytest.raises(ivm.ViewNotFound) as caught:
+        ivm.sql(spark, "DROP MATERIALIZED VIEW sales__ivm_store")
+    assert caught.value.message == (f"{shop}.sales__ivm_store is the store of the materialized "
+                                    f"view {shop}.sales, not a materialized view")
+    assert caught.value.hint == f"DROP MATERIALIZED VIEW {shop}.sales"
+    assert spark.catalog.tableExists("orders") and spark.catalog.tableExists("sales")
+
+
 def test_source_without_change_data_feed_says_how_to_enable_it(spark, shop):
     spark.sql("CREATE TABLE plain (id INT) USING DELTA")
     with pytest.raises(ivm.SourceError, match="change data feed") as caught:

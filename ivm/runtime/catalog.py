@@ -86,6 +86,24 @@ def state_tables(spark, view: str) -> list[str]:
     return tables
 
 
+def catalog_kind(spark, name: str) -> tuple[str, str | None] | None:
+    """What the canonical ``name``, which is no materialized view, names in the catalog:
+    ``("store", view)`` for the store of the materialized view ``view`` (of a state table:
+    the view it is part of), ``("table", None)`` or ``("view", None)`` (a Spark view); None
+    where nothing has that name."""
+    *db, table = split(name)
+    if table.endswith(STORE_SUFFIX):
+        view = join([*db, table[:-len(STORE_SUFFIX)]])
+        properties = store_properties(spark, view)
+        if properties is not None:
+            return "store", properties.get(STATE_OF, view)
+    try:
+        found = spark.catalog.getTable(name)
+    except AnalysisException:
+        return None
+    return ("view" if found.tableType in ("VIEW", "TEMPORARY") else "table"), None
+
+
 def current_database(spark) -> str:
     return spark.catalog.currentDatabase()
 

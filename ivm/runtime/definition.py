@@ -28,10 +28,11 @@ from pyspark.errors import PySparkException
 from sqlglot import exp
 
 from ivm.compiler import CompiledView, compile
-from ivm.errors import ViewNotFound
+from ivm.errors import CatalogError, ViewNotFound
 from ivm.names import DIALECT
 from ivm.runtime.catalog import (COLUMNS, DATABASE, DEFINITION, SETTINGS, STATE_OF,
-                                 catalog_schema, current_database, store_name, store_properties)
+                                 catalog_kind, catalog_schema, current_database, store_name,
+                                 store_properties)
 from ivm.runtime.delta_log import DeltaLogReader
 
 PINNED = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled",
@@ -69,12 +70,51 @@ def pin(spark) -> dict[str, str]:
             SETTINGS: json.dumps(pinned_settings(spark), sort_keys=True)}
 
 
-def view_properties(spark, view: str) -> dict[str, str]:
-    """The store properties of the materialized view ``view``; raises ViewNotFound."""
+def view_properties(spark, view: str, statement: str | None = None) -> dict[str, str]:
+    """The store properties of the materialized view ``view``; raises ViewNotFound (see
+    :func:`not_a_view`) for ``statement`` of it (None: any)."""
     properties = store_properties(spark, view)
     if properties is None:
-        raise ViewNotFound(f"materialized view {view} does not exist",
-                           hint="create it with CREATE MATERIALIZED VIEW")
+        raise not_a_view(spark, view, statement)
+    return properties
+
+
+def not_a_view(spark, name: str, statement: str | None = None) -> ViewNotFound:
+    """The error for ``statement`` (``DROP``, ``ALTER``, ``DESCRIBE``, ``DESCRIBE HISTORY``,
+    ``REFRESH``, ``VERIFY``; None: any) of ``name``, which is no materialized view: that
+    nothing has that name, or what has it: a table or a Spark view, with the statement that
+    does the same to it, or the store of a view, with the statement on that view."""
+    kind, view = catalog_kind(spark, name) or (None, None)
+    if kind is None:
+        return ViewNotFound(f"materialized view {name} does not exist",
+                            hint=None if statement == "DROP" else
+                            "create it with CREATE MATERIALIZED VIEW")
+    if kind == "store":
+        return ViewNotFound(f"{name} is the store of the materialized view {view}, not a "
+                            f"materialized view", hint=f"{statement or 'name'} MATERIALIZED "
+                                                       f"VIEW {view}")
+    keyword = "TABLE" if kind == "table" else "VIEW"
+    instead = {"DROP": f"DROP {keyword} {name} drops it",
+               "ALTER": f"ALTER {keyword} {name} changes it",
+               "DESCRIBE": f"DESCRIBE TABLE {name} describes it"}
+    if kind == "table":
+        instead["DESCRIBE HISTORY"] = f"DESCRIBE HISTORY {name} shows a Delta table's commits"
+    return ViewNotFound(
+        f"{name} is a {'table' if kind == 'table' else 'Spark view'}, not a materialized view",
+        hint=instead.get(statement or "") or f"to keep a query over it fresh, CREATE "
+                                             f"MATERIALIZED VIEW name AS SELECT ... FROM {name}")
+
+
+def named_view(spark, view: str, statement: str) -> dict[str, str]:
+    """The store properties of the materialized view ``view`` that ``statement`` (``REFRESH``,
+    ``ALTER``) names: ViewNotFound where it is none (:func:`not_a_view`), CatalogError where it
+    is a state table, a part of its view that the statement of that view acts on too."""
+    properties = view_properties(spark, view, statement)
+    if STATE_OF in properties:
+        owner = properties[STATE_OF]
+        raise CatalogError(f"{view} is a state table of the materialized view {owner}, not a "
+                           f"view of its own", hint=f"{statement} MATERIALIZED VIEW {owner}, "
+                                                    f"which takes its state tables with it")
     return properties
 
 

@@ -6,7 +6,8 @@ import time
 
 from pyspark.sql import DataFrame
 
-from ivm.runtime.catalog import DEFINITION, FRESHNESS, SUSPENDED, qualified_name, store_name
+from ivm.runtime.catalog import (DEFINITION, FRESHNESS, STATE_OF, SUSPENDED, qualified_name,
+                                 store_name)
 from ivm.runtime.definition import (compile_definition, resolution_database, settings,
                                     view_properties)
 from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once
@@ -39,7 +40,7 @@ def describe_view(spark, name: str) -> DataFrame:
 
 
 def _describe_view(spark, view: str) -> DataFrame:
-    properties = view_properties(spark, view)
+    properties = view_properties(spark, view, "DESCRIBE")
     store = store_name(view)
     record = latest_consumed(spark, view)  # a StateError if the store has none
     last = history(spark, store).first()
@@ -47,6 +48,7 @@ def _describe_view(spark, view: str) -> DataFrame:
     freshness = properties.get(FRESHNESS)
     compiled = compile_definition(spark, view, properties)
     facts = [("view", view), ("definition", properties[DEFINITION]), ("store", store),
+             *([("state table of", properties[STATE_OF])] if STATE_OF in properties else []),
              *([("semantics", compiled.semantics)] if compiled.semantics else []),
              ("freshness seconds", freshness or ""),
              ("refreshed by ivm run", "suspended" if properties.get(SUSPENDED) == "true"
@@ -116,5 +118,5 @@ def refresh_history(spark, name: str) -> DataFrame:
     """``DESCRIBE HISTORY MATERIALIZED VIEW``: every CREATE and REFRESH that wrote the view,
     newest first (see :func:`ivm.runtime.history.history`)."""
     view = qualified_name(spark, name)
-    view_properties(spark, view)
+    view_properties(spark, view, "DESCRIBE HISTORY")
     return history(spark, store_name(view))

@@ -22,7 +22,7 @@ from ivm.names import DIALECT
 from ivm.runtime import faults
 from ivm.runtime.catalog import qualified_name, store_name
 from ivm.runtime.commit import LostRace, committed_write, retrying, spark_errors
-from ivm.runtime.definition import compile_definition, view_properties
+from ivm.runtime.definition import compile_definition, named_view, view_properties
 from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once, rows_written
 from ivm.runtime.execution import (apply_settings, evaluation_settings, merge_settings,
                                    number_setting, plan_settings, planned_read_bytes,
@@ -92,6 +92,7 @@ def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
     view = qualified_name(spark, name)
     forced = Obstacle("requested", f"REFRESH {view} FULL") if full else None
     with reading_each_log_once():
+        named_view(spark, view, "REFRESH")
         tables = [state for state, _ in compile_definition(spark, view).states]
         # with nothing written first, the refresh plans from these reads
         result = None if tables else _refresh_one(spark, view, forced)
@@ -145,7 +146,9 @@ def refresh_partition(spark, name: str, partition: dict[str, exp.Literal]) -> Re
     The partition is computed from the source versions the store already reflects, so the
     store stays one consistent state; a later refresh applies newer changes as usual.
     """
-    return retrying(spark, qualified_name(spark, name),
+    view = qualified_name(spark, name)
+    named_view(spark, view, "REFRESH")
+    return retrying(spark, view,
                     lambda work, view, properties: _refresh_partition(work, view, properties,
                                                                       partition))
 

@@ -91,7 +91,7 @@ def verify(spark, view: str, *, shown: int = 10,
     rows the verdict holds; ``float_tolerance``: the relative difference allowed in float
     columns where the exact comparison fails (0: none)."""
     name = qualified_name(spark, view)
-    properties = view_properties(spark, name)
+    properties = view_properties(spark, name, "VERIFY")
     if STATE_OF in properties:
         raise StateError(f"{name} is a state table of the materialized view "
                          f"{properties[STATE_OF]}", hint=f"verify {properties[STATE_OF]}")

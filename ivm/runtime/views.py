@@ -26,7 +26,7 @@ from pyspark.sql.types import StructType
 
 from ivm import codegen
 from ivm.compiler import CompiledView, compile
-from ivm.errors import CatalogError, UnsupportedQuery, ViewExists, ViewInUse, ViewNotFound
+from ivm.errors import CatalogError, UnsupportedQuery, ViewExists, ViewInUse
 from ivm.names import DIALECT, quote
 from ivm.runtime import faults
 from ivm.runtime.analysis import analyse, refuse_temporary
@@ -34,7 +34,7 @@ from ivm.runtime.catalog import (COLUMNS, DEFINITION, FRESHNESS, STATE_OF, SUSPE
                                  catalog_schema, check_name, qualified_name, state_tables,
                                  store_name, store_properties)
 from ivm.runtime.commit import committed_write, execute, isolated, session_settings
-from ivm.runtime.definition import compile_definition, pin, view_properties
+from ivm.runtime.definition import compile_definition, named_view, not_a_view, pin
 from ivm.runtime.delta_log import CDF_PROPERTY, rows_written
 from ivm.runtime.describe import consumed_versions
 from ivm.runtime.execution import apply_settings, evaluation_settings, plan_settings
@@ -126,7 +126,14 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
                 raise CatalogError(f"PARTITIONED BY {column}: {view} has no column {column}",
                                    hint=f"partition by columns of the view: "
                                         f"{', '.join(compiled.store.view_columns)}")
-        is_view = _is_materialized_view(work, view)
+        existing = store_properties(work, view)
+        if existing is not None and STATE_OF in existing:
+            raise ViewExists(f"{view} is a state table of the materialized view "
+                             f"{existing[STATE_OF]}",
+                             hint=f"choose another name (CREATE OR REPLACE MATERIALIZED VIEW "
+                                  f"{existing[STATE_OF]} redefines that view and its state "
+                                  f"tables)")
+        is_view = existing is not None
         has_catalog_view = work.catalog.tableExists(view)
         if has_catalog_view and not is_view:
             raise ViewExists(f"{view} already exists", hint="choose another name")
@@ -252,10 +259,7 @@ def alter_view(spark, name: str, *, freshness: int | None = None,
     """Set the freshness, the retention or the refresh policy of the view ``name`` (the
     last two of its state tables too), or suspend or resume its refreshes by ``ivm run``."""
     view = qualified_name(spark, name)
-    properties = view_properties(spark, view)
-    if STATE_OF in properties:
-        raise CatalogError(f"{view} is a state table of the materialized view "
-                           f"{properties[STATE_OF]}", hint=f"ALTER {properties[STATE_OF]}")
+    named_view(spark, view, "ALTER")
     shared = {}
     if policy is not None:
         for table in [*state_tables(spark, view), view]:
@@ -284,7 +288,7 @@ def drop_view(spark, name: str, *, if_exists: bool = False) -> None:
     if properties is None:
         if if_exists:
             return
-        raise ViewNotFound(f"materialized view {view} does not exist")
+        raise not_a_view(spark, view, "DROP")
     if STATE_OF in properties:
         raise ViewInUse(f"{view} is a state table of the materialized view "
                         f"{properties[STATE_OF]}", hint=f"DROP MATERIALIZED VIEW "
