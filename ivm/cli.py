@@ -12,6 +12,7 @@
     ivm upkeep VIEW... | --all         compact and vacuum views' stores
     ivm verify VIEW... | --all         compare views with their queries at the versions they
                                        reflect (one full recompute each); exit 1 on a difference
+                                       or an error
     ivm check view.sql [--examples N] [--seed S] [-o repro.sql]
                                        property-test a view on drawn sources and changes; on a
                                        difference, a minimal reproduction script; exit 1
@@ -343,55 +344,121 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_status(args) -> int:
-    from ivm.runtime.catalog import qualified_name
-    from ivm.runtime.definition import view_properties
     from ivm.runtime.describe import describe_view
     from ivm.runtime.graph import materialized_views
     from ivm.runtime.status import status_table, view_status
     spark = _session(args)
-    views = [qualified_name(spark, v) for v in args.views] or materialized_views(spark)
-    for view in views:
-        view_properties(spark, view)    # every name is a materialized view, before any work
+    views = _checked_views(spark, args.views) if args.views else materialized_views(spark)
     if not views:
         print("no materialized views")
-    elif args.verbose:
-        for view in views:
-            print(view)
+        return 0
+    if args.verbose:
+        def describe(view: str) -> bool:
             facts = describe_view(spark, view).collect()
+            print(view)
             for fact, value in sorted(facts, key=lambda f: f[0] != "warning"):  # warnings first
                 if fact not in ("view", "definition", "store"):
                     print(f"  {fact}: {value}")
-    else:
-        print(status_table([view_status(spark, view) for view in views]))
-    return 0
+            return True
+        return 0 if _each_view(views, describe) else 1
+    statuses = []
+
+    def status(view: str) -> bool:
+        statuses.append(view_status(spark, view))
+        return True
+
+    succeeded = _each_view(views, status)
+    if statuses:
+        print(status_table(statuses))
+    return 0 if succeeded else 1
+
+
+def _views_or_all(args, verb: str) -> None:
+    """Refuse a command given neither views nor ``--all``, or both."""
+    if args.views and args.all:
+        raise UsageError(f"name the views to {verb} or give --all, not both")
+    if not args.views and not args.all:
+        raise UsageError(f"no view named: name the views to {verb}, or --all for every one")
+
+
+def _views(spark, args) -> list[str]:
+    """The views a command acts on: every materialized view with ``--all``, else those named
+    (see :func:`_checked_views`)."""
+    from ivm.runtime.graph import materialized_views
+    return materialized_views(spark) if args.all else _checked_views(spark, args.views)
+
+
+def _checked_views(spark, names: list[str]) -> list[str]:
+    """The materialized views ``names`` name, qualified, each once, after checking that every
+    one is a materialized view: before any work, one error names every one that is not, and
+    what it is instead."""
+    from ivm.runtime.catalog import qualified_name
+    from ivm.runtime.definition import view_properties
+    found: dict[str, None] = {}
+    wrong = []
+    for name in names:
+        try:
+            view = qualified_name(spark, name)
+            view_properties(spark, view)
+        except IvmError as error:
+            wrong.append(error.message)
+        else:
+            found[view] = None
+    if len(wrong) == 1:
+        raise UsageError(f"{wrong[0]}; nothing was done",
+                         hint="ivm status lists the materialized views")
+    if wrong:
+        raise UsageError(f"{len(wrong)} of the views named are not materialized views; nothing "
+                         f"was done:\n" + "\n".join(f"  {line}" for line in wrong),
+                         hint="ivm status lists the materialized views")
+    return list(found)
+
+
+def _each_view(views: list[str], work) -> bool:
+    """``work(view)`` for each of ``views``, in turn: where one fails with an error a user can
+    act on, the error is reported for that view and the others still run. Whether every
+    ``work`` succeeded and returned true."""
+    succeeded = True
+    for view in views:
+        try:
+            succeeded = work(view) and succeeded
+        except Exception as error:
+            message = user_message(error)
+            if message is None:
+                raise
+            print(f"ivm: {view}: {message}", file=sys.stderr, flush=True)
+            succeeded = False
+    return succeeded
 
 
 def _cmd_upkeep(args) -> int:
-    from ivm.runtime.graph import materialized_views
     from ivm.runtime.upkeep import upkeep
-    if bool(args.views) == args.all:
-        raise UsageError("name the views to keep up, or --all, not both")
+    _views_or_all(args, "keep up")
     spark = _session(args)
-    for view in materialized_views(spark) if args.all else args.views:
+
+    def keep_up(view: str) -> bool:
         done = upkeep(spark, view, vacuum_too=not args.no_vacuum)
-        print(f"{view}: {'; '.join(map(str, done)) or 'nothing was due'}")
-    return 0
+        print(f"{view}: {'; '.join(map(str, done)) or 'nothing was due'}", flush=True)
+        return True
+
+    return 0 if _each_view(_views(spark, args), keep_up) else 1
 
 
 def _cmd_verify(args) -> int:
-    from ivm.runtime.graph import materialized_views
     from ivm.runtime.verify import verify
-    if bool(args.views) == args.all:
-        raise UsageError("name the views to verify, or --all, not both")
+    _views_or_all(args, "verify")
     spark = _session(args)
-    views = materialized_views(spark) if args.all else args.views
+    views = _views(spark, args)
     tolerance = {} if args.float_tolerance is None else {"float_tolerance": args.float_tolerance}
-    verdicts = [verify(spark, view, shown=args.rows, **tolerance) for view in views]
-    for verdict in verdicts:
-        print(verdict)
-    if not verdicts:
+
+    def verified(view: str) -> bool:
+        verdict = verify(spark, view, shown=args.rows, **tolerance)
+        print(verdict, flush=True)
+        return verdict.equal
+
+    if not views:
         print("no materialized views")
-    return 0 if all(v.equal for v in verdicts) else 1
+    return 0 if _each_view(views, verified) else 1
 
 
 def _cmd_check(args) -> int:

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+import ivm
 from ivm import cli
+from cdf import CDF
 
 IVM = str(Path(sys.executable).with_name("ivm"))
 SCHEMA = {"orders": {"id": "INT", "status": "STRING", "amount": "INT"}}
@@ -191,3 +193,71 @@ def test_a_numeric_argument_out_of_range_is_refused_by_the_parser(argv, refused,
         cli.parser().parse_args(argv)
     assert exited.value.code == 2
     assert refused in capsys.readouterr().err
+
+
+# A command on views checks every name first, and answers for each view ----------------------
+
+def no_session(args):
+    raise AssertionError("a wrong argument must be refused before Spark starts")
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("command, verb", [("verify", "verify"), ("upkeep", "keep up")])
+def test_a_command_on_views_says_whether_none_or_both_were_given(command, verb, monkeypatch,
+                                                                 capsys):
+    monkeypatch.setattr(cli, "_session", no_session)
+    assert cli.main([command]) == 2
+    assert f"ivm: no view named: name the views to {verb}, or --all for every one" in \
+        capsys.readouterr().err
+    assert cli.main([command, "v", "--all"]) == 2
+    assert f"ivm: name the views to {verb} or give --all, not both" in capsys.readouterr().err
+
+
+@pytest.fixture
+def views(spark, fresh_db, monkeypatch):
+    """Views ``a_view`` and ``b_view`` over the sources ``a`` and ``b``, and the ivm command
+    run in this process, in the tests' session."""
+    for table in "ab":
+        spark.sql(f"CREATE TABLE {table} (k INT) USING DELTA {CDF}")
+        spark.sql(f"INSERT INTO {table} VALUES (1), (2)")
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW {table}_view AS SELECT k FROM {table}")
+    monkeypatch.setattr(cli, "_session", lambda args: spark)
+    return fresh_db
+
+
+def test_every_view_named_is_checked_before_any_work(views, monkeypatch, capsys):
+    import ivm.runtime.upkeep
+    import ivm.runtime.verify
+
+    def work(spark, view, **options):
+        raise AssertionError(f"{view} was worked on before every name was checked")
+    monkeypatch.setattr(ivm.runtime.verify, "verify", work)
+    monkeypatch.setattr(ivm.runtime.upkeep, "upkeep", work)
+    assert cli.main(["verify", "a_view", "nosuch", "a", "b_view"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ivm: 2 of the views named are not materialized views; nothing "
+                          f"was done:\n  materialized view {views}.nosuch does not exist\n"
+                          f"  {views}.a is a table, not a materialized view\n"), err
+    assert cli.main(["upkeep", "b_view", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"ivm: materialized view {views}.nosuch does not exist; nothing was "
+                          f"done"), err
+    assert cli.main(["status", "a_view__ivm_store"]) == 2
+    err = capsys.readouterr().err
+    assert f"ivm: {views}.a_view__ivm_store is the store of the materialized view " \
+           f"{views}.a_view" in err
+    assert "Traceback" not in err and "TABLE_OR_VIEW_NOT_FOUND" not in err
+
+
+def test_a_view_that_fails_is_reported_and_the_others_get_their_results(spark, views, capsys):
+    spark.sql("DROP TABLE a")
+    spark.sql(f"CREATE TABLE a (k INT) USING DELTA {CDF}")
+    assert cli.main(["verify", "a_view", "b_view"]) == 1
+    out, err = capsys.readouterr()
+    assert f"ok: {views}.b_view equals its query" in out
+    assert f"ivm: {views}.a_view: {views}.a was dropped and created again" in err
+    spark.sql("DROP TABLE a")
+    assert cli.main(["status", "--verbose"]) == 1
+    out, err = capsys.readouterr()
+    assert f"ivm: {views}.a_view: table or view not found: {views}.a" in err
+    assert f"{views}.b_view\n  freshness seconds: " in out

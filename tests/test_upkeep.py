@@ -110,7 +110,7 @@ def test_upkeep_vacuums_the_view_and_its_state_tables_and_keeps_them_readable(
     printed = capsys.readouterr().out
     stores = {store_name(t) for t in [*state_tables(spark, f"{shop}.top_customers"),
                                       f"{shop}.top_customers"]}
-    assert printed.startswith("top_customers: ") and len(stores) == 2
+    assert printed.startswith(f"{shop}.top_customers: ") and len(stores) == 2
     assert all(f"vacuumed {store} in " in printed for store in stores), printed
     spark.sql("DELETE FROM orders WHERE id = 4")
     assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW top_customers").mode == "incremental"

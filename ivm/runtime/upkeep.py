@@ -36,6 +36,7 @@ from pyspark.errors import PySparkException
 from ivm.errors import CatalogError
 from ivm.runtime.catalog import qualified_name, state_tables, store_name
 from ivm.runtime.commit import is_lost_race
+from ivm.runtime.definition import view_properties
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.execution import session_settings
 from ivm.runtime.messages import one_line
@@ -159,6 +160,7 @@ def upkeep(spark, view: str, *, vacuum_too: bool = True) -> list[Upkeep]:
     """The upkeep of the materialized view ``view``: its state tables' stores and its own
     compacted where due, then (``vacuum_too``) vacuumed."""
     view = qualified_name(spark, view)
+    view_properties(spark, view)
     tables = [*state_tables(spark, view), view]
     done = [step for table in tables if (step := compact(spark, table)) is not None]
     if vacuum_too:
