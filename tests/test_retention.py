@@ -20,10 +20,10 @@ NOW_MS = 100 * DAY_MS
 
 
 def change(oldest_ms: int | None = NOW_MS - DAY_MS, properties=None, *, latest=5,
-           lost=False, replaced=False) -> Unconsumed:
+           lost=False, replaced=False, gone_from=None) -> Unconsumed:
     """The change of ``d.t`` after version 4, its oldest commit at ``oldest_ms``."""
     return Unconsumed("d.t", "d.t", 4, latest, replaced, oldest_ms, lost,
-                      retentions(properties or {}))
+                      retentions(properties or {}), gone_from=gone_from)
 
 
 def utc(ms: int) -> str:
@@ -123,6 +123,17 @@ def test_a_change_no_longer_in_the_log_will_be_recomputed():
     [warning] = assessed.warnings
     assert "no longer holds every commit after version 4" in warning
     assert "recomputes it in full" in warning
+
+
+def test_a_change_whose_files_are_gone_is_no_longer_kept_whatever_its_deadline():
+    assessed = assess("d.v", change(NOW_MS - DAY_MS, gone_from=5), None, NOW_MS)
+    assert assessed.kept_until == "no longer (files of version 5 of d.t are gone)"
+    [warning] = assessed.warnings
+    assert warning.startswith("the change of d.t after version 4, which the view has not "
+                              "consumed, can no longer be read: files of version 5 that its "
+                              "change data feed reads are gone")
+    assert "run REFRESH MATERIALIZED VIEW d.v (or REFRESH MATERIALIZED VIEW d.v FULL where " \
+           "its REFRESH POLICY is INCREMENTAL STRICT" in warning
 
 
 def test_a_value_not_understood_leaves_the_other_retention_to_bound_the_change():
@@ -228,6 +239,28 @@ def test_a_freshness_longer_than_the_log_retention_is_warned_until_the_retention
     assert DeltaLogReader(spark, f"{fresh_db}.s").properties()[LOG_RETENTION] == \
         "interval 2 days"
     assert warnings(spark, "counts") == []
+
+
+def test_describe_finds_the_change_files_a_vacuum_removed_before_their_time(spark, short):
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW totals AS SELECT k, SUM(a) AS total FROM r "
+                   "GROUP BY k")
+    spark.sql("INSERT INTO r VALUES (3, 30)")          # version 3: a data file, kept
+    spark.sql("UPDATE r SET a = a + 1 WHERE k = 2")    # version 4: change data files
+    r = f"{short}.r"
+    assert dict(facts(spark, "totals"))[f"change data of {r} kept"].startswith("until ")
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        spark.sql("VACUUM r RETAIN 0 HOURS LITE")
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    described = facts(spark, "totals")
+    assert dict(described)[f"change data of {r} kept"] == \
+        f"no longer (files of version 4 of {r} are gone)"
+    [warning] = [value for fact, value in described if fact == "warning"]
+    assert warning.startswith(f"the change of {r} after version 2, which the view has not "
+                              f"consumed, can no longer be read: files of version 4")
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals").mode == "full"
+    assert warnings(spark, "totals") == []
 
 
 def test_the_sources_of_a_state_table_are_the_views(spark, short):

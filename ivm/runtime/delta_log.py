@@ -366,6 +366,48 @@ class DeltaLogReader:
                .where(F.col("version") == version).select("operationMetrics").first())
         return dict(row.operationMetrics or {}) if row else {}
 
+    def first_missing_change(self, after: int, upto: int) -> int | None:
+        """The first of the commits ``(after, upto]`` some of whose change files are gone
+        from the file system (deleted by a VACUUM, or by hand): the change data files it
+        wrote, or where it wrote none the data files it added and removed, which a change
+        data feed reads instead. None where every file checked is there.
+
+        Each file's existence is asked of the Hadoop file system of the table, at most
+        :data:`CHANGE_FILES_CHECKED` of them, the oldest commits' first (a VACUUM deletes
+        those first). Not checked where the log is read through SQL (a Spark Connect
+        session has no JVM to ask): None."""
+        if self._log is None:
+            return None
+        base = self._log.dataPath()
+        files = base.getFileSystem(self._log.newDeltaHadoopConf())
+        operations = self.spark._jvm.org.apache.spark.sql.delta.util.DeltaFileOperations
+        checked = 0
+        for first in range(after + 1, upto + 1, READ_BY_NAME):
+            last = min(first + READ_BY_NAME - 1, upto)
+            for version, actions in self._changes(self._log, first, last):
+                for path in _change_files(actions):
+                    if not files.exists(operations.absolutePath(base.toString(), path)):
+                        return version
+                    checked += 1
+                    if checked == CHANGE_FILES_CHECKED:
+                        return None
+        return None
+
+
+CHANGE_FILES_CHECKED = 32
+"""How many change files :meth:`DeltaLogReader.first_missing_change` looks for, at most: a
+DESCRIBE of a view that lags far behind stays cheap (a request to the file system for each,
+and the commits holding them read; about 0.1 s here)."""
+
+
+def _change_files(actions: list) -> list[str]:
+    """The paths of the files a change data feed reads for a commit of ``actions``: its
+    change data files, or where it wrote none, the data files it added and removed."""
+    written = [a.path() for a in actions if a.getClass().getSimpleName() == "AddCDCFile"]
+    return written or [a.path() for a in actions
+                       if a.getClass().getSimpleName() in ("AddFile", "RemoveFile")
+                       and a.dataChange()]
+
 
 def _scala_none(spark):
     """Scala's ``None``, for the optional arguments of the log's methods."""

@@ -104,9 +104,11 @@ def _files(log: DeltaLogReader) -> str:
 
 def _earliest_per_source(changes: list[Unconsumed]) -> list[Unconsumed]:
     """One change per source, sorted by source: where the view and a state table of it both
-    read a source, the one with the older pending commit (one no longer in the log first)."""
+    read a source, the one with the older pending commit (one no longer in the log first,
+    then one whose files are gone)."""
     def earliest(change: Unconsumed) -> tuple:
-        return (not change.pending, not change.lost, change.oldest_ms or 0)
+        return (not change.pending, not change.lost, change.gone_from is None,
+                change.oldest_ms or 0)
     chosen: dict[str, Unconsumed] = {}
     for change in changes:
         if change.source not in chosen or earliest(change) < earliest(chosen[change.source]):

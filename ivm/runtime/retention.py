@@ -21,8 +21,11 @@ the oldest commit the view has not consumed plus the smaller of the two retentio
 bound is conservative: from then on the change *may* be removed (by a VACUUM, at a
 checkpoint), not that it is. A ``VACUUM … RETAIN`` shorter than the table's retention, which
 Delta refuses unless ``spark.databricks.delta.retentionDurationCheck.enabled`` is off,
-removes it sooner, unforeseen. Raising a retention keeps what is not removed yet: VACUUM and
-checkpoints read the table's properties when they run. A source that is a materialized view
+removes it sooner, unforeseen: so :func:`unconsumed` also asks the file system whether the
+files of the commits not consumed are still there (see
+:meth:`~ivm.runtime.delta_log.DeltaLogReader.first_missing_change`). Raising a retention
+keeps what is not removed yet: VACUUM and checkpoints read the table's properties when they
+run. A source that is a materialized view
 (or a state table) keeps its change in its store, whose retentions the view's ``RETENTION``
 sets and which ``ivm run`` vacuums (:mod:`ivm.runtime.upkeep`): the warning then says to
 raise that.
@@ -31,6 +34,8 @@ A source whose change is pending is
 
 * ``expired`` when its deadline has passed (or its log no longer holds the commits): the
   next refresh may have to recompute the view in full (:mod:`ivm.runtime.fallback`);
+* gone, whatever its deadline, when files of its commits are no longer there: the next
+  refresh recomputes the view in full;
 * ``at risk`` when less time is left than the view's FRESHNESS (``ivm run`` refreshes a view
   once its lag reaches half of it), or than a quarter of the retention;
 
@@ -171,6 +176,8 @@ class Unconsumed:
     kept: tuple[Retention, ...]  # how long its table keeps its change (see retentions)
     retention_of: str | None = None     # the materialized view whose RETENTION sets them,
                                         # where the source is a view or a state table
+    gone_from: int | None = None        # the first commit not consumed whose change files
+                                        # are gone from the file system (None: none found)
 
     @property
     def after(self) -> int:
@@ -231,6 +238,16 @@ def assess(view: str, change: Unconsumed, freshness_seconds: float | None,
             f"{_raise(change, freshness_seconds)}")
         return Assessment(f"no longer (the log of {change.table} lacks commits after version "
                           f"{change.consumed})", tuple(warnings))
+    if change.gone_from is not None:
+        warnings.append(
+            f"the change of {change.source} after version {change.consumed}, which the view has "
+            f"not consumed, can no longer be read: files of version {change.gone_from} that "
+            f"its change data feed reads are gone (a VACUUM that kept less than the table's "
+            f"retention deletes them early). Its next refresh recomputes it in full: run "
+            f"{refresh} (or {refresh} FULL where its REFRESH POLICY is INCREMENTAL STRICT, "
+            f"under which a refresh fails instead)")
+        return Assessment(f"no longer (files of version {change.gone_from} of {change.table} "
+                          f"are gone)", tuple(warnings))
     unknown = [str(r) for r in change.kept if r.seconds is None]
     if change.oldest_ms is None or rule is None or rule.seconds is None:
         why = "its commits record no time" if change.oldest_ms is None else "; ".join(unknown)
@@ -314,8 +331,11 @@ def unconsumed(spark, record: RefreshRecord) -> list[Unconsumed]:
         commits = (once(("commits", table, after, latest), lambda: log.commits(after, latest))
                    if latest > after else [])
         oldest = commits[0].timestamp_ms if commits else None
+        gone_from = once(("change files gone", table, after, latest),
+                         lambda: log.first_missing_change(after, latest)) if commits else None
         view = store_properties(spark, source)
         found.append(Unconsumed(source, table, consumed, latest, replaced, oldest or None,
                                 commits is None, retentions(log.properties()),
-                                None if view is None else view.get(STATE_OF, source)))
+                                None if view is None else view.get(STATE_OF, source),
+                                gone_from))
     return found
