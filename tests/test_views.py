@@ -7,8 +7,9 @@ import pytest
 from delta.tables import DeltaTable
 
 import ivm
-from ivm.runtime.catalog import store_name
+from ivm.runtime.catalog import STATE_OF, store_name
 from ivm.runtime.describe import consumed_versions
+from ivm.runtime.history import latest_record
 
 SALES = ("SELECT c.region, COUNT(*) AS n, SUM(o.amount) AS total FROM orders o "
          "JOIN customers c ON o.cust_id = c.id WHERE o.status <> 'void' GROUP BY c.region")
@@ -137,6 +138,33 @@ def test_a_table_a_spark_view_or_a_store_named_as_a_view_is_said_to_be_what_it_i
                                     f"view {shop}.sales, not a materialized view")
     assert caught.value.hint == f"DROP MATERIALIZED VIEW {shop}.sales"
     assert spark.catalog.tableExists("orders") and spark.catalog.tableExists("sales")
+
+
+class StoreWithoutRecords:
+    """The log of a store none of whose latest commits carries a refresh record."""
+
+    def __init__(self, table: str, properties: dict[str, str]):
+        self.table, self._properties = table, properties
+
+    def version(self) -> int:
+        return 3
+
+    def commit_info(self, version: int):
+        return None, None
+
+    def properties(self) -> dict[str, str]:
+        return self._properties
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("store, properties, view, refreshed", [
+    ("d.v__ivm_store", {}, "d.v", "d.v"),
+    ("d.top__ivm_state1__ivm_store", {STATE_OF: "d.top"}, "d.top__ivm_state1", "d.top")])
+def test_a_store_without_records_is_named_by_its_view(store, properties, view, refreshed):
+    with pytest.raises(ivm.StateError) as caught:
+        latest_record(StoreWithoutRecords(store, properties))
+    assert caught.value.message == f"the store of {view} records no consumed source versions"
+    assert caught.value.hint == f"recompute it: REFRESH MATERIALIZED VIEW {refreshed} FULL"
 
 
 def test_source_without_change_data_feed_says_how_to_enable_it(spark, shop):
