@@ -128,10 +128,11 @@ def test_a_change_no_longer_in_the_log_will_be_recomputed():
 def test_a_change_whose_files_are_gone_is_no_longer_kept_whatever_its_deadline():
     assessed = assess("d.v", change(NOW_MS - DAY_MS, gone_from=5), None, NOW_MS)
     assert assessed.kept_until == "no longer (files of version 5 of d.t are gone)"
+    assert assessed.unreadable == ("the change of d.t after version 4 can no longer be read: "
+                                   "files of version 5 that its change data feed reads are "
+                                   "gone")
     [warning] = assessed.warnings
-    assert warning.startswith("the change of d.t after version 4, which the view has not "
-                              "consumed, can no longer be read: files of version 5 that its "
-                              "change data feed reads are gone")
+    assert warning.startswith(assessed.unreadable)
     assert "run REFRESH MATERIALIZED VIEW d.v (or REFRESH MATERIALIZED VIEW d.v FULL where " \
            "its REFRESH POLICY is INCREMENTAL STRICT" in warning
 
@@ -241,7 +242,8 @@ def test_a_freshness_longer_than_the_log_retention_is_warned_until_the_retention
     assert warnings(spark, "counts") == []
 
 
-def test_describe_finds_the_change_files_a_vacuum_removed_before_their_time(spark, short):
+def test_describe_finds_the_change_files_a_vacuum_removed_before_their_time(
+        spark, short, monkeypatch, capsys):
     ivm.sql(spark, "CREATE MATERIALIZED VIEW totals AS SELECT k, SUM(a) AS total FROM r "
                    "GROUP BY k")
     spark.sql("INSERT INTO r VALUES (3, 30)")          # version 3: a data file, kept
@@ -256,9 +258,15 @@ def test_describe_finds_the_change_files_a_vacuum_removed_before_their_time(spar
     described = facts(spark, "totals")
     assert dict(described)[f"change data of {r} kept"] == \
         f"no longer (files of version 4 of {r} are gone)"
+    unreadable = f"the change of {r} after version 2 can no longer be read: files of version 4"
     [warning] = [value for fact, value in described if fact == "warning"]
-    assert warning.startswith(f"the change of {r} after version 2, which the view has not "
-                              f"consumed, can no longer be read: files of version 4")
+    assert warning.startswith(unreadable)
+    assert dict(described)["next refresh"].startswith(f"a full recompute: {unreadable}")
+    monkeypatch.setattr(cli, "_session", lambda args: spark)
+    assert cli.main(["status", "totals"]) == 0
+    row, shown = capsys.readouterr().out.splitlines()[1:]
+    assert f"a full recompute: {unreadable}" in row and shown == f"warning: {short}.totals: " \
+                                                                   f"{warning}"
     assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals").mode == "full"
     assert warnings(spark, "totals") == []
 

@@ -192,10 +192,12 @@ class Unconsumed:
 @dataclass(frozen=True)
 class Assessment:
     """Until when a source keeps a view's pending change (None: nothing is pending), and the
-    warnings due, each saying what may happen, when, and what to do."""
+    warnings due, each saying what may happen, when, and what to do; ``unreadable``: why the
+    change can no longer be read, where files of its commits are gone."""
 
     kept_until: str | None
     warnings: tuple[str, ...]
+    unreadable: str | None = None
 
 
 def assess(view: str, change: Unconsumed, freshness_seconds: float | None,
@@ -239,15 +241,16 @@ def assess(view: str, change: Unconsumed, freshness_seconds: float | None,
         return Assessment(f"no longer (the log of {change.table} lacks commits after version "
                           f"{change.consumed})", tuple(warnings))
     if change.gone_from is not None:
+        unreadable = (f"the change of {change.source} after version {change.consumed} can no "
+                      f"longer be read: files of version {change.gone_from} that its change "
+                      f"data feed reads are gone")
         warnings.append(
-            f"the change of {change.source} after version {change.consumed}, which the view has "
-            f"not consumed, can no longer be read: files of version {change.gone_from} that "
-            f"its change data feed reads are gone (a VACUUM that kept less than the table's "
-            f"retention deletes them early). Its next refresh recomputes it in full: run "
-            f"{refresh} (or {refresh} FULL where its REFRESH POLICY is INCREMENTAL STRICT, "
-            f"under which a refresh fails instead)")
+            f"{unreadable} (a VACUUM that kept less than the table's retention deletes them "
+            f"early), and the view has not consumed it. Its next refresh recomputes it in "
+            f"full: run {refresh} (or {refresh} FULL where its REFRESH POLICY is INCREMENTAL "
+            f"STRICT, under which a refresh fails instead)")
         return Assessment(f"no longer (files of version {change.gone_from} of {change.table} "
-                          f"are gone)", tuple(warnings))
+                          f"are gone)", tuple(warnings), unreadable)
     unknown = [str(r) for r in change.kept if r.seconds is None]
     if change.oldest_ms is None or rule is None or rule.seconds is None:
         why = "its commits record no time" if change.oldest_ms is None else "; ".join(unknown)
