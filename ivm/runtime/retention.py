@@ -25,10 +25,9 @@ removes it sooner, unforeseen: so :func:`unconsumed` also asks the file system w
 files of the commits not consumed are still there (see
 :meth:`~ivm.runtime.delta_log.DeltaLogReader.first_missing_change`). Raising a retention
 keeps what is not removed yet: VACUUM and checkpoints read the table's properties when they
-run. A source that is a materialized view
-(or a state table) keeps its change in its store, whose retentions the view's ``RETENTION``
-sets and which ``ivm run`` vacuums (:mod:`ivm.runtime.upkeep`): the warning then says to
-raise that.
+run. A source that is a materialized view (or a state table) keeps its change in its store,
+whose retentions the view's ``RETENTION`` sets and which ``ivm run`` vacuums
+(:mod:`ivm.runtime.upkeep`): the warning then says to raise that.
 
 A source whose change is pending is
 
