@@ -114,7 +114,7 @@ def test_explain_estimates_reads_from_the_logs_and_foresees_the_next_refresh(spa
         now = spark.sql("DESCRIBE DETAIL r").first().sizeInBytes
         assert f"{r} ({size(now)}): its change (Δ)\n" in text   # no snapshot
         return text.splitlines()[-1]
-    assert next_refresh().endswith("nothing to read (no source changed)")
+    assert next_refresh().endswith("nothing to do (no source changed)")
     spark.sql("INSERT INTO r VALUES (3, 1)")
     assert "incremental, a change of" in next_refresh()
     spark.conf.set(MIN_BYTES, "0")

@@ -76,7 +76,7 @@ def _describe_view(spark, view: str) -> DataFrame:
     facts += [(f"change data of {source} kept", a.kept_until)
               for source, a in assessed if a.kept_until is not None]
     facts.append(("lag seconds", f"{lag_seconds(spark, view):.1f}"))
-    facts.append(("next refresh", str(next_refresh(spark, view, properties, assessed))))
+    facts.append(("next refresh", str(predict(spark, view))))
     facts += [("warning", warning) for _, a in assessed for warning in a.warnings]
     return spark.createDataFrame(facts, "property STRING, value STRING")
 
@@ -94,20 +94,6 @@ def retention_assessments(spark, view: str, compiled, record, freshness: str | N
         int(time.time() * 1000)
     return [(change.source, assess(view, change, freshness_seconds, now_ms))
             for change in _earliest_per_source(changes)]
-
-
-def next_refresh(spark, view: str, properties: dict[str, str],
-                 assessed: list[tuple[str, Assessment]]) -> RefreshPlan:
-    """The plan of the next refresh of ``view`` (its store's ``properties``) as
-    :func:`~ivm.runtime.refresh_plan.predict` makes it, but where ``assessed`` found files
-    of a source's change gone, which the refresh learns only as it reads the change: the
-    recompute, or under ``INCREMENTAL STRICT`` the failure, that this makes of it."""
-    plan = predict(spark, view)
-    unreadable = next((a.unreadable for _, a in assessed if a.unreadable), None)
-    if unreadable is None or plan.mode != "incremental":
-        return plan
-    obstacle = Obstacle("unavailable", unreadable)
-    return RefreshPlan(verdict(properties.get(POLICY, DEFAULT_POLICY), obstacle), obstacle)
 
 
 def _files(log: DeltaLogReader) -> str:

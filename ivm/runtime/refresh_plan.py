@@ -7,8 +7,9 @@ ids it consumed and the sources' now, and what their logs say stands in the way,
 :mod:`ivm.runtime.fallback`). A refresh carries the plan out (:mod:`ivm.runtime.refresh`), and
 ``ivm explain`` and ``ivm status`` show the plan of the next refresh (:func:`predict`), made
 by the same function from the same facts: what they say is what the refresh then does, but for
-what only reading the change can show (a change data file removed by VACUUM, a sum that
-overflows while it is folded, a delta query whose plan reads more than a recompute).
+what only reading the change can show (a sum that overflows while it is folded, a delta query
+whose plan reads more than a recompute). Files of the change removed by a VACUUM shorter than
+the table's retention, which a refresh learns as it reads them, a prediction looks for.
 
 The order of the decision:
 
@@ -25,7 +26,7 @@ The order of the decision:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ivm.compiler import CompiledView
 from ivm.rules import Kind
@@ -36,9 +37,11 @@ from ivm.runtime.execution import number_setting
 from ivm.runtime.fallback import (DEFAULT_MIN_BYTES, MIN_BYTES, Estimate, estimate,
                                   replaced_source)
 from ivm.runtime.history import latest_record
+from ivm.runtime.lag import latest_consumed
 from ivm.runtime.messages import size
 from ivm.runtime.planner import (DEFAULT_POLICY, POLICY, CostModel, NotIncrementalizable,
                                  Obstacle, never_incremental)
+from ivm.runtime.retention import unconsumed, unreadable_change
 from ivm.runtime.sources import latest_sources, total_source_bytes
 
 STRICT = "INCREMENTAL STRICT"
@@ -55,8 +58,10 @@ class Known:
     (``REFRESH … FULL``, a state table recomputed); ``inexact``: why no refresh of its store
     can apply a change, if none can; ``estimate``: what the sources' logs say of the change
     (None where it was not read: no source changed, or the sources are not the ones the store
-    reflects); ``full_bytes``: what a recompute reads; ``min_bytes``: the sources' size under
-    which the cost model predicts nothing."""
+    reflects); ``unreadable``: why the change cannot be read, where files it needs are gone
+    (VACUUM), which a prediction looks for and a refresh learns as it reads the change;
+    ``full_bytes``: what a recompute reads; ``min_bytes``: the sources' size under which the
+    cost model predicts nothing."""
 
     view: str
     policy: str
@@ -67,6 +72,7 @@ class Known:
     requested: Obstacle | None = None
     inexact: str | None = None
     estimate: Estimate | None = None
+    unreadable: str | None = None
     model: CostModel = field(default_factory=CostModel)
     full_bytes: int | None = None
     min_bytes: float = 0
@@ -163,6 +169,8 @@ def plan_refresh(known: Known) -> RefreshPlan:
     estimate = known.estimate or Estimate(None, None)
     if obstacle is None:
         obstacle = estimate.obstacle
+    if obstacle is None and known.unreadable is not None:
+        obstacle = Obstacle("unavailable", known.unreadable)
     if obstacle is not None and (mode := verdict(known.policy, obstacle)) != "incremental":
         return RefreshPlan(mode, obstacle)
     if known.policy == "AUTO":
@@ -194,9 +202,9 @@ def what_is_known(spark, view: str, compiled: CompiledView, properties: dict[str
                 and set(previous) == set(current) and previous != current)
     noop = requested is None and not replaced and previous == current
     return Known(view, policy, previous, current, last.table_ids, ids, requested, inexact,
-                 estimate(spark, previous, current) if readable else None, model,
-                 None if noop else total_source_bytes(spark, current),
-                 number_setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES))
+                 estimate=estimate(spark, previous, current) if readable else None,
+                 model=model, full_bytes=None if noop else total_source_bytes(spark, current),
+                 min_bytes=number_setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES))
 
 
 def predict(spark, view: str) -> RefreshPlan:
@@ -219,7 +227,11 @@ def predict(spark, view: str) -> RefreshPlan:
 
 
 def _predict_one(spark, view: str, requested: Obstacle | None = None) -> RefreshPlan:
+    """The plan of the next refresh of ``view`` (a view, or a state table) alone; where files
+    of a source's unconsumed change are gone, what the refresh will learn as it reads them."""
     properties = view_properties(spark, view)
     compiled = compile_definition(spark, view, properties)
     schema = spark.table(store_name(view)).schema
-    return plan_refresh(what_is_known(spark, view, compiled, properties, schema, requested))
+    known = what_is_known(spark, view, compiled, properties, schema, requested)
+    gone = (unreadable_change(change) for change in unconsumed(spark, latest_consumed(spark, view)))
+    return plan_refresh(replace(known, unreadable=next((g for g in gone if g), None)))

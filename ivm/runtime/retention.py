@@ -191,12 +191,19 @@ class Unconsumed:
 @dataclass(frozen=True)
 class Assessment:
     """Until when a source keeps a view's pending change (None: nothing is pending), and the
-    warnings due, each saying what may happen, when, and what to do; ``unreadable``: why the
-    change can no longer be read, where files of its commits are gone."""
+    warnings due, each saying what may happen, when, and what to do."""
 
     kept_until: str | None
     warnings: tuple[str, ...]
-    unreadable: str | None = None
+
+
+def unreadable_change(change: Unconsumed) -> str | None:
+    """Why the change of ``change.source`` cannot be read, where files it needs are gone."""
+    if change.gone_from is None:
+        return None
+    return (f"the change of {change.source} after version {change.consumed} can no longer be "
+            f"read: files of version {change.gone_from} that its change data feed reads are "
+            f"gone")
 
 
 def assess(view: str, change: Unconsumed, freshness_seconds: float | None,
@@ -239,17 +246,14 @@ def assess(view: str, change: Unconsumed, freshness_seconds: float | None,
             f"{_raise(change, freshness_seconds)}")
         return Assessment(f"no longer (the log of {change.table} lacks commits after version "
                           f"{change.consumed})", tuple(warnings))
-    if change.gone_from is not None:
-        unreadable = (f"the change of {change.source} after version {change.consumed} can no "
-                      f"longer be read: files of version {change.gone_from} that its change "
-                      f"data feed reads are gone")
+    if (unreadable := unreadable_change(change)) is not None:
         warnings.append(
             f"{unreadable} (a VACUUM that kept less than the table's retention deletes them "
             f"early), and the view has not consumed it. Its next refresh recomputes it in "
             f"full: run {refresh} (or {refresh} FULL where its REFRESH POLICY is INCREMENTAL "
             f"STRICT, under which a refresh fails instead)")
         return Assessment(f"no longer (files of version {change.gone_from} of {change.table} "
-                          f"are gone)", tuple(warnings), unreadable)
+                          f"are gone)", tuple(warnings))
     unknown = [str(r) for r in change.kept if r.seconds is None]
     if change.oldest_ms is None or rule is None or rule.seconds is None:
         why = "its commits record no time" if change.oldest_ms is None else "; ".join(unknown)

@@ -2,7 +2,7 @@
 refresh, and what its next refresh would do now) and the warnings due.
 
 The prediction is the plan the next refresh would make now
-(:func:`~ivm.runtime.describe.next_refresh`), so a refresh that will fail, or recompute, is
+(:func:`~ivm.runtime.refresh_plan.predict`), so a refresh that will fail, or recompute, is
 known before ``ivm run`` or a job meets it. ``DESCRIBE MATERIALIZED VIEW`` says the rest.
 """
 
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from ivm.runtime.catalog import FRESHNESS, SUSPENDED
 from ivm.runtime.definition import compile_definition, view_properties
 from ivm.runtime.delta_log import reading_each_log_once
-from ivm.runtime.describe import next_refresh, retention_assessments
+from ivm.runtime.describe import retention_assessments
+from ivm.runtime.refresh_plan import predict
 from ivm.runtime.lag import lag_seconds, latest_consumed
 from ivm.runtime.messages import one_line
 
@@ -50,7 +51,7 @@ def view_status(spark, view: str) -> ViewStatus:
         try:
             assessed = retention_assessments(spark, view, compile_definition(spark, view),
                                              record, freshness)
-            upcoming = str(next_refresh(spark, view, properties, assessed))
+            upcoming = str(predict(spark, view))
         except Exception as error:  # what the refresh would meet, on one line
             upcoming, assessed = f"fails: {one_line(error)}", []
         return ViewStatus(view, None if freshness is None else float(freshness),
