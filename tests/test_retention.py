@@ -11,7 +11,9 @@ import ivm
 from ivm import cli
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.retention import (AT_RISK, DELETED_FILE_RETENTION, EXPIRED, LOG_RETENTION,
-                                   Unconsumed, assess, classify, interval_seconds, retentions)
+                                   Unconsumed, assess, classify, interval_seconds, retentions,
+                                   unreadable_change)
+from ivm.runtime.read_estimate import read_estimate
 from cdf import CDF
 
 DAY, WEEK = 86400, 7 * 86400
@@ -126,13 +128,14 @@ def test_a_change_no_longer_in_the_log_will_be_recomputed():
 
 
 def test_a_change_whose_files_are_gone_is_no_longer_kept_whatever_its_deadline():
-    assessed = assess("d.v", change(NOW_MS - DAY_MS, gone_from=5), None, NOW_MS)
+    gone = change(NOW_MS - DAY_MS, gone_from=5)
+    assessed = assess("d.v", gone, None, NOW_MS)
     assert assessed.kept_until == "no longer (files of version 5 of d.t are gone)"
-    assert assessed.unreadable == ("the change of d.t after version 4 can no longer be read: "
-                                   "files of version 5 that its change data feed reads are "
-                                   "gone")
+    unreadable = unreadable_change(gone)
+    assert unreadable == ("the change of d.t after version 4 can no longer be read: files of "
+                          "version 5 that its change data feed reads are gone")
     [warning] = assessed.warnings
-    assert warning.startswith(assessed.unreadable)
+    assert warning.startswith(unreadable)
     assert "run REFRESH MATERIALIZED VIEW d.v (or REFRESH MATERIALIZED VIEW d.v FULL where " \
            "its REFRESH POLICY is INCREMENTAL STRICT" in warning
 
@@ -242,10 +245,12 @@ def test_a_freshness_longer_than_the_log_retention_is_warned_until_the_retention
     assert warnings(spark, "counts") == []
 
 
+TOTALS_BY_K = "SELECT k, SUM(a) AS total FROM r GROUP BY k"
+
+
 def test_describe_finds_the_change_files_a_vacuum_removed_before_their_time(
         spark, short, monkeypatch, capsys):
-    ivm.sql(spark, "CREATE MATERIALIZED VIEW totals AS SELECT k, SUM(a) AS total FROM r "
-                   "GROUP BY k")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS_BY_K}")
     spark.sql("INSERT INTO r VALUES (3, 30)")          # version 3: a data file, kept
     spark.sql("UPDATE r SET a = a + 1 WHERE k = 2")    # version 4: change data files
     r = f"{short}.r"
@@ -262,6 +267,8 @@ def test_describe_finds_the_change_files_a_vacuum_removed_before_their_time(
     [warning] = [value for fact, value in described if fact == "warning"]
     assert warning.startswith(unreadable)
     assert dict(described)["next refresh"].startswith(f"a full recompute: {unreadable}")
+    explained = read_estimate(spark, ivm.compile(TOTALS_BY_K, spark=spark), f"{short}.totals")
+    assert explained.splitlines()[-1].endswith(dict(described)["next refresh"])
     monkeypatch.setattr(cli, "_session", lambda args: spark)
     assert cli.main(["status", "totals"]) == 0
     row, shown = capsys.readouterr().out.splitlines()[1:]
