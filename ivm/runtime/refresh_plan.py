@@ -130,7 +130,7 @@ def verdict(policy: str, obstacle: Obstacle) -> str:
 
     >>> verdict("AUTO", Obstacle("cost", "cheaper")), verdict("INCREMENTAL", Obstacle("cost", ""))
     ('full', 'incremental')
-    >>> verdict(STRICT, Obstacle("reinitialize", "replaced")), verdict(STRICT, Obstacle("unavailable", ""))
+    >>> verdict(STRICT, Obstacle("reinitialize", "")), verdict(STRICT, Obstacle("unavailable", ""))
     ('full', 'fails')
     """
     if obstacle.kind == "cost":

@@ -747,8 +747,9 @@ def changes(draw, source: Source, known: list[tuple], kinds=CHANGE_KINDS) -> lis
 @dataclass
 class Scenario:
     """Initial rows of each source, then batches of SQL (DML, DROP and CREATE TABLE, ALTER
-    TABLE, SET TIME ZONE); the view is refreshed after each. ``settings``: the session's settings when the
-    views are created, which they keep (e.g. ANSI mode off, where an overflow gives NULL)."""
+    TABLE, SET TIME ZONE); the view is refreshed after each. ``settings``: the session's
+    settings when the views are created, which they keep (e.g. ANSI mode off, where an
+    overflow gives NULL)."""
 
     tables: dict[str, list[tuple]]
     batches: list[list[str]] = field(default_factory=list)
