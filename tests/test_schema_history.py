@@ -84,3 +84,19 @@ def test_column_mapping_turned_off_stores_the_columns_anew(spark, mapped):
     spark.sql("INSERT INTO t VALUES (2, 6)")
     result = refresh(spark, "sums")
     assert result.mode == "full" and "column mapping turned off" in result.reason, result
+
+
+def test_without_the_log_at_hand_a_commit_is_judged_by_its_operation(spark, mapped):
+    """Where the log is read through SQL (a Spark Connect session), the history names no
+    physical column: a commit that changes columns counts as a change, whatever the ends."""
+    from ivm.runtime.delta_log import DeltaLogReader
+    spark.sql("ALTER TABLE t DROP COLUMN w")
+    spark.sql("ALTER TABLE t ADD COLUMN w INT")
+    spark.sql("ALTER TABLE t SET TBLPROPERTIES ('note' = 'x')")
+    log = DeltaLogReader(spark, f"{mapped}.t")
+    log._log = log._snapshot = None     # as in a session without a JVM
+    commits = log.commits(1, log.version())
+    assert commits is not None
+    assert log.schema_changes(1, commits) == ["version 2 (DROP COLUMNS)",
+                                              "version 3 (ADD COLUMNS)"]
+    assert log.schema_changes(3, commits[2:]) == []     # a property alone
