@@ -208,13 +208,19 @@ def _schema(path: str) -> dict:
     return schema
 
 
-def _seconds(text: str) -> float:
-    """A positive, finite number of seconds (for ``--tick``)."""
+def _finite(text: str) -> float | None:
+    """``text`` as a finite number; None if it is none."""
     try:
         value = float(text)
     except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (for ``--tick``)."""
+    value = _finite(text)
+    if value is None or value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
     return value
 
@@ -236,11 +242,8 @@ def _whole_number(least: int, most: int | None = None):
 
 def _tolerance(text: str) -> float:
     """A relative tolerance: a finite number, at least 0 (for ``--float-tolerance``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
+    value = _finite(text)
+    if value is None or value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a relative tolerance: a number of "
                                          f"at least 0 (0: none)")
     return value
