@@ -103,3 +103,41 @@ def canonical(name: str) -> str:
     ('db.mixv', 'db.`order`')
     """
     return join(p.lower() for p in split(name))
+
+
+INTERNAL_SUFFIX = "__ivm"
+"""What the name of the database holding ivm's own tables ends in (see
+:func:`internal_database`)."""
+
+
+def is_internal_database(database: str) -> bool:
+    """Whether ``database`` is named as a database of ivm's own tables (ends in ``__ivm``)."""
+    return database.lower().endswith(INTERNAL_SUFFIX)
+
+
+def internal_database(database: str) -> str:
+    """The database holding ivm's own tables (the stores and state tables) of the
+    materialized views in ``database``: ``database__ivm``, so that the user's database
+    holds the user's tables and views alone. A database so named is its own.
+
+    >>> internal_database("shop"), internal_database("shop__ivm")
+    ('shop__ivm', 'shop__ivm')
+    """
+    return database if is_internal_database(database) else database + INTERNAL_SUFFIX
+
+
+def internal_table(view: str, suffix: str, legacy_layout: bool = False) -> str:
+    """The name of one of ivm's own tables of the view (or state table) ``view``: its name
+    followed by ``suffix``, in the internal database of its database; with
+    ``legacy_layout``, in its own database, beside it: where a view created before ivm kept
+    its tables apart has them (Spark's catalog cannot move a table to another database).
+
+    >>> internal_table("shop.v", "__ivm_store")
+    'shop__ivm.v__ivm_store'
+    >>> internal_table("shop.v", "__ivm_store", legacy_layout=True)
+    'shop.v__ivm_store'
+    """
+    *database, name = split(view)
+    if database and not legacy_layout:
+        database[-1] = internal_database(database[-1])
+    return join([*database, name + suffix])

@@ -198,6 +198,17 @@ def set_properties_statement(target: str, properties: Mapping[str, str]) -> exp.
             for k, v in properties.items()])])])
 
 
+def create_database_statement(name: str, comment: str) -> exp.Create:
+    """``CREATE DATABASE IF NOT EXISTS name COMMENT 'comment'``.
+
+    >>> create_database_statement("db__ivm", "the tables of db").sql("spark")
+    "CREATE DATABASE IF NOT EXISTS db__ivm COMMENT 'the tables of db'"
+    """
+    return exp.Create(this=exp.to_table(name, dialect=DIALECT), kind="DATABASE", exists=True,
+                      properties=exp.Properties(expressions=[
+                          exp.SchemaCommentProperty(this=exp.Literal.string(comment))]))
+
+
 def drop_statement(kind: str, name: str) -> exp.Drop:
     """``DROP <kind> IF EXISTS name``."""
     return exp.Drop(tables=[exp.to_table(name, dialect=DIALECT)], kind=kind, exists=True)
