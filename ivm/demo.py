@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 from ivm.compiler import compile
+from ivm.names import internal_database
 from ivm.runtime.catalog import catalog_schema
 from ivm.runtime.session import spark_session
 from ivm.runtime.statements import sql
@@ -24,6 +25,7 @@ GROUP BY c.region"""
 
 SETUP = [
     f"DROP DATABASE IF EXISTS {DATABASE} CASCADE",
+    f"DROP DATABASE IF EXISTS {internal_database(DATABASE)} CASCADE",
     f"CREATE DATABASE {DATABASE}",
     f"CREATE TABLE {DATABASE}.customers (id INT, name STRING, region STRING) USING DELTA "
     "TBLPROPERTIES (delta.enableChangeDataFeed = true)",

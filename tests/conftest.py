@@ -64,7 +64,11 @@ def spark(spark_home):
 
 @pytest.fixture
 def fresh_db(spark):
-    """A new, empty database made current for the test; dropped afterwards."""
+    """A new, empty database made current for the test; dropped afterwards with its internal
+    database (its views' stores and state tables), lest they pile up and slow every listing
+    of the catalog."""
+    from ivm.names import internal_database
+
     name = f"t_{uuid.uuid4().hex[:8]}"
     spark.sql(f"CREATE DATABASE {name}")
     spark.sql(f"USE {name}")
@@ -73,6 +77,7 @@ def fresh_db(spark):
     finally:
         spark.sql("USE default")
         spark.sql(f"DROP DATABASE IF EXISTS {name} CASCADE")
+        spark.sql(f"DROP DATABASE IF EXISTS {internal_database(name)} CASCADE")
 
 
 def pytest_collection_modifyitems(items):

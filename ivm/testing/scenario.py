@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from ivm.names import quote
+from ivm.names import internal_database, quote
 from ivm.runtime import execution
 from ivm.runtime.compare import Difference, difference, unequal
 from ivm.runtime.statements import sql as ivm_sql
@@ -94,7 +94,8 @@ def session_settings(spark, settings: Mapping[str, str]):
 
 @contextmanager
 def scratch_database(spark, prefix: str = "ivm_check"):
-    """A new database, current for the block, dropped with everything in it afterwards."""
+    """A new database, current for the block, dropped with everything in it afterwards, and
+    so is its internal database (its views' stores and state tables)."""
     name = f"{prefix}_{uuid.uuid4().hex[:10]}"
     before = spark.catalog.currentDatabase()
     spark.sql(f"CREATE DATABASE {name}")
@@ -104,6 +105,7 @@ def scratch_database(spark, prefix: str = "ivm_check"):
     finally:
         spark.sql(f"USE {quote(before)}")
         spark.sql(f"DROP DATABASE IF EXISTS {name} CASCADE")
+        spark.sql(f"DROP DATABASE IF EXISTS {internal_database(name)} CASCADE")
 
 
 def create_sources(spark, sources: Sequence[Source], tables: Mapping[str, list[tuple]]) -> None:
