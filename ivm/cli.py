@@ -168,13 +168,15 @@ def _view_definition(args) -> tuple[str, str, str]:
 
 def _compiled(args, name: str, query: str):
     """The compiled view ``name``; for a job, with tables named as the job's session names
-    them (``default.t``: a flat ``--schema`` is the current database's)."""
+    them (``default.t``: a flat ``--schema`` is the current database's), and, where the
+    view exists, its state tables where it has them (as a job run on it compiles it)."""
     from ivm.compiler import compile
     if not args.schema:
         from ivm.runtime.analysis import analyse
-        from ivm.runtime.catalog import catalog_schema
+        from ivm.runtime.catalog import catalog_schema, is_legacy_view, qualified_name
         spark = _session(args)
-        compiled = compile(query, catalog_schema(spark), name=name)
+        compiled = compile(query, catalog_schema(spark), name=name,
+                           legacy_layout=is_legacy_view(spark, qualified_name(spark, name)))
         analyse(spark, query)
         return compiled
     from sqlglot.schema import MappingSchema

@@ -165,14 +165,17 @@ DEFAULT_NAME = "view"
 
 
 def compile(sql: str, schema: Mapping | SchemaLookup, *,
-            default_db: str | None = None, name: str | None = None) -> CompiledView:
+            default_db: str | None = None, name: str | None = None,
+            legacy_layout: bool = False) -> CompiledView:
     """Compile a view's SELECT into its delta query and store layout.
 
     Names are resolved against ``schema``: ``{table: {column: type}}``, optionally nested by
     database, or a :data:`SchemaLookup` that gives it; a name without a database is in
     ``default_db`` (or the one the lookup gives). ``name``: the view's, after which its state
-    tables are named. Raises :class:`~ivm.errors.IvmError` subclasses for bad or unsupported
-    SQL.
+    tables are named, in the internal database of its database
+    (:func:`ivm.names.internal_database`), or beside it with ``legacy_layout`` (a view
+    created before ivm kept its tables apart, as the runtime finds in the catalog). Raises
+    :class:`~ivm.errors.IvmError` subclasses for bad or unsupported SQL.
     """
     query = parse_query(sql)
     if callable(schema):
@@ -184,8 +187,9 @@ def compile(sql: str, schema: Mapping | SchemaLookup, *,
     # a lookup join's state is split off first: the passes would move the view's filters
     # into it, and it must keep every fact row as it enriched it
     named = canonical(join(view))
-    plan, lookups = split_lookups(lower(qualified, sql), named)
-    plan, windows = split_states(optimize(plan), named, first=len(lookups) + 1)
+    plan, lookups = split_lookups(lower(qualified, sql), named, legacy_layout)
+    plan, windows = split_states(optimize(plan), named, first=len(lookups) + 1,
+                                 legacy_layout=legacy_layout)
     states = [StatePlan(s.table, optimize(s.plan)) for s in lookups] + list(windows)
     return CompiledView(sql, plan, maintain(plan, named), tuple(
         (state.table, CompiledView(sql, state.plan, maintain(state.plan, state.table)))

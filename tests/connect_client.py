@@ -68,7 +68,7 @@ def main(url: str) -> None:
     assert {row._op for row in changes} >= {"+I"}, changes
 
     print("a partition recomputed")
-    spark.sql("UPDATE shop.daily__ivm_store SET total = -1 WHERE day = DATE'2026-11-02'")
+    spark.sql("UPDATE shop__ivm.daily__ivm_store SET total = -1 WHERE day = DATE'2026-11-02'")
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW daily PARTITION (day = '2026-11-02')")
     equal(spark, "daily", DAILY)
 

@@ -242,9 +242,9 @@ def test_every_view_named_is_checked_before_any_work(views, monkeypatch, capsys)
     err = capsys.readouterr().err
     assert err.startswith(f"ivm: materialized view {views}.nosuch does not exist; nothing was "
                           f"done"), err
-    assert cli.main(["status", "a_view__ivm_store"]) == 2
+    assert cli.main(["status", f"{views}__ivm.a_view__ivm_store"]) == 2
     err = capsys.readouterr().err
-    assert f"ivm: {views}.a_view__ivm_store is the store of the materialized view " \
+    assert f"ivm: {views}__ivm.a_view__ivm_store is the store of the materialized view " \
            f"{views}.a_view" in err
     assert "Traceback" not in err and "TABLE_OR_VIEW_NOT_FOUND" not in err
 

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 import pytest
 
 import ivm
+from ivm.names import internal_database
 from ivm.runtime.catalog import store_name
 from ivm.runtime.lag import lag_seconds
 from ivm.runtime.history import RefreshRecord
@@ -53,6 +54,7 @@ def other_db(spark):
         yield name
     finally:
         spark.sql(f"DROP DATABASE IF EXISTS {name} CASCADE")
+        spark.sql(f"DROP DATABASE IF EXISTS {internal_database(name)} CASCADE")
 
 
 # Source identity --------------------------------------------------------------------------
@@ -87,7 +89,7 @@ def test_an_upstream_view_whose_store_was_recreated_is_recomputed(spark, fresh_d
     ivm.sql(spark, "CREATE MATERIALIZED VIEW up AS SELECT k FROM s")
     ivm.sql(spark, "CREATE MATERIALIZED VIEW down AS SELECT k FROM up")
     spark.sql("DROP VIEW up")                  # by hand: DROP MATERIALIZED VIEW refuses
-    spark.sql(f"DROP TABLE {store_name('up')}")
+    spark.sql(f"DROP TABLE {store_name(f'{fresh_db}.up')}")
     ivm.sql(spark, "CREATE MATERIALIZED VIEW up AS SELECT k FROM r")
     result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW down")
     assert result.mode == "full" and "re-created" in result.reason
@@ -99,7 +101,7 @@ def test_records_keep_table_ids_and_records_of_other_versions_still_load(spark, 
     spark.sql("INSERT INTO s VALUES (1)")
     ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS SELECT k FROM s")
     table_id = spark.sql("DESCRIBE DETAIL s").first().id
-    metadata = spark.sql(f"DESCRIBE HISTORY {store_name('v')}").where("version = 0") \
+    metadata = spark.sql(f"DESCRIBE HISTORY {store_name(f'{fresh_db}.v')}").where("version = 0") \
         .first().userMetadata
     assert json.loads(metadata)["ivm"]["table_ids"] == {f"{fresh_db}.s": table_id}
     old = RefreshRecord.from_json(json.dumps({"ivm": {"mode": "create", "sources": {"a.s": 1},
@@ -152,7 +154,7 @@ def test_a_view_named_in_another_database_reads_the_current_ones(spark, fresh_db
 def test_a_view_without_a_recorded_database_resolves_in_its_own(spark, fresh_db, other_db):
     spark.sql(f"CREATE TABLE sr (k INT) USING DELTA {CDF}")
     ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS SELECT k FROM sr")
-    spark.sql(f"ALTER TABLE {store_name('v')} UNSET TBLPROPERTIES ('ivm.database')")
+    spark.sql(f"ALTER TABLE {store_name(f'{fresh_db}.v')} UNSET TBLPROPERTIES ('ivm.database')")
     spark.sql("INSERT INTO sr VALUES (3)")
     spark.sql(f"USE {other_db}")
     assert ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {fresh_db}.v").mode == "incremental"

@@ -9,7 +9,7 @@ import pytest
 
 import ivm
 from ivm.runtime import faults
-from ivm.runtime.catalog import store_name
+from ivm.runtime.catalog import qualified_name, store_name
 from ivm.runtime.refresh import refresh_view
 from cdf import CDF
 from test_views import assert_equals_query, history
@@ -30,7 +30,8 @@ def rows(spark, view):
 
 
 def ivm_commits(spark, view):
-    return [c for c in history(spark, store_name(view)) if c.userMetadata]
+    return [c for c in history(spark, store_name(qualified_name(spark, view)))
+            if c.userMetadata]
 
 
 REFRESH_POINTS = [p for p in faults.WRITE_POINTS

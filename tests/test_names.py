@@ -90,7 +90,7 @@ def test_mixed_case_source_and_columns_resolve_as_in_spark(spark, src):
     spark.sql("INSERT INTO MIXT VALUES (3, 'EU')")
     assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW v").mode == "incremental"
     assert rows(spark, "v") == sorted(tuple(r) for r in spark.sql(query).collect())
-    assert consumed_versions(spark, "v") == {f"{src}.mixt": 2}
+    assert consumed_versions(spark, f"{src}.v") == {f"{src}.mixt": 2}
     assert spark.table("v").columns == ["Region", "Total"]
 
 

@@ -12,7 +12,6 @@ from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
 from sqlglot import exp
 
 import ivm
-from ivm import compile
 from ivm.ir import Filter, Scan
 from ivm.runtime import definition, execution, pruning
 from ivm.runtime.catalog import store_name
@@ -204,9 +203,9 @@ def test_scans_pruned_by_the_change_keys_are_planned_without_compiling(spark, fr
 
 def test_the_plan_is_kept_until_a_source_schema_changes(spark, shop, monkeypatch):
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
-    compiled = []
+    compiled, original = [], definition.compile
     monkeypatch.setattr(definition, "compile",
-                        lambda *args, **kwargs: compiled.append(1) or compile(*args, **kwargs))
+                        lambda *args, **kwargs: compiled.append(1) or original(*args, **kwargs))
     for amount in ("1.00", "2.00"):
         spark.sql(f"INSERT INTO orders VALUES (7, 2, {amount}, 'ok')")
         assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales").mode == "incremental"

@@ -10,7 +10,7 @@ import pytest
 import ivm
 from ivm.errors import SqlSyntaxError
 from ivm.frontend.statements import parse_statement
-from ivm.runtime.catalog import store_name
+from ivm.runtime.catalog import qualified_name, store_name
 from ivm.runtime.fallback import MIN_BYTES, RATIO
 from ivm.runtime.planner import KEPT, REMEASURE_AFTER, CostModel, NotIncrementalizable
 from cdf import CDF
@@ -52,7 +52,8 @@ history)."""
 
 def records(spark, view):
     """The refresh records of ``view``'s store, oldest first."""
-    history = spark.sql(f"DESCRIBE HISTORY {store_name(view)}").orderBy("version").collect()
+    store = store_name(qualified_name(spark, view))
+    history = spark.sql(f"DESCRIBE HISTORY {store}").orderBy("version").collect()
     return [(h.timestamp, json.loads(h.userMetadata)["ivm"]) for h in history
             if h.userMetadata]
 

@@ -5,6 +5,7 @@ import pytest
 import ivm
 from ivm.errors import CatalogError, Position, SqlSyntaxError, UnsupportedQuery
 from ivm.frontend.statements import parse_statement
+from ivm.runtime.catalog import store_name
 from cdf import CDF
 
 SCHEMA = {"orders": {"id": "INT", "status": "STRING", "amount": "INT"}}
@@ -73,7 +74,7 @@ def test_query_spark_refuses_is_reported_at_the_users_sql(spark, orders, select,
     text = str(error)
     assert "delta__" not in text and "_ivm_" not in text and "SubqueryAlias" not in text
     assert "Project [" not in text and "\n+-" not in text
-    assert not spark.catalog.tableExists(f"{orders}.v__ivm_store")
+    assert not spark.catalog.tableExists(store_name(f"{orders}.v"))
 
 
 def _temporary_view(spark):

@@ -18,7 +18,12 @@ from test_views import assert_equals_query
 
 TOP = ("SELECT r.k, s.d, SUM(r.a) AS total, COUNT(*) AS n FROM r JOIN s ON r.k = s.k "
        "GROUP BY r.k, s.d ORDER BY total DESC, r.k LIMIT 2")
-STATE = "top__ivm_state1"
+
+
+def state(db: str) -> str:
+    """The state table of the view ``top`` of the database ``db``: in its internal
+    database."""
+    return f"{db}__ivm.top__ivm_state1"
 
 
 def create_sources(spark, r: str, s: str) -> None:
@@ -45,59 +50,59 @@ def change_sources(spark):
 
 def test_the_groups_under_a_top_n_are_a_state_table_that_the_view_reads(spark, top):
     assert [t for t, _ in ivm.compile(TOP, spark=spark, name="top").states] == \
-        [f"{top}.{STATE}"]
-    assert f"{top}.{STATE}" not in materialized_views(spark), "a state table is no view"
-    state_rows = spark.table(STATE).count()
+        [state(top)]
+    assert state(top) not in materialized_views(spark), "a state table is no view"
+    state_rows = spark.table(state(top)).count()
     assert state_rows == spark.sql("SELECT r.k, s.d FROM r JOIN s ON r.k = s.k "
                                    "GROUP BY r.k, s.d").count()
     change_sources(spark)
     result = refresh_view(spark, "top")
     assert result.mode == "incremental"
-    assert list(result.consumed) == [f"{top}.{STATE}"], "the view reads its state table"
+    assert list(result.consumed) == [state(top)], "the view reads its state table"
     assert_equals_query(spark, "top", TOP)
-    assert [c.userMetadata is not None for c in ivm_commits(spark, STATE)] == \
+    assert [c.userMetadata is not None for c in ivm_commits(spark, state(top))] == \
         [True, True], "the state table took the change in one commit"
 
 
 def test_explain_and_describe_show_the_state_table(spark, top):
     plan = "\n".join(r.plan for r in ivm.sql(
         spark, f"EXPLAIN CREATE MATERIALIZED VIEW other AS {TOP}").collect())
-    assert f"state table {top}.other__ivm_state1" in plan
-    assert f"reads state table {top}.other__ivm_state1 whole" in plan
+    assert f"state table {top}__ivm.other__ivm_state1" in plan
+    assert f"reads state table {top}__ivm.other__ivm_state1 whole" in plan
     facts = dict(tuple(r) for r in ivm.sql(spark, "DESCRIBE MATERIALIZED VIEW top").collect())
-    assert facts[f"state table {top}.{STATE}"].startswith("keyed by (k, d)")
+    assert facts[f"state table {state(top)}"].startswith("keyed by (k, d)")
 
 
 def test_drop_removes_the_state_tables_and_a_state_table_is_not_dropped_alone(spark, top):
     with pytest.raises(ViewInUse, match="state table of the materialized view"):
-        ivm.sql(spark, f"DROP MATERIALIZED VIEW {STATE}")
+        ivm.sql(spark, f"DROP MATERIALIZED VIEW {state(top)}")
     ivm.sql(spark, "DROP MATERIALIZED VIEW top")
-    assert not spark.catalog.tableExists(STATE)
-    assert not spark.catalog.tableExists(store_name(f"{top}.{STATE}"))
+    assert not spark.catalog.tableExists(state(top))
+    assert not spark.catalog.tableExists(store_name(state(top)))
 
 
 def test_a_state_table_is_not_refreshed_or_redefined_alone_but_describes_itself(spark, top):
     for statement in ["REFRESH MATERIALIZED VIEW {}", "REFRESH MATERIALIZED VIEW {} FULL",
                       "REFRESH MATERIALIZED VIEW {} PARTITION (k = 1)"]:
         with pytest.raises(CatalogError) as caught:
-            ivm.sql(spark, statement.format(STATE))
-        assert caught.value.message == (f"{top}.{STATE} is a state table of the materialized "
+            ivm.sql(spark, statement.format(state(top)))
+        assert caught.value.message == (f"{state(top)} is a state table of the materialized "
                                         f"view {top}.top, not a view of its own")
         assert (caught.value.hint or "").startswith(f"REFRESH MATERIALIZED VIEW {top}.top")
     for replace in ["", "OR REPLACE "]:
         with pytest.raises(ViewExists, match=f"is a state table of the materialized view "
                                              f"{top}.top"):
-            ivm.sql(spark, f"CREATE {replace}MATERIALIZED VIEW {STATE} AS SELECT k FROM r")
-    assert [c.userMetadata is not None for c in ivm_commits(spark, STATE)] == [True], \
+            ivm.sql(spark, f"CREATE {replace}MATERIALIZED VIEW {state(top)} AS SELECT k FROM r")
+    assert [c.userMetadata is not None for c in ivm_commits(spark, state(top))] == [True], \
         "the state table was written by the view's CREATE alone"
-    facts = dict(tuple(r) for r in ivm.sql(spark, f"DESCRIBE MATERIALIZED VIEW {STATE}")
+    facts = dict(tuple(r) for r in ivm.sql(spark, f"DESCRIBE MATERIALIZED VIEW {state(top)}")
                  .collect())
     assert facts["state table of"] == f"{top}.top"
 
 
 def test_a_definition_without_the_state_replaces_it_and_drops_the_state(spark, top):
     ivm.sql(spark, "CREATE OR REPLACE MATERIALIZED VIEW top AS SELECT k, a FROM r")
-    assert not spark.catalog.tableExists(store_name(f"{top}.{STATE}"))
+    assert not spark.catalog.tableExists(store_name(state(top)))
     ivm.sql(spark, f"CREATE OR REPLACE MATERIALIZED VIEW top AS {TOP}")
     change_sources(spark)
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW top")
@@ -114,7 +119,7 @@ def test_a_refresh_killed_at_any_write_of_the_view_or_its_state_is_completed(spa
     next refresh completes it, each table taking the change in one commit."""
     change_sources(spark)
     before = rows(spark, "top")
-    commits = {t: len(ivm_commits(spark, t)) for t in ("top", STATE)}
+    commits = {t: len(ivm_commits(spark, t)) for t in ("top", state(top))}
     with ExitStack() as armed, pytest.raises(Exception, match=f"injected fault at {point}"):
         if point == "refresh.after_state":
             armed.enter_context(faults.inject(point))
@@ -125,7 +130,7 @@ def test_a_refresh_killed_at_any_write_of_the_view_or_its_state_is_completed(spa
     assert rows(spark, "top") in (before, sorted(tuple(r) for r in spark.sql(TOP).collect()))
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW top")
     assert_equals_query(spark, "top", TOP)
-    assert {t: len(ivm_commits(spark, t)) for t in ("top", STATE)} == \
+    assert {t: len(ivm_commits(spark, t)) for t in ("top", state(top))} == \
         {t: n + 1 for t, n in commits.items()}
 
 
@@ -138,10 +143,10 @@ def test_a_vacuumed_source_recomputes_the_state_and_the_view_follows(spark, top)
     finally:
         spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
     result = refresh_view(spark, "top")
-    state = ivm.sql(spark, f"DESCRIBE HISTORY MATERIALIZED VIEW {STATE}").first()
-    assert state.mode == "full" and "no longer available" in state.reason
+    latest = ivm.sql(spark, f"DESCRIBE HISTORY MATERIALIZED VIEW {state(top)}").first()
+    assert latest.mode == "full" and "no longer available" in latest.reason
     # the state table's change is all its rows twice: the view is recomputed from it
-    assert result.mode == "full" and result.reason == f"its state table {top}.{STATE} was " \
+    assert result.mode == "full" and result.reason == f"its state table {state(top)} was " \
                                                       f"recomputed"
     assert_equals_query(spark, "top", TOP)
 
@@ -149,7 +154,7 @@ def test_a_vacuumed_source_recomputes_the_state_and_the_view_follows(spark, top)
 def test_a_partition_of_a_view_with_a_state_table_is_recomputed_from_it(spark, fresh_db):
     create_sources(spark, "(1, 10), (2, 20), (3, 7)", "(1, 'x'), (2, 'y'), (3, 'x')")
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW top PARTITIONED BY (d) AS {TOP}")
-    spark.sql(f"DELETE FROM {store_name('top')} WHERE d = 'y'")    # a damaged partition
+    spark.sql(f"DELETE FROM {store_name(f'{fresh_db}.top')} WHERE d = 'y'")  # damage a partition
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW top PARTITION (d = 'y')")
     assert_equals_query(spark, "top", TOP)
     change_sources(spark)

@@ -11,7 +11,7 @@ import ivm
 from ivm import cli
 from ivm.errors import CatalogError, SqlSyntaxError
 from ivm.runtime import upkeep
-from ivm.runtime.catalog import state_tables, store_name
+from ivm.runtime.catalog import qualified_name, state_tables, store_name
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.scheduler import Vacuums, run
 from ivm.runtime.upkeep import DELETED_FILE_RETENTION, LOG_RETENTION
@@ -29,7 +29,7 @@ def assert_equals_query(spark, view, query):
 
 
 def files(spark, view):
-    return DeltaLogReader(spark, store_name(view)).file_count()
+    return DeltaLogReader(spark, store_name(qualified_name(spark, view))).file_count()
 
 
 def test_a_store_that_refreshes_grow_is_compacted_and_stays_the_query(spark, shop,
@@ -141,7 +141,7 @@ def test_retention_is_set_on_create_and_alter_for_the_view_and_its_state_tables(
 
 def test_a_view_keeps_its_log_as_long_as_its_files_unless_told(spark, shop):
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW open_orders AS {OPEN_ORDERS}")
-    properties = DeltaLogReader(spark, store_name("open_orders")).properties()
+    properties = DeltaLogReader(spark, store_name(f"{shop}.open_orders")).properties()
     week = f"interval {7 * 86400} seconds"      # Delta's for files; its log's is 30 days
     assert (properties[DELETED_FILE_RETENTION], properties[LOG_RETENTION]) == (week, week)
 

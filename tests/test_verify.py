@@ -48,8 +48,8 @@ def test_a_tampered_store_differs_with_the_rows_and_their_counts(spark, sales):
     ivm.sql(spark, "CREATE MATERIALIZED VIEW kept AS SELECT Region, amount FROM sales "
                    "WHERE amount > 1")
     # the view keeps duplicates as a count: one copy of ('EU', 10.00) goes, a row comes
-    spark.sql("UPDATE kept__ivm_store SET _ivm_count = 1 WHERE Region = 'EU'")
-    spark.sql("INSERT INTO kept__ivm_store SELECT 'XX', 1.00, 1")
+    spark.sql(f"UPDATE {sales}__ivm.kept__ivm_store SET _ivm_count = 1 WHERE Region = 'EU'")
+    spark.sql(f"INSERT INTO {sales}__ivm.kept__ivm_store SELECT 'XX', 1.00, 1")
     verdict = ivm.verify(spark, "kept")
     assert not verdict.equal and verdict.difference is not None
     rows = {row: (in_view, in_query) for row, in_view, in_query in verdict.difference.rows}
@@ -62,11 +62,12 @@ def test_a_tampered_store_differs_with_the_rows_and_their_counts(spark, sales):
 def test_float_columns_differ_only_beyond_the_tolerance(spark, sales):
     ivm.sql(spark, "CREATE MATERIALIZED VIEW rates AS SELECT Region, SUM(rate) AS total "
                    "FROM sales GROUP BY Region")
-    spark.sql("UPDATE rates__ivm_store SET total = total * (1 + 1e-14) WHERE Region = 'US'")
+    spark.sql(f"UPDATE {sales}__ivm.rates__ivm_store SET total = total * (1 + 1e-14) "
+              "WHERE Region = 'US'")
     assert ivm.verify(spark, "rates").equal   # within the default relative 1e-9
     exact = ivm.verify(spark, "rates", float_tolerance=0)
     assert not exact.equal and exact.difference.total == 2
-    spark.sql("UPDATE rates__ivm_store SET total = 0.0 WHERE Region = 'US'")
+    spark.sql(f"UPDATE {sales}__ivm.rates__ivm_store SET total = 0.0 WHERE Region = 'US'")
     assert not ivm.verify(spark, "rates").equal   # 1e16 against 0.0: no rounding
 
 
@@ -113,7 +114,7 @@ def test_the_command_exits_1_on_a_difference(spark, sales, monkeypatch, capsys):
     ivm.sql(spark, "CREATE MATERIALIZED VIEW two AS SELECT COUNT(*) AS n FROM sales")
     assert cli.main(["verify", "one", "two"]) == 0
     assert capsys.readouterr().out.count("ok: ") == 2
-    spark.sql("DELETE FROM two__ivm_store")
+    spark.sql(f"DELETE FROM {sales}__ivm.two__ivm_store")
     assert cli.main(["verify", "--all"]) == 1
     out = capsys.readouterr().out
     assert "ok: " in out and f"DIFFERENT: {sales}.two" in out and "(4)" in out

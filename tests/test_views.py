@@ -7,7 +7,7 @@ import pytest
 from delta.tables import DeltaTable
 
 import ivm
-from ivm.runtime.catalog import STATE_OF, store_name
+from ivm.runtime.catalog import STATE_OF, VIEW, store_name
 from ivm.runtime.describe import consumed_versions
 from ivm.runtime.history import latest_record
 
@@ -133,9 +133,9 @@ def test_a_table_a_spark_view_or_a_store_named_as_a_view_is_said_to_be_what_it_i
     assert caught.value.hint == f"DROP VIEW {shop}.open_orders drops it"
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
     with pytest.raises(ivm.ViewNotFound) as caught:
-        ivm.sql(spark, "DROP MATERIALIZED VIEW sales__ivm_store")
-    assert caught.value.message == (f"{shop}.sales__ivm_store is the store of the materialized "
-                                    f"view {shop}.sales, not a materialized view")
+        ivm.sql(spark, f"DROP MATERIALIZED VIEW {shop}__ivm.sales__ivm_store")
+    assert caught.value.message == (f"{shop}__ivm.sales__ivm_store is the store of the "
+                                    f"materialized view {shop}.sales, not a materialized view")
     assert caught.value.hint == f"DROP MATERIALIZED VIEW {shop}.sales"
     assert spark.catalog.tableExists("orders") and spark.catalog.tableExists("sales")
 
@@ -158,8 +158,9 @@ class StoreWithoutRecords:
 
 @pytest.mark.fast
 @pytest.mark.parametrize("store, properties, view, refreshed", [
-    ("d.v__ivm_store", {}, "d.v", "d.v"),
-    ("d.top__ivm_state1__ivm_store", {STATE_OF: "d.top"}, "d.top__ivm_state1", "d.top")])
+    ("d__ivm.v__ivm_store", {VIEW: "d.v"}, "d.v", "d.v"),
+    ("d__ivm.top__ivm_state1__ivm_store", {VIEW: "d__ivm.top__ivm_state1", STATE_OF: "d.top"},
+     "d__ivm.top__ivm_state1", "d.top")])
 def test_a_store_without_records_is_named_by_its_view(store, properties, view, refreshed):
     with pytest.raises(ivm.StateError) as caught:
         latest_record(StoreWithoutRecords(store, properties))
@@ -189,7 +190,7 @@ def test_unknown_table_in_a_statement_points_into_it(spark, shop):
 
 def test_a_store_that_disagrees_with_its_sources_is_caught(spark, shop):
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
-    spark.sql(f"DELETE FROM {store_name('sales')} WHERE region = 'EU'")  # corrupt it
+    spark.sql(f"DELETE FROM {store_name(f'{shop}.sales')} WHERE region = 'EU'")  # corrupt it
     spark.sql("DELETE FROM orders WHERE id = 1")
     with pytest.raises(ivm.StateError, match="disagrees") as caught:
         ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")

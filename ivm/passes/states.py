@@ -30,7 +30,11 @@ enriched rows as any other change.
 >>> plan, states = split_states(ranked, "db.v")
 >>> from ivm.ir import scans
 >>> [s.table for s in states], scans(plan)[0].table
-(['db.v__ivm_state1'], 'db.v__ivm_state1')
+(['db__ivm.v__ivm_state1'], 'db__ivm.v__ivm_state1')
+
+A state table lives where the view's store does: in the internal database of the view's
+(:func:`ivm.names.internal_database`), or, for a view created before ivm kept its tables
+there (``legacy_layout``), beside the view.
 """
 
 from __future__ import annotations
@@ -42,20 +46,20 @@ from sqlglot import exp
 from ivm.ir import (Aggregate, Distinct, Filter, Join, JoinKind, Project, Relation, Scan,
                     SetOperation, Subquery, Window, aliases_of, children, columns,
                     lookup_chain, with_children)
-from ivm.names import join, split
+from ivm.names import internal_table
 from ivm.zset import BOOKKEEPING_PREFIX
 
 STATE_SUFFIX = "__ivm_state"
 
 
-def state_name(view: str, number: int) -> str:
-    """The name of the ``number``-th state table of ``view``.
+def state_name(view: str, number: int, legacy_layout: bool = False) -> str:
+    """The name of the ``number``-th state table of ``view`` (``legacy_layout``: beside it,
+    see :func:`ivm.names.internal_table`).
 
-    >>> state_name("db.`order`", 2)
-    'db.order__ivm_state2'
+    >>> state_name("db.`order`", 2), state_name("db.`order`", 2, legacy_layout=True)
+    ('db__ivm.order__ivm_state2', 'db.order__ivm_state2')
     """
-    *db, name = split(view)
-    return join([*db, f"{name}{STATE_SUFFIX}{number}"])
+    return internal_table(view, f"{STATE_SUFFIX}{number}", legacy_layout)
 
 
 @dataclass(frozen=True)
@@ -95,9 +99,10 @@ def _stored_names(names: list[str]) -> list[str]:
     return stored
 
 
-def split_lookups(plan: Relation, view: str) -> tuple[Relation, tuple[StatePlan, ...]]:
+def split_lookups(plan: Relation, view: str, legacy_layout: bool = False
+                  ) -> tuple[Relation, tuple[StatePlan, ...]]:
     """``plan`` reading a state table of ``view`` in place of each projection of lookup joins
-    (numbered from 1), and those state tables.
+    (numbered from 1; ``legacy_layout``: see :func:`state_name`), and those state tables.
 
     A state keeps every fact row, matched or not (its lookups are LEFT joins), with a column
     :data:`FOUND` per dimension; the view drops the rows an inner lookup did not match.
@@ -128,7 +133,7 @@ def split_lookups(plan: Relation, view: str) -> tuple[Relation, tuple[StatePlan,
             if lookup.kind is JoinKind.LOOKUP:
                 inner.append(f"{FOUND}{number}")
         number = len(states) + 1
-        table = state_name(view, number)
+        table = state_name(view, number, legacy_layout)
         names = [name for name, _ in new.columns] + [name for name, _ in found]
         stored = _stored_names(names)
         states.append(StatePlan(table, Project(joined, tuple(
@@ -145,11 +150,11 @@ def split_lookups(plan: Relation, view: str) -> tuple[Relation, tuple[StatePlan,
     return visit(plan), tuple(states)
 
 
-def split_states(plan: Relation, view: str, first: int = 1
+def split_states(plan: Relation, view: str, first: int = 1, legacy_layout: bool = False
                  ) -> tuple[Relation, tuple[StatePlan, ...]]:
-    """``plan`` reading state tables of ``view`` (numbered from ``first``) in place of the
-    inputs of its global windows that are costly to compute, and those state tables, each
-    before any that reads it."""
+    """``plan`` reading state tables of ``view`` (numbered from ``first``; ``legacy_layout``:
+    see :func:`state_name`) in place of the inputs of its global windows that are costly to
+    compute, and those state tables, each before any that reads it."""
     states: list[StatePlan] = []
     done: dict[Relation, Relation] = {}
 
@@ -167,7 +172,7 @@ def split_states(plan: Relation, view: str, first: int = 1
         number = first + len(states)
         names = list(columns(named))
         stored = _stored_names(names)
-        table = state_name(view, number)
+        table = state_name(view, number, legacy_layout)
         states.append(StatePlan(table, Project(named.input, tuple(
             (s, e) for s, (_, e) in zip(stored, named.columns)))))
         alias = f"state{number}"

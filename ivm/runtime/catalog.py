@@ -4,6 +4,15 @@ Every name ivm keeps is canonical (see :mod:`ivm.names`): qualified by its datab
 case as the catalog stores it, quoted where Spark needs it. Names reach Spark's catalog API
 (``tableExists``, ``spark.table``, ``DeltaTable.forName``) in that spelling, which those
 functions parse as a multi-part name.
+
+The store of the view ``db.v`` is ``db__ivm.v__ivm_store``, in the *internal database* of
+``db`` (:func:`ivm.names.internal_database`), beside the view's state tables, so that
+``db`` holds the user's tables and views alone. A view created before ivm kept its tables
+there has them beside it, in ``db`` (the *legacy layout*): Spark's catalog cannot move a
+table to another database, so they stay, and are found there. Every command resolves the
+views it acts on (:func:`store_properties`) before it names their stores, and that
+resolution, which looks in the internal database first, records the layout it found for
+:func:`store_name`.
 """
 
 from __future__ import annotations
@@ -15,7 +24,7 @@ from sqlglot import exp
 
 from ivm.compiler import SchemaLookup
 from ivm.errors import CatalogError
-from ivm.names import CATALOG_NAME, canonical, join, split
+from ivm.names import CATALOG_NAME, canonical, internal_table, join, split
 from ivm.passes.states import STATE_SUFFIX
 from ivm.runtime.delta_log import DeltaLogReader, once
 from ivm.frontend.parse import referenced_tables
@@ -34,14 +43,34 @@ STATE_OF = "ivm.stateOf"          # store property of a state table: the view it
 SESSION_CATALOG = "spark_catalog"
 
 
+_legacy_layout: set[str] = set()
+"""The views and state tables whose store the latest resolution of each in this process
+(:func:`_store_properties`) found beside them, in the legacy layout."""
+
+
 def store_name(view: str) -> str:
-    """The Delta table holding the rows and state of the materialized view ``view``.
+    """The Delta table holding the rows and state of the materialized view (or state table)
+    ``view``: in the internal database, or beside ``view`` where it has the legacy layout,
+    as its latest resolution (:func:`store_properties`) found.
 
     >>> store_name("db.`order`")
-    'db.order__ivm_store'
+    'db__ivm.order__ivm_store'
     """
-    *db, name = split(view)
-    return join([*db, name + STORE_SUFFIX])
+    return internal_table(view, STORE_SUFFIX, has_legacy_layout(view))
+
+
+def has_legacy_layout(view: str) -> bool:
+    """Whether the store and state tables of the view (or state table) ``view`` are beside
+    it, as its latest resolution (:func:`store_properties`) found; False for one not found
+    (a view created now has the internal database)."""
+    return view in _legacy_layout
+
+
+def is_legacy_view(spark, view: str) -> bool:
+    """Whether the materialized view ``view`` has the legacy layout, as resolving it now
+    finds; False where it does not exist."""
+    store_properties(spark, view)
+    return has_legacy_layout(view)
 
 
 def store_properties(spark, view: str) -> dict[str, str] | None:
@@ -52,12 +81,36 @@ def store_properties(spark, view: str) -> dict[str, str] | None:
 
 
 def _store_properties(spark, view: str) -> dict[str, str] | None:
-    store = store_name(view)
-    *db, name = split(store)
-    if name.lower() not in once(("stores", *db), lambda: _stores(spark, join(db) or None)):
+    """The properties of the store of ``view``, looked for in the internal database, then
+    beside ``view``; the layout found (or none) is recorded for :func:`store_name`, so that
+    a view another process dropped and created again is named as it now is."""
+    internal = internal_table(view, STORE_SUFFIX)
+    for store in dict.fromkeys([internal, internal_table(view, STORE_SUFFIX, True)]):
+        *db, name = split(store)
+        if name.lower() not in once(("stores", *db), lambda: _stores(spark, join(db) or None)):
+            continue
+        properties = DeltaLogReader.of(spark, store).properties()
+        if canonical(properties.get(VIEW) or "``") == view:
+            if store == internal:
+                _legacy_layout.discard(view)
+            else:
+                _legacy_layout.add(view)
+            return properties
+    _legacy_layout.discard(view)
+    return None
+
+
+def view_of_store(spark, store: str) -> str | None:
+    """The materialized view (or state table) whose store is the canonical ``store``; None
+    if it is no store."""
+    *db, table = split(store)
+    if not table.endswith(STORE_SUFFIX) or \
+            table not in once(("stores", *db), lambda: _stores(spark, join(db) or None)):
         return None
-    properties = DeltaLogReader.of(spark, store).properties()
-    return properties if canonical(properties.get(VIEW) or "``") == view else None
+    view = DeltaLogReader.of(spark, store).properties().get(VIEW)
+    if view is None or store_properties(spark, canonical(view)) is None:
+        return None
+    return canonical(view) if store_name(canonical(view)) == store else None
 
 
 def _stores(spark, database: str | None) -> frozenset[str]:
@@ -74,14 +127,16 @@ def _stores(spark, database: str | None) -> frozenset[str]:
 
 def state_tables(spark, view: str) -> list[str]:
     """The state tables of the materialized view ``view`` in the catalog, by name: those of
-    its definition, and any a CREATE OR REPLACE or DROP that died left behind."""
-    *db, name = split(view)
+    its definition, and any a CREATE OR REPLACE or DROP that died left behind; in the
+    internal database, and beside ``view`` (the legacy layout)."""
     tables = []
-    for store in sorted(_stores(spark, join(db) or None)):
-        state = store[:-len(STORE_SUFFIX)]
-        if state.startswith(f"{name}{STATE_SUFFIX}"):
+    for legacy_layout in (False, True):
+        *db, prefix = split(internal_table(view, STATE_SUFFIX, legacy_layout))
+        for store in sorted(_stores(spark, join(db) or None)):
+            state = store[:-len(STORE_SUFFIX)]
             qualified = join([*db, state])
-            if (store_properties(spark, qualified) or {}).get(STATE_OF) == view:
+            if state.startswith(prefix) and qualified not in tables and \
+                    (store_properties(spark, qualified) or {}).get(STATE_OF) == view:
                 tables.append(qualified)
     return tables
 
@@ -91,12 +146,9 @@ def catalog_kind(spark, name: str) -> tuple[str, str | None] | None:
     ``("store", view)`` for the store of the materialized view ``view`` (of a state table:
     the view it is part of), ``("table", None)`` or ``("view", None)`` (a Spark view); None
     where nothing has that name."""
-    *db, table = split(name)
-    if table.endswith(STORE_SUFFIX):
-        view = join([*db, table[:-len(STORE_SUFFIX)]])
-        properties = store_properties(spark, view)
-        if properties is not None:
-            return "store", properties.get(STATE_OF, view)
+    view = view_of_store(spark, name)
+    if view is not None:
+        return "store", (store_properties(spark, view) or {}).get(STATE_OF, view)
     try:
         found = spark.catalog.getTable(name)
     except AnalysisException:

@@ -31,8 +31,8 @@ from ivm.compiler import CompiledView, compile
 from ivm.errors import CatalogError, ViewNotFound
 from ivm.names import DIALECT
 from ivm.runtime.catalog import (COLUMNS, DATABASE, DEFINITION, SETTINGS, STATE_OF,
-                                 catalog_kind, catalog_schema, current_database, store_name,
-                                 store_properties)
+                                 catalog_kind, catalog_schema, current_database,
+                                 has_legacy_layout, store_name, store_properties)
 from ivm.runtime.delta_log import DeltaLogReader
 
 PINNED = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled",
@@ -141,17 +141,20 @@ _plans_lock = threading.Lock()
 def compile_definition(spark, view: str,
                        properties: dict[str, str] | None = None) -> CompiledView:
     """The stored definition of the materialized view ``view`` compiled as at its CREATE,
-    its names resolved in :func:`resolution_database`. ``properties``: the store's, if read
-    already. A state table's definition is its view's, compiled as that view (whose store
-    need not exist yet), and the state taken from it.
+    its names resolved in :func:`resolution_database`, its state tables named in the layout
+    its store has (:func:`~ivm.runtime.catalog.has_legacy_layout`). ``properties``: the
+    store's, if read already. A state table's definition is its view's, compiled as that
+    view (whose store need not exist yet), and the state taken from it.
 
-    A compiled plan depends on the definition, the database it resolves names in and the
-    schemas of the tables it reads, nothing else; it is kept, and compiled again only when
-    one of them changed, which the sources' Delta logs tell (:func:`_sources_fingerprint`)
-    without asking the catalog for each schema."""
+    A compiled plan depends on the definition, the database it resolves names in, the
+    layout and the schemas of the tables it reads, nothing else; it is kept, and compiled
+    again only when one of them changed, which the sources' Delta logs tell
+    (:func:`_sources_fingerprint`) without asking the catalog for each schema."""
     properties = properties or view_properties(spark, view)
     owner = properties.get(STATE_OF, view)  # a state table is compiled as part of its view
-    key = (owner, properties[DEFINITION], resolution_database(owner, properties))
+    # a state table has the layout of its view, and was resolved with its properties
+    key = (owner, properties[DEFINITION], resolution_database(owner, properties),
+           has_legacy_layout(view))
     with _plans_lock:
         kept = _plans.get(key)
     if kept is not None and kept[0] == _sources_fingerprint(spark, kept[1].tables_read):
@@ -159,7 +162,7 @@ def compile_definition(spark, view: str,
             _plans.move_to_end(key)
         return kept[1] if owner == view else kept[1].state(view)
     compiled = compile(properties[DEFINITION], catalog_schema(spark), default_db=key[2],
-                       name=owner)
+                       name=owner, legacy_layout=key[3])
     fingerprint = _sources_fingerprint(spark, compiled.tables_read)
     with _plans_lock:
         _plans[key] = (fingerprint, compiled)

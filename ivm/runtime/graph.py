@@ -10,22 +10,27 @@ from __future__ import annotations
 import networkx as nx
 
 from ivm.errors import DependencyCycle
-from ivm.names import join
-from ivm.runtime.catalog import STATE_OF, STORE_SUFFIX, store_properties
+from ivm.names import join, split
+from ivm.runtime.catalog import STATE_OF, STORE_SUFFIX, store_properties, view_of_store
+from ivm.runtime.delta_log import reading_each_log_once
 from ivm.runtime.lag import latest_consumed
 
 
 def materialized_views(spark) -> list[str]:
     """Every materialized view in the catalog, as ``db.name`` (not the state tables, which
-    are parts of their views)."""
+    are parts of their views), its store in the internal database or beside it; not those
+    whose database was dropped (``DROP DATABASE … CASCADE`` leaves their stores in the
+    internal database), which no query can read any more."""
     views = []
-    for database in spark.catalog.listDatabases():
-        for table in spark.catalog.listTables(database.name):
-            if table.name.endswith(STORE_SUFFIX) and not table.isTemporary:
-                view = join([database.name, table.name[:-len(STORE_SUFFIX)]])
-                properties = store_properties(spark, view)
-                if properties is not None and STATE_OF not in properties:
-                    views.append(view)
+    databases = {database.name for database in spark.catalog.listDatabases()}
+    with reading_each_log_once(reuse=True):     # each store's log and each listing once
+        for database in sorted(databases):
+            for table in spark.catalog.listTables(database):
+                if table.name.endswith(STORE_SUFFIX) and not table.isTemporary:
+                    view = view_of_store(spark, join([database, table.name]))
+                    if view is not None and split(view)[0] in databases and \
+                            STATE_OF not in (store_properties(spark, view) or {}):
+                        views.append(view)
     return views
 
 

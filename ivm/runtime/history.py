@@ -19,8 +19,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ivm.errors import StateError
-from ivm.names import join, split
-from ivm.runtime.catalog import STATE_OF, STORE_SUFFIX
+from ivm.runtime.catalog import STATE_OF, VIEW
 from ivm.runtime.delta_log import DeltaLogReader, describe_history
 
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
@@ -124,11 +123,11 @@ def latest_record(log: DeltaLogReader, upto: int | None = None) -> tuple[int, Re
         record = RefreshRecord.from_json(*log.commit_info(version))
         if record is not None:
             return version, record
-    *db, name = split(log.table)
-    view = join([*db, name.removesuffix(STORE_SUFFIX)])
+    properties = log.properties()
+    view = properties.get(VIEW, log.table)
     raise StateError(f"the store of {view} records no consumed source versions",
                      hint=f"recompute it: REFRESH MATERIALIZED VIEW "
-                          f"{log.properties().get(STATE_OF, view)} FULL")
+                          f"{properties.get(STATE_OF, view)} FULL")
 
 
 def history(spark, store: str) -> DataFrame:

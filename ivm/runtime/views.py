@@ -2,14 +2,19 @@
 
 A materialized view ``db.v`` is two catalog objects:
 
-* its **store** ``db.v__ivm_store``, a Delta table with change data feed on, holding the
-  view's rows and hidden state (see :mod:`ivm.store`); its table properties keep the view's
-  definition and what fixes its meaning (the database its names resolve in, the settings
-  every refresh runs under: see :mod:`ivm.runtime.definition`), and each commit's
-  ``userMetadata`` a :class:`~ivm.runtime.history.RefreshRecord` with the source versions
-  (and Delta table ids) it reflects;
-* the catalog **view** ``db.v``, ``SELECT <the view's columns> FROM db.v__ivm_store``, which
-  is what users query.
+* its **store** ``db__ivm.v__ivm_store``, in the internal database of ``db`` (see
+  :mod:`ivm.runtime.catalog`; ``db.v__ivm_store`` for a view created before ivm kept its
+  tables there), a Delta table with change data feed on, holding the view's rows and hidden
+  state (see :mod:`ivm.store`); its table properties keep the view's definition and what
+  fixes its meaning (the database its names resolve in, the settings every refresh runs
+  under: see :mod:`ivm.runtime.definition`), and each commit's ``userMetadata`` a
+  :class:`~ivm.runtime.history.RefreshRecord` with the source versions (and Delta table
+  ids) it reflects;
+* the catalog **view** ``db.v``, ``SELECT <the view's columns> FROM db__ivm.v__ivm_store``,
+  which is what users query.
+
+A state table is a materialized view of the same kind, ``db__ivm.v__ivm_state1`` (its
+catalog view) over ``db__ivm.v__ivm_state1__ivm_store``.
 
 Every write of a store is a committed write (:mod:`ivm.runtime.commit`); refreshes live in
 :mod:`ivm.runtime.refresh`, what a view says about itself in :mod:`ivm.runtime.describe`.
@@ -27,12 +32,12 @@ from pyspark.sql.types import StructType
 from ivm import codegen
 from ivm.compiler import CompiledView, compile
 from ivm.errors import CatalogError, UnsupportedQuery, ViewExists, ViewInUse
-from ivm.names import DIALECT, quote
+from ivm.names import DIALECT, internal_database, is_internal_database, quote, split
 from ivm.runtime import faults
 from ivm.runtime.analysis import analyse, refuse_temporary
 from ivm.runtime.catalog import (COLUMNS, DEFINITION, FRESHNESS, STATE_OF, SUSPENDED, VIEW,
-                                 catalog_schema, check_name, qualified_name, state_tables,
-                                 store_name, store_properties)
+                                 catalog_schema, check_name, has_legacy_layout, is_legacy_view,
+                                 qualified_name, state_tables, store_name, store_properties)
 from ivm.runtime.commit import committed_write, execute, isolated, session_settings
 from ivm.runtime.definition import compile_definition, named_view, not_a_view, pin
 from ivm.runtime.delta_log import CDF_PROPERTY, rows_written
@@ -114,7 +119,11 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
     if retention is not None:
         check_retention(view, retention)
     with isolated(spark) as work:
-        compiled = compile(sql, catalog_schema(work), name=view)
+        existing = store_properties(work, view)
+        if existing is None:
+            _check_user_database(view)
+        legacy_layout = has_legacy_layout(view)    # a view replaced keeps its layout
+        compiled = compile(sql, catalog_schema(work), name=view, legacy_layout=legacy_layout)
         spelled = analyse(work, sql)
         apply_settings(work, plan_settings(compiled))
         states = [table for table, _ in compiled.states]
@@ -126,7 +135,6 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
                 raise CatalogError(f"PARTITIONED BY {column}: {view} has no column {column}",
                                    hint=f"partition by columns of the view: "
                                         f"{', '.join(compiled.store.view_columns)}")
-        existing = store_properties(work, view)
         if existing is not None and STATE_OF in existing:
             raise ViewExists(f"{view} is a state table of the materialized view "
                              f"{existing[STATE_OF]}",
@@ -149,6 +157,8 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
                 raise ViewExists(f"{store_name(table)} already exists and is not the store of "
                                  f"{table}", hint="choose another view name")
         check_no_cycle(work, view, read)
+        if not legacy_layout:
+            _create_internal_database(work, view)
         shared = {DEFINITION: sql.strip(), **pin(work)} | (
             {} if policy is None else {POLICY: policy}) | retention_properties(
             DEFAULT_RETENTION_SECONDS if retention is None else retention)
@@ -167,6 +177,25 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
         rows = rows_written(work, store_name(view))
     return RefreshResult(view, "create", versions, {}, rows_inserted=rows,
                          seconds=time.perf_counter() - start)
+
+
+def _check_user_database(view: str) -> None:
+    """Refuse a new view in a database of ivm's own tables."""
+    database = split(view)[0]
+    if is_internal_database(database):
+        raise CatalogError(f"{view} cannot be created: {database} is named as a database of "
+                           f"ivm's own tables (stores and state tables), which ivm keeps in "
+                           f"<database>__ivm for the views of <database>",
+                           hint="create the view in a database whose name does not end in "
+                                "__ivm")
+
+
+def _create_internal_database(spark, view: str) -> None:
+    """Create the internal database of the database of ``view``, if it does not exist."""
+    database = split(view)[0]
+    execute(spark, codegen.create_database_statement(
+        internal_database(database),
+        f"ivm: the stores and state tables of the materialized views in {database}"))
 
 
 def _create_store(spark, view: str, compiled: CompiledView, properties: dict[str, str],
@@ -213,7 +242,8 @@ def _maintenance(spark, view: str, sql: str, policy: str) -> list[str]:
     """How the view ``view`` defined by ``sql`` is maintained under ``policy``, as lines:
     the verdict, the delta circuit and what a refresh reads. Raises
     :class:`UnsupportedQuery` for SQL that ivm cannot maintain."""
-    compiled = compile(sql, catalog_schema(spark), name=view)
+    compiled = compile(sql, catalog_schema(spark), name=view,
+                       legacy_layout=is_legacy_view(spark, view))
     analyse(spark, sql)
     never = next((reason for part, schema in _store_schemas(spark, compiled)
                   if (reason := never_incremental(part, schema))), None)
