@@ -153,14 +153,15 @@ def test_a_value_not_understood_leaves_the_other_retention_to_bound_the_change()
 
 
 def test_a_view_read_by_the_view_keeps_its_change_as_long_as_its_retention_says():
-    upstream = Unconsumed("d.u", "d.u__ivm_store", 4, 4, False, None, False,
+    upstream = Unconsumed("d.u", "d__ivm.u__ivm_store", 4, 4, False, None, False,
                           retentions({DELETED_FILE_RETENTION: "interval 3600 seconds",
                                       LOG_RETENTION: "interval 3600 seconds"}), "d.u")
     [warning] = assess("d.v", upstream, 2 * 3600, NOW_MS).warnings
     assert "than d.u keeps its change (delta.deletedFileRetentionDuration interval 3600 " \
            "seconds)" in warning
-    assert "d.u__ivm_store's change longer: ALTER MATERIALIZED VIEW d.u SET RETENTION = " \
-           "INTERVAL '4' HOURS," in warning
+    assert "Keep d.u's change longer: ALTER MATERIALIZED VIEW d.u SET RETENTION = " \
+           "INTERVAL '4' HOURS," in warning     # named by the view, not by its store
+    assert "__ivm" not in warning
 
 
 def test_a_replaced_source_is_recomputed_anyway_and_not_warned_about():

@@ -233,18 +233,18 @@ def assess(view: str, change: Unconsumed, freshness_seconds: float | None,
             f"the view's FRESHNESS ({_duration(freshness_seconds)}) is longer than "
             f"{change.source} keeps its change ({rule}): a change may be removed before the "
             f"view is due to take it, and its refresh then recomputes it in full. Keep "
-            f"{change.table}'s change longer: {_raise(change, freshness_seconds)}, or give "
+            f"{change.source}'s change longer: {_raise(change, freshness_seconds)}, or give "
             f"the view a FRESHNESS under {_duration(rule.seconds)}")
     if not change.pending or change.replaced:    # a replaced source is recomputed anyway
         return Assessment(None, tuple(warnings))
     refresh = f"REFRESH MATERIALIZED VIEW {view}"
     if change.lost:
         warnings.append(
-            f"the log of {change.table} no longer holds every commit after version "
+            f"the log of {change.source} no longer holds every commit after version "
             f"{change.consumed}, which the view has not consumed: its next refresh recomputes "
-            f"it in full. Refresh it ({refresh}), and keep {change.table}'s change longer: "
+            f"it in full. Refresh it ({refresh}), and keep {change.source}'s change longer: "
             f"{_raise(change, freshness_seconds)}")
-        return Assessment(f"no longer (the log of {change.table} lacks commits after version "
+        return Assessment(f"no longer (the log of {change.source} lacks commits after version "
                           f"{change.consumed})", tuple(warnings))
     if (unreadable := unreadable_change(change)) is not None:
         warnings.append(
@@ -252,7 +252,7 @@ def assess(view: str, change: Unconsumed, freshness_seconds: float | None,
             f"early), and the view has not consumed it. Its next refresh recomputes it in "
             f"full: run {refresh} (or {refresh} FULL where its REFRESH POLICY is INCREMENTAL "
             f"STRICT, under which a refresh fails instead)")
-        return Assessment(f"no longer (files of version {change.gone_from} of {change.table} "
+        return Assessment(f"no longer (files of version {change.gone_from} of {change.source} "
                           f"are gone)", tuple(warnings))
     unknown = [str(r) for r in change.kept if r.seconds is None]
     if change.oldest_ms is None or rule is None or rule.seconds is None:
@@ -266,20 +266,20 @@ def assess(view: str, change: Unconsumed, freshness_seconds: float | None,
             f"the change of {change.source} after version {change.consumed} may already be "
             f"removed: it was kept until {_when(deadline)} ({rule}), and the view has not "
             f"consumed it; its next refresh may have to recompute it in full. Refresh it now "
-            f"({refresh}), and keep {change.table}'s change longer: "
+            f"({refresh}), and keep {change.source}'s change longer: "
             f"{_raise(change, freshness_seconds)}")
     elif state == AT_RISK:
         warnings.append(
             f"the change of {change.source} after version {change.consumed} may be removed "
             f"from {_when(deadline)} on, in {_duration((deadline - now_ms) / 1000)} ({rule}): "
             f"refresh the view before then ({refresh}), or its next refresh may have to "
-            f"recompute it in full; or keep {change.table}'s change longer: "
+            f"recompute it in full; or keep {change.source}'s change longer: "
             f"{_raise(change, freshness_seconds)}")
     return Assessment(kept_until, tuple(warnings))
 
 
 def _raise(change: Unconsumed, freshness_seconds: float | None) -> str:
-    """The statement that keeps ``change.table``'s change twice as long as its shortest
+    """The statement that keeps ``change.source``'s change twice as long as its shortest
     retention, and at least twice the view's freshness: every retention shorter (or not
     understood) is set to that; a view's store by the view's RETENTION (at least
     :data:`~ivm.runtime.upkeep.MIN_RETENTION_SECONDS`), which sets both."""
@@ -294,7 +294,7 @@ def _raise(change: Unconsumed, freshness_seconds: float | None) -> str:
     value = f"interval {amount} {unit}{'s' if amount != 1 else ''}"
     settings = ", ".join(f"'{r.property}' = '{value}'" for r in change.kept
                          if r.seconds is None or r.seconds < target)
-    return f"ALTER TABLE {change.table} SET TBLPROPERTIES ({settings})"
+    return f"ALTER TABLE {change.source} SET TBLPROPERTIES ({settings})"
 
 
 def _whole(seconds: float) -> tuple[int, str]:
