@@ -223,8 +223,9 @@ def _ratio_table(summary, scale: str, fraction: float, views: list[str]) -> list
             f"{full['files_written']:.0f}, {_mb(full['bytes_written'])} "
             f"| {_mb(incr['heap_peak_bytes'])} / {_mb(full['heap_peak_bytes'])} |")
     lines += ["", f"Geometric mean of full / incremental over {len(ratios)} views: "
-                  f"**{_geomean(ratios):.2f}×**; single-table aggregates "
-                  f"({', '.join(SINGLE_TABLE_AGGREGATES)}): **{_geomean(single):.2f}×**.", ""]
+                  f"**{_geomean(ratios):.2f}×**"
+                  + (f"; single-table aggregates ({', '.join(SINGLE_TABLE_AGGREGATES)}): "
+                     f"**{_geomean(single):.2f}×**." if single else "."), ""]
     return lines
 
 
@@ -232,10 +233,10 @@ def _pipelines_note(summary) -> list[str]:
     """What the figures of a view on a view include, where the run has one."""
     if not any(f["charged_with"] for f in summary.values()):
         return []
-    return ["A view on a view (`view + the views it reads`) is charged with the refreshes of "
-            "the views it reads, each measured on the same batch and repetition: their "
-            "seconds, reads and writes added. Its full recompute runs its query with those "
-            "views written out, so it does their work itself.", ""]
+    return ["A view on a view (`view + the views it reads`) is charged throughout with the "
+            "refreshes of the views it reads, each measured on the same batch and repetition: "
+            "their seconds, reads and writes added. Its full recompute runs its query with "
+            "those views written out, so it does their work itself.", ""]
 
 
 def _curve_table(title: str, columns: list[str], cell, views: list[str],
@@ -308,14 +309,13 @@ def write(out: Path, machine: dict[str, str], minutes: float | None = None,
               "One repetition")
              + (f"; the run took {minutes:.0f} minutes." if minutes is not None else "."), "",
              provenance(command, commit, dirty), "",
-             *_spread_line(rows), *_comparison_line(rows),
+             *_spread_line(rows), *_comparison_line(rows), *_pipelines_note(summary),
              "| machine | |", "|---|---|", *(f"| {k} | {v} |" for k, v in machine.items()), ""]
     lines += ["## Full recompute / incremental refresh", ""]
     for scale in scales:
         fractions = sorted({k[1] for k in summary if k[0] == scale and k[3] == "incremental"})
         for fraction in fractions:
             lines += _ratio_table(summary, scale, fraction, views)
-    lines += _pipelines_note(summary)
 
     lines += _planner_table(rows)
 
