@@ -279,12 +279,11 @@ def _check(statements: _Statements, schema, before, after
         if any(word in str(error) for word in OVERFLOW):
             return Outcome(True, "the query fails on these rows"), None
         raise
-    shown = connection.execute(statements.views["store"])
+    old = connection.execute(statements.views["store"]).fetchall()
     columns = [(name, exp.DataType.build(type_, dialect="duckdb").sql("spark"))
                for name, type_ in connection.execute(
                    f"SELECT column_name, column_type FROM (DESCRIBE {statements.views['store']})"
                ).fetchall()]
-    old = shown.fetchall()
     _bind(connection, compiled, schema, before, after)
     connection.execute(f"CREATE TABLE fresh AS {statements.full}")
     new = connection.execute(statements.views["fresh"]).fetchall()
