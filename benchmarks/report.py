@@ -34,7 +34,7 @@ REFRESH_KINDS = ("incremental", "auto", "recompute", "noop", "one_row")
 
 #: The figures of a pipeline's refreshes that add up; the heap peak is their largest.
 ADDITIVE_FIGURES = ("seconds", "rows_read", "bytes_read", "bytes_shuffled", "files_written",
-                    "bytes_written")
+                    "bytes_written", "classes_compiled")
 
 #: The modes forced on the copies the refresh planner is judged against; their spread over
 #: the repetitions is the slack of its judge.
@@ -250,6 +250,32 @@ def _curve_table(title: str, columns: list[str], cell, views: list[str],
     return lines + [""]
 
 
+def _compiled_table(rows: list[dict], views: list[str], labels: dict[str, str]) -> list[str]:
+    """The classes Spark compiled for each incremental refresh, by batch and repetition;
+    nothing for a run that did not count them.
+
+    >>> rows = [{"scale": "1", "fraction": "0.001", "repetition": str(n), "view": "q",
+    ...          "kind": "incremental", "classes_compiled": c}
+    ...         for n, c in ((1, "80"), (2, "3"))]
+    >>> print("\\n".join(_compiled_table(rows, ["q"], {"q": "q"})[2:5]))
+    | view | SF 1 0.10% #1 | SF 1 0.10% #2 |
+    |---|---:|---:|
+    | q | 80 | 3 |
+    """
+    refreshes = [r for r in rows if r["kind"] == "incremental" and float(r["fraction"]) > 0]
+    if not refreshes or "classes_compiled" not in refreshes[0]:
+        return []
+    compiled = {(r["view"], f"SF {r['scale']} {float(r['fraction']):.2%} #{r['repetition']}"):
+                f"{_number(r['classes_compiled']):.0f}" for r in refreshes}
+    return _curve_table(
+        "## Classes compiled by each incremental refresh\n\nSpark compiles the code it "
+        "generates for a query (Janino) and caches the classes by the code's text: a "
+        "refresh that finds an earlier one's code in the cache compiles none of it, and one "
+        "that reads less than `spark.ivm.interpretedMaxBytes` compiles none at all. By "
+        "batch and repetition:", list(dict.fromkeys(column for _, column in compiled)),
+        lambda view, column: compiled.get((view, column), ""), views, labels)
+
+
 def _plot(path: Path, title: str, xlabel: str, series: dict[str, list[tuple[float, float]]]):
     series = {view: points for view, points in series.items() if len(points) > 1}
     if not series:      # a single point per view draws no curve
@@ -329,6 +355,7 @@ def write(out: Path, machine: dict[str, str], minutes: float | None = None,
                                                            column.split()[2]), views, labels)
 
     lines += _phase_tables(summary, scales, views, labels)
+    lines += _compiled_table(rows, views, labels)
 
     batch_scale = max(scales, key=lambda s: len({k[1] for k in summary if k[0] == s}))
     fractions = sorted({k[1] for k in summary if k[0] == batch_scale and k[1] > 0})

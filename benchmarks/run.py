@@ -80,7 +80,7 @@ SHUFFLE_PARTITIONS = {"0.1": 4, "1": 8, "10": 32}
 
 FIELDS = ["scale", "fraction", "repetition", "view", "kind", "mode", "seconds", "rows_read",
           "bytes_read", "bytes_shuffled", "files_written", "bytes_written", "heap_peak_bytes",
-          "phases", "compared"]
+          "classes_compiled", "phases", "compared"]
 
 
 def log(message: str) -> None:

@@ -120,7 +120,7 @@ def test_a_refresh_killed_at_any_write_of_the_view_or_its_state_is_completed(spa
     change_sources(spark)
     before = rows(spark, "top")
     commits = {t: len(ivm_commits(spark, t)) for t in ("top", state(top))}
-    with ExitStack() as armed, pytest.raises(Exception, match=f"injected fault at {point}"):
+    with pytest.raises(Exception, match=f"injected fault at {point}"), ExitStack() as armed:
         if point == "refresh.after_state":
             armed.enter_context(faults.inject(point))
         else:
