@@ -8,6 +8,12 @@ TEST_WORKERS ?= 2
 # make test leaves out the long Hypothesis runs (make test-deep) and the tests that start
 # Spark in other processes or run the TPC-H views (make test-integration); CI runs both.
 TEST_MARKERS ?= not deep and not slow and not tpch
+# Hypothesis draws other examples every run, from this seed, which each test target prints
+# first and again after a failure: SEED=<it> draws the same examples again.
+RANDOM_SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+SEED ?= $(RANDOM_SEED)
+RERUN_AS ?= $@
+RERUN = hypothesis seed $(SEED): rerun with make $(RERUN_AS) SEED=$(SEED)
 
 .PHONY: demo test test-fast test-integration test-deep jars bench-quick bench bench-soak
 
@@ -28,25 +34,29 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/ivm demo
 
 PYTEST = HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n $(TEST_WORKERS) \
-	--dist loadfile --no-loadscope-reorder --durations=20
+	--dist loadfile --no-loadscope-reorder --durations=20 --hypothesis-seed=$(SEED)
 
 # The import layers (pyproject.toml, [tool.importlinter]) and the types ([tool.pyright])
 # first, then the suite.
 test: $(VENV)/.installed jars
+	@echo "$(RERUN)"
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pyright
-	$(PYTEST) -m "$(TEST_MARKERS)"
+	$(PYTEST) -m "$(TEST_MARKERS)" || { echo "$(RERUN)"; exit 1; }
 
 # The tests that need no JVM: the compiler, and every rule checked in-process (seconds).
 test-fast: $(VENV)/.installed
-	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -m fast -p no:cacheprovider
+	@echo "$(RERUN)"
+	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -m fast -p no:cacheprovider \
+		--hypothesis-seed=$(SEED) || { echo "$(RERUN)"; exit 1; }
 
 # spark-submit jobs, shells and restarts in processes of their own, and the 22 TPC-H views.
 test-integration: $(VENV)/.installed jars
-	$(PYTEST) -m "(slow or tpch) and not deep"
+	@echo "$(RERUN)"
+	$(PYTEST) -m "(slow or tpch) and not deep" || { echo "$(RERUN)"; exit 1; }
 
 test-deep:
-	$(MAKE) test HYPOTHESIS_PROFILE=deep TEST_MARKERS=
+	$(MAKE) test HYPOTHESIS_PROFILE=deep TEST_MARKERS= SEED=$(SEED) RERUN_AS=test-deep
 
 $(VENV)/.bench-installed: pyproject.toml | $(PY)
 	$(VENV)/bin/pip install -e '.[bench]'

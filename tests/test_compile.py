@@ -370,6 +370,26 @@ def test_correlated_scalar_subquery_joins_its_grouped_aggregate(sql, kind):
     assert (kind is JoinKind.LEFT) == ("CASE WHEN" in q.full_sql)
 
 
+@pytest.mark.parametrize("sql", [
+    # the subquery's LATERAL VIEW generates its own rows, not the SELECT list's
+    "SELECT c.id, (SELECT COUNT(*) FROM orders o LATERAL VIEW explode(array(o.id, o.cust_id)) "
+    "g AS v WHERE v > 1) AS n FROM customers c",
+    "SELECT c.id, (SELECT COUNT(*) FROM orders o LATERAL VIEW explode(array(o.id, o.cust_id)) "
+    "g AS v WHERE o.cust_id = c.id AND v > 1) AS n FROM customers c",
+    "SELECT c.id, (SELECT COUNT(*) FROM (SELECT o.cust_id, v FROM orders o LATERAL VIEW "
+    "explode(array(o.id, o.cust_id)) g AS v) e WHERE e.cust_id = c.id AND e.v > 1) AS n "
+    "FROM customers c",
+    # nor does its aggregate group the query whose SELECT list explodes
+    "SELECT explode(array(c.id, c.nation_id)) AS v, (SELECT COUNT(*) FROM orders) AS n "
+    "FROM customers c",
+])
+def test_a_scalar_subquery_keeps_its_generator_and_aggregate_to_itself(sql):
+    from ivm.ir import Aggregate, Generate
+    q = ivm.compile(sql, SCHEMA)
+    (join,) = [j for j in nodes_of(q.plan, Join) if j.inputs[1].alias.startswith("_ivm_sq")]
+    assert nodes_of(join.inputs[1], Aggregate) and nodes_of(q.plan, Generate)
+
+
 def test_uncorrelated_scalar_subquery_is_a_cross_join_with_one_row():
     from ivm.ir import Aggregate
     q = ivm.compile("SELECT id FROM orders WHERE amount > (SELECT AVG(amount) FROM orders)",

@@ -112,11 +112,17 @@ def default_names(generator: exp.Expr) -> list[str] | None:
 Refuse = Callable[..., NoReturn]
 
 
+def _own(item: exp.Expr):
+    """The nodes of a SELECT list's item, not those of a subquery in it, which belong to the
+    subquery's own query (its LATERAL VIEW, its aggregate)."""
+    return item.walk(prune=lambda node: isinstance(node, exp.Query))
+
+
 def select_list_generator(select: exp.Select, refuse: Refuse) -> exp.Select:
     """``select`` with the generator in its SELECT list (there is at most one) written as a
     ``LATERAL VIEW``, its columns selected where it stood."""
     found = [(i, item) for i, item in enumerate(select.expressions)
-             if any(is_generator(n) for n in item.walk())]
+             if any(is_generator(n) for n in _own(item))]
     if not found:
         return select
     if len(found) > 1:
@@ -128,7 +134,8 @@ def select_list_generator(select: exp.Select, refuse: Refuse) -> exp.Select:
         refuse("a generator inside an expression", item,
                "select the generator alone, or write it as a LATERAL VIEW")
     if select.args.get("group") or select.args.get("distinct") or any(
-            e.find(exp.AggFunc, exp.Window) for e in select.expressions):
+            isinstance(n, (exp.AggFunc, exp.Window)) for e in select.expressions
+            for n in _own(e)):
         refuse("a generator in the SELECT list of a grouped or DISTINCT query", item,
                "explode in a LATERAL VIEW, or in a query over this one")
     expected = default_names(generator)

@@ -60,10 +60,10 @@ class Unnested:
 
 
 def sources_of(select: exp.Select) -> set[str]:
-    """The aliases a SELECT's FROM clause defines."""
+    """The aliases a SELECT's FROM clause defines, its lateral views' among them."""
     from_ = select.args.get("from_")
     items = ([from_.this] if from_ is not None else []) + [
-        j.this for j in select.args.get("joins") or []]
+        j.this for j in select.args.get("joins") or []] + list(select.args.get("laterals") or [])
     return {item.alias_or_name for item in items}
 
 
@@ -313,8 +313,9 @@ class _Unnesting:
         body = exp.Select(expressions=[exp.alias_(e.copy(), n) for n, e in columns] + [
             exp.alias_(k.copy(), f"key{i}") for i, k in enumerate(keys)])
         body.set("from_", query.args["from_"].copy())
-        if query.args.get("joins"):
-            body.set("joins", [j.copy() for j in query.args["joins"]])
+        for clause in ("joins", "laterals"):
+            if query.args.get(clause):
+                body.set(clause, [c.copy() for c in query.args[clause]])
         if local:
             body.set("where", exp.Where(this=exp.and_(*(c.copy() for c in local))))
         if grouped:
