@@ -69,8 +69,9 @@ class Difference:
 
 def columns_of(frame: DataFrame) -> list[tuple[str, str]]:
     """The columns of ``frame``, in order: ``(name, Spark type)``, the type as Spark writes it
-    in SQL (whether a column may hold NULL is not part of it: Delta writes every column of a
-    table as nullable)."""
+    in SQL. Whether a column may hold NULL is not part of it: a Delta table created from a
+    query, as a store is, has every column nullable, where the query may say ``COUNT(*)``
+    never is."""
     return [(f.name, f.dataType.simpleString()) for f in frame.schema.fields]
 
 
