@@ -1,5 +1,7 @@
-"""What one action costs in a Spark session: wall time, what it read, shuffled and wrote, and
-the JVM's peak heap.
+"""What one action costs in a Spark session: wall time, what it read, shuffled and wrote, the
+JVM's peak heap, and how many classes Spark compiled for it (Janino's compilations of
+generated code, which Spark caches by the code's text: a refresh that finds its code in the
+cache compiles none).
 
 Reads come from Spark's status store (the stages the action ran: their input records and
 bytes, and shuffle bytes), so they count every scan, the Delta log's included. In local mode
@@ -19,6 +21,7 @@ class Cost:
     bytes_read: int
     bytes_shuffled: int
     heap_peak_bytes: int
+    classes_compiled: int
 
 
 class Meter:
@@ -30,6 +33,8 @@ class Meter:
         management = spark.sparkContext._jvm.java.lang.management.ManagementFactory
         self._heap_pools = [pool for pool in management.getMemoryPoolMXBeans()
                             if pool.getType().toString() == "Heap memory"]
+        self._compilations = spark.sparkContext._jvm.org.apache.spark.metrics.source \
+            .CodegenMetrics.METRIC_COMPILATION_TIME()
 
     def _stages(self) -> dict[tuple[int, int], object]:
         self._context.listenerBus().waitUntilEmpty(60_000)
@@ -49,9 +54,11 @@ class Meter:
         before = set(self._stages())
         for pool in self._heap_pools:
             pool.resetPeakUsage()
+        compiled = self._compilations.getCount()
         start = time.perf_counter()
         result = action()
         seconds = time.perf_counter() - start
+        compiled = self._compilations.getCount() - compiled
         heap = sum(pool.getPeakUsage().getUsed() for pool in self._heap_pools)
         ran = [stage for key, stage in self._stages().items() if key not in before]
         return Cost(
@@ -60,6 +67,7 @@ class Meter:
             bytes_read=sum(s.inputBytes() for s in ran),
             bytes_shuffled=sum(s.shuffleReadBytes() for s in ran),
             heap_peak_bytes=heap,
+            classes_compiled=compiled,
         ), result
 
 

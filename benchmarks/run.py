@@ -23,11 +23,12 @@ then for each batch fraction and repetition apply one change batch
 
 and compare the two tables (EXCEPT ALL both ways): a difference stops the benchmark. Then the
 fixed overhead: a refresh without source change (``noop``) and of a one-row change
-(``one_row``). The ``planner`` setting also refreshes two copies of each view, under
-``REFRESH POLICY AUTO`` (``auto``) and ``FULL`` (``recompute``), for each batch, and the
-report judges each choice of AUTO against the faster of the two modes. Every measurement is
-a row of ``measurements.csv``; :mod:`benchmarks.report`
-turns them into the tables and plots.
+(``one_row``), each view compared with its query after each. The ``planner`` setting also
+refreshes two copies of each view, under ``REFRESH POLICY AUTO`` (``auto``) and ``FULL``
+(``recompute``), for each batch, and the report judges each choice of AUTO against the
+faster of the two modes. Every measurement is a row of ``measurements.csv`` (a refresh's
+once it was compared with its query, marked so); :mod:`benchmarks.report` turns them into
+the tables and plots, and ``run.json`` keeps the command and the commit that measured them.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ SETTINGS = {
     # small batches over data that takes seconds to recompute: what the fixed cost leaves
     "small": dict(scales={"1": [0.0001]}, views=CORE, repetitions=3),
     # the refresh planner: each batch refreshed incrementally, recomputed, and as AUTO chose
-    "planner": dict(scales={"1": [0.0001, 0.001, 0.01, 0.1]}, views=CORE, repetitions=1,
+    "planner": dict(scales={"1": [0.0001, 0.001, 0.01, 0.1]}, views=CORE, repetitions=3,
                     planner=True),
     # an append table's batches (RF1 alone), under views that fold inserted rows
     "appends": dict(scales={"1": [0.0001, 0.001, 0.01]}, views=[*APPEND_VIEWS, "q1", "q3"],
@@ -79,7 +80,7 @@ SHUFFLE_PARTITIONS = {"0.1": 4, "1": 8, "10": 32}
 
 FIELDS = ["scale", "fraction", "repetition", "view", "kind", "mode", "seconds", "rows_read",
           "bytes_read", "bytes_shuffled", "files_written", "bytes_written", "heap_peak_bytes",
-          "phases"]
+          "classes_compiled", "phases", "compared"]
 
 
 def log(message: str) -> None:
@@ -114,34 +115,46 @@ def prepare(spark, scale: str) -> None:
         log(f"SF {scale}: loaded into Delta in {time.perf_counter() - started:.1f}s")
 
 
-def check(spark, view: View, name: str) -> None:
-    """The view ``name`` (``view`` or a copy) equals the full recompute of ``view``
-    (``full_<view>``), as multisets."""
-    extra = spark.sql(f"SELECT * FROM {name} EXCEPT ALL SELECT * FROM full_{view.name}")
-    missing = spark.sql(f"SELECT * FROM full_{view.name} EXCEPT ALL SELECT * FROM {name}")
-    counts = extra.count(), missing.count()
-    if counts != (0, 0):
-        raise SystemExit(f"wrong result: view {name} has {counts[0]} rows its full "
-                         f"recompute lacks and lacks {counts[1]} of its rows")
+def check(spark, name: str, expected, what: str) -> None:
+    """The view ``name`` equals ``expected``, a DataFrame (``what``: what it holds), as
+    multisets (EXCEPT ALL both ways); a difference stops the run."""
+    actual = spark.table(name)
+    extra, missing = actual.exceptAll(expected).count(), expected.exceptAll(actual).count()
+    if (extra, missing) != (0, 0):
+        raise SystemExit(f"wrong result: view {name} has {extra} rows {what} lacks and lacks "
+                         f"{missing} of its rows")
 
 
 class Run:
-    """One scale factor's measurements, appended to ``writer``."""
+    """One scale factor's measurements, appended to ``writer``; a refresh's once the view
+    was compared with its query."""
 
     def __init__(self, spark, scale: str, chosen: list[View], writer, policy: str,
                  planner: bool = False, appends: bool = False):
         self.spark, self.scale, self.views, self.writer = spark, scale, chosen, writer
         self.policy, self.planner, self.appends = policy, planner, appends
         self.meter = Meter(spark)
+        self.uncompared: list[dict] = []    # refreshes not yet compared with their query
 
     def record(self, fraction, repetition, view, kind, mode, cost, files=0, size=0,
                phases=None):
-        self.writer.writerow({
+        row = {
             "scale": self.scale, "fraction": fraction, "repetition": repetition,
             "view": view.name, "kind": kind, "mode": mode, "files_written": files,
             "bytes_written": size, **dataclasses.asdict(cost),
             "phases": " ".join(f"{name}={p.seconds:.3f}/{p.jobs}"
-                               for name, p in (phases or {}).items())})
+                               for name, p in (phases or {}).items())}
+        if kind in ("create", "full"):
+            self.writer.writerow(row)
+        else:
+            self.uncompared.append(row)
+
+    def compared(self) -> None:
+        """Write the refreshes held until their views were compared with the query: each
+        equal, as a difference stops the run."""
+        for row in self.uncompared:
+            self.writer.writerow(row | {"compared": "equal"})
+        self.uncompared.clear()
 
     def refresh(self, fraction, repetition, kind) -> None:
         copies = PLANNER_COPIES if self.planner and kind == "incremental" else {}
@@ -167,6 +180,7 @@ class Run:
             log(f"  {name}: {result}")
 
     def recompute(self, fraction, repetition) -> None:
+        """Time each view's full recompute, and compare the view (and its copies) with it."""
         for view in self.views:
             cost, _ = self.meter.cost(lambda: self.spark.sql(
                 f"CREATE OR REPLACE TABLE full_{view.name} USING DELTA AS {view.full_sql}"))
@@ -174,7 +188,16 @@ class Run:
             self.record(fraction, repetition, view, "full", "full", cost, files, size)
             for name in [view.name, *(f"{view.name}_{copy}" for copy in
                                       (PLANNER_COPIES if self.planner else {}))]:
-                check(self.spark, view, name)
+                check(self.spark, name, self.spark.table(f"full_{view.name}"),
+                      "its full recompute")
+        self.compared()
+
+    def compare_with_queries(self) -> None:
+        """Compare each view with its query, run once (untimed) and held in memory."""
+        for view in self.views:
+            check(self.spark, view.name, self.spark.sql(view.full_sql).localCheckpoint(),
+                  "its query")
+        self.compared()
 
     def run(self, fractions: list[float], repetitions: int) -> None:
         for view in self.views:
@@ -198,9 +221,11 @@ class Run:
                 self.recompute(fraction, repetition)
         for repetition in range(1, repetitions + 1):
             self.refresh(0, repetition, "noop")
+            self.compare_with_queries()
             for statement in batches.one_row(self.spark, self.appends):
                 self.spark.sql(statement)
             self.refresh(0, repetition, "one_row")
+            self.compare_with_queries()
         log(f"SF {self.scale}: done")
 
 
@@ -225,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     repetitions = args.repetitions or setting["repetitions"]
     chosen = views(args.views or setting["views"])
     scales = {s: f for s, f in setting["scales"].items() if not args.scales or s in args.scales}
-    started = time.perf_counter()
+    started, measured_at = time.perf_counter(), report.source_commit()
     spark = ivm.spark_session(tpch_data.cache_root() / "ivm_home",
                               app_name="ivm benchmark")
     if args.without_inserts_only_rules:
@@ -244,7 +269,8 @@ def main(argv: list[str] | None = None) -> int:
                 setting.get("appends", False)).run(fractions, repetitions)
             file.flush()
     report.write(out, machine=report.machine(), minutes=(time.perf_counter() - started) / 60,
-                 command=" ".join(["python -m benchmarks.run", *(argv or sys.argv[1:])]))
+                 command=" ".join(["python -m benchmarks.run", *(argv or sys.argv[1:])]),
+                 **measured_at)
     log(f"results in {out}")
     return 0
 

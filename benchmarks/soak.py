@@ -282,8 +282,10 @@ def lags(spark, views: dict[str, int], ended_ms: int) -> list[dict]:
 
 
 def write_report(out: Path, setting: str, rows: list[dict], heap: list[dict],
-                 lag_rows: list[dict], verdicts: list, minutes: float) -> None:
-    """``results.md`` and ``soak.png`` from the measurements."""
+                 lag_rows: list[dict], verdicts: list, minutes: float,
+                 measured_by: str) -> None:
+    """``results.md`` and ``soak.png`` from the measurements; ``measured_by``: the command
+    and commit (:func:`benchmarks.report.provenance`)."""
     with open(out / "heap.csv", "w", newline="") as file:
         writer = csv.DictWriter(file, list(heap[0]))
         writer.writeheader()
@@ -304,8 +306,7 @@ def write_report(out: Path, setting: str, rows: list[dict], heap: list[dict],
     worst = max(lag_rows, key=lambda r: r["ratio"])
     lines = [
         f"# Soak ({setting})", "",
-        f"`python -m benchmarks.soak{'' if setting == 'soak' else ' --setting ' + setting}`, "
-        f"{minutes:.1f} minutes.", "",
+        f"{measured_by} The run took {minutes:.1f} minutes.", "",
         *[f"- {key}: {value}" for key, value in report.machine().items()], "",
         "## Targets", "",
         "| measure | figure | target |", "|---|---:|---:|",
@@ -422,7 +423,8 @@ def main(argv: list[str] | None = None) -> int:
     setting = SETTINGS[args.setting]
     out = args.out or RESULTS / ("soak" if args.setting == "soak" else f"soak_{args.setting}")
     out.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
+    started, measured_at = time.perf_counter(), report.source_commit()
+    command = " ".join(["python -m benchmarks.soak", *(argv or sys.argv[1:])])
     home = Path(os.environ.get("IVM_SOAK_HOME", Path.home() / ".cache" / "ivm" / "soak"))
     spark = ivm.spark_session(home, app_name="ivm soak")
     prepare(spark)
@@ -434,7 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     log("verifying every view")
     verdicts = [ivm.verify(spark, f"{DATABASE}.{name}") for name in [*FEW_VIEWS, *views]]
     minutes = (time.perf_counter() - started) / 60
-    write_report(out, args.setting, rows, heap, lag_rows, verdicts, minutes)
+    write_report(out, args.setting, rows, heap, lag_rows, verdicts, minutes,
+                 report.provenance(command, **measured_at))
     log(f"results in {out}")
     return 0 if all(v.equal for v in verdicts) else 1
 

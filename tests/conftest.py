@@ -1,5 +1,8 @@
-"""Shared fixtures: one SparkSession for the whole run, a fresh database per test, and the
-Hypothesis profiles (chosen with ``HYPOTHESIS_PROFILE``: ``ci`` by default, ``deep``, ``dev``)."""
+"""Shared fixtures: one SparkSession for the whole run, a fresh database per test, the
+Hypothesis profiles (chosen with ``HYPOTHESIS_PROFILE``: ``ci`` by default, ``deep``, ``dev``),
+and the fast tier's tally: each of its tests counts its checks by outcome, the counts are
+printed at the end of the run, and a test fails if fewer than :data:`FLOOR` of its checks
+compared the view with its own SQL."""
 
 import os
 import signal
@@ -8,6 +11,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -87,6 +91,93 @@ def pytest_collection_modifyitems(items):
     fill the other workers meanwhile; a long module started last left one worker busy alone
     for minutes at the end."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
+FLOOR = 0.9
+"""The least share of a fast-tier test's checks that must compare the view with its own SQL."""
+
+
+class Tally:
+    """A fast-tier test's checks (a view over one example), counted by how the store was kept
+    and whether the view was compared with its own SQL (``tests/property/reference.py``'s
+    ``Outcome``)."""
+
+    def __init__(self):
+        self.how: Counter[str] = Counter()
+        self.comparisons: Counter[str] = Counter()
+        self.compared = 0
+
+    def record(self, outcome) -> None:
+        self.how[outcome.how] += 1
+        self.comparisons[outcome.comparison] += 1
+        self.compared += outcome.compared
+
+    @property
+    def share(self) -> float:
+        """The share of the checks that compared the view with its own SQL."""
+        return self.compared / max(1, self.comparisons.total())
+
+    def __str__(self) -> str:
+        """The counts in a line: how many checks compared the view with its SQL; how the
+        stores were kept; why the others were not compared.
+
+        >>> from types import SimpleNamespace as Outcome
+        >>> tally = Tally()
+        >>> for how, comparison in [("folded", "compared with the SQL")] * 2 + [
+        ...         ("folded", "not comparable: why")]:
+        ...     tally.record(Outcome(how=how, comparison=comparison,
+        ...                          compared=comparison.startswith("compared")))
+        >>> print(tally)
+        compared 2 of 3 checks with the SQL; folded 3; not comparable: why 1
+        """
+        compared = f"compared {self.compared} of {self.comparisons.total()} checks with the SQL"
+        return "; ".join(part for part in (
+            compared, ", ".join(f"{how} {n}" for how, n in sorted(self.how.items())),
+            ", ".join(f"{why} {n}" for why, n in sorted(self.comparisons.items())
+                      if why.startswith("not comparable"))) if part)
+
+
+_CALL_PASSED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "call":
+        item.stash[_CALL_PASSED] = report.passed
+    return report
+
+
+@pytest.fixture
+def tally(request):
+    """A fast-tier test's :class:`Tally`, shared by all its examples; after the test, reported
+    (a user property, printed at the end of the run) and, unless the test failed already,
+    held to :data:`FLOOR`."""
+    counts = Tally()
+    yield counts
+    request.node.user_properties.append(("tally", str(counts)))
+    if request.node.stash.get(_CALL_PASSED, False) and counts.share < FLOOR:
+        pytest.fail(f"{counts}: fewer than {FLOOR:.0%} of the checks compared the view with "
+                    "its own SQL", pytrace=False)
+
+
+_tallies: list[tuple[str, str]] = []
+
+
+def pytest_runtest_logreport(report):
+    """Keep the counts a fast-tier test reported; under xdist, this runs in the process that
+    prints the summary."""
+    if report.when == "teardown":
+        _tallies.extend((report.nodeid, text) for name, text in report.user_properties
+                        if name == "tally")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print each fast-tier test's counts."""
+    if _tallies:
+        terminalreporter.write_sep("=", "checks of the views against their own SQL")
+        for nodeid, text in sorted(_tallies):
+            terminalreporter.write_line(f"{nodeid}: {text}")
 
 
 def free_port() -> int:

@@ -36,6 +36,18 @@ def refresh(spark, view: str, mode: str = "incremental") -> None:
     print(f"  {result}")
 
 
+def refresh_dies(spark, view: str, point: str) -> None:
+    """A refresh of ``view`` that dies at the write point ``point``: a refresh that does not
+    fails (``faults.FaultNotFired``), as does one that dies of anything else."""
+    try:
+        with faults.inject(point):
+            ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {view}")
+    except Exception as error:
+        if f"injected fault at {point}" not in str(error):
+            raise
+    print(f"  a refresh of {view} died at {point}")
+
+
 def main(url: str) -> None:
     spark = ivm.spark_session(remote=url)
     assert is_connect(spark), type(spark)
@@ -77,20 +89,10 @@ def main(url: str) -> None:
                          ("refresh.after_commit", "noop")):
         spark.sql("INSERT INTO orders VALUES (6, 3, 3.50, DATE'2026-11-04')")
         spark.sql("DELETE FROM orders WHERE id = 6") if point.endswith("commit") else None
-        with faults.inject(point):
-            try:
-                ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals")
-            except Exception as error:
-                assert f"injected fault at {point}" in str(error), error
-            else:
-                raise AssertionError(f"the refresh did not die at {point}")
+        refresh_dies(spark, "totals", point)
         refresh(spark, "totals", after)
         equal(spark, "totals", TOTALS)
-    with faults.inject("refresh.after_state"):
-        try:
-            ivm.sql(spark, "REFRESH MATERIALIZED VIEW top")
-        except Exception as error:
-            assert "injected fault at refresh.after_state" in str(error), error
+    refresh_dies(spark, "top", "refresh.after_state")
     refresh(spark, "top")
     equal(spark, "top", TOP)
 

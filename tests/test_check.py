@@ -1,15 +1,19 @@
 """``ivm check`` and ``ivm.testing.check_view``: a view property-tested on drawn sources and
-changes; a planted bug is found, shrunk, and reproduced by the script it prints."""
+changes; a planted bug is found, shrunk, and reproduced by the script it prints. The check
+under them, ``ivm.testing.check_views``, compares columns as well as rows."""
 
 import json
 
 import pytest
 from pyspark.sql import functions as F
 
+import ivm
+from cdf import CDF
 from ivm import cli
 from ivm.errors import UnsupportedQuery
 from ivm.runtime import sources
-from ivm.testing import UnsupportedType, check_view
+from ivm.testing import ScenarioFailed, UnsupportedType, check_view, check_views
+from ivm.testing.scenario import create_views
 from ivm.zset import WEIGHT
 
 VIEW = ("CREATE MATERIALIZED VIEW totals AS\n"
@@ -88,6 +92,33 @@ def test_check_shows_its_progress(spark, fresh_db, tmp_path, monkeypatch, capsys
     assert created == "example 1/1: creating the sources and the view", err
     assert refreshed == [f"example 1/1: batch {i}/{len(refreshed)} refreshed"
                          for i in range(1, len(refreshed) + 1)] and refreshed, err
+
+
+def test_a_column_of_another_type_fails_the_check_by_the_column_and_its_types(spark,
+                                                                               fresh_db):
+    """Types are compared, not coerced to a common one: a store column widened by Delta (the
+    same values, another type), which the next refresh shows in the view, fails the check of
+    the view, naming the column and both types, while the other views are still compared by
+    their rows."""
+    spark.sql(f"CREATE TABLE orders (id INT, status STRING, amount DECIMAL(10,2)) USING DELTA "
+              f"{CDF}")
+    spark.sql("INSERT INTO orders VALUES (1, 'open', 2.50), (2, 'paid', 1.00)")
+    views = {"widened": "SELECT status, SUM(amount) AS total FROM orders GROUP BY status",
+             "tampered": "SELECT status, COUNT(*) AS n FROM orders GROUP BY status"}
+    create_views(spark, views)
+    widened = f"{fresh_db}__ivm.widened__ivm_store"
+    spark.sql(f"ALTER TABLE {widened} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
+    spark.sql(f"ALTER TABLE {widened} ALTER COLUMN total TYPE DECIMAL(30, 2)")
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW widened")
+    spark.sql(f"UPDATE {fresh_db}__ivm.tampered__ivm_store SET n = 5 WHERE status = 'paid'")
+    with pytest.raises(ScenarioFailed) as failed:
+        check_views(spark, views, "after CREATE")
+    promised = spark.sql(views["widened"]).schema["total"].dataType.simpleString()
+    shown = failed.value.shown
+    assert shown.startswith("2 view(s) differ from recomputation"), shown
+    assert f"view widened: {views['widened']}\n    column 2 (total) is decimal(30,2) in the " \
+           f"view, {promised} in its query" in shown
+    assert "('paid', 5)" in shown and "('paid', 1)" in shown
 
 
 def test_what_cannot_be_checked_is_refused_before_any_example():

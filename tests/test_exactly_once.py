@@ -47,7 +47,7 @@ def test_a_refresh_killed_at_any_point_is_completed_by_the_next(spark, totals, p
     spark.sql("UPDATE r SET a = a + 100 WHERE k = 2")
     before = rows(spark, "totals")
     commits = len(ivm_commits(spark, "totals"))
-    with faults.inject(point), pytest.raises(Exception, match=f"injected fault at {point}"):
+    with pytest.raises(Exception, match=f"injected fault at {point}"), faults.inject(point):
         refresh_view(spark, "totals", full=full)
     after_crash = rows(spark, "totals")
     assert after_crash == before or after_crash == sorted(
@@ -61,7 +61,7 @@ def test_a_refresh_killed_at_any_point_is_completed_by_the_next(spark, totals, p
 def test_a_create_killed_at_any_point_is_completed_by_running_it_again(spark, fresh_db, point):
     spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {CDF}")
     spark.sql("INSERT INTO r VALUES (1, 10), (2, 20)")
-    with faults.inject(point), pytest.raises(Exception, match=f"injected fault at {point}"):
+    with pytest.raises(Exception, match=f"injected fault at {point}"), faults.inject(point):
         ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
     if point == "create.after_write":
         assert_equals_query(spark, "totals", TOTALS)
@@ -76,7 +76,7 @@ def test_a_create_killed_at_any_point_is_completed_by_running_it_again(spark, fr
 def test_a_refresh_repairs_the_catalog_view_of_a_create_that_died(spark, fresh_db):
     spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {CDF}")
     spark.sql("INSERT INTO r VALUES (1, 10)")
-    with faults.inject("create.after_commit"), pytest.raises(faults.InjectedFault):
+    with pytest.raises(faults.InjectedFault), faults.inject("create.after_commit"):
         ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
     spark.sql("INSERT INTO r VALUES (1, 5)")
     assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals").mode == "incremental"
@@ -84,7 +84,7 @@ def test_a_refresh_repairs_the_catalog_view_of_a_create_that_died(spark, fresh_d
 
 
 def test_a_drop_killed_half_way_is_completed_by_dropping_again(spark, totals):
-    with faults.inject("drop.after_view"), pytest.raises(faults.InjectedFault):
+    with pytest.raises(faults.InjectedFault), faults.inject("drop.after_view"):
         ivm.sql(spark, "DROP MATERIALIZED VIEW totals")
     ivm.sql(spark, "DROP MATERIALIZED VIEW totals")
     assert not spark.catalog.tableExists(store_name(f"{totals}.totals"))

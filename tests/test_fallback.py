@@ -5,7 +5,7 @@ import pytest
 
 import ivm
 from ivm.runtime.fallback import MIN_BYTES, RATIO
-from cdf import CDF
+from cdf import CDF, vacuum_everything
 from test_views import assert_equals_query
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
@@ -38,11 +38,7 @@ def test_a_small_change_is_applied_incrementally(spark, totals):
 @pytest.mark.slow
 def test_vacuumed_change_data_falls_back_to_a_full_recompute(spark, totals):
     spark.sql("UPDATE r SET a = a + 1 WHERE k = 2")      # writes change data files
-    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
-    try:
-        spark.sql("VACUUM r RETAIN 0 HOURS")
-    finally:
-        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    vacuum_everything(spark, "r")
     refresh_and_check(spark, "full", "no longer available")
 
 

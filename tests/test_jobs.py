@@ -183,9 +183,36 @@ def check(work, statements=(), views=tuple(VIEWS), environment=None) -> None:
         "views that differ from their query (rows extra, rows missing)"
 
 
-def submit(work, name, *args, environment=None, classpath=(), **popen):
+PAUSED = """
+import runpy, sys, time
+from ivm.runtime import faults
+
+point, job = sys.argv[1], sys.argv[2]
+
+
+def pause():
+    print(f"paused at {point}", flush=True)
+    time.sleep(600)
+
+
+sys.argv = sys.argv[2:]     # the job's own: its file, then its arguments
+with faults.inject(point, pause):
+    runpy.run_path(job, run_name="__main__")
+"""
+"""Runs a job, ``paused_job.py POINT refresh_<view>.py ARGS``, with its refresh stopped at
+the write point POINT, having printed ``paused at POINT``: spark-submit runs it as a job's
+driver, with the job's ``ivm`` (the runtime archive)."""
+
+
+def submit(work, name, *args, environment=None, classpath=(), paused_at=None, **popen):
+    """spark-submit the job of the view ``name``; with ``paused_at``, its refresh waits at
+    that write point, having printed ``paused at <point>``, to be killed there."""
+    program = [f"refresh_{name}.py"]
+    if paused_at is not None:
+        (work / "paused_job.py").write_text(PAUSED)
+        program = ["paused_job.py", paused_at, *program]
     command = [SPARK_SUBMIT, "--packages", ",".join(delta_packages()), *classpath,
-               "--py-files", "ivm_runtime.zip", f"refresh_{name}.py", *args]
+               "--py-files", "ivm_runtime.zip", *program, *args]
     streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **popen}
     return subprocess.Popen(command, cwd=work, env=env(environment), text=True, start_new_session=True,
                             **streams)
@@ -198,10 +225,36 @@ def job(work, name, *args) -> str:
     return out
 
 
+def commits(work, table: str) -> int:
+    """How many commits the log of ivm's table ``table`` (a store) in ``work``'s home holds."""
+    (log,) = work.glob(f"ivm_home/**/{table}/_delta_log")
+    return len(list(log.glob("*.json")))
+
+
+def kill_when_paused(process, point: str) -> None:
+    """Kill ``process`` (a job submitted ``paused_at`` ``point``, its stderr into its
+    stdout) once it printed that it waits there; fail if it ends first."""
+    watchdog = threading.Timer(600, os.killpg, (process.pid, signal.SIGKILL))
+    watchdog.start()
+    printed = []
+    try:
+        for line in process.stdout:
+            if f"paused at {point}" in line:
+                break
+            printed.append(line)
+        else:
+            raise AssertionError(f"the job ended before {point}: {''.join(printed)[-3000:]}")
+    finally:
+        watchdog.cancel()
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+
+
 @pytest.mark.slow
 def test_jobs_create_refresh_survive_a_kill_and_recompute(work):
-    """Jobs create their views, refresh them incrementally (one killed part-way and run
-    again), recompute a partition and in full; ``latest`` runs as a job in the loop test."""
+    """Jobs create their views, refresh them incrementally (one killed between the commit of
+    its state table and its view's, and run again), recompute a partition and in full;
+    ``latest`` runs as a job in the loop test."""
     views = ("totals", "by_region", "top_regions")
     check(work, [
         "CREATE TABLE orders (id INT, cust INT, status STRING, amount INT) USING DELTA "
@@ -218,15 +271,15 @@ def test_jobs_create_refresh_survive_a_kill_and_recompute(work):
                  "UPDATE orders SET amount = amount + 1 WHERE cust = 1",
                  "DELETE FROM orders WHERE id = 3",
                  "UPDATE customers SET region = 'south' WHERE id = 1"], views)
-    started = time.monotonic()
     assert "incremental refresh of" in job(work, "totals")
-    duration = time.monotonic() - started
-    killed = submit(work, "by_region")   # killed part-way through, then run again
-    time.sleep(duration * 0.8)
-    os.killpg(killed.pid, signal.SIGKILL)
-    killed.communicate()
-    job(work, "by_region")
+    stores = ["top_regions__ivm_state1__ivm_store", "top_regions__ivm_store"]
+    before = [commits(work, store) for store in stores]
+    kill_when_paused(submit(work, "top_regions", paused_at="refresh.after_state",
+                            stderr=subprocess.STDOUT), "refresh.after_state")
+    assert [commits(work, store) for store in stores] == [before[0] + 1, before[1]], \
+        "killed after the state table's commit, before the view's"
     assert "incremental refresh of" in job(work, "top_regions")
+    assert "incremental refresh of" in job(work, "by_region")
     check(work, ["INSERT INTO orders VALUES (7, 1, 'open', 100)",
                  "DELETE FROM orders WHERE status = 'paid'"], views)
     assert "partition refresh of" in job(work, "totals", "--partition", "status = 'open'")

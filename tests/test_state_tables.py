@@ -12,7 +12,7 @@ from ivm.runtime import faults
 from ivm.runtime.catalog import store_name
 from ivm.runtime.graph import materialized_views
 from ivm.runtime.refresh import refresh_view
-from cdf import CDF
+from cdf import CDF, vacuum_everything
 from test_exactly_once import ivm_commits, rows
 from test_views import assert_equals_query
 
@@ -120,7 +120,7 @@ def test_a_refresh_killed_at_any_write_of_the_view_or_its_state_is_completed(spa
     change_sources(spark)
     before = rows(spark, "top")
     commits = {t: len(ivm_commits(spark, t)) for t in ("top", state(top))}
-    with ExitStack() as armed, pytest.raises(Exception, match=f"injected fault at {point}"):
+    with pytest.raises(Exception, match=f"injected fault at {point}"), ExitStack() as armed:
         if point == "refresh.after_state":
             armed.enter_context(faults.inject(point))
         else:
@@ -137,11 +137,7 @@ def test_a_refresh_killed_at_any_write_of_the_view_or_its_state_is_completed(spa
 @pytest.mark.slow
 def test_a_vacuumed_source_recomputes_the_state_and_the_view_follows(spark, top):
     change_sources(spark)
-    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
-    try:
-        spark.sql("VACUUM r RETAIN 0 HOURS")
-    finally:
-        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    vacuum_everything(spark, "r")
     result = refresh_view(spark, "top")
     latest = ivm.sql(spark, f"DESCRIBE HISTORY MATERIALIZED VIEW {state(top)}").first()
     assert latest.mode == "full" and "no longer available" in latest.reason

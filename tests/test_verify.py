@@ -59,6 +59,22 @@ def test_a_tampered_store_differs_with_the_rows_and_their_counts(spark, sales):
     assert "('EU', 10.00)" in text and "('XX', 1.00)" in text
 
 
+def test_a_column_of_another_type_differs_by_the_column_and_its_types(spark, sales):
+    """A column's type is part of the view: a store column widened by Delta (the same values,
+    another type) makes the view differ from its query, told by column."""
+    query = "SELECT Region, SUM(amount) AS total FROM sales GROUP BY Region"
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {query}")
+    store = f"{sales}__ivm.totals__ivm_store"
+    spark.sql(f"ALTER TABLE {store} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
+    spark.sql(f"ALTER TABLE {store} ALTER COLUMN total TYPE DECIMAL(30, 2)")
+    verdict = ivm.verify(spark, "totals")
+    assert not verdict.equal and verdict.difference is None
+    promised = spark.sql(query).schema["total"].dataType.simpleString()
+    assert verdict.schema_difference == \
+        f"column 2 (total) is decimal(30,2) in the view, {promised} in its query"
+    assert str(verdict).endswith(f": {verdict.schema_difference}")
+
+
 def test_float_columns_differ_only_beyond_the_tolerance(spark, sales):
     ivm.sql(spark, "CREATE MATERIALIZED VIEW rates AS SELECT Region, SUM(rate) AS total "
                    "FROM sales GROUP BY Region")

@@ -1,6 +1,8 @@
 """Two relations compared as multisets: which rows each holds more often than the other.
 
-Relations ``A`` and ``B`` are equal as multisets when every row occurs in both equally often,
+Relations ``A`` and ``B`` are equal when they have the same columns (names, in order, and
+Spark types: :func:`column_difference`) and, as multisets, the same rows: every row occurs
+in both equally often,
 duplicates and NULLs included. One shuffle answers that for any number of pairs: group
 ``A (+1) UNION ALL B (−1)`` by every column and keep the groups whose two counts differ;
 NULLs group together, as do NaNs, and -0.0 with 0.0 (as ``EXCEPT ALL`` matches them)::
@@ -63,6 +65,43 @@ class Difference:
                          for r, a, b in [header, *lines])
         more = self.total - len(self.rows)
         return text + (f"\n… and {more} more differing row{'s' * (more > 1)}" if more else "")
+
+
+def columns_of(frame: DataFrame) -> list[tuple[str, str]]:
+    """The columns of ``frame``, in order: ``(name, Spark type)``, the type as Spark writes it
+    in SQL. Whether a column may hold NULL is not part of it: a Delta table created from a
+    query, as a store is, has every column nullable, where the query may say ``COUNT(*)``
+    never is."""
+    return [(f.name, f.dataType.simpleString()) for f in frame.schema.fields]
+
+
+def column_difference(left: Sequence[tuple[str, str]], right: Sequence[tuple[str, str]],
+                      sides: tuple[str, str] = ("the view", "its query")) -> str | None:
+    """How the columns ``left`` and ``right`` (:func:`columns_of`) differ: in number, or
+    column by column in name (whatever the case, as Spark resolves names) or type; None if
+    they do not. ``sides`` names the two in the answer.
+
+    >>> column_difference([("k", "int"), ("Total", "decimal(20,2)")],
+    ...                   [("K", "int"), ("total", "decimal(22,2)")])
+    'column 2 (Total) is decimal(20,2) in the view, decimal(22,2) in its query'
+    >>> column_difference([("k", "int"), ("n", "bigint")], [("k", "int"), ("m", "bigint")])
+    'column 2 is n in the view, m in its query'
+    >>> column_difference([("k", "int")], [("k", "int"), ("n", "bigint")])
+    'the view has 1 column (k int), its query 2 (k int, n bigint)'
+    """
+    if len(left) != len(right):
+        def listed(columns):
+            return ", ".join(f"{name} {type_}" for name, type_ in columns)
+        return (f"{sides[0]} has {len(left)} column{'s' * (len(left) != 1)} ({listed(left)}), "
+                f"{sides[1]} {len(right)} ({listed(right)})")
+    found = []
+    for i, ((name, type_), (other, other_type)) in enumerate(zip(left, right), 1):
+        if name.lower() != other.lower():
+            found.append(f"column {i} is {name} in {sides[0]}, {other} in {sides[1]}")
+        elif type_ != other_type:
+            found.append(f"column {i} ({name}) is {type_} in {sides[0]}, {other_type} in "
+                         f"{sides[1]}")
+    return "; ".join(found) or None
 
 
 def _render(row: tuple) -> str:

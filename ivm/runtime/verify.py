@@ -5,14 +5,16 @@ A view's store records, with every write, the version of each source it reflects
 :mod:`ivm.runtime.history`). Delta keeps old versions readable, so the view's own SQL can be
 run on each source as of that version, by time travel, while the sources move on:
 
-    view at store version s   =   query(source₁ @ v₁, …, sourceₙ @ vₙ)      as multisets
+    view at store version s   =   query(source₁ @ v₁, …, sourceₙ @ vₙ)
 
 where ``v₁ … vₙ`` is the record of the store's latest refresh. The left side is what users
 read (the catalog view over the store, each row repeated as counted); the right side is Spark
 running the definition as written, each table reference replaced by that table's snapshot,
 under the session settings pinned at CREATE (time zone, ANSI mode). Nothing of ivm's
-compiled circuit takes part in the right side. Cost: one full evaluation of the query, and a
-shuffle of the view and the query's result together (:mod:`ivm.runtime.compare`).
+compiled circuit takes part in the right side. Equal means the same columns (names, in
+order, and Spark types) and the same rows as multisets. Cost: one full evaluation of the
+query, and a shuffle of the view and the query's result together
+(:mod:`ivm.runtime.compare`).
 
 A view that reads a state table of its own (:mod:`ivm.passes.states`) reflects the versions
 the state table reflected at the version it read; the state table is not verified apart from
@@ -34,7 +36,7 @@ from ivm.frontend.parse import (canonical_name, parse_query, referenced_tables,
 from ivm.names import DIALECT
 from ivm.runtime.catalog import (DEFINITION, STATE_OF, qualified_name, store_name,
                                  store_properties)
-from ivm.runtime.compare import Difference, difference
+from ivm.runtime.compare import Difference, column_difference, columns_of, difference
 from ivm.runtime.definition import (compile_definition, resolution_database, settings,
                                     view_properties)
 from ivm.runtime.delta_log import DeltaLogReader
@@ -61,7 +63,7 @@ class Verification:
     store_version: int
     rows: int                       # the view's rows
     difference: Difference | None   # None: equal
-    schema_difference: str | None = None
+    schema_difference: str | None = None    # how the columns differ; None: they do not
 
     @property
     def equal(self) -> bool:
@@ -122,7 +124,7 @@ def verify(spark, view: str, *, shown: int = 10,
         query = replace_tables(properties[DEFINITION], database, snapshots)
         with session_settings(spark, settings(properties) or {}):
             want = spark.sql(query)
-            schema_difference = _schema_difference(got, want)
+            schema_difference = column_difference(columns_of(got), columns_of(want))
             found = None if schema_difference else difference(
                 spark, got, want, shown=shown, tolerance=float_tolerance,
                 settings=settings(properties))
@@ -177,14 +179,3 @@ def _check_sources(spark, view: str, tables: list[str], reflected: dict[str, int
                          f"was last refreshed: the versions the view reflects are gone with "
                          f"the table", hint=f"refresh it (REFRESH MATERIALIZED VIEW {view}), "
                          f"then verify it")
-
-
-def _schema_difference(got, want) -> str | None:
-    """How the view's columns differ from its query's, in number, names or types; None if
-    they do not."""
-    view = [(f.name, f.dataType.simpleString()) for f in got.schema.fields]
-    query = [(f.name, f.dataType.simpleString()) for f in want.schema.fields]
-    if [(n.lower(), t) for n, t in view] == [(n.lower(), t) for n, t in query]:
-        return None
-    return (f"its columns are ({', '.join(f'{n} {t}' for n, t in view)}), its query's "
-            f"({', '.join(f'{n} {t}' for n, t in query)})")

@@ -4,8 +4,9 @@ A scenario (:class:`~ivm.testing.data.Scenario`) creates source tables with rows
 applies batches of SQL to them; after each batch every view is refreshed and compared with
 its oracle, and at the end refreshed FULL and compared again. The oracle of a view is Spark
 running the view's own SQL on the current sources; the view is correct when it equals its
-oracle as a multiset, duplicates and NULLs included (:mod:`ivm.runtime.compare`: one Spark
-job asks that of all the views at once, and only a wrong view's rows are collected).
+oracle: the same columns (names, in order, and Spark types) and, as a multiset, the same
+rows, duplicates and NULLs included (:mod:`ivm.runtime.compare`: one Spark job asks that of
+all the views at once, and only a wrong view's rows are collected).
 
 Two refinements make "equal" what a view promises:
 
@@ -29,7 +30,8 @@ from dataclasses import dataclass
 
 from ivm.names import internal_database, quote
 from ivm.runtime import execution
-from ivm.runtime.compare import Difference, difference, unequal
+from ivm.runtime.compare import (Difference, column_difference, columns_of, difference,
+                                 unequal)
 from ivm.runtime.statements import sql as ivm_sql
 from ivm.testing.data import Scenario, Source, create_table, insert
 
@@ -117,22 +119,25 @@ def create_sources(spark, sources: Sequence[Source], tables: Mapping[str, list[t
 
 
 def mismatches(spark, views: Mapping[str, View], created: Mapping[str, str] | None = None,
-               few_rows: bool = True) -> dict[str, Difference]:
-    """``{view: its difference from its oracle}`` for every wrong view; the oracles run under
-    the settings ``created`` (:func:`pinned_settings` at CREATE). ``few_rows``: the sources
-    hold a few rows, so the check runs as ivm's statements over little data do
-    (:data:`~ivm.runtime.execution.LITTLE_DATA`): compiling Java code for every oracle and
-    running each shuffle as a Spark job of its own took a third of its time."""
+               few_rows: bool = True) -> dict[str, Difference | str]:
+    """``{view: its difference from its oracle}`` for every wrong view: how its columns
+    differ (names, order, Spark types: :func:`~ivm.runtime.compare.column_difference`), or
+    else its rows; the oracles run under the settings ``created`` (:func:`pinned_settings`
+    at CREATE). ``few_rows``: the sources hold a few rows, so the check runs as ivm's
+    statements over little data do (:data:`~ivm.runtime.execution.LITTLE_DATA`): compiling
+    Java code for every oracle and running each shuffle as a Spark job of its own took a
+    third of its time."""
     little = execution.LITTLE_DATA if few_rows else {}
     with session_settings(spark, created or {}):
         pairs = {}
+        found: dict[str, Difference | str | None] = {}
         for name, view in views.items():
             got, want = spark.table(name), spark.sql(oracle(view))
-            if [c.lower() for c in got.columns] != [c.lower() for c in want.columns]:
-                raise AssertionError(f"view {name} has columns {got.columns}, its query "
-                                     f"{want.columns}")
-            pairs[name] = (got, want)
-        found = {}
+            columns = column_difference(columns_of(got), columns_of(want))
+            if columns is None:
+                pairs[name] = (got, want)
+            else:
+                found[name] = columns
         for name in unequal(spark, pairs, little):
             view = views[name]
             tolerant = view.columns if isinstance(view, Approximate) else ()
@@ -141,10 +146,11 @@ def mismatches(spark, views: Mapping[str, View], created: Mapping[str, str] | No
     return {name: diff for name, diff in found.items() if diff is not None}
 
 
-def describe(spark, name: str, view: View, found: Difference) -> str:
-    """A wrong view: its definition and the rows it and its oracle hold unequally often."""
-    table = found.table("in view", "in query").replace("\n", "\n    ")
-    return f"view {name}: {definition(view)}\n    {table}"
+def describe(spark, name: str, view: View, found: Difference | str) -> str:
+    """A wrong view: its definition, and how its columns differ from its oracle's or the
+    rows the two hold unequally often."""
+    shown = found if isinstance(found, str) else found.table("in view", "in query")
+    return f"view {name}: {definition(view)}\n    " + shown.replace("\n", "\n    ")
 
 
 class ScenarioFailed(AssertionError):

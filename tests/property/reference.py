@@ -1,8 +1,12 @@
-"""A reference evaluator of compiled views that needs no Spark: DuckDB runs the compiler's SQL.
+"""A reference evaluator of compiled views that needs no Spark: DuckDB runs the compiler's SQL
+and the view's own.
 
-It checks the identity every derivative rule must satisfy (DBSP's incremental form): folding
-the delta query's rows into the store computed before a change gives the store computed after
-it::
+It checks two things. First, the view as ivm keeps it equals the view's own SQL: the query as
+the user wrote it, translated by sqlglot from Spark's dialect to DuckDB's and run over the
+source tables under their own names, with every column, without ivm's lowering, passes or
+code generation (:func:`original_query`). Second, the identity every derivative rule must
+satisfy (DBSP's incremental form): folding the delta query's rows into the store computed
+before a change gives the store computed after it::
 
     fold(full(before), delta(before, after)) = full(after)
 
@@ -10,9 +14,19 @@ it::
 snapshots and the change ``after − before`` as a Z-set (rows weighted ±n), and ``fold`` the
 MERGE the runtime runs; where every source's drawn change inserts rows only and the view has
 rules for that (:mod:`ivm.rules.append`), ``delta`` is theirs, reading ``full(before)`` as
-the view's store. The two stores are compared as the view they show. DuckDB evaluates
-both sides, so where its functions differ from Spark's it differs on both sides alike: what
-the identity checks is the rules, not the SQL dialect. Spark stays the oracle end to end.
+the view's store. The stores are compared as the view they show: with each other, and with
+the SQL's rows over the rows before and after the change. Where the runtime recomputes rather
+than folds (a sum of floats, a sum that overflowed), the recomputed view is still compared
+with the SQL; where a query overflows, the SQL must overflow too (Spark, in ANSI mode, fails
+then).
+
+Both sides run through one translation (:func:`duck`), so where DuckDB's meaning differs from
+Spark's and ivm's SQL and the view's differ alike (casts to strings, the division of
+decimals), the comparison is unaffected; where they do not differ alike, :data:`SPARK_MEANING`
+rewrites the query to Spark's meaning before sqlglot translates it. What neither covers is
+named, not passed: a check whose SQL DuckDB cannot run, or which overflows on one side only,
+is ``not comparable`` with the reason (:class:`Outcome`), and the tests count them. Spark
+stays the oracle end to end.
 
 One departure from the MERGE the runtime runs: DuckDB evaluates every action of a MERGE
 eagerly, so the guard against negative counts (a RAISE_ERROR action in Spark) is a query of
@@ -25,11 +39,13 @@ import functools
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import duckdb
 import sqlglot
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from ivm import codegen, compile
 from ivm.codegen.store import NEGATIVE_COUNT
@@ -53,41 +69,183 @@ FAST = 6
 takes milliseconds here); a family, whose every example checks all its views, a fraction."""
 
 OVERFLOW = ("Overflow", "out of range")
-"""Words of DuckDB errors where a sum left its type: the runtime recomputes then."""
+"""Words of DuckDB errors where a value left its type: Spark fails there too, in ANSI mode
+(the runtime recomputes a store whose fold overflowed)."""
+
+COMPARED = "compared with the SQL"
+"""The :attr:`Outcome.comparison` of a check whose view was compared with its own SQL."""
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a check found: ``folded`` (the view folded and compared), or why not."""
+    """What a check found. ``holds``: every comparison it made agreed. ``how``: how the store
+    was kept (``folded``, ``folded inserts only``, ``recomputed: …``; ``both plans ran`` for
+    the passes) or why not (``the query fails on these rows``). ``comparison``:
+    :data:`COMPARED`, or ``not comparable: <why>``. Where it does not hold, ``broken`` names
+    the two sides that differ and ``sides`` holds each side's rows."""
 
     holds: bool
     how: str
-    folded: list | None = None
-    fresh: list | None = None
+    comparison: str = COMPARED
+    broken: str = ""
+    sides: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def compared(self) -> bool:
+        return self.comparison == COMPARED
+
+    def describe(self) -> str:
+        """Which sides differ, and the rows of each side."""
+        return self.broken + "".join(f"\n  {side}:\n    {rows}" for side, rows in self.sides)
 
 
-def duck(query: exp.Expression) -> str:
-    return _inner_generators(query).sql("duckdb")
+@dataclass(frozen=True)
+class Failed:
+    """A query DuckDB did not run to its end: the first line of its error."""
+
+    error: str
+
+    @property
+    def overflowed(self) -> bool:
+        """Whether a value left its type (:data:`OVERFLOW`), as Spark's would in ANSI mode."""
+        return _overflow(self.error)
 
 
-def _inner_generators(query: exp.Expression) -> exp.Expression:
-    """``query`` with each ``LATERAL VIEW OUTER`` written as an inner one of an array that is
-    never empty (``[NULL]`` for an empty or NULL one), which DuckDB's ``UNNEST`` (what sqlglot
-    writes a lateral view as) runs. A position it generates for such a row is 0, not NULL:
-    both sides of the identity see the same rows, which is what it checks."""
-    def inner(node):
-        if not (isinstance(node, exp.Lateral) and node.args.get("view")
-                and node.args.get("outer")):
-            return node
-        generator = node.this.copy()
-        array = generator.this
-        generator.set("this", exp.If(
-            this=exp.GT(this=exp.ArraySize(this=array.copy()), expression=exp.Literal.number(0)),
-            true=array.copy(), false=exp.Array(expressions=[exp.Null()])))
-        return exp.Lateral(this=generator, view=True, alias=node.args.get("alias"))
-    return query.transform(inner)
+Rows = list | Failed
+"""A query's rows (canonical and sorted, :func:`_rows`), or why there are none."""
 
 
+def _overflow(error: duckdb.Error | str) -> bool:
+    return any(word in str(error) for word in OVERFLOW)
+
+
+# --- Spark SQL as DuckDB runs it -------------------------------------------------------------
+
+
+class Untranslated(Exception):
+    """A construct :func:`duck` has no DuckDB translation of with Spark's meaning."""
+
+
+ELEMENT, ORDINAL = "__element", "__ordinal"
+"""Names of the columns of an ``UNNEST`` inside a translated lateral view: no view's own."""
+
+
+def _lateral_views(query: exp.Expr) -> exp.Expr:
+    """Each SELECT's lateral views as lateral joins where one is ``OUTER`` or ``posexplode``,
+    which sqlglot's translation gets wrong (it drops OUTER, and leaves posexplode's columns
+    unnamed by the view's alias)::
+
+        LATERAL VIEW [OUTER] posexplode(a) g AS p, v
+        [LEFT] JOIN LATERAL (SELECT __ordinal - 1 AS p, __element AS v
+                             FROM UNNEST(a) WITH ORDINALITY AS u(__element, __ordinal))
+                            AS g(p, v) ON TRUE
+
+    So OUTER keeps a row whose array is empty or NULL once, with NULL in ``p`` and ``v``, as
+    Spark does. A SELECT's other lateral views become joins too, in their order, for a view
+    may read the columns of the one before it; ``explode`` is the same without ``p``."""
+    for select in query.find_all(exp.Select):
+        laterals = select.args.get("laterals") or []
+        if any(lateral.args.get("outer") or isinstance(lateral.this, exp.Posexplode)
+               for lateral in laterals):
+            select.set("joins", [*(select.args.get("joins") or []),
+                                 *(_lateral_join(lateral) for lateral in laterals)])
+            select.set("laterals", [])
+    return query
+
+
+def _lateral_join(lateral: exp.Lateral) -> exp.Join:
+    generator = lateral.this
+    if not isinstance(generator, exp.Explode):
+        raise Untranslated(f"{generator.sql('spark')} beside a LATERAL VIEW OUTER or "
+                           "posexplode")
+    positional = isinstance(generator, exp.Posexplode)
+    alias = lateral.args["alias"]
+    names = [c.copy() for c in alias.columns] or [
+        exp.to_identifier(n) for n in (("pos", "col") if positional else ("col",))]
+    outputs = [exp.alias_(exp.column(ELEMENT), names[-1])]
+    if positional:
+        outputs.insert(0, exp.alias_(exp.Sub(this=exp.column(ORDINAL),
+                                             expression=exp.Literal.number(1)), names[0]))
+    unnest = exp.Unnest(expressions=[generator.this.copy()],
+                        alias=exp.TableAlias(this=exp.to_identifier("u"),
+                                             columns=[exp.to_identifier(ELEMENT)]),
+                        offset=exp.to_identifier(ORDINAL) if positional else None)
+    rows = exp.Subquery(this=exp.Select(expressions=outputs, from_=exp.From(this=unnest)))
+    return exp.Join(this=exp.Lateral(this=rows, alias=exp.TableAlias(this=alias.this.copy(),
+                                                                     columns=names)),
+                    side="LEFT" if lateral.args.get("outer") else None, on=exp.true())
+
+
+def _semi_joins_on_true(query: exp.Expr) -> exp.Expr:
+    """Each LEFT SEMI or LEFT ANTI JOIN without ON given ``ON TRUE``, which DuckDB needs (in
+    Spark, every left row while the right input has a row, or while it has none)."""
+    for join in query.find_all(exp.Join):
+        if join.kind in ("SEMI", "ANTI") and not (join.args.get("on")
+                                                   or join.args.get("using")):
+            join.set("on", exp.true())
+    return query
+
+
+def _with_rollup(query: exp.Expr) -> exp.Expr:
+    """``GROUP BY k, a WITH ROLLUP`` (MySQL's spelling, which Spark parses; or ``WITH CUBE``)
+    as ``GROUP BY ROLLUP (k, a)``, which DuckDB parses."""
+    for group in query.find_all(exp.Group):
+        for kind in ("rollup", "cube"):
+            for grouping in group.args.get(kind) or []:
+                group.set("expressions", [grouping.__class__(expressions=group.expressions)])
+                group.set(kind, None)
+    return query
+
+
+def _no_total_of_no_rows(query: exp.Expr) -> exp.Expr:
+    """A SELECT grouped by ROLLUP, CUBE or GROUPING SETS with ``COUNT(*) > 0`` added to its
+    HAVING: over no rows, Spark gives no row for the empty grouping set (it groups the rows
+    each set repeats), where DuckDB, as the SQL standard says, gives the grand total."""
+    for select in query.find_all(exp.Select):
+        group = select.args.get("group")
+        if group and group.find(exp.Rollup, exp.Cube, exp.GroupingSets):
+            some = exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0))
+            having = select.args.get("having")
+            select.set("having", exp.Having(this=exp.and_(having.this, some) if having
+                                            else some))
+    return query
+
+
+SPARK_MEANING = (_lateral_views, _semi_joins_on_true, _with_rollup, _no_total_of_no_rows)
+"""Rewrites of a Spark query, in order, after which sqlglot's DuckDB SQL means what Spark's
+does: for the constructs whose translation differs, in a way ivm's SQL does not share."""
+
+
+def duck(query: exp.Expr) -> str:
+    """``query`` (Spark SQL) as DuckDB SQL: :data:`SPARK_MEANING` applied, then sqlglot's
+    translation.
+
+    >>> duck(sqlglot.parse_one("SELECT k, g.v FROM s LATERAL VIEW OUTER explode(tags) g AS v",
+    ...                        read="spark"))
+    'SELECT k, g.v FROM s LEFT JOIN LATERAL (SELECT __element AS v FROM UNNEST(tags) AS u(__element)) AS g(v) ON TRUE'
+    """
+    query = query.copy()
+    for rewrite in SPARK_MEANING:
+        query = rewrite(query)
+    return query.sql("duckdb")
+
+
+@functools.lru_cache(maxsize=1024)
+def original_query(sql: str) -> str:
+    """A view's own SQL as DuckDB runs it over the source tables under their own names: read
+    as Spark SQL, names in lower case (Spark resolves them whatever their case), then
+    :func:`duck`.
+
+    >>> original_query("SELECT `Rate`, k FROM R LEFT SEMI JOIN s")
+    'SELECT "rate", k FROM r SEMI JOIN s ON TRUE'
+    """
+    return duck(normalize_identifiers(sqlglot.parse_one(sql, read="spark"), dialect="spark"))
+
+
+# --- tables ----------------------------------------------------------------------------------
+
+
+@functools.cache
 def _type(spark_type: str) -> str:
     return exp.DataType.build(spark_type, dialect="spark").sql("duckdb")
 
@@ -159,10 +317,75 @@ def _canonical(value):
     return value
 
 
+def _canonical_rows(rows) -> list:
+    """``rows`` as compared: their values canonical (:func:`_canonical`), sorted."""
+    return sorted((tuple(_canonical(v) for v in row) for row in rows), key=repr)
+
+
 def _rows(connection, view: str) -> list:
     """The rows of the DuckDB query ``view``, canonical and sorted."""
-    return sorted((tuple(_canonical(v) for v in row)
-                   for row in connection.execute(view).fetchall()), key=repr)
+    return _canonical_rows(connection.execute(view).fetchall())
+
+
+_sources: duckdb.DuckDBPyConnection | None = None
+_loaded: dict[tuple[str, str], tuple] = {}
+
+
+def _original_rows(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
+                   snapshots: Mapping[str, Mapping[str, Sequence[tuple]]]) -> dict[str, Rows]:
+    """The rows of the view's own SQL (:func:`original_query`) over each snapshot of the
+    sources (by name), the source tables under their own names, with all their columns. They
+    live in a DuckDB of their own, each snapshot in a schema of its name, and a table is
+    loaded again only if its rows changed: a family's views share the loads of an example."""
+    global _sources
+    try:
+        query = original_query(sql)
+    except (SqlglotError, Untranslated) as error:
+        return dict.fromkeys(snapshots, Failed(f"no DuckDB translation: "
+                                               f"{str(error).splitlines()[0]}"))
+    if _sources is None:
+        _sources = duckdb.connect()
+        for statement in SPARK_FUNCTIONS:
+            _sources.execute(statement)
+    results: dict[str, Rows] = {}
+    for snapshot, rows in snapshots.items():
+        _sources.execute(f"CREATE SCHEMA IF NOT EXISTS {snapshot}; SET schema = '{snapshot}'; "
+                         f"SET search_path = '{snapshot},main'")
+        for table, columns in schema.items():
+            if _loaded.get((snapshot, table)) != (columns, rows[table]):
+                load(_sources, table, [(name.lower(), type_) for name, type_ in columns],
+                     rows[table])
+                _loaded[snapshot, table] = (columns, rows[table])
+        try:
+            results[snapshot] = _rows(_sources, query)
+        except duckdb.Error as error:
+            results[snapshot] = Failed(str(error).splitlines()[0])
+    return results
+
+
+def _verdict(how: str, pairs: Sequence[tuple[str, Rows | None, str, Rows | None]]) -> Outcome:
+    """The outcome of comparing each pair of sides (name, rows) of ``pairs``: equal rows, or
+    both overflowed. A side of None was not computed and is not compared; a pair of which
+    one side overflowed and the other did not, or of which DuckDB could not run one side (the
+    SQL), makes the check not comparable."""
+    comparison, broken, sides = COMPARED, "", {}
+    for name, rows, other_name, other in pairs:
+        if rows is None or other is None:
+            continue
+        sides.update({name: rows, other_name: other})
+        if isinstance(rows, list) and isinstance(other, list):
+            broken = broken or ("" if rows == other else f"{name} differs from {other_name}")
+        elif comparison != COMPARED:
+            continue
+        elif isinstance(other, Failed) and not other.overflowed:
+            comparison = f"not comparable: DuckDB cannot run {other_name} ({other.error[:80]})"
+        elif not (isinstance(rows, Failed) and isinstance(other, Failed)):
+            fails, runs = (name, other_name) if isinstance(rows, Failed) else (other_name, name)
+            comparison = f"not comparable: {fails} overflows where {runs} does not"
+    return Outcome(not broken, how, comparison, broken, tuple(sides.items()) if broken else ())
+
+
+# --- the identity ----------------------------------------------------------------------------
 
 
 def _inexact_sums(connection, compiled: CompiledView) -> bool:
@@ -250,63 +473,102 @@ def _inserts_only(compiled: CompiledView, schema, before, after) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class _Kept:
+    """One store kept over a change: how (see :class:`Outcome`); its view's rows before the
+    change, and after it, recomputed and folded (None: not computed, or not folded); and,
+    where both snapshots ran, the store's view as a source of the next part (a state table's
+    of the view): its columns, and its rows before and after the change."""
+
+    how: str
+    before: Rows | None
+    fresh: Rows | None = None
+    folded: Rows | None = None
+    source: tuple[list, list, list] | None = None
+
+
 def check_identity(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
                    before: Mapping[str, Sequence[tuple]],
-                   after: Mapping[str, Sequence[tuple]]) -> Outcome:
+                   after: Mapping[str, Sequence[tuple]], original: str | None = None) -> Outcome:
     """Whether ``fold(full(before), delta(before, after)) = full(after)`` for the view ``sql``
     over tables of ``schema`` ({table: [(column, Spark type)]}) holding ``before`` and then
     ``after`` rows: for each of its state tables, then for the view, which reads the state
-    tables' rows before and after the change as those of any source."""
+    tables' rows before and after the change as those of any source; and whether the view
+    shows, before the change and after it, the rows of ``original`` (its own SQL, ``sql``
+    unless given) over the same source rows."""
+    expected = _original_rows(original or sql, schema, {"before": before, "after": after})
     schema, before, after = dict(schema), dict(before), dict(after)
-    for table, statements in _statements(
-            sql, tuple((t, tuple(columns)) for t, columns in schema.items())):
-        outcome, state = _check(statements, schema, before, after)
-        if table is None or not outcome.holds or state is None:
+    *states, (_, statements) = _statements(
+        sql, tuple((t, tuple(columns)) for t, columns in schema.items()))
+    for table, part in states:
+        kept = _check(part, schema, before, after)
+        if kept.source is None:     # the state table's query overflowed: so does the view's
+            return _verdict(kept.how, [
+                ("the view before the change",
+                 kept.before if isinstance(kept.before, Failed) else None,
+                 "its SQL before the change", expected["before"]),
+                ("the view after the change", kept.fresh if isinstance(kept.fresh, Failed)
+                 else None, "its SQL after the change", expected["after"])])
+        outcome = _verdict(kept.how, [(f"the state table {table} folded", kept.folded,
+                                       f"the state table {table} recomputed", kept.fresh)])
+        if not outcome.holds:
             return outcome
-        schema[table], before[table], after[table] = state
+        schema[table], before[table], after[table] = kept.source
+    kept = _check(statements, schema, before, after)
+    return _verdict(kept.how, [
+        ("the view folded", kept.folded, "the view recomputed", kept.fresh),
+        ("the view before the change", kept.before, "its SQL before the change",
+         expected["before"]),
+        ("the view recomputed", kept.fresh, "its SQL after the change", expected["after"]),
+        ("the view folded", kept.folded, "its SQL after the change", expected["after"])])
 
 
-def _check(statements: _Statements, schema, before, after
-           ) -> tuple[Outcome, tuple[list, list, list] | None]:
-    """The identity for one store; and, where it holds or the runtime recomputes, the
-    store's view as a source: its columns, and its rows before and after the change."""
+def _check(statements: _Statements, schema, before, after) -> _Kept:
+    """One store kept over the change: computed over the rows before, folded, and computed
+    over the rows after; a query that overflows on a snapshot stops there."""
     compiled = statements.compiled
     connection = connect()
     _bind(connection, compiled, schema, before, before)
     try:
         connection.execute(f"CREATE TABLE store AS {statements.full}")
     except duckdb.Error as error:
-        if any(word in str(error) for word in OVERFLOW):
-            return Outcome(True, "the query fails on these rows"), None
+        if _overflow(error):
+            return _Kept("the query fails on these rows", Failed(str(error).splitlines()[0]))
         raise
-    shown = connection.execute(statements.views["store"])
+    old = connection.execute(statements.views["store"]).fetchall()
     columns = [(name, exp.DataType.build(type_, dialect="duckdb").sql("spark"))
                for name, type_ in connection.execute(
                    f"SELECT column_name, column_type FROM (DESCRIBE {statements.views['store']})"
                ).fetchall()]
-    old = shown.fetchall()
     _bind(connection, compiled, schema, before, after)
-    connection.execute(f"CREATE TABLE fresh AS {statements.full}")
+    try:
+        connection.execute(f"CREATE TABLE fresh AS {statements.full}")
+    except duckdb.Error as error:
+        if _overflow(error):
+            return _Kept("the query fails on these rows", _canonical_rows(old),
+                         Failed(str(error).splitlines()[0]))
+        raise
     new = connection.execute(statements.views["fresh"]).fetchall()
     connection.execute("DROP TABLE fresh")
+    kept = _Kept("", _canonical_rows(old), _canonical_rows(new), source=(columns, old, new))
     if _inexact_sums(connection, compiled):
-        return Outcome(True, "recomputed: a sum of floats"), (columns, old, new)
+        return replace(kept, how="recomputed: a sum of floats")
     try:
         appended = _fold(connection, statements, _inserts_only(compiled, schema, before, after))
     except duckdb.Error as error:
-        if any(word in str(error) for word in OVERFLOW):
-            return Outcome(True, "recomputed: a sum overflowed"), (columns, old, new)
+        if _overflow(error):
+            return replace(kept, how="recomputed: a sum overflowed")
         raise
-    connection.execute(f"CREATE TABLE fresh AS {statements.full}")
-    folded, fresh = (_rows(connection, statements.views[store]) for store in ("store", "fresh"))
-    how = "folded inserts only" if appended else "folded"
-    return Outcome(folded == fresh, how, folded, fresh), (columns, old, new)
+    return replace(kept, how="folded inserts only" if appended else "folded",
+                   folded=_rows(connection, statements.views["store"]))
 
 
 def check_passes(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
-                 rows: Mapping[str, Sequence[tuple]]) -> Outcome:
+                 rows: Mapping[str, Sequence[tuple]], original: str | None = None) -> Outcome:
     """Whether the passes keep the view's rows: its plan as lowered and as the passes leave
-    it give the same multiset over tables of ``schema`` holding ``rows``."""
+    it give the same multiset over tables of ``schema`` holding ``rows``, that of
+    ``original`` (its own SQL, ``sql`` unless given)."""
+    expected = _original_rows(original or sql, schema, {"rows": rows})["rows"]
     mapping = {t: dict(columns) for t, columns in schema.items()}
     query = parse_query(sql)
     lowered = lower(qualify_query(query, sql, mapping), sql)
@@ -315,14 +577,18 @@ def check_passes(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
         used = [c for s in scans(lowered) if s.table == table for c in s.columns]
         columns, values = _project(schema[table], list(dict.fromkeys(used)), rows[table])
         load(connection, relation_name(table, Read.AFTER), columns, values)
-    results = []
+    results: list[Rows] = []
     for plan in (lowered, optimize(lowered)):
         try:
-            found = connection.execute(duck(codegen.to_select(reading(plan, Read.AFTER))))
+            results.append(_rows(connection, duck(codegen.to_select(reading(plan, Read.AFTER)))))
         except duckdb.Error as error:
-            if any(word in str(error) for word in OVERFLOW):
-                return Outcome(True, "the query fails on these rows")
-            raise
-        results.append(sorted((tuple(_canonical(v) for v in row) for row in found.fetchall()),
-                              key=repr))
-    return Outcome(results[0] == results[1], "compared", results[1], results[0])
+            if not _overflow(error):
+                raise
+            results.append(Failed(str(error).splitlines()[0]))
+    how = ("the query fails on these rows" if any(isinstance(r, Failed) for r in results)
+           else "both plans ran")
+    as_lowered, optimized = results
+    return _verdict(how, [
+        ("the plan the passes leave", optimized, "the plan as lowered", as_lowered),
+        ("the plan as lowered", as_lowered, "its SQL", expected),
+        ("the plan the passes leave", optimized, "its SQL", expected)])
