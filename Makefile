@@ -5,9 +5,10 @@ PY := $(VENV)/bin/python
 HYPOTHESIS_PROFILE ?= ci
 # Test processes, each with its own SparkSession; test files are spread over them.
 TEST_WORKERS ?= 2
-# make test leaves out the long Hypothesis runs (make test-deep) and the tests that start
-# Spark in other processes or run the TPC-H views (make test-integration); CI runs both.
-TEST_MARKERS ?= not deep and not slow and not tpch
+# make test leaves out the tests that start Spark in other processes, run for minutes or run
+# the TPC-H views (make test-integration); CI runs both. make test-deep runs them all, with
+# many more examples.
+TEST_MARKERS ?= not slow and not tpch
 # Hypothesis draws other examples every run, from this seed, which each test target prints
 # first and again after a failure: SEED=<it> draws the same examples again.
 RANDOM_SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
@@ -53,7 +54,7 @@ test-fast: $(VENV)/.installed
 # spark-submit jobs, shells and restarts in processes of their own, and the 22 TPC-H views.
 test-integration: $(VENV)/.installed jars
 	@echo "$(RERUN)"
-	$(PYTEST) -m "(slow or tpch) and not deep" || { echo "$(RERUN)"; exit 1; }
+	$(PYTEST) -m "slow or tpch" || { echo "$(RERUN)"; exit 1; }
 
 test-deep:
 	$(MAKE) test HYPOTHESIS_PROFILE=deep TEST_MARKERS= SEED=$(SEED) RERUN_AS=test-deep

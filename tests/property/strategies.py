@@ -112,6 +112,15 @@ def scenarios(tables=("r", "s", "t"), min_batches: int = 2,
     return data.scenarios([SOURCES[t] for t in tables], min_batches, max_batches)
 
 
+@st.composite
+def unchanging_dimension_scenarios(draw, min_batches: int = 2,
+                                   max_batches: int = 4) -> Scenario:
+    """Scenarios whose changes leave t, the dimension of the drawn lookup joins
+    (:func:`lookup_joins`), as it was created: r and s change."""
+    scenario = draw(scenarios(("r", "s"), min_batches, max_batches))
+    return replace(scenario, tables={**scenario.tables, "t": draw(table_rows("t"))})
+
+
 # --- predicates and expressions ------------------------------------------------------------
 
 
@@ -224,7 +233,8 @@ def conditions(columns) -> st.SearchStrategy[Expr]:
 # relation knows its output columns (named x0, x1, … and typed), so each level writes valid,
 # type-correct Spark SQL over the one below, read as a derived table or a CTE. Expressions are
 # templates over ``{0}``, ``{1}``: the aliases (q1, q2, …) the FROM items get when the tree
-# is rendered, unique in the whole query.
+# is rendered, unique in the whole query; a subquery's over ``{sub}`` and ``{s}``, its
+# relation as a FROM item and that item's alias.
 
 EXACT = ("INT", "BIGINT", "DECIMAL")
 """Exact numeric types, narrowest first: the only arguments of SUM and AVG."""
@@ -299,9 +309,34 @@ CONSTRUCTS: dict[str, str | None] = {
     "array column": r"\.tags\)",
     "collect_set": r"\bsize\(collect_set\(",
     "array_sort(collect_list)": r"\barray_sort\(collect_list\(",
+    "ROW_NUMBER": r"\bROW_NUMBER\(\) OVER \(",
+    "RANK": r"\bRANK\(\) OVER \(",
+    "DENSE_RANK": r"\bDENSE_RANK\(\) OVER \(",
+    "SUM OVER": r"\bSUM\(.*\) OVER \(",
+    "COUNT(*) OVER": r"\bCOUNT\(\*\) OVER \(PARTITION BY ",
+    "LAG": r"\bLAG\(.*\) OVER \(",
+    "window without PARTITION BY": r"\bOVER \((ORDER BY |\))",
+    "window over groups": None,
+    "top-N per key": None,
+    "QUALIFY": r"\bQUALIFY (ROW_NUMBER|RANK|DENSE_RANK)\(\) OVER \(",
+    "ORDER BY LIMIT": r"\bORDER BY x\d.* LIMIT \d+",
+    "ORDER BY LIMIT of a set operation": None,
+    "EXISTS": r"(?<!NOT )\bEXISTS \(SELECT 1 FROM ",
+    "NOT EXISTS": r"\bNOT EXISTS \(SELECT 1 FROM ",
+    "IN subquery": r"(?<!NOT) IN \(SELECT ",
+    "NOT IN subquery": r"\bNOT IN \(SELECT ",
+    "scalar subquery": r"\(SELECT (COUNT|MIN|MAX|SUM)\(",
+    "scalar subquery in SELECT": None,
+    "correlated subquery": None,
+    "lookup join": r"(?<!LEFT) JOIN t FOR SYSTEM_TIME AS OF ",
+    "LEFT lookup join": r"\bLEFT JOIN t FOR SYSTEM_TIME AS OF ",
 }
 """Every construct the generator draws, with a pattern the SQL of a query using it matches
 (None: no simple pattern)."""
+
+LOOKUP_CONSTRUCTS = frozenset({"lookup join", "LEFT lookup join"})
+"""The constructs :func:`drawn_queries` draws only when asked for lookup joins: a lookup view
+equals a recomputation of its query only while its dimension does not change."""
 
 
 def family(type_: str) -> str:
@@ -326,14 +361,36 @@ class Table:
         return tuple(table_columns(self.name))
 
 
+@dataclass(frozen=True)
+class Qualify:
+    """``QUALIFY window test``: a ranking window function and the test of its value
+    (``<= 2``)."""
+
+    window: Expr
+    test: str
+
+
+@dataclass(frozen=True)
+class TopN:
+    """``ORDER BY keys LIMIT limit``; the keys name output columns (``x0 DESC``) and order
+    the rows up to rows equal in every column, so which rows the limit keeps is decided."""
+
+    keys: tuple[str, ...]
+    limit: int
+
+
 @dataclass(frozen=True, eq=False)
 class Select:
-    """``SELECT [DISTINCT] outputs FROM sources [LATERAL VIEW] [WHERE] [GROUP BY] [HAVING]``.
+    """``SELECT [DISTINCT] outputs FROM sources [LATERAL VIEW] [WHERE] [GROUP BY] [HAVING]
+    [QUALIFY] [ORDER BY … LIMIT n]``.
 
-    Two sources are joined by ``join`` (``"LEFT JOIN"``, …) ``ON on``. ``lateral``: a
-    ``LATERAL VIEW`` clause. ``group`` is None for a query without aggregates, empty for a
-    global aggregate; ``grouping`` (``ROLLUP``, ``CUBE`` or ``GROUPING SETS``) groups by
-    sets of its keys. ``cte``: read as a CTE.
+    Two sources are joined by ``join`` (``"LEFT JOIN"``, …) ``ON on``; ``lookup``: the second
+    is the dimension of a lookup join, ``FOR SYSTEM_TIME AS OF`` this column of the first.
+    ``lateral``: a ``LATERAL VIEW`` clause. ``group`` is None for a query without
+    aggregates, empty for a global aggregate; ``grouping`` (``ROLLUP``, ``CUBE`` or
+    ``GROUPING SETS``) groups by sets of its keys. ``subquery``: the relation a subquery of
+    WHERE or of an output reads (its SQL writes ``{sub}`` for the FROM item, ``{s}`` for
+    its alias). ``cte``: read as a CTE.
     """
 
     sources: tuple
@@ -347,6 +404,10 @@ class Select:
     cte: bool = False
     lateral: Expr | None = None
     grouping: str | None = None
+    qualify: Qualify | None = None
+    top: TopN | None = None
+    subquery: Table | Select | SetOperation | None = None
+    lookup: Expr | None = None
 
     @property
     def columns(self) -> tuple[Expr, ...]:
@@ -360,12 +421,16 @@ class Select:
     @property
     def constructs(self) -> frozenset:
         parts = [*self.outputs, *(self.group or ()),
-                 *(e for e in (self.on, self.where, self.having, self.lateral) if e is not None)]
+                 *(e for e in (self.on, self.where, self.having, self.lateral) if e is not None),
+                 *([self.qualify.window] if self.qualify is not None else [])]
         own = {"WHERE": self.where is not None, "HAVING": self.having is not None,
                "GROUP BY": bool(self.group), "global aggregate": self.group == (),
-               "SELECT DISTINCT": self.distinct}
+               "SELECT DISTINCT": self.distinct, "QUALIFY": self.qualify is not None,
+               "ORDER BY LIMIT": self.top is not None}
         if self.grouping is not None:
             own[self.grouping] = True
+        if self.lookup is not None:
+            own["LEFT lookup join" if self.join == "LEFT JOIN" else "lookup join"] = True
         if self.where is not None and self.join is not None:
             own[JOIN_FILTERS[self.join]] = True
         return _joined(parts) | {name for name, used in own.items() if used}
@@ -379,6 +444,7 @@ class SetOperation:
     left: Select
     right: Select
     cte: bool = False
+    top: TopN | None = None
 
     @property
     def columns(self) -> tuple[Expr, ...]:
@@ -397,18 +463,28 @@ LEAVES = tuple(Table(name) for name in SCHEMAS)
 
 @dataclass(frozen=True)
 class Query:
-    """A drawn query: its SQL text, the constructs it uses (keys of :data:`CONSTRUCTS`) and
-    its approximate output columns (float SUM or AVG, see :class:`Expr`)."""
+    """A drawn query: its SQL text, the constructs it uses (keys of :data:`CONSTRUCTS`), its
+    approximate output columns (float SUM or AVG, see :class:`Expr`) and, where Spark cannot
+    run ``sql`` as written (``QUALIFY``, a lookup join), the equal query Spark runs as its
+    ``oracle``."""
 
     sql: str
     constructs: frozenset
     approximate: tuple[str, ...] = ()
+    oracle: str | None = None
+
+
+QUALIFIED = "qualify_rank"
+"""The column of the window a QUALIFY tests, in the oracle's form of the query."""
 
 
 class _Renderer:
-    """Writes a relation tree as SQL: aliases every FROM item uniquely, collects CTEs."""
+    """Writes a relation tree as SQL: aliases every FROM item uniquely, collects CTEs.
+    ``oracle``: in the form Spark runs, a QUALIFY as a filter over a derived table and a
+    lookup join as an ordinary join (equal while the dimension does not change)."""
 
-    def __init__(self):
+    def __init__(self, oracle: bool = False):
+        self.oracle = oracle
         self.aliases = 0
         self.depth = 0
         self.ctes: dict[int, tuple[str, str, object]] = {}  # id → (name, body, relation)
@@ -426,20 +502,35 @@ class _Renderer:
     def body(self, relation) -> str:
         if isinstance(relation, SetOperation):
             self.constructs.add(relation.operator)
-            return f"{self.body(relation.left)} {relation.operator} {self.body(relation.right)}"
+            if relation.top is not None:
+                self.constructs.add("ORDER BY LIMIT of a set operation")
+            return (f"{self.body(relation.left)} {relation.operator} "
+                    f"{self.body(relation.right)}{_order_limit(relation.top)}")
         self.constructs |= relation.constructs
         items = [self.from_item(source) for source in relation.sources]
         aliases = [alias for _, alias in items]
+        subquery = {}
+        if relation.subquery is not None:
+            subquery["sub"], subquery["s"] = self.from_item(relation.subquery)
 
         def fill(e: Expr) -> str:
-            return e.sql.format(*aliases)
+            return e.sql.format(*aliases, **subquery)
 
         distinct = "DISTINCT " if relation.distinct else ""
         outputs = ", ".join(f"{fill(e)} AS x{i}" for i, e in enumerate(relation.outputs))
+        qualify = relation.qualify
+        if qualify is not None and self.oracle:
+            outputs += f", {fill(qualify.window)} AS {QUALIFIED}"
         sql = f"SELECT {distinct}{outputs} FROM {items[0][0]}"
         if relation.join:
-            self.constructs.add(relation.join)
-            sql += f" {relation.join} {items[1][0]}"
+            joined = items[1][0]
+            if relation.lookup is not None and not self.oracle:
+                table, alias = joined.split(" AS ")
+                joined = f"{table} FOR SYSTEM_TIME AS OF {fill(relation.lookup)} " \
+                         f"AS {alias}"
+            elif relation.lookup is None:
+                self.constructs.add(relation.join)
+            sql += f" {relation.join} {joined}"
             if relation.on is not None:
                 sql += f" ON {fill(relation.on)}"
             elif relation.join != "CROSS JOIN":
@@ -457,7 +548,12 @@ class _Renderer:
             sql += " GROUP BY " + ", ".join(keys)
         if relation.having is not None:
             sql += f" HAVING {fill(relation.having)}"
-        return sql
+        if qualify is not None and self.oracle:
+            names = ", ".join(f"x{i}" for i in range(len(relation.outputs)))
+            sql = f"SELECT {names} FROM ({sql}) AS qualified WHERE {QUALIFIED} {qualify.test}"
+        elif qualify is not None:
+            sql += f" QUALIFY {fill(qualify.window)} {qualify.test}"
+        return sql + _order_limit(relation.top)
 
     def from_item(self, relation) -> tuple[str, str]:
         self.aliases += 1
@@ -482,6 +578,10 @@ class _Renderer:
             self.depth -= 1
 
 
+def _order_limit(top: TopN | None) -> str:
+    return "" if top is None else f" ORDER BY {', '.join(top.keys)} LIMIT {top.limit}"
+
+
 def to_sql(relation) -> Query:
     """The SQL of a relation tree (a source table reads as ``SELECT *``).
 
@@ -489,16 +589,29 @@ def to_sql(relation) -> Query:
     ...               join="LEFT JOIN", on=Expr("{0}.k = {1}.k", "BOOLEAN", ()))
     >>> to_sql(Select((join,), (Expr("COUNT(*)", "BIGINT", ()),), group=())).sql
     'SELECT COUNT(*) AS x0 FROM (SELECT q3.d AS x0 FROM r AS q2 LEFT JOIN s AS q3 ON q2.k = q3.k) AS q1'
+
+    Spark runs no QUALIFY: the oracle filters a derived table instead.
+
+    >>> first = Qualify(Expr("ROW_NUMBER() OVER (PARTITION BY {0}.k ORDER BY {0}.a)", "", ()),
+    ...                 "= 1")
+    >>> query = to_sql(Select((LEAVES[0],), (Expr("{0}.a", "INT", ()),), qualify=first))
+    >>> query.sql
+    'SELECT q1.a AS x0 FROM r AS q1 QUALIFY ROW_NUMBER() OVER (PARTITION BY q1.k ORDER BY q1.a) = 1'
+    >>> query.oracle
+    'SELECT x0 FROM (SELECT q1.a AS x0, ROW_NUMBER() OVER (PARTITION BY q1.k ORDER BY q1.a) AS qualify_rank FROM r AS q1) AS qualified WHERE qualify_rank = 1'
     """
     if isinstance(relation, Table):
         relation = Select((relation,), tuple(Expr(f"{{0}}.{c.sql}", c.type, c.domain)
                                              for c in relation.columns))
-    return _Renderer().query(relation)
+    query = _Renderer().query(relation)
+    oracle = _Renderer(oracle=True).query(relation).sql
+    return query if oracle == query.sql else replace(query, oracle=oracle)
 
 
-def _columns_of(relation, side: int) -> list[Expr]:
-    """``relation``'s output columns as read from FROM item number ``side`` (without the
-    approximate ones, which no query reads again)."""
+def _columns_of(relation, side: int | str) -> list[Expr]:
+    """``relation``'s output columns as read from FROM item number ``side`` (or, for a
+    subquery's relation, ``"s"``), without the approximate ones, which no query reads
+    again."""
     return [Expr(f"{{{side}}}.{c.sql}", c.type, c.domain) for c in relation.columns
             if not c.approximate]
 
@@ -680,25 +793,179 @@ def aggregates(draw, columns) -> Expr:
                 n.constructs | {"SUM", "COUNT(*)", "arithmetic"}, inexact)
 
 
+RANKING = ("ROW_NUMBER", "RANK", "DENSE_RANK")
+
+POSITIONAL = ("ROW_NUMBER", "LAG")
+"""Window functions whose value depends on the order of rows tied in ORDER BY."""
+
+
+def _key(draw, sql: str) -> str:
+    """``sql`` as a key of ORDER BY: ascending or descending, NULLs first or last."""
+    return sql + draw(st.sampled_from(["", " DESC", " NULLS LAST", " DESC NULLS FIRST"]))
+
+
+@st.composite
+def windows(draw, columns, partitions, order, ranking=False, grouped=False) -> Expr:
+    """A window function: ROW_NUMBER, RANK or DENSE_RANK (only these if ``ranking``), and
+    over rows (not ``grouped``) COUNT(*), LAG or a running SUM of ``columns``. It partitions
+    by some of ``partitions`` (or by none: one partition of every row) and orders by some of
+    ``order``; a function whose value depends on the order of rows tied there (ROW_NUMBER,
+    LAG) orders by all of ``order`` too, which tells apart any two rows that differ in an
+    output, so that the query's answer is decided (Spark picks any order of tied rows)."""
+    others = [] if ranking or grouped else ["COUNT(*) OVER", "LAG"] + (
+        ["SUM OVER"] if any(c.type in NUMBERS for c in columns) else [])
+    forms = list(RANKING) + others * 3
+    form = draw(st.sampled_from(forms))
+    keys = draw(st.lists(st.sampled_from(partitions), min_size=1, max_size=2,
+                         unique_by=lambda e: e.sql)
+                if partitions and not _sometimes(draw, 4) else st.just([]))
+    if form == "COUNT(*) OVER" and not keys:
+        form = "RANK"
+    sorted_by = draw(st.lists(st.sampled_from(order), min_size=1, max_size=2,
+                              unique_by=lambda e: e.sql))
+    used = _joined(keys + sorted_by) | {form}
+    if grouped:
+        used |= {"window over groups"}
+    if not keys:
+        used |= {"window without PARTITION BY"}
+    ordering = [_key(draw, e.sql) for e in sorted_by]
+    if form in POSITIONAL:
+        ordering += [e.sql for e in order]
+        used |= _joined(order)
+    partition = f"PARTITION BY {', '.join(k.sql for k in keys)}" if keys else ""
+    spec = " ".join(part for part in (partition, "ORDER BY " + ", ".join(ordering)) if part)
+    if form in RANKING:
+        return Expr(f"{form}() OVER ({spec})", "INT", (1, 2, 3), frozenset(used))
+    if form == "COUNT(*) OVER":
+        return Expr(f"COUNT(*) OVER ({partition})", "BIGINT", GENERIC_DOMAINS["BIGINT"],
+                    frozenset(used))
+    if form == "LAG":
+        c = draw(st.sampled_from(columns))
+        return Expr(f"LAG({c.sql}) OVER ({spec})", c.type, c.domain,
+                    frozenset(used | c.constructs))
+    n = draw(numbers(columns))
+    total = {"INT": "BIGINT"}.get(n.type, n.type)
+    spec = partition if _sometimes(draw, 3) else spec    # the partition's total, or running
+    return Expr(f"SUM({n.sql}) OVER ({spec})", total, _sums(total, n),
+                frozenset(used | n.constructs), n.type == "DOUBLE")
+
+
+@st.composite
+def subqueries(draw, relations, columns, output=False) -> tuple[object, Expr]:
+    """A relation, and a condition on ``columns`` that reads it in a subquery: ``[NOT]
+    EXISTS``, ``[NOT] IN`` or a comparison with a scalar subquery (an exact aggregate), or,
+    if ``output``, maybe a scalar subquery to select (an Expr not BOOLEAN). Correlated, now
+    and then, by an equality of the relation's columns and ``columns`` (EXISTS also by
+    another comparison). In the SQL, ``{sub}`` is the relation as a FROM item, ``{s}`` its
+    alias."""
+    source = draw(relations)
+    inner = _columns_of(source, "s")
+    local = [draw(conditions(inner))] if _sometimes(draw, 3) else []
+    form = draw(st.sampled_from(["EXISTS", "NOT EXISTS", "IN", "NOT IN", "scalar"]
+                                + ["scalar subquery in SELECT"] * 2 * output))
+    pairs = [(a, b) for a in inner for b in columns if family(a.type) == family(b.type)]
+    correlated = []
+    if form in ("EXISTS", "NOT EXISTS") and draw(st.booleans()):
+        correlated.append(draw(equalities(inner, columns)))
+        if _sometimes(draw, 3):
+            correlated.append(draw(residuals(inner, columns)))
+    elif form != "NOT IN" and pairs and draw(st.booleans()):  # by a column equality
+        a, b = draw(st.sampled_from(pairs))
+        correlated.append(Expr(f"{a.sql} = {b.sql}", "BOOLEAN", (True, False)))
+    where = correlated + local
+    condition = f" WHERE {' AND '.join(p.sql for p in where)}" if where else ""
+    used = _joined(where) | ({"correlated subquery"} if correlated else set())
+    if form in ("EXISTS", "NOT EXISTS"):
+        negated = "NOT " if form == "NOT EXISTS" else ""
+        return source, Expr(f"{negated}EXISTS (SELECT 1 FROM {{sub}}{condition})", "BOOLEAN",
+                            (True, False), frozenset(used | {form}))
+    if form in ("IN", "NOT IN"):
+        meeting = [(a, b) for a, b in pairs if set(a.domain) & set(b.domain)]
+        if pairs:
+            value, probe = draw(st.sampled_from(meeting or pairs))
+        else:
+            value, probe = (as_string(draw(st.sampled_from(side))) for side in (inner, columns))
+        negated = "NOT " if form == "NOT IN" else ""
+        return source, Expr(f"{probe.sql} {negated}IN (SELECT {value.sql} FROM {{sub}}"
+                            f"{condition})", "BOOLEAN", (True, False),
+                            frozenset(used | value.constructs | probe.constructs
+                                      | {f"{form} subquery"}))
+    exact = [c for c in inner if c.type in EXACT or c.type in ("STRING", "BOOLEAN", "DATE")]
+    call = draw(st.sampled_from(["COUNT(*)", "COUNT", "MIN", "MAX", "SUM"]
+                                if exact else ["COUNT(*)"]))
+    counts = GENERIC_DOMAINS["BIGINT"]
+    if call == "COUNT(*)":
+        aggregate = Expr("COUNT(*)", "BIGINT", counts)
+    else:
+        c = draw(st.sampled_from([c for c in exact if call != "SUM" or c.type in EXACT]
+                                 or exact))
+        if call == "SUM" and c.type in EXACT:
+            total = {"INT": "BIGINT"}.get(c.type, c.type)
+            aggregate = Expr(f"SUM({c.sql})", total, _sums(total, c), c.constructs)
+        elif call in ("MIN", "MAX"):
+            aggregate = Expr(f"{call}({c.sql})", c.type, c.domain, c.constructs)
+        else:
+            aggregate = Expr(f"COUNT({c.sql})", "BIGINT", counts, c.constructs)
+    scalar = Expr(f"(SELECT {aggregate.sql} FROM {{sub}}{condition})", aggregate.type,
+                  aggregate.domain, frozenset(used | aggregate.constructs
+                                              | {"scalar subquery"}))
+    if form == "scalar subquery in SELECT":
+        return source, replace(scalar, constructs=scalar.constructs | {form})
+    comparable = [c for c in columns if family(c.type) == family(scalar.type)]
+    if comparable:
+        c = draw(st.sampled_from(comparable))
+        op = draw(st.sampled_from(["=", "<>", "<", ">="] if scalar.type != "BOOLEAN"
+                                  else ["=", "<>"]))
+        return source, Expr(f"{c.sql} {op} {scalar.sql}", "BOOLEAN", (True, False),
+                            scalar.constructs | c.constructs)
+    value = literal(draw(st.sampled_from(scalar.domain)))
+    return source, Expr(f"{scalar.sql} >= {value}", "BOOLEAN", (True, False), scalar.constructs)
+
+
 @st.composite
 def selects(draw, sources, columns, join=None, on=None, wheres=None, lateral=None,
-            exploded=None) -> Select:
+            exploded=None, relations=None, lookup=None) -> Select:
     """A SELECT block over ``sources`` reading ``columns``: rows, DISTINCT rows, groups
     (GROUP BY, maybe by ROLLUP, CUBE or GROUPING SETS, maybe HAVING) or a global aggregate,
     maybe under a WHERE (one of ``wheres``, in one case of two, if given; else of the
-    columns, in one of three). ``lateral``: the block's LATERAL VIEW; ``exploded``: a
-    generator that rows may select."""
+    columns, in one of three), which may test a subquery over one of ``relations`` (if
+    given); rows and groups now and then with a window function, or filtered by one
+    (QUALIFY); now and then its first rows in an order (ORDER BY … LIMIT). ``lateral``: the
+    block's LATERAL VIEW; ``exploded``: a generator that rows may select; ``lookup``: see
+    :class:`Select`."""
     if wheres is not None:
         where = draw(wheres) if draw(st.booleans()) else None
     else:
         where = draw(conditions(columns)) if _sometimes(draw, 3) else None  # nested, they add up
     shape = draw(st.sampled_from(["rows", "group", "distinct", "global"]))
+    subquery = scalar = None
+    if relations is not None and _sometimes(draw, 4):
+        subquery, test = draw(subqueries(relations, columns,
+                                         output=shape == "rows" and exploded is None))
+        if test.type != "BOOLEAN":
+            scalar = test
+        else:
+            where = test if where is None else Expr(
+                f"{where.sql} AND {test.sql}", "BOOLEAN", (True, False),
+                where.constructs | test.constructs)
+    qualify = None
     if shape in ("rows", "distinct"):
         outputs = draw(st.lists(scalars(columns), min_size=1, max_size=3))
         if shape == "rows" and exploded is not None:
             outputs.append(exploded)
-        return Select(sources, tuple(outputs), join, on, where, distinct=shape == "distinct",
-                      cte=_sometimes(draw, 6), lateral=lateral)
+        elif shape == "rows":
+            order = list({e.sql: e for e in outputs + list(columns)}.values())
+            if _sometimes(draw, 2):
+                outputs.append(draw(windows(columns, columns, order)))
+            if _sometimes(draw, 6):
+                test = draw(st.sampled_from(["<= 1", "<= 2", "= 1", "< 3"]))
+                qualify = Qualify(draw(windows(columns, columns, order, ranking=True)), test)
+        if scalar is not None:
+            outputs.append(scalar)
+        return _limited(draw, Select(sources, tuple(outputs), join, on, where,
+                                     distinct=shape == "distinct", cte=_sometimes(draw, 6),
+                                     lateral=lateral, qualify=qualify, subquery=subquery,
+                                     lookup=lookup))
     keys = [] if shape == "global" else draw(
         st.lists(scalars(columns), min_size=1, max_size=2, unique_by=lambda e: e.sql))
     grouping = draw(st.sampled_from([None, None, None, "ROLLUP", "CUBE", "GROUPING SETS"])) \
@@ -715,8 +982,51 @@ def selects(draw, sources, columns, join=None, on=None, wheres=None, lateral=Non
     havable = [k for k in keys if grouping is None or k in columns]
     exact = havable + [c for c in calls if not c.approximate]
     having = draw(st.none() | conditions(exact)) if exact and _sometimes(draw, 2) else None
-    return Select(sources, tuple(shown + calls), join, on, where, group=tuple(keys),
-                  having=having, cte=_sometimes(draw, 6), lateral=lateral, grouping=grouping)
+    outputs = shown + calls
+    if keys and grouping is None and _sometimes(draw, 3):
+        # over groups, which their keys tell apart
+        order = keys + [c for c in calls if not c.approximate]
+        window = draw(windows(columns, keys, order, grouped=True))
+        if draw(st.booleans()):
+            outputs.append(window)
+        else:
+            qualify = Qualify(window, draw(st.sampled_from(["<= 1", "<= 2", "= 1"])))
+    return _limited(draw, Select(sources, tuple(outputs), join, on, where, group=tuple(keys),
+                                 having=having, cte=_sometimes(draw, 6), lateral=lateral,
+                                 grouping=grouping, qualify=qualify, subquery=subquery,
+                                 lookup=lookup))
+
+
+def _limited(draw, relation):
+    """``relation`` now and then cut to its first rows in an order of all its columns
+    (``ORDER BY … LIMIT n``), unless a column is approximate (the order of its values is not
+    decided)."""
+    if any(c.approximate for c in relation.columns) or not _sometimes(draw, 8):
+        return relation
+    names = draw(st.permutations([c.sql for c in relation.columns]))
+    keys = tuple(_key(draw, name) for name in names)
+    return replace(relation, top=TopN(keys, draw(st.integers(1, 3))))
+
+
+@st.composite
+def ranked(draw, relations) -> Select:
+    """Top-N per key as a user writes it without QUALIFY: rows numbered or ranked within
+    partitions in a derived table, the outer query keeping the first ones
+    (``WHERE rank <= n``)."""
+    source = draw(relations)
+    columns = _columns_of(source, 0)
+    outputs = draw(st.lists(scalars(columns), min_size=1, max_size=3))
+    order = list({e.sql: e for e in outputs + columns}.values())
+    rank = draw(windows(columns, columns, order, ranking=True))
+    numbered = Select((source,), tuple(outputs) + (rank,), cte=_sometimes(draw, 6))
+    inner = _columns_of(numbered, 0)
+    kept = draw(st.lists(st.sampled_from(inner[:-1]), min_size=1, unique_by=lambda e: e.sql))
+    if draw(st.booleans()):
+        kept.append(inner[-1])
+    test = draw(st.sampled_from(["<= 1", "<= 2", "= 1"]))
+    where = Expr(f"{inner[-1].sql} {test}", "BOOLEAN", (True, False),
+                 frozenset({"top-N per key", "WHERE"}))
+    return Select((numbered,), tuple(kept), where=where)
 
 
 @st.composite
@@ -752,18 +1062,20 @@ def lateral_views(draw, relation, columns) -> tuple[Expr, list[Expr]]:
 @st.composite
 def one_source(draw, relations) -> Select:
     """A SELECT block over one relation, now and then with a LATERAL VIEW (or a generator
-    in its SELECT list)."""
+    in its SELECT list), or the top rows per key of one (:func:`ranked`)."""
+    if _sometimes(draw, 8):
+        return draw(ranked(relations))
     source = draw(relations)
     columns = _columns_of(source, 0)
     if _sometimes(draw, 4):
         lateral, added = draw(lateral_views(source, columns))
-        return draw(selects((source,), columns + added, lateral=lateral))
+        return draw(selects((source,), columns + added, lateral=lateral, relations=relations))
     exploded = None
     if _sometimes(draw, 6):
         array = draw(arrays(source, columns))
         exploded = Expr(f"explode({array.sql})", array.type, array.domain,
                         array.constructs | {"explode in SELECT"})
-    return draw(selects((source,), columns, exploded=exploded))
+    return draw(selects((source,), columns, exploded=exploded, relations=relations))
 
 
 @st.composite
@@ -804,11 +1116,14 @@ def join_filters(left, right) -> st.SearchStrategy[Expr]:
 
 
 @st.composite
-def joins(draw, relations) -> Select:
+def joins(draw, relations, lookups: bool = False) -> Select:
     """A SELECT block over a join of two relations (now and then a relation with itself):
     INNER, LEFT, RIGHT, FULL OUTER, LEFT SEMI or LEFT ANTI on at least one equality, maybe
     with a residual condition; or a CROSS JOIN of two relations without joins, or a LEFT SEMI
-    or LEFT ANTI JOIN without ON."""
+    or LEFT ANTI JOIN without ON; if ``lookups``, now and then an inner or left lookup join
+    of the table t (:func:`lookup_joins`)."""
+    if lookups and _sometimes(draw, 3):
+        return draw(lookup_joins(relations))
     left = draw(relations)
     right = left if _sometimes(draw, 8) else draw(relations)
     if right is left and not isinstance(left, Table) and draw(st.booleans()):
@@ -819,9 +1134,16 @@ def joins(draw, relations) -> Select:
     visible = a if kind in ("LEFT SEMI JOIN", "LEFT ANTI JOIN") else a + b
     wheres = join_filters(a, b if visible != a else [])
     if kind == "CROSS JOIN":
-        return draw(selects((left, right), visible, kind, wheres=wheres))
+        return draw(selects((left, right), visible, kind, wheres=wheres, relations=relations))
     if kind in ("LEFT SEMI JOIN", "LEFT ANTI JOIN") and _sometimes(draw, 4):
-        return draw(selects((left, right), visible, kind, wheres=wheres))
+        return draw(selects((left, right), visible, kind, wheres=wheres, relations=relations))
+    on = draw(join_conditions(a, b, kind))
+    return draw(selects((left, right), visible, kind, on, wheres, relations=relations))
+
+
+@st.composite
+def join_conditions(draw, a, b, kind: str) -> Expr:
+    """The ON of a join of columns ``a`` and ``b``: an equality, maybe with a residual."""
     on = draw(equalities(a, b))
     if draw(st.booleans()):
         residual = draw(residuals(a, b))
@@ -829,7 +1151,23 @@ def joins(draw, relations) -> Select:
         if kind == "INNER JOIN":
             used |= {"INNER JOIN with a residual"}
         on = Expr(f"{on.sql} AND {residual.sql}", "BOOLEAN", (True, False), used)
-    return draw(selects((left, right), visible, kind, on, wheres))
+    return on
+
+
+@st.composite
+def lookup_joins(draw, relations) -> Select:
+    """A SELECT block over a relation (the facts) and a lookup join of the table t,
+    ``[LEFT] JOIN t FOR SYSTEM_TIME AS OF`` a column of the facts, on an equality, maybe with
+    a residual. A scenario for them leaves t as it is
+    (:func:`unchanging_dimension_scenarios`)."""
+    facts = draw(relations)
+    dimension = Table("t")
+    kind = draw(st.sampled_from(["INNER JOIN", "LEFT JOIN"]))
+    a, b = _columns_of(facts, 0), _columns_of(dimension, 1)
+    on = draw(join_conditions(a, b, kind))
+    marked = draw(st.sampled_from(a))
+    return draw(selects((facts, dimension), a + b, kind, on, join_filters(a, b),
+                        relations=relations, lookup=marked))
 
 
 @st.composite
@@ -853,22 +1191,28 @@ def set_operations(draw, relations) -> SetOperation:
                 for source, side, columns in ((left, [p[0] for p in picked], a),
                                               (right, [p[1] for p in picked], b))]
     operator = draw(st.sampled_from(SET_OPERATORS))
-    return SetOperation(operator, *branches, cte=_sometimes(draw, 6))
+    return _limited(draw, SetOperation(operator, *branches, cte=_sometimes(draw, 6)))
 
 
 @functools.cache
-def relations(max_leaves: int = 5) -> st.SearchStrategy:
-    """Trees of relations over r, s and t with at most ``max_leaves`` table reads."""
+def relations(max_leaves: int = 5, lookups: bool = False) -> st.SearchStrategy:
+    """Trees of relations over r, s and t with at most ``max_leaves`` table reads;
+    ``lookups``: with lookup joins of t."""
     return st.recursive(
         st.sampled_from(LEAVES),
-        lambda inner: st.one_of(one_source(inner), joins(inner), set_operations(inner)),
+        lambda inner: st.one_of(one_source(inner), joins(inner, lookups),
+                                set_operations(inner)),
         max_leaves=max_leaves)
 
 
 @st.composite
-def drawn_queries(draw, max_leaves: int = 5) -> Query:
-    """A supported query over r, s and t, with the constructs it uses."""
-    relation = draw(relations(max_leaves))
+def drawn_queries(draw, max_leaves: int = 5, lookups: bool = False) -> Query:
+    """A supported query over r, s and t, with the constructs it uses. ``lookups``: it joins
+    t by a lookup join at least once (:data:`LOOKUP_CONSTRUCTS`), and its oracle is Spark
+    running it with ordinary joins, which equals the view while t does not change."""
+    relation = draw(relations(max_leaves, lookups))
+    if lookups and not to_sql(relation).constructs & LOOKUP_CONSTRUCTS:
+        relation = draw(lookup_joins(st.just(relation)))  # the facts: the relation drawn
     if isinstance(relation, Table):
         relation = draw(one_source(st.just(relation)))
     return to_sql(relation)

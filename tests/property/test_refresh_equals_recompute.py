@@ -11,10 +11,14 @@ sources; at the end every view is refreshed FULL and compared again.
 Spark costs about a second per statement and a refresh several, so each example checks
 several views over the same sources, and each test runs a fraction of the profile's
 ``max_examples``. The hand-written scenario runs the views of every family (see :mod:`views`)
-at once; ``make test-deep`` adds drawn scenarios per family, and the drawn queries run over
-drawn scenarios. Those queries come from a recursive grammar of the SQL ivm maintains
-(:func:`strategies.queries`): joins of every kind, aggregates, DISTINCT and set operations
-nested in derived tables and CTEs; the oracle is still Spark running the query as drawn.
+at once, and the drawn queries run over drawn scenarios. Those queries come from a recursive
+grammar of the SQL ivm maintains (:func:`strategies.drawn_queries`): joins of every kind,
+aggregates, DISTINCT, set operations, window functions, top-N per key and overall, QUALIFY
+and subqueries, nested in derived tables and CTEs; the oracle is still Spark running the
+query as drawn (where Spark does not run QUALIFY, the same query written without it). Drawn
+queries with lookup joins run over scenarios that leave their dimension as it is, where a
+lookup join equals an ordinary one. ``make test-integration`` (``slow``) runs those, and each
+family over a drawn scenario.
 """
 
 import math
@@ -24,8 +28,9 @@ import pytest
 from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
 
-from harness import Approximate, run_scenario
-from strategies import ANSI_OFF, TIMES, Scenario, create_table, drawn_queries, scenarios
+from harness import Approximate, Rewritten, View, run_scenario
+from strategies import (ANSI_OFF, TIMES, Query, Scenario, create_table, drawn_queries, scenarios,
+                        unchanging_dimension_scenarios)
 from views import FAMILIES
 
 pytestmark = pytest.mark.long
@@ -159,13 +164,31 @@ def test_edge_cases_equal_recompute(spark):
                                      for name, view in family.items()}, log=print)
 
 
-@pytest.mark.deep
+FAMILY_BATCHES = 3
+"""At most this many batches in a family's drawn scenario: the 12 families' scenarios are a
+quarter of ``make test-integration``."""
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-@settings(**examples(20))
-@given(scenario=scenarios())
+@settings(max_examples=max(1, settings().max_examples // 20))
+@given(scenario=scenarios(max_batches=FAMILY_BATCHES))
 def test_view_families_equal_recompute(spark, family, scenario):
-    """Each family over drawn scenarios (``make test-deep``)."""
+    """Each family over a drawn scenario, another each run (2 in ``make test-deep``)."""
     run_scenario(spark, scenario, FAMILIES[family])
+
+
+def as_view(query: Query) -> View:
+    """A drawn query as the harness checks it: against its oracle where Spark does not run
+    it as written, its float aggregates within a tolerance."""
+    if query.oracle is not None:
+        return Rewritten(query.sql, query.oracle)
+    return Approximate(query.sql, query.approximate) if query.approximate else query.sql
+
+
+def checkable(query: Query) -> bool:
+    """The harness compares a view with an oracle of its own exactly: no float aggregate."""
+    return query.oracle is None or not query.approximate
 
 
 @settings(**examples(5))
@@ -178,8 +201,21 @@ def test_view_families_equal_recompute(spark, family, scenario):
     "GROUP BY q1.c",
 ])
 @given(scenario=scenarios(), drawn=st.lists(
-    drawn_queries().map(lambda q: Approximate(q.sql, q.approximate) if q.approximate else q.sql),
-    min_size=2, max_size=3, unique_by=lambda view: getattr(view, "definition", view)))
+    drawn_queries().filter(checkable).map(as_view), min_size=2, max_size=3,
+    unique_by=lambda view: getattr(view, "definition", view)))
 def test_drawn_queries_equal_recompute(spark, scenario, drawn):
     """Two or three drawn queries, each with up to five table reads, over drawn changes."""
+    run_scenario(spark, scenario, {f"q{i}": sql for i, sql in enumerate(drawn)})
+
+
+@pytest.mark.slow
+@settings(**examples(5))
+@given(scenario=unchanging_dimension_scenarios(), drawn=st.lists(
+    drawn_queries(lookups=True).filter(checkable).map(as_view), min_size=2, max_size=3,
+    unique_by=lambda view: getattr(view, "definition", view)))
+def test_drawn_lookup_queries_equal_recompute(spark, scenario, drawn):
+    """Drawn queries with lookup joins over drawn changes of r and s: t, the lookup joins'
+    dimension, stays as created, so each fact row meets what it would meet now, and the
+    oracle is the query with ordinary joins (``tests/test_lookup_join.py`` checks what a
+    change of the dimension does)."""
     run_scenario(spark, scenario, {f"q{i}": sql for i, sql in enumerate(drawn)})
