@@ -157,11 +157,15 @@ class Run:
         self.uncompared.clear()
 
     def refresh(self, fraction, repetition, kind) -> None:
+        """Refresh each view, and with ``planner`` its copies, in an order that turns with the
+        repetition: the first refresh after a batch reads the change from disk and the others
+        from the page cache, and no mode should always be the first."""
         copies = PLANNER_COPIES if self.planner and kind == "incremental" else {}
         for view in self.views:
-            self.refresh_one(fraction, repetition, kind, view, view.name)
-            for copy in copies:
-                self.refresh_one(fraction, repetition, copy, view, f"{view.name}_{copy}")
+            turns = [(kind, view.name), *((copy, f"{view.name}_{copy}") for copy in copies)]
+            shift = (repetition - 1) % len(turns)
+            for measured, name in turns[shift:] + turns[:shift]:
+                self.refresh_one(fraction, repetition, measured, view, name)
 
     def refresh_one(self, fraction, repetition, kind, view: View, name: str) -> None:
         """Refresh the view ``name``, a copy of ``view``, as a measurement of ``kind``."""
