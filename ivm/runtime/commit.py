@@ -19,6 +19,10 @@ A write that lost the race raises :class:`LostRace`, and :func:`retrying` runs t
 refresh again from a fresh read of the store. Each attempt runs in a session of its own
 (:func:`isolated`): same SparkContext and catalog, own temporary views and settings, so that
 writes in threads of one application do not see each other's bindings.
+
+A CREATE writes the view's catalog view after the store's commit; a refresh writes it again
+(:func:`repair_catalog_view`) where that CREATE died in between, or where it no longer
+shows the store's columns.
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ from dataclasses import replace
 
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
+from pyspark.sql.types import StructType
 
+from ivm import codegen
 from ivm.codegen.store import NEGATIVE_COUNT
 from ivm.compiler import CompiledView
 from ivm.errors import ConcurrentRefresh, SourceError, StateError
@@ -36,7 +42,7 @@ from ivm.names import DIALECT
 from ivm.runtime import faults
 from ivm.runtime.catalog import store_name
 from ivm.runtime.connect import session_of_its_own, set_settings
-from ivm.runtime.definition import is_pinned, settings, view_properties
+from ivm.runtime.definition import is_pinned, settings, spelled_columns, view_properties
 from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.execution import session_settings
 from ivm.runtime.fallback import CHANGE_DATA_UNAVAILABLE
@@ -48,6 +54,8 @@ TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 ATTEMPTS = 3
 """How often a refresh that lost a race with another refresh of its view starts again."""
+STORE = "ivm.store"
+"""The catalog view's property that names its store."""
 
 
 class LostRace(Exception):
@@ -71,6 +79,29 @@ def isolated(spark, pinned: dict[str, str] | None = None):
 def execute(spark, statement) -> list:
     """Run the sqlglot ``statement`` in ``spark``; its rows."""
     return spark.sql(statement.sql(DIALECT)).collect()
+
+
+def write_catalog_view(spark, view: str, compiled: CompiledView,
+                        properties: dict[str, str]) -> None:
+    """(Re)create the catalog view of ``view`` over its store."""
+    execute(spark, codegen.create_view_statement(
+        view, codegen.view_query(compiled.store, store_name(view),
+                                 spelled_columns(compiled, properties)),
+        {STORE: store_name(view)}, replace=True))
+
+
+def repair_catalog_view(spark, view: str, compiled: CompiledView,
+                         properties: dict[str, str], store: StructType) -> None:
+    """Recreate the catalog view if a CREATE died before writing it, or wrote it for an
+    earlier definition or for other types of the store's columns (``store``: its schema)."""
+    wanted = [(name, store[column].dataType) for name, column in
+              zip(spelled_columns(compiled, properties), compiled.store.view_columns)]
+    try:
+        shown = [(f.name, f.dataType) for f in spark.table(view).schema]
+    except PySparkException:
+        shown = None
+    if shown != wanted:
+        write_catalog_view(spark, view, compiled, properties)
 
 
 def retrying(spark, view: str, write):

@@ -131,6 +131,16 @@ def settings(properties: dict[str, str]) -> dict[str, str] | None:
     return None if text is None else json.loads(text)
 
 
+def spelled_columns(compiled: CompiledView, properties: dict[str, str]) -> tuple[str, ...]:
+    """The view's column names as the query spells them (recorded at CREATE), else the
+    store's."""
+    recorded = json.loads(properties.get(COLUMNS, "null"))
+    columns = compiled.store.view_columns
+    if recorded and [n.lower() for n in recorded] == [c.lower() for c in columns]:
+        return tuple(recorded)
+    return columns
+
+
 KEPT_PLANS = 256
 """How many views' compiled plans a process keeps (the least recently used go first)."""
 

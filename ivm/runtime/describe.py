@@ -11,8 +11,8 @@ from ivm.runtime.catalog import (DEFINITION, FRESHNESS, STATE_OF, SUSPENDED, qua
 from ivm.runtime.definition import (compile_definition, resolution_database, settings,
                                     view_properties)
 from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once
-from ivm.runtime.history import history, latest_record
-from ivm.runtime.lag import lag_seconds, latest_consumed
+from ivm.runtime.history import history, latest_consumed, latest_record
+from ivm.runtime.lag import lag_seconds
 from ivm.runtime.messages import size
 from ivm.runtime.planner import DEFAULT_POLICY, POLICY, Obstacle
 from ivm.runtime.refresh_plan import RefreshPlan, predict, verdict

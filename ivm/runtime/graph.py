@@ -13,7 +13,7 @@ from ivm.errors import DependencyCycle
 from ivm.names import join, split
 from ivm.runtime.catalog import STATE_OF, STORE_SUFFIX, store_properties, view_of_store
 from ivm.runtime.delta_log import reading_each_log_once
-from ivm.runtime.lag import latest_consumed
+from ivm.runtime.history import latest_consumed
 
 
 def materialized_views(spark) -> list[str]:

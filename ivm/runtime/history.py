@@ -11,16 +11,18 @@ the same name is not taken for the one the view read.
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, field, fields
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ivm.errors import StateError
-from ivm.runtime.catalog import STATE_OF, VIEW
-from ivm.runtime.delta_log import DeltaLogReader, describe_history
+from ivm.runtime.catalog import STATE_OF, VIEW, store_name
+from ivm.runtime.delta_log import DeltaLogReader, describe_history, once
 
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 HISTORY_SCAN = 50
@@ -128,6 +130,39 @@ def latest_record(log: DeltaLogReader, upto: int | None = None) -> tuple[int, Re
     raise StateError(f"the store of {view} records no consumed source versions",
                      hint=f"recompute it: REFRESH MATERIALIZED VIEW "
                           f"{properties.get(STATE_OF, view)} FULL")
+
+
+KEPT_RECORDS = 1024
+"""How many stores' latest records a process keeps (the least recently used go first)."""
+
+_records: OrderedDict[str, tuple[str, int, RefreshRecord]] = OrderedDict()
+_records_lock = threading.Lock()
+
+
+def latest_consumed(spark, view: str) -> RefreshRecord:
+    """The latest record of the store of ``view``: the source versions it reflects."""
+    store = store_name(view)
+    return once(("latest record", store), lambda: _latest_record(DeltaLogReader.of(spark, store)))
+
+
+def _latest_record(log: DeltaLogReader) -> RefreshRecord:
+    """The latest record of ``log``'s store; kept with the store's id and version, as a
+    store's commits never change."""
+    if log.location() is None:  # no log at hand (Spark Connect): the id is a query of its own
+        return latest_record(log)[1]
+    table_id, version = log.table_id(), log.version()
+    with _records_lock:
+        kept = _records.get(log.table)
+        if kept is not None and kept[:2] == (table_id, version):
+            _records.move_to_end(log.table)
+            return kept[2]
+    record = latest_record(log, version)[1]
+    with _records_lock:
+        _records[log.table] = (table_id, version, record)
+        _records.move_to_end(log.table)
+        while len(_records) > KEPT_RECORDS:
+            _records.popitem(last=False)
+    return record
 
 
 def history(spark, store: str) -> DataFrame:

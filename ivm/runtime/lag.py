@@ -7,27 +7,20 @@ the view's store, and the log of each table it reads. In a block of
 view's oldest unconsumed commit found once and each commit's time read once: the lags of N
 views over S sources cost N + S log reads, however many sources and upstream views they
 share. A store's latest record is kept between blocks, and read again only once the store
-has a new version. Which tables are materialized views is asked of the catalog (once per
-database in a block), unless the caller says (``known``).
+has a new version (:func:`~ivm.runtime.history.latest_consumed`). Which tables are
+materialized views is asked of the catalog (once per database in a block), unless the caller
+says (``known``).
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Mapping
 
 from ivm.runtime.catalog import store_name, store_properties
 from ivm.runtime.delta_log import DeltaLogReader, once
 from ivm.runtime.fallback import replaced_source
-from ivm.runtime.history import RefreshRecord, latest_record
-
-KEPT_RECORDS = 1024
-"""How many stores' latest records a process keeps (the least recently used go first)."""
-
-_records: OrderedDict[str, tuple[str, int, RefreshRecord]] = OrderedDict()
-_records_lock = threading.Lock()
+from ivm.runtime.history import latest_consumed
 
 
 def lag_seconds(spark, view: str, now: float | None = None,
@@ -70,29 +63,3 @@ def _commit_ms(log: DeltaLogReader, version: int) -> int:
     it (as if it had waited since ever)."""
     return once(("commit time", log.table, version),
                 lambda: log.commit_info(version)[1] or 0)
-
-
-def latest_consumed(spark, view: str) -> RefreshRecord:
-    """The latest record of the store of ``view``: the source versions it reflects."""
-    store = store_name(view)
-    return once(("latest record", store), lambda: _latest_record(DeltaLogReader.of(spark, store)))
-
-
-def _latest_record(log: DeltaLogReader) -> RefreshRecord:
-    """The latest record of ``log``'s store; kept with the store's id and version, as a
-    store's commits never change."""
-    if log.location() is None:  # no log at hand (Spark Connect): the id is a query of its own
-        return latest_record(log)[1]
-    table_id, version = log.table_id(), log.version()
-    with _records_lock:
-        kept = _records.get(log.table)
-        if kept is not None and kept[:2] == (table_id, version):
-            _records.move_to_end(log.table)
-            return kept[2]
-    record = latest_record(log, version)[1]
-    with _records_lock:
-        _records[log.table] = (table_id, version, record)
-        _records.move_to_end(log.table)
-        while len(_records) > KEPT_RECORDS:
-            _records.popitem(last=False)
-    return record

@@ -21,7 +21,8 @@ from ivm.errors import CatalogError, SourceError, StateError
 from ivm.names import DIALECT
 from ivm.runtime import faults
 from ivm.runtime.catalog import qualified_name, store_name
-from ivm.runtime.commit import LostRace, committed_write, retrying, spark_errors
+from ivm.runtime.commit import (LostRace, committed_write, repair_catalog_view, retrying,
+                                spark_errors)
 from ivm.runtime.definition import compile_definition, named_view, view_properties
 from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once, rows_written
 from ivm.runtime.execution import (apply_settings, evaluation_settings, merge_settings,
@@ -37,7 +38,6 @@ from ivm.runtime.pruning import prune
 from ivm.runtime.sources import (kept, latest_sources, release, total_source_bytes,
                                  total_source_files)
 from ivm.runtime.upkeep import compact_after_refresh
-from ivm.runtime.views import repair_catalog_view
 from ivm.rules import Kind
 from ivm.store import OVERFLOW
 

@@ -36,8 +36,7 @@ from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.execution import number_setting
 from ivm.runtime.fallback import (DEFAULT_MIN_BYTES, MIN_BYTES, Estimate, estimate,
                                   replaced_source)
-from ivm.runtime.history import latest_record
-from ivm.runtime.lag import latest_consumed
+from ivm.runtime.history import latest_consumed, latest_record
 from ivm.runtime.messages import size
 from ivm.runtime.planner import (DEFAULT_POLICY, POLICY, CostModel, NotIncrementalizable,
                                  Obstacle, never_incremental)

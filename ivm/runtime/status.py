@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from ivm.runtime.catalog import FRESHNESS, SUSPENDED
 from ivm.runtime.definition import compile_definition, view_properties
 from ivm.runtime.delta_log import reading_each_log_once
+from ivm.runtime.history import latest_consumed
 from ivm.runtime.describe import retention_assessments
 from ivm.runtime.refresh_plan import predict
-from ivm.runtime.lag import lag_seconds, latest_consumed
+from ivm.runtime.lag import lag_seconds
 from ivm.runtime.messages import one_line
 
 HEADER = ("view", "freshness", "lag", "last refresh", "next refresh")

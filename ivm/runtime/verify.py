@@ -38,12 +38,11 @@ from ivm.runtime.catalog import (DEFINITION, STATE_OF, qualified_name, store_nam
                                  store_properties)
 from ivm.runtime.compare import Difference, column_difference, columns_of, difference
 from ivm.runtime.definition import (compile_definition, resolution_database, settings,
-                                    view_properties)
+                                    spelled_columns, view_properties)
 from ivm.runtime.delta_log import DeltaLogReader
 from ivm.runtime.execution import session_settings
 from ivm.runtime.history import RefreshRecord, latest_record
 from ivm.runtime.sources import latest_sources, snapshot, upstream_repeats_rows
-from ivm.runtime.views import spelled_columns
 
 FLOAT_TOLERANCE = 1e-9
 """The default relative tolerance of float columns (see :mod:`ivm.runtime.compare`; ``ivm

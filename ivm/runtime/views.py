@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import time
 
-from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
@@ -38,7 +37,8 @@ from ivm.runtime.analysis import analyse, refuse_temporary
 from ivm.runtime.catalog import (COLUMNS, DEFINITION, FRESHNESS, STATE_OF, SUSPENDED, VIEW,
                                  catalog_schema, check_name, has_legacy_layout, is_legacy_view,
                                  qualified_name, state_tables, store_name, store_properties)
-from ivm.runtime.commit import committed_write, execute, isolated, session_settings
+from ivm.runtime.commit import (committed_write, execute, isolated, session_settings,
+                                write_catalog_view)
 from ivm.runtime.definition import compile_definition, named_view, not_a_view, pin
 from ivm.runtime.delta_log import CDF_PROPERTY, rows_written
 from ivm.runtime.describe import consumed_versions
@@ -53,44 +53,9 @@ from ivm.runtime.upkeep import (DEFAULT_RETENTION_SECONDS, check_retention,
                                 retention_properties)
 from ivm.zset import Read, relation_name
 
-STORE = "ivm.store"
-
 
 def _is_materialized_view(spark, view: str) -> bool:
     return store_properties(spark, view) is not None
-
-
-def spelled_columns(compiled: CompiledView, properties: dict[str, str]) -> tuple[str, ...]:
-    """The view's column names as the query spells them (recorded at CREATE), else the
-    store's."""
-    recorded = json.loads(properties.get(COLUMNS, "null"))
-    columns = compiled.store.view_columns
-    if recorded and [n.lower() for n in recorded] == [c.lower() for c in columns]:
-        return tuple(recorded)
-    return columns
-
-
-def write_catalog_view(spark, view: str, compiled: CompiledView,
-                        properties: dict[str, str]) -> None:
-    """(Re)create the catalog view of ``view`` over its store."""
-    execute(spark, codegen.create_view_statement(
-        view, codegen.view_query(compiled.store, store_name(view),
-                                 spelled_columns(compiled, properties)),
-        {STORE: store_name(view)}, replace=True))
-
-
-def repair_catalog_view(spark, view: str, compiled: CompiledView,
-                         properties: dict[str, str], store: StructType) -> None:
-    """Recreate the catalog view if a CREATE died before writing it, or wrote it for an
-    earlier definition or for other types of the store's columns (``store``: its schema)."""
-    wanted = [(name, store[column].dataType) for name, column in
-              zip(spelled_columns(compiled, properties), compiled.store.view_columns)]
-    try:
-        shown = [(f.name, f.dataType) for f in spark.table(view).schema]
-    except PySparkException:
-        shown = None
-    if shown != wanted:
-        write_catalog_view(spark, view, compiled, properties)
 
 
 def create_view(spark, name: str, sql: str, *, replace: bool = False,
