@@ -4,7 +4,7 @@ why, and the view stays equal to its query."""
 import pytest
 
 import ivm
-from ivm.runtime.fallback import MIN_BYTES, RATIO
+from ivm.runtime.obstacles import MIN_BYTES, RATIO
 from cdf import CDF, vacuum_everything
 from test_views import assert_equals_query
 

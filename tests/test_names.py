@@ -6,7 +6,7 @@ import pytest
 import ivm
 from ivm.errors import CatalogError, ReservedName, ViewExists, ViewNotFound
 from ivm.runtime.describe import consumed_versions
-from ivm.runtime.execution import session_settings
+from ivm.runtime.settings import session_settings
 from cdf import CDF
 
 

@@ -13,10 +13,10 @@ from sqlglot import exp
 
 import ivm
 from ivm.ir import Filter, Scan
-from ivm.runtime import definition, execution, pruning
+from ivm.runtime import definition, pruning, settings
 from ivm.runtime.catalog import store_name
-from ivm.runtime.execution import session_settings
 from ivm.runtime.phases import PHASES
+from ivm.runtime.settings import session_settings
 from cdf import CDF
 from test_views import SALES, assert_equals_query, history
 
@@ -96,9 +96,9 @@ def test_a_small_store_is_merged_into_in_fewer_jobs(spark, shop, monkeypatch):
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
     write_jobs = {}
     for small, amount in ((1 << 40, "1.25"), (0, "2.50")):
-        monkeypatch.setattr(execution, "SMALL_STORE_BYTES", small)
+        monkeypatch.setattr(settings, "SMALL_STORE_BYTES", small)
         spark.sql(f"INSERT INTO orders VALUES (5, 1, {amount}, 'ok')")
-        with session_settings(spark, {execution.INTERPRETED_MAX_BYTES: "0"}):
+        with session_settings(spark, {settings.INTERPRETED_MAX_BYTES: "0"}):
             result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
         assert result.mode == "incremental" and result.rows_updated == 1
         assert_equals_query(spark, "sales", SALES)
@@ -115,7 +115,7 @@ def refresh_compiling(spark, view: str, limit: str | None):
         .METRIC_COMPILATION_TIME()
     before = compilations.getCount()
     with session_settings(spark, {} if limit is None
-                          else {execution.INTERPRETED_MAX_BYTES: limit}):
+                          else {settings.INTERPRETED_MAX_BYTES: limit}):
         result = ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {view}")
     assert result.mode == "incremental"
     return result, compilations.getCount() - before
@@ -140,7 +140,7 @@ def test_a_refresh_of_little_data_compiles_no_code_in_fewer_jobs(spark, shop):
         assert_equals_query(spark, "top_amounts", query)
     assert compiled[1] == 0 and compiled[2] > 0, compiled
     assert jobs[1] < jobs[2], jobs
-    assert spark.conf.get(execution.FACTORY_MODE) == "FALLBACK", "the session keeps its own"
+    assert spark.conf.get(settings.FACTORY_MODE) == "FALLBACK", "the session keeps its own"
 
 
 def test_a_delta_query_is_judged_by_the_files_it_reads_after_pruning(spark, fresh_db):
@@ -156,8 +156,8 @@ def test_a_delta_query_is_judged_by_the_files_it_reads_after_pruning(spark, fres
                   f"{(part + 1) * 5000})")
     detail = spark.sql("DESCRIBE DETAIL facts").first()
     one_file = detail.sizeInBytes // detail.numFiles
-    assert execution.planned_read_bytes(spark.table("facts"), None) == detail.sizeInBytes
-    assert execution.planned_read_bytes(
+    assert settings.planned_read_bytes(spark.table("facts"), None) == detail.sizeInBytes
+    assert settings.planned_read_bytes(
         spark.table("facts").where("k BETWEEN 100 AND 200"), None) < 2 * one_file
 
     spark.sql(f"CREATE TABLE picks (k BIGINT, tag STRING) USING DELTA {CDF}")
@@ -167,7 +167,7 @@ def test_a_delta_query_is_judged_by_the_files_it_reads_after_pruning(spark, fres
     jobs = []
     for key, limit in ((12_345, 4 * one_file), (23_456, 4 * one_file), (34_567, one_file // 2)):
         spark.sql(f"INSERT INTO picks VALUES ({key}, 'b')")
-        with session_settings(spark, {execution.INTERPRETED_MAX_BYTES: str(limit)}):
+        with session_settings(spark, {settings.INTERPRETED_MAX_BYTES: str(limit)}):
             result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW picked")
         assert result.mode == "incremental"
         jobs.append((result.phases["change"].jobs, result.phases["delta"].jobs))

@@ -7,7 +7,7 @@ import pytest
 import ivm
 from ivm import cli
 from ivm.errors import IvmError
-from ivm.runtime.fallback import MIN_BYTES, RATIO
+from ivm.runtime.obstacles import MIN_BYTES, RATIO
 from ivm.runtime.read_estimate import read_estimate
 from ivm.runtime.refresh_plan import predict
 from test_views import assert_equals_query

@@ -15,7 +15,7 @@
     VERIFY MATERIALIZED {VIEW|TABLE} name
 
 ``MATERIALIZED TABLE`` is Flink's spelling of the same thing; ``REFRESH POLICY`` and
-``EXPLAIN CREATE`` are Databricks' (see :mod:`ivm.runtime.planner`). The query keeps its place in
+``EXPLAIN CREATE`` are Databricks' (see :mod:`ivm.runtime.policy`). The query keeps its place in
 the statement text, so errors in it point at the statement's own lines and columns.
 
 >>> s = parse_statement("CREATE MATERIALIZED TABLE s.v AS SELECT 1 AS x")

@@ -44,10 +44,10 @@ from ivm.runtime.catalog import store_name
 from ivm.runtime.connect import session_of_its_own, set_settings
 from ivm.runtime.definition import is_pinned, settings, spelled_columns, view_properties
 from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once
-from ivm.runtime.execution import session_settings
-from ivm.runtime.fallback import CHANGE_DATA_UNAVAILABLE
 from ivm.runtime.history import USER_METADATA, RefreshRecord, latest_record
+from ivm.runtime.obstacles import CHANGE_DATA_UNAVAILABLE
 from ivm.runtime.phases import PhaseClock
+from ivm.runtime.settings import session_settings
 from ivm.runtime.sources import bind, unbind
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"

@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType
 
-from ivm.runtime.execution import session_settings
+from ivm.runtime.settings import session_settings
 
 SIDE = "_ivm_side"
 LEFT, RIGHT = "_ivm_left", "_ivm_right"

@@ -14,7 +14,7 @@ from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.history import history, latest_consumed, latest_record
 from ivm.runtime.lag import lag_seconds
 from ivm.runtime.messages import size
-from ivm.runtime.planner import DEFAULT_POLICY, POLICY, Obstacle
+from ivm.runtime.policy import DEFAULT_POLICY, POLICY, Obstacle
 from ivm.runtime.refresh_plan import RefreshPlan, predict, verdict
 from ivm.runtime.retention import Assessment, Unconsumed, assess, retentions, unconsumed
 from ivm.runtime.upkeep import COMPACT_AT

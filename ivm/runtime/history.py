@@ -168,7 +168,7 @@ def _latest_record(log: DeltaLogReader) -> RefreshRecord:
 def history(spark, store: str) -> DataFrame:
     """Every write of ``store`` that ivm made, newest first: its store version and time, the
     refresh's id, mode and reason, the cost model's prediction where it chose the mode (see
-    :mod:`ivm.runtime.planner`), the rules of an incremental refresh where they were those
+    :mod:`ivm.runtime.policy`), the rules of an incremental refresh where they were those
     for inserted rows only (:data:`INSERTS_ONLY`), the source versions it consumed, the bytes
     it read, the store rows it inserted, updated and deleted, how long it took until its
     commit, and where that time went: ``phases``, each phase's seconds and Spark jobs (see

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 
 from ivm.runtime.catalog import store_name, store_properties
 from ivm.runtime.delta_log import DeltaLogReader, once
-from ivm.runtime.fallback import replaced_source
 from ivm.runtime.history import latest_consumed
+from ivm.runtime.obstacles import replaced_source
 
 
 def lag_seconds(spark, view: str, now: float | None = None,

@@ -34,7 +34,7 @@ from sqlglot import exp
 
 from ivm import codegen
 from ivm.ir import Filter, Project, Restrict, Scan, children, columns, with_children
-from ivm.runtime.execution import evaluation_settings, planned_read_bytes, session_settings
+from ivm.runtime.settings import evaluation_settings, planned_read_bytes, session_settings
 from ivm.zset import Read
 
 MAX_KEYS = 100_000

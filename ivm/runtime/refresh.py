@@ -25,16 +25,16 @@ from ivm.runtime.commit import (LostRace, committed_write, repair_catalog_view, 
                                 spark_errors)
 from ivm.runtime.definition import compile_definition, named_view, view_properties
 from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once, rows_written
-from ivm.runtime.execution import (apply_settings, evaluation_settings, merge_settings,
-                                   number_setting, plan_settings, planned_read_bytes,
-                                   planning_settings, session_settings)
-from ivm.runtime.fallback import DEFAULT_MIN_BYTES, MIN_BYTES, replaced_source
 from ivm.runtime.graph import dependency_graph, materialized_views, refresh_order
 from ivm.runtime.history import INSERTS_ONLY, RefreshRecord, RefreshResult, latest_record
+from ivm.runtime.obstacles import DEFAULT_MIN_BYTES, MIN_BYTES, replaced_source
 from ivm.runtime.phases import PhaseClock
-from ivm.runtime.planner import CostModel, Obstacle
-from ivm.runtime.refresh_plan import not_incremental, plan_refresh, verdict, what_is_known
+from ivm.runtime.policy import CostModel, Obstacle
 from ivm.runtime.pruning import prune
+from ivm.runtime.refresh_plan import not_incremental, plan_refresh, verdict, what_is_known
+from ivm.runtime.settings import (apply_settings, evaluation_settings, merge_settings,
+                                  number_setting, plan_settings, planned_read_bytes,
+                                  planning_settings, session_settings)
 from ivm.runtime.sources import (kept, latest_sources, release, total_source_bytes,
                                  total_source_files)
 from ivm.runtime.upkeep import compact_after_refresh
@@ -75,7 +75,7 @@ def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
     """Bring the materialized view ``name`` up to its sources' latest versions.
 
     Incremental unless ``full``, or unless the view's refresh policy recomputes for what
-    stands in the way (:mod:`ivm.runtime.planner`): the change of every source since the
+    stands in the way (:mod:`ivm.runtime.policy`): the change of every source since the
     versions the store records is folded into the store by one MERGE. A full refresh
     overwrites the store with the query's result instead, which also repairs a store that
     disagrees with its sources.
@@ -265,8 +265,8 @@ def _merge_settings(spark, store: str, change_bytes: int | None) -> dict[str, st
     """Settings for the MERGE into ``store`` of a change computed from ``change_bytes`` (at
     most its size): its source, the change to the store, is kept already, so Delta need not
     materialize it again; those for the store's size
-    (:func:`~ivm.runtime.execution.merge_settings`); and those for the little data of a
-    small store and change (:func:`~ivm.runtime.execution.evaluation_settings`)."""
+    (:func:`~ivm.runtime.settings.merge_settings`); and those for the little data of a
+    small store and change (:func:`~ivm.runtime.settings.evaluation_settings`)."""
     store_bytes = DeltaLogReader.of(spark, store).size_in_bytes()
     both = None if store_bytes is None or change_bytes is None else store_bytes + change_bytes
     return {MATERIALIZE_SOURCE: "none"} | merge_settings(store_bytes) \

@@ -4,7 +4,7 @@ change, recompute the view, or fail; and why.
 One pure function, :func:`plan_refresh`, makes it from what is known before reading
 (:class:`Known`: the view's refresh policy and cost model, the source versions and Delta table
 ids it consumed and the sources' now, and what their logs say stands in the way,
-:mod:`ivm.runtime.fallback`). A refresh carries the plan out (:mod:`ivm.runtime.refresh`), and
+:mod:`ivm.runtime.obstacles`). A refresh carries the plan out (:mod:`ivm.runtime.refresh`), and
 ``ivm explain`` and ``ivm status`` show the plan of the next refresh (:func:`predict`), made
 by the same function from the same facts: what they say is what the refresh then does, but for
 what only reading the change can show (a sum that overflows while it is folded, a delta query
@@ -17,10 +17,10 @@ The order of the decision:
    reflects, or a source replaced under its name: recompute;
 2. no source changed: nothing to do;
 3. ``REFRESH POLICY FULL``, a store that keeps sums no refresh can add exactly, or what the
-   sources' logs show (:func:`~ivm.runtime.fallback.estimate`): recompute or fail, as the
+   sources' logs show (:func:`~ivm.runtime.obstacles.estimate`): recompute or fail, as the
    policy says (:func:`verdict`);
 4. under ``AUTO``, the cost model's prediction before reading (rule 1 of
-   :mod:`ivm.runtime.planner`): recompute if that is predicted cheaper;
+   :mod:`ivm.runtime.policy`): recompute if that is predicted cheaper;
 5. otherwise apply the change.
 """
 
@@ -33,14 +33,13 @@ from ivm.rules import Kind
 from ivm.runtime.catalog import store_name
 from ivm.runtime.definition import compile_definition, view_properties
 from ivm.runtime.delta_log import DeltaLogReader, reading_each_log_once
-from ivm.runtime.execution import number_setting
-from ivm.runtime.fallback import (DEFAULT_MIN_BYTES, MIN_BYTES, Estimate, estimate,
-                                  replaced_source)
 from ivm.runtime.history import latest_consumed, latest_record
 from ivm.runtime.messages import size
-from ivm.runtime.planner import (DEFAULT_POLICY, POLICY, CostModel, NotIncrementalizable,
-                                 Obstacle, never_incremental)
+from ivm.runtime.obstacles import DEFAULT_MIN_BYTES, MIN_BYTES, Estimate, estimate, replaced_source
+from ivm.runtime.policy import (DEFAULT_POLICY, POLICY, CostModel, NotIncrementalizable, Obstacle,
+                                never_incremental)
 from ivm.runtime.retention import unconsumed, unreadable_change
+from ivm.runtime.settings import number_setting
 from ivm.runtime.sources import latest_sources, total_source_bytes
 
 STRICT = "INCREMENTAL STRICT"

@@ -32,7 +32,7 @@ whose retentions the view's ``RETENTION`` sets and which ``ivm run`` vacuums
 A source whose change is pending is
 
 * ``expired`` when its deadline has passed (or its log no longer holds the commits): the
-  next refresh may have to recompute the view in full (:mod:`ivm.runtime.fallback`);
+  next refresh may have to recompute the view in full (:mod:`ivm.runtime.obstacles`);
 * gone, whatever its deadline, when files of its commits are no longer there: the next
   refresh recomputes the view in full;
 * ``at risk`` when less time is left than the view's FRESHNESS (``ivm run`` refreshes a view
@@ -56,8 +56,8 @@ from dataclasses import dataclass
 
 from ivm.runtime.catalog import STATE_OF, store_properties
 from ivm.runtime.delta_log import DeltaLogReader, once
-from ivm.runtime.fallback import replaced_source
 from ivm.runtime.history import RefreshRecord
+from ivm.runtime.obstacles import replaced_source
 from ivm.runtime.sources import delta_table
 from ivm.runtime.upkeep import DELETED_FILE_RETENTION, LOG_RETENTION, MIN_RETENTION_SECONDS
 

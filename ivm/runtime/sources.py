@@ -27,7 +27,7 @@ from ivm.runtime.catalog import store_name, store_properties
 from ivm.runtime.connect import is_connect
 from ivm.runtime.definition import compile_definition
 from ivm.runtime.delta_log import CDF_PROPERTY, DeltaLogReader, describe_detail
-from ivm.runtime.execution import evaluation_settings, session_settings
+from ivm.runtime.settings import evaluation_settings, session_settings
 from ivm.zset import COUNT, WEIGHT, Read, relation_name
 
 INSERTED = ("insert", "update_postimage")
@@ -162,7 +162,7 @@ class Kept:
 def kept(spark, frame: DataFrame, read_bytes: int | None, *, collect: bool = False) -> Kept:
     """``frame`` computed once, so that later reads do not compute it again, with the
     settings for a statement reading ``read_bytes`` (None: unknown; see
-    :func:`~ivm.runtime.execution.evaluation_settings`). With ``collect``, when it has no
+    :func:`~ivm.runtime.settings.evaluation_settings`). With ``collect``, when it has no
     more rows than it reads (a source's net change), little data is collected into the
     driver and held in the plan as a local relation, whose size Spark's optimizer knows
     exactly (it broadcasts what joins it; a checkpoint carries only an estimate) and whose

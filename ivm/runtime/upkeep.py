@@ -38,8 +38,8 @@ from ivm.runtime.catalog import qualified_name, state_tables, store_name
 from ivm.runtime.commit import is_lost_race
 from ivm.runtime.definition import view_properties
 from ivm.runtime.delta_log import DeltaLogReader
-from ivm.runtime.execution import session_settings
 from ivm.runtime.messages import one_line
+from ivm.runtime.settings import session_settings
 
 COMPACT_AT = 50
 """How many files more than its size needs a store may hold before it is compacted: Delta's

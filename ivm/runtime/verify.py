@@ -40,8 +40,8 @@ from ivm.runtime.compare import Difference, column_difference, columns_of, diffe
 from ivm.runtime.definition import (compile_definition, resolution_database, settings,
                                     spelled_columns, view_properties)
 from ivm.runtime.delta_log import DeltaLogReader
-from ivm.runtime.execution import session_settings
 from ivm.runtime.history import RefreshRecord, latest_record
+from ivm.runtime.settings import session_settings
 from ivm.runtime.sources import latest_sources, snapshot, upstream_repeats_rows
 
 FLOAT_TOLERANCE = 1e-9

@@ -42,11 +42,11 @@ from ivm.runtime.commit import (committed_write, execute, isolated, session_sett
 from ivm.runtime.definition import compile_definition, named_view, not_a_view, pin
 from ivm.runtime.delta_log import CDF_PROPERTY, rows_written
 from ivm.runtime.describe import consumed_versions
-from ivm.runtime.execution import apply_settings, evaluation_settings, plan_settings
 from ivm.runtime.graph import check_no_cycle, readers
 from ivm.runtime.history import RefreshRecord, RefreshResult
-from ivm.runtime.planner import DEFAULT_POLICY, POLICY, check_policy, never_incremental
+from ivm.runtime.policy import DEFAULT_POLICY, POLICY, check_policy, never_incremental
 from ivm.runtime.read_estimate import read_estimate
+from ivm.runtime.settings import apply_settings, evaluation_settings, plan_settings
 from ivm.runtime.sources import (bind, check_source, latest_sources, total_source_bytes,
                                  unbind)
 from ivm.runtime.upkeep import (DEFAULT_RETENTION_SECONDS, check_retention,
@@ -71,7 +71,7 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
     readable (:mod:`ivm.runtime.upkeep`; default 7 days, for its files and its log).
     ``partitioned_by``: columns of the view that partition its store, so that a partition
     can be recomputed alone (:func:`refresh_partition`). ``policy``: the view's refresh
-    policy (:mod:`ivm.runtime.planner`; default AUTO).
+    policy (:mod:`ivm.runtime.policy`; default AUTO).
 
     The view's state tables (:mod:`ivm.passes.states`) are created first, each a hidden
     materialized view; those of a replaced definition that this one does not have are

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ivm.names import internal_database, quote
-from ivm.runtime import execution
+from ivm.runtime import settings as spark_settings
 from ivm.runtime.compare import (Difference, column_difference, columns_of, difference,
                                  unequal)
 from ivm.runtime.statements import sql as ivm_sql
@@ -87,7 +87,7 @@ def session_settings(spark, settings: Mapping[str, str]):
     change too (``SET TIME ZONE``), are put back afterwards."""
     pinned = pinned_settings(spark)
     try:
-        with execution.session_settings(spark, dict(settings)):
+        with spark_settings.session_settings(spark, dict(settings)):
             yield
     finally:
         for key, value in pinned.items():
@@ -124,10 +124,10 @@ def mismatches(spark, views: Mapping[str, View], created: Mapping[str, str] | No
     differ (names, order, Spark types: :func:`~ivm.runtime.compare.column_difference`), or
     else its rows; the oracles run under the settings ``created`` (:func:`pinned_settings`
     at CREATE). ``few_rows``: the sources hold a few rows, so the check runs as ivm's
-    statements over little data do (:data:`~ivm.runtime.execution.LITTLE_DATA`): compiling
+    statements over little data do (:data:`~ivm.runtime.settings.LITTLE_DATA`): compiling
     Java code for every oracle and running each shuffle as a Spark job of its own took a
     third of its time."""
-    little = execution.LITTLE_DATA if few_rows else {}
+    little = spark_settings.LITTLE_DATA if few_rows else {}
     with session_settings(spark, created or {}):
         pairs = {}
         found: dict[str, Difference | str | None] = {}

@@ -1,6 +1,6 @@
 """What stands in the way of applying the change, found in the sources' logs before any of
-it is read (:class:`~ivm.runtime.planner.Obstacle`; the view's refresh policy decides what a
-refresh does about it, see :mod:`ivm.runtime.planner`).
+it is read (:class:`~ivm.runtime.policy.Obstacle`; the view's refresh policy decides what a
+refresh does about it, see :mod:`ivm.runtime.policy`).
 
 An incremental refresh needs every source's change since the version the view consumed, in a
 form the delta query understands. It cannot apply the change when
@@ -17,7 +17,7 @@ form the delta query understands. It cannot apply the change when
   sources: more than ``spark.ivm.refresh.fullRecomputeRatio`` (default 0.3) of the sources'
   bytes, once the sources hold at least ``spark.ivm.refresh.fullRecomputeMinBytes`` (default
   64 MiB; below that a refresh costs its fixed overhead either way, and the cost model of
-  :mod:`ivm.runtime.planner` does not predict either).
+  :mod:`ivm.runtime.policy` does not predict either).
 
 A change data file removed by VACUUM is only found when the refresh reads it; the refresh then
 meets an ``unavailable`` obstacle too (see :mod:`ivm.runtime.refresh`).
@@ -28,8 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ivm.runtime.delta_log import DeltaLogReader
-from ivm.runtime.execution import number_setting
-from ivm.runtime.planner import Obstacle
+from ivm.runtime.policy import Obstacle
+from ivm.runtime.settings import number_setting
 from ivm.runtime.sources import delta_table
 
 RATIO = "spark.ivm.refresh.fullRecomputeRatio"
