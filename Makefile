@@ -29,7 +29,7 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 	touch $@
 
 jars: $(VENV)/.installed
-	$(PY) -m ivm.runtime.jars
+	$(PY) -m ivm.runtime.spark.jars
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/ivm demo

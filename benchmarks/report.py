@@ -489,7 +489,7 @@ def _planner_table(rows: list[dict]) -> list[str]:
 def _phase_tables(summary, scales: list[str], views: list[str],
                   labels: dict[str, str]) -> list[str]:
     """Where the time of a one-row refresh goes: each phase's median seconds (and Spark
-    jobs), per scale factor (see ``ivm.runtime.phases``)."""
+    jobs), per scale factor (see ``ivm.runtime.refresh.phases``)."""
     lines = []
     for scale in scales:
         measured = {v: summary.get((scale, 0.0, v, "one_row")) for v in views}

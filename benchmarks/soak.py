@@ -38,13 +38,13 @@ from statistics import mean, median
 
 import ivm
 from benchmarks import report
-from ivm.runtime.catalog import store_name
-from ivm.runtime.delta_log import DeltaLogReader
-from ivm.runtime.describe import refresh_history
-from ivm.runtime.phases import PHASES
-from ivm.runtime.refresh import refresh_view
-from ivm.runtime.scheduler import run
-from ivm.runtime.upkeep import COMPACT_AT
+from ivm.runtime.catalog.catalog import store_name
+from ivm.runtime.commands.scheduler import run
+from ivm.runtime.log.delta_log import DeltaLogReader
+from ivm.runtime.observation.describe import refresh_history
+from ivm.runtime.refresh.phases import PHASES
+from ivm.runtime.refresh.refresh import refresh_view
+from ivm.runtime.refresh.upkeep import COMPACT_AT
 
 RESULTS = Path(__file__).parent / "results"
 DATABASE = "soak"

@@ -21,15 +21,18 @@ from ivm.errors import (CatalogError, ConcurrentRefresh, DependencyCycle, Invali
                         StateError, UnsupportedQuery, ViewExists, ViewInUse, ViewNotFound)
 
 if TYPE_CHECKING:  # loaded at run time by __getattr__, on first use
-    from ivm.runtime.changelog import view_changes
-    from ivm.runtime.history import RefreshResult
-    from ivm.runtime.session import spark_session
-    from ivm.runtime.statements import sql
-    from ivm.runtime.verify import Verification, verify
+    from ivm.runtime.catalog.history import RefreshResult
+    from ivm.runtime.commands.statements import sql
+    from ivm.runtime.observation.changelog import view_changes
+    from ivm.runtime.observation.verify import Verification, verify
+    from ivm.runtime.spark.session import spark_session
 
-_RUNTIME = {"RefreshResult": "ivm.runtime.history", "spark_session": "ivm.runtime.session",
-            "sql": "ivm.runtime.statements", "view_changes": "ivm.runtime.changelog",
-            "verify": "ivm.runtime.verify", "Verification": "ivm.runtime.verify"}
+_RUNTIME = {"RefreshResult": "ivm.runtime.catalog.history",
+            "spark_session": "ivm.runtime.spark.session",
+            "sql": "ivm.runtime.commands.statements",
+            "view_changes": "ivm.runtime.observation.changelog",
+            "verify": "ivm.runtime.observation.verify",
+            "Verification": "ivm.runtime.observation.verify"}
 """Public names and the runtime modules that define them."""
 
 
@@ -59,7 +62,7 @@ def compile(sql: str, schema: Mapping | None = None, *, spark=None,
         return compiler.compile(sql, schema, default_db=default_db, name=name)
     if spark is None:
         raise ValueError("compile needs a schema mapping or a SparkSession")
-    from ivm.runtime.catalog import catalog_schema
+    from ivm.runtime.catalog.catalog import catalog_schema
     return compiler.compile(sql, catalog_schema(spark), default_db=default_db, name=name)
 
 

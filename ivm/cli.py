@@ -46,7 +46,7 @@ from ivm.runtime.messages import user_message
 def _session(args):
     """The command's session; on a terminal with Spark's progress bar, but for ``ivm check``,
     which shows its own progress."""
-    from ivm.runtime.session import quiet_query_error_logs, spark_session
+    from ivm.runtime.spark.session import quiet_query_error_logs, spark_session
     quiet_query_error_logs()    # main() tells the user of an error
     return spark_session(args.home, remote=args.remote,
                          console_progress=sys.stderr.isatty() and args.command != "check")
@@ -82,7 +82,7 @@ _CLEAR_LINE = "\r\x1b[K"
 
 def _cmd_sql(args) -> int:
     from ivm.frontend.statements import split_script
-    from ivm.runtime.statements import sql
+    from ivm.runtime.commands.statements import sql
     if (args.statement is None) == (args.file is None):
         raise UsageError("give one statement, or a script with -f FILE")
     statements = [args.statement] if args.file is None else \
@@ -172,8 +172,8 @@ def _compiled(args, name: str, query: str):
     view exists, its state tables where it has them (as a job run on it compiles it)."""
     from ivm.compiler import compile
     if not args.schema:
-        from ivm.runtime.analysis import analyse
-        from ivm.runtime.catalog import catalog_schema, is_legacy_view, qualified_name
+        from ivm.runtime.catalog.analysis import analyse
+        from ivm.runtime.catalog.catalog import catalog_schema, is_legacy_view, qualified_name
         spark = _session(args)
         compiled = compile(query, catalog_schema(spark), name=name,
                            legacy_layout=is_legacy_view(spark, qualified_name(spark, name)))
@@ -264,7 +264,7 @@ def _cmd_compile(args) -> int:
     compiled = _compiled(args, name, query)
     if args.emit == "job":
         from ivm.job import job_program
-        from ivm.runtime.jars import delta_packages
+        from ivm.runtime.spark.jars import delta_packages
         job = Path(args.output).name if args.output else f"refresh_{name.split('.')[-1]}.py"
         _write(args, job_program(name, definition, compiled, job, packages=delta_packages()))
     elif args.emit == "dot":
@@ -298,8 +298,8 @@ def _read_estimate(args, name: str, compiled) -> str:
     if args.schema:
         return ("estimate of what a refresh reads: needs the sources' Delta logs "
                 "(run without --schema, where the tables are)")
-    from ivm.runtime.catalog import qualified_name
-    from ivm.runtime.read_estimate import read_estimate
+    from ivm.runtime.catalog.catalog import qualified_name
+    from ivm.runtime.refresh.read_estimate import read_estimate
     spark = _session(args)
     return read_estimate(spark, compiled, qualified_name(spark, name))
 
@@ -332,7 +332,7 @@ def _cmd_package(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from ivm.runtime.scheduler import run
+    from ivm.runtime.commands.scheduler import run
     spark, stop = _session(args), threading.Event()
 
     def finish(signum, frame):
@@ -349,9 +349,9 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_status(args) -> int:
-    from ivm.runtime.describe import describe_view
-    from ivm.runtime.graph import materialized_views
-    from ivm.runtime.status import status_table, view_status
+    from ivm.runtime.catalog.graph import materialized_views
+    from ivm.runtime.observation.describe import describe_view
+    from ivm.runtime.observation.status import status_table, view_status
     spark = _session(args)
     views = _checked_views(spark, args.views) if args.views else materialized_views(spark)
     if not views:
@@ -389,7 +389,7 @@ def _views_or_all(args, verb: str) -> None:
 def _views(spark, args) -> list[str]:
     """The views a command acts on: every materialized view with ``--all``, else those named
     (see :func:`_checked_views`)."""
-    from ivm.runtime.graph import materialized_views
+    from ivm.runtime.catalog.graph import materialized_views
     return materialized_views(spark) if args.all else _checked_views(spark, args.views)
 
 
@@ -397,8 +397,8 @@ def _checked_views(spark, names: list[str]) -> list[str]:
     """The materialized views ``names`` name, qualified, each once, after checking that every
     one is a materialized view: before any work, one error names every one that is not, and
     what it is instead."""
-    from ivm.runtime.catalog import qualified_name
-    from ivm.runtime.definition import view_properties
+    from ivm.runtime.catalog.catalog import qualified_name
+    from ivm.runtime.catalog.definition import view_properties
     found: dict[str, None] = {}
     wrong = []
     for name in names:
@@ -437,7 +437,7 @@ def _each_view(views: list[str], work) -> bool:
 
 
 def _cmd_upkeep(args) -> int:
-    from ivm.runtime.upkeep import upkeep
+    from ivm.runtime.refresh.upkeep import upkeep
     _views_or_all(args, "keep up")
     spark = _session(args)
 
@@ -450,7 +450,7 @@ def _cmd_upkeep(args) -> int:
 
 
 def _cmd_verify(args) -> int:
-    from ivm.runtime.verify import verify
+    from ivm.runtime.observation.verify import verify
     _views_or_all(args, "verify")
     spark = _session(args)
     views = _views(spark, args)
@@ -487,15 +487,15 @@ def _cmd_check(args) -> int:
 
 
 def _cmd_metastore(args) -> int:
-    from ivm.runtime.metastore import serve
-    from ivm.runtime.session import resolve_home
+    from ivm.runtime.spark.metastore import serve
+    from ivm.runtime.spark.session import resolve_home
     return serve(resolve_home(args.home), args.host, args.port)
 
 
 def _cmd_connect_server(args) -> int:
     import os
 
-    from ivm.runtime.session import connect_server_command, resolve_home
+    from ivm.runtime.spark.session import connect_server_command, resolve_home
     home = resolve_home(args.home)
     home.mkdir(parents=True, exist_ok=True)
     command = connect_server_command(home, host=args.host, port=args.port)

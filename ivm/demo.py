@@ -2,7 +2,7 @@
 
 Run with ``ivm demo`` (or ``make demo``). It works in the database ``ivm_demo`` of the
 embedded catalog, recreated on each run, and verifies after every refresh that the view equals
-its query run from scratch (:func:`ivm.runtime.verify.verify`, as ``ivm verify`` does).
+its query run from scratch (:func:`ivm.runtime.observation.verify.verify`, as ``ivm verify`` does).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import time
 
 from ivm.compiler import compile
 from ivm.names import internal_database
-from ivm.runtime.catalog import catalog_schema
-from ivm.runtime.session import spark_session
-from ivm.runtime.statements import sql
-from ivm.runtime.verify import verify
+from ivm.runtime.catalog.catalog import catalog_schema
+from ivm.runtime.commands.statements import sql
+from ivm.runtime.observation.verify import verify
+from ivm.runtime.spark.session import spark_session
 
 DATABASE = "ivm_demo"
 VIEW = f"{DATABASE}.sales_by_region"

@@ -111,7 +111,7 @@ def job_program(name: str, definition: str, compiled: CompiledView, job: str = "
     """The source of the refresh job of view ``name``, defined by the CREATE statement
     ``definition`` and compiled to ``compiled``; ``job`` is the file name it is saved as,
     ``packages`` the Maven coordinates of Delta it is submitted with
-    (:func:`ivm.runtime.jars.delta_packages`)."""
+    (:func:`ivm.runtime.spark.jars.delta_packages`)."""
     rule = compiled.maintenance.rule
     states, state_steps = _state_steps(compiled)
     inserting, constant = _inserts_only_step(compiled, "DELTA_INSERTS_ONLY")

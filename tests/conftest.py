@@ -52,7 +52,7 @@ def spark_home(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def spark(spark_home):
-    from ivm.runtime.session import spark_session
+    from ivm.runtime.spark.session import spark_session
 
     # The tests' own session lives for the whole run: C2's compilations pay off there.
     own = os.environ.pop("SPARK_CONF_DIR") if os.environ.get("SPARK_CONF_DIR") == \
@@ -199,7 +199,7 @@ def wait_for_port(port: int, seconds: float = 120) -> None:
 @pytest.fixture
 def served(tmp_path):
     """The environment of processes sharing one ivm home's catalog through `ivm metastore`."""
-    from ivm.runtime.metastore import ENVIRONMENT
+    from ivm.runtime.spark.metastore import ENVIRONMENT
 
     port = free_port()
     env = {**os.environ, "IVM_HOME": str(tmp_path / "home"), ENVIRONMENT: f"localhost:{port}"}

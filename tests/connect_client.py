@@ -11,9 +11,9 @@ import time
 
 import ivm
 import ivm.testing
-from ivm.runtime import faults
-from ivm.runtime.connect import is_connect
-from ivm.runtime.scheduler import run_pass, watch
+from ivm.runtime.commands.scheduler import run_pass, watch
+from ivm.runtime.refresh import faults
+from ivm.runtime.spark.connect import is_connect
 
 TOTALS = ("SELECT c.region, SUM(o.amount) AS total, COUNT(*) AS n FROM orders o "
           "JOIN customers c ON o.cust = c.id GROUP BY c.region")

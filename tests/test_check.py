@@ -11,7 +11,7 @@ import ivm
 from cdf import CDF
 from ivm import cli
 from ivm.errors import UnsupportedQuery
-from ivm.runtime import sources
+from ivm.runtime.refresh import sources
 from ivm.testing import ScenarioFailed, UnsupportedType, check_view, check_views
 from ivm.testing.scenario import create_views
 from ivm.zset import WEIGHT

@@ -162,7 +162,7 @@ def test_progress_overwrites_its_line_on_a_terminal_only():
     ("sql", True, True), ("sql", False, False), ("check", True, False)])
 def test_sparks_progress_bar_on_a_terminal_but_for_check(monkeypatch, command, terminal, shown):
     """ivm check shows its own progress; Spark's bar would overwrite it."""
-    from ivm.runtime import session
+    from ivm.runtime.spark import session
     started = {}
     monkeypatch.setattr(session, "spark_session", lambda *args, **kwargs: started.update(kwargs))
     monkeypatch.setattr(session, "quiet_query_error_logs", lambda: None)
@@ -226,13 +226,13 @@ def views(spark, fresh_db, monkeypatch):
 
 
 def test_every_view_named_is_checked_before_any_work(views, monkeypatch, capsys):
-    import ivm.runtime.upkeep
-    import ivm.runtime.verify
+    import ivm.runtime.refresh.upkeep
+    import ivm.runtime.observation.verify
 
     def work(spark, view, **options):
         raise AssertionError(f"{view} was worked on before every name was checked")
-    monkeypatch.setattr(ivm.runtime.verify, "verify", work)
-    monkeypatch.setattr(ivm.runtime.upkeep, "upkeep", work)
+    monkeypatch.setattr(ivm.runtime.observation.verify, "verify", work)
+    monkeypatch.setattr(ivm.runtime.refresh.upkeep, "upkeep", work)
     assert cli.main(["verify", "a_view", "nosuch", "a", "b_view"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("ivm: 2 of the views named are not materialized views; nothing "

@@ -9,9 +9,9 @@ import pytest
 
 import ivm
 from ivm.names import internal_database
-from ivm.runtime.catalog import store_name
-from ivm.runtime.lag import lag_seconds
-from ivm.runtime.history import RefreshRecord
+from ivm.runtime.catalog.catalog import store_name
+from ivm.runtime.catalog.history import RefreshRecord
+from ivm.runtime.observation.lag import lag_seconds
 from cdf import CDF
 
 TIME_ZONE = "spark.sql.session.timeZone"

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from ivm.runtime import delta_log
-from ivm.runtime.delta_log import DeltaLogReader
+from ivm.runtime.log import delta_log
+from ivm.runtime.log.delta_log import DeltaLogReader
 
 CDF = "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
 

@@ -8,9 +8,9 @@ import threading
 import pytest
 
 import ivm
-from ivm.runtime import faults
-from ivm.runtime.catalog import qualified_name, store_name
-from ivm.runtime.refresh import refresh_view
+from ivm.runtime.catalog.catalog import qualified_name, store_name
+from ivm.runtime.refresh import faults
+from ivm.runtime.refresh.refresh import refresh_view
 from cdf import CDF
 from test_views import assert_equals_query, history
 

@@ -4,7 +4,7 @@ why, and the view stays equal to its query."""
 import pytest
 
 import ivm
-from ivm.runtime.obstacles import MIN_BYTES, RATIO
+from ivm.runtime.refresh.obstacles import MIN_BYTES, RATIO
 from cdf import CDF, vacuum_everything
 from test_views import assert_equals_query
 
@@ -91,7 +91,7 @@ def test_describe_shows_the_last_refresh_and_the_lag(spark, totals):
 
 def test_explain_estimates_reads_from_the_logs_and_foresees_the_next_refresh(spark, totals):
     from ivm.runtime.messages import size
-    from ivm.runtime.read_estimate import read_estimate
+    from ivm.runtime.refresh.read_estimate import read_estimate
     spark.sql(f"CREATE TABLE s (k INT, b STRING) USING DELTA {CDF}")
     spark.sql("INSERT INTO s VALUES (1, 'x'), (2, 'y')")
     detail = {t: spark.sql(f"DESCRIBE DETAIL {t}").first().sizeInBytes for t in ("r", "s")}

@@ -5,8 +5,8 @@ that read the source."""
 import pytest
 
 import ivm
-from ivm.runtime.history import INSERTS_ONLY
-from ivm.runtime.refresh import INSERTS_ONLY_RULES, refresh_view
+from ivm.runtime.catalog.history import INSERTS_ONLY
+from ivm.runtime.refresh.refresh import INSERTS_ONLY_RULES, refresh_view
 from cdf import CDF
 from test_views import assert_equals_query
 

@@ -12,10 +12,11 @@ import pytest
 
 import ivm
 from ivm import names
-from ivm.runtime import catalog, definition, views
-from ivm.runtime.changelog import view_changes
-from ivm.runtime.graph import materialized_views
-from ivm.runtime.status import view_status
+from ivm.runtime.catalog import catalog, definition
+from ivm.runtime.catalog.graph import materialized_views
+from ivm.runtime.commands import views
+from ivm.runtime.observation.changelog import view_changes
+from ivm.runtime.observation.status import view_status
 from test_views import SALES, assert_equals_query
 
 TOP = ("SELECT c.region, COUNT(*) AS n FROM orders o JOIN customers c ON o.cust_id = c.id "

@@ -23,8 +23,8 @@ from conftest import free_port, wait_for_port
 import ivm
 from ivm.circuit import circuit
 from ivm.job import STANDALONE_MASTER, build_archive, job_program
-from ivm.runtime.jars import delta_packages
-from ivm.runtime.metastore import client_classpath
+from ivm.runtime.spark.jars import delta_packages
+from ivm.runtime.spark.metastore import client_classpath
 
 pytestmark = pytest.mark.long
 
@@ -185,7 +185,7 @@ def check(work, statements=(), views=tuple(VIEWS), environment=None) -> None:
 
 PAUSED = """
 import runpy, sys, time
-from ivm.runtime import faults
+from ivm.runtime.refresh import faults
 
 point, job = sys.argv[1], sys.argv[2]
 

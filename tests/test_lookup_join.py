@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 import ivm
 from ivm.errors import StateError
-from ivm.runtime.refresh import refresh_view
-from ivm.runtime.verify import verify
+from ivm.runtime.observation.verify import verify
+from ivm.runtime.refresh.refresh import refresh_view
 from cdf import CDF
 
 # minutes of refreshes against the definition: make test-integration, as the stateful machine

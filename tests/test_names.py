@@ -5,8 +5,8 @@ import pytest
 
 import ivm
 from ivm.errors import CatalogError, ReservedName, ViewExists, ViewNotFound
-from ivm.runtime.describe import consumed_versions
-from ivm.runtime.settings import session_settings
+from ivm.runtime.observation.describe import consumed_versions
+from ivm.runtime.spark.settings import session_settings
 from cdf import CDF
 
 

@@ -6,8 +6,8 @@ import time
 import pytest
 
 import ivm
-from ivm.runtime import scheduler
-from ivm.runtime.scheduler import run, run_pass, watch
+from ivm.runtime.commands import scheduler
+from ivm.runtime.commands.scheduler import run, run_pass, watch
 from cdf import CDF
 from test_views import assert_equals_query
 

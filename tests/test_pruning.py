@@ -8,7 +8,7 @@ from sqlglot import exp
 import ivm
 from benchmarks.measure import Meter
 from ivm.ir import Project, Restrict, Scan
-from ivm.runtime.pruning import MAX_LISTED, MAX_RANGES, _filtered, _ranges
+from ivm.runtime.refresh.pruning import MAX_LISTED, MAX_RANGES, _filtered, _ranges
 from ivm.zset import Read
 from cdf import CDF
 from test_views import assert_equals_query

@@ -13,10 +13,12 @@ from sqlglot import exp
 
 import ivm
 from ivm.ir import Filter, Scan
-from ivm.runtime import definition, pruning, settings
-from ivm.runtime.catalog import store_name
-from ivm.runtime.phases import PHASES
-from ivm.runtime.settings import session_settings
+from ivm.runtime.catalog import definition
+from ivm.runtime.catalog.catalog import store_name
+from ivm.runtime.refresh import pruning
+from ivm.runtime.refresh.phases import PHASES
+from ivm.runtime.spark import settings
+from ivm.runtime.spark.settings import session_settings
 from cdf import CDF
 from test_views import SALES, assert_equals_query, history
 

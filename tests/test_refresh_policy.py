@@ -10,9 +10,9 @@ import pytest
 import ivm
 from ivm.errors import SqlSyntaxError
 from ivm.frontend.statements import parse_statement
-from ivm.runtime.catalog import qualified_name, store_name
-from ivm.runtime.obstacles import MIN_BYTES, RATIO
-from ivm.runtime.policy import KEPT, REMEASURE_AFTER, CostModel, NotIncrementalizable
+from ivm.runtime.catalog.catalog import qualified_name, store_name
+from ivm.runtime.refresh.obstacles import MIN_BYTES, RATIO
+from ivm.runtime.refresh.policy import KEPT, REMEASURE_AFTER, CostModel, NotIncrementalizable
 from cdf import CDF
 from test_views import assert_equals_query
 

@@ -1,15 +1,15 @@
 """`ivm explain`, `ivm status` and DESCRIBE say what the next refresh does, under every
 refresh policy and whatever stands in its way: they show the plan the refresh makes, made by
-the same function from the same facts (:mod:`ivm.runtime.refresh_plan`)."""
+the same function from the same facts (:mod:`ivm.runtime.refresh.refresh_plan`)."""
 
 import pytest
 
 import ivm
 from ivm import cli
 from ivm.errors import IvmError
-from ivm.runtime.obstacles import MIN_BYTES, RATIO
-from ivm.runtime.read_estimate import read_estimate
-from ivm.runtime.refresh_plan import predict
+from ivm.runtime.refresh.obstacles import MIN_BYTES, RATIO
+from ivm.runtime.refresh.read_estimate import read_estimate
+from ivm.runtime.refresh.refresh_plan import predict
 from test_views import assert_equals_query
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"

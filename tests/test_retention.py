@@ -9,11 +9,11 @@ from pyspark.sql import DataFrame
 
 import ivm
 from ivm import cli
-from ivm.runtime.delta_log import DeltaLogReader
-from ivm.runtime.retention import (AT_RISK, DELETED_FILE_RETENTION, EXPIRED, LOG_RETENTION,
-                                   Unconsumed, assess, classify, interval_seconds, retentions,
-                                   unreadable_change)
-from ivm.runtime.read_estimate import read_estimate
+from ivm.runtime.log.delta_log import DeltaLogReader
+from ivm.runtime.refresh.read_estimate import read_estimate
+from ivm.runtime.refresh.retention import (AT_RISK, DELETED_FILE_RETENTION, EXPIRED, LOG_RETENTION,
+                                           Unconsumed, assess, classify, interval_seconds,
+                                           retentions, unreadable_change)
 from cdf import CDF, vacuum_everything
 
 DAY, WEEK = 86400, 7 * 86400

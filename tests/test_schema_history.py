@@ -89,7 +89,7 @@ def test_column_mapping_turned_off_stores_the_columns_anew(spark, mapped):
 def test_without_the_log_at_hand_a_commit_is_judged_by_its_operation(spark, mapped):
     """Where the log is read through SQL (a Spark Connect session), the history names no
     physical column: a commit that changes columns counts as a change, whatever the ends."""
-    from ivm.runtime.delta_log import DeltaLogReader
+    from ivm.runtime.log.delta_log import DeltaLogReader
     spark.sql("ALTER TABLE t DROP COLUMN w")
     spark.sql("ALTER TABLE t ADD COLUMN w INT")
     spark.sql("ALTER TABLE t SET TBLPROPERTIES ('note' = 'x')")

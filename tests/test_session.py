@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ivm.runtime.session import resolve_home, session_conf
+from ivm.runtime.spark.session import resolve_home, session_conf
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -51,7 +51,7 @@ def test_user_settings_win_and_lists_merge():
 
 
 def test_delta_jars_from_ivy_cache_or_packages(monkeypatch):
-    import ivm.runtime.jars as ivm_jars
+    import ivm.runtime.spark.jars as ivm_jars
 
     jars = [Path("/ivy/jars/a.jar"), Path("/ivy/jars/b.jar")]
     monkeypatch.setattr(ivm_jars, "cached_jars", lambda: jars)
@@ -69,7 +69,7 @@ def test_delta_jars_from_ivy_cache_or_packages(monkeypatch):
 
 
 def test_ambient_conf_reads_spark_defaults_and_submit_args(tmp_path, monkeypatch):
-    from ivm.runtime.session import ambient_conf, launch_conf
+    from ivm.runtime.spark.session import ambient_conf, launch_conf
 
     (tmp_path / "spark-defaults.conf").write_text(
         "# comment\nspark.ivmtest.a   1\nspark.ivmtest.b=2\n"
@@ -176,7 +176,7 @@ def test_tables_persist_across_restarts(tmp_path):
     env.pop("IVM_HOME", None)
     _run(
         f"""
-        from ivm.runtime.session import spark_session
+        from ivm.runtime.spark.session import spark_session
         spark = spark_session(home={str(home)!r})
         spark.sql("CREATE DATABASE d")
         spark.sql("CREATE TABLE d.p (x INT) USING delta")
@@ -189,7 +189,7 @@ def test_tables_persist_across_restarts(tmp_path):
     # The second run finds the home through IVM_HOME, the default when no argument is given.
     out = _run(
         """
-        from ivm.runtime.session import spark_session
+        from ivm.runtime.spark.session import spark_session
         spark = spark_session()
         print("count", spark.table("d.p").count(), spark.table("d.p").first()["x"])
         spark.stop()

@@ -8,10 +8,10 @@ import pytest
 
 import ivm
 from ivm.errors import CatalogError, ViewExists, ViewInUse
-from ivm.runtime import faults
-from ivm.runtime.catalog import store_name
-from ivm.runtime.graph import materialized_views
-from ivm.runtime.refresh import refresh_view
+from ivm.runtime.catalog.catalog import store_name
+from ivm.runtime.catalog.graph import materialized_views
+from ivm.runtime.refresh import faults
+from ivm.runtime.refresh.refresh import refresh_view
 from cdf import CDF, vacuum_everything
 from test_exactly_once import ivm_commits, rows
 from test_views import assert_equals_query

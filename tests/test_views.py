@@ -7,9 +7,9 @@ import pytest
 from delta.tables import DeltaTable
 
 import ivm
-from ivm.runtime.catalog import STATE_OF, VIEW, store_name
-from ivm.runtime.describe import consumed_versions
-from ivm.runtime.history import latest_record
+from ivm.runtime.catalog.catalog import STATE_OF, VIEW, store_name
+from ivm.runtime.catalog.history import latest_record
+from ivm.runtime.observation.describe import consumed_versions
 
 SALES = ("SELECT c.region, COUNT(*) AS n, SUM(o.amount) AS total FROM orders o "
          "JOIN customers c ON o.cust_id = c.id WHERE o.status <> 'void' GROUP BY c.region")

@@ -1,4 +1,5 @@
-"""Materialized-view statements, parsed from SQL text (:mod:`ivm.runtime.statements` runs them).
+"""Materialized-view statements, parsed from SQL text (:mod:`ivm.runtime.commands.statements`
+runs them).
 
     [EXPLAIN] CREATE [OR REPLACE] MATERIALIZED {VIEW|TABLE} [IF NOT EXISTS] name
         [PARTITIONED BY (column, ...)]
@@ -15,8 +16,9 @@
     VERIFY MATERIALIZED {VIEW|TABLE} name
 
 ``MATERIALIZED TABLE`` is Flink's spelling of the same thing; ``REFRESH POLICY`` and
-``EXPLAIN CREATE`` are Databricks' (see :mod:`ivm.runtime.policy`). The query keeps its place in
-the statement text, so errors in it point at the statement's own lines and columns.
+``EXPLAIN CREATE`` are Databricks' (see :mod:`ivm.runtime.refresh.policy`). The query keeps
+its place in the statement text, so errors in it point at the statement's own lines and
+columns.
 
 >>> s = parse_statement("CREATE MATERIALIZED TABLE s.v AS SELECT 1 AS x")
 >>> s.action, s.name, s.query.strip()
@@ -65,7 +67,7 @@ class Statement:
     if_exists: bool = False     # IF NOT EXISTS for create, IF EXISTS for drop
     full: bool = False
     freshness: int | None = None    # seconds
-    retention: int | None = None    # seconds (see ivm.runtime.upkeep)
+    retention: int | None = None    # seconds (see ivm.runtime.refresh.upkeep)
     partitioned_by: tuple[str, ...] = ()
     partition: dict | None = None   # REFRESH ... PARTITION: {column: literal}
     suspended: bool | None = None   # ALTER ... SUSPEND / RESUME

@@ -19,7 +19,7 @@ the older version is the one views refreshed from, not shared with anything else
 A snapshot joined to the change by equalities only meets it at the change's join keys, so a
 term reads it restricted to them: ``ΔR ⋈_{r=s} S = ΔR ⋈ (S ⋉ π_r(ΔR))``. The restriction is
 exact whatever it costs; it pays when the runtime turns the keys into ranges that Delta's data
-skipping prunes files with (:mod:`ivm.runtime.pruning`).
+skipping prunes files with (:mod:`ivm.runtime.refresh.pruning`).
 
 Outer, semi and anti joins are not bilinear (a padded or filtered row depends on the absence
 of matches), but their output for a join key depends only on the rows with that key: they are

@@ -5,8 +5,8 @@ applies batches of SQL to them; after each batch every view is refreshed and com
 its oracle, and at the end refreshed FULL and compared again. The oracle of a view is Spark
 running the view's own SQL on the current sources; the view is correct when it equals its
 oracle: the same columns (names, in order, and Spark types) and, as a multiset, the same
-rows, duplicates and NULLs included (:mod:`ivm.runtime.compare`: one Spark job asks that of
-all the views at once, and only a wrong view's rows are collected).
+rows, duplicates and NULLs included (:mod:`ivm.runtime.observation.compare`: one Spark job
+asks that of all the views at once, and only a wrong view's rows are collected).
 
 Two refinements make "equal" what a view promises:
 
@@ -29,10 +29,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ivm.names import internal_database, quote
-from ivm.runtime import settings as spark_settings
-from ivm.runtime.compare import (Difference, column_difference, columns_of, difference,
-                                 unequal)
-from ivm.runtime.statements import sql as ivm_sql
+from ivm.runtime.commands.statements import sql as ivm_sql
+from ivm.runtime.observation.compare import (Difference, column_difference, columns_of, difference,
+                                             unequal)
+from ivm.runtime.spark import settings as spark_settings
 from ivm.testing.data import Scenario, Source, create_table, insert
 
 
@@ -121,12 +121,12 @@ def create_sources(spark, sources: Sequence[Source], tables: Mapping[str, list[t
 def mismatches(spark, views: Mapping[str, View], created: Mapping[str, str] | None = None,
                few_rows: bool = True) -> dict[str, Difference | str]:
     """``{view: its difference from its oracle}`` for every wrong view: how its columns
-    differ (names, order, Spark types: :func:`~ivm.runtime.compare.column_difference`), or
-    else its rows; the oracles run under the settings ``created`` (:func:`pinned_settings`
-    at CREATE). ``few_rows``: the sources hold a few rows, so the check runs as ivm's
-    statements over little data do (:data:`~ivm.runtime.settings.LITTLE_DATA`): compiling
-    Java code for every oracle and running each shuffle as a Spark job of its own took a
-    third of its time."""
+    differ (names, order, Spark types:
+    :func:`~ivm.runtime.observation.compare.column_difference`), or else its rows; the oracles
+    run under the settings ``created`` (:func:`pinned_settings` at CREATE). ``few_rows``: the
+    sources hold a few rows, so the check runs as ivm's statements over little data do
+    (:data:`~ivm.runtime.spark.settings.LITTLE_DATA`): compiling Java code for every oracle and
+    running each shuffle as a Spark job of its own took a third of its time."""
     little = spark_settings.LITTLE_DATA if few_rows else {}
     with session_settings(spark, created or {}):
         pairs = {}

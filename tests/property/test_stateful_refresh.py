@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
 import ivm
-from ivm.runtime import faults
+from ivm.runtime.refresh import faults
 from harness import (check_views, create_sources, definition, example_database, pinned_settings,
                      refresh_views)
 from strategies import SCHEMAS, ZONES, changes, table_rows

@@ -1,0 +1,204 @@
+"""What each write of a view's store records, and the status and history read back from it.
+
+Every commit ivm makes to a store carries, in Delta's ``userMetadata``, one
+:class:`RefreshRecord` (a CREATE or REFRESH returns a :class:`RefreshResult`): which refresh wrote it, in which mode and why, and the source versions
+the store reflects from then on. Delta keeps the commits, so the refresh history of a view is
+its store's Delta history, and the latest record is where the next refresh starts. A source is
+known by its Delta table id, which the record keeps, so a table dropped and created again under
+the same name is not taken for the one the view read.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field, fields
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ivm.errors import StateError
+from ivm.runtime.catalog.catalog import STATE_OF, VIEW, store_name
+from ivm.runtime.log.delta_log import DeltaLogReader, describe_history, once
+
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+HISTORY_SCAN = 50
+"""How many of a store's latest commits are searched for its latest record (others, such as
+an OPTIMIZE of the store, carry none)."""
+
+
+@dataclass
+class RefreshResult:
+    """What one CREATE or REFRESH did."""
+
+    view: str
+    mode: str                       # create | incremental | full | partition | noop
+    consumed: dict[str, int] = field(default_factory=dict)
+    previous: dict[str, int] = field(default_factory=dict)
+    rows_inserted: int = 0
+    rows_updated: int = 0
+    rows_deleted: int = 0
+    seconds: float = 0.0
+    reason: str | None = None                   # why a refresh was full
+    rules: str | None = None                    # INSERTS_ONLY where an incremental refresh
+                                                # applied the rules for inserted rows only
+    phases: dict = field(default_factory=dict)  # phase → Phase (ivm.runtime.refresh.phases)
+    states: list["RefreshResult"] = field(default_factory=list)  # its state tables', first
+    upkeep: list = field(default_factory=list)  # the compactions that followed it
+                                                # (ivm.runtime.refresh.upkeep.Upkeep)
+
+    def __str__(self) -> str:
+        versions = ", ".join(
+            f"{t} v{self.previous[t]}→v{v}" if t in self.previous and self.previous[t] != v
+            else f"{t} v{v}" for t, v in self.consumed.items())
+        text = f"{self.mode} refresh of {self.view} in {self.seconds:.2f}s"
+        if self.reason or self.rules:
+            text += f" ({self.reason or self.rules})"
+        text += f"; sources: {versions}"
+        if self.mode in ("incremental", "full", "create", "partition"):
+            text += (f"; store rows: +{self.rows_inserted} inserted, ~{self.rows_updated} "
+                     f"updated, -{self.rows_deleted} deleted")
+        return "; ".join([text, *map(str, self.upkeep)])
+
+
+INSERTS_ONLY = "inserts only"
+"""The ``rules`` of an incremental refresh whose sources' change only inserted rows, folded
+into the view's own rows (:mod:`ivm.rules.append`)."""
+
+
+@dataclass(frozen=True)
+class RefreshRecord:
+    """The record of one write of a store (a CREATE or a REFRESH)."""
+
+    mode: str                                   # create | incremental | full
+    sources: dict[str, int]                     # the source versions the store now reflects
+    reason: str | None = None                   # why a refresh was full
+    read_bytes: int | None = None               # the bytes of source data or change it read
+    table_ids: dict[str, str] | None = None     # each source's Delta table id (None: unknown,
+                                                # in records written before ids were kept)
+    refresh: str = field(default_factory=lambda: uuid.uuid4().hex)
+    started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    phases: dict[str, dict] | None = None       # phase → {seconds, jobs}, of the phases
+                                                # before the write (ivm.runtime.refresh.phases)
+    planned_bytes: int | None = None            # what it read as the cost model counts it
+    cost: dict | None = None                    # the cost model it was planned with
+    prediction: str | None = None               # the cost model's prediction, where it chose
+    rules: str | None = None                    # as RefreshResult.rules
+    committed_ms: int | None = None             # when it was committed: read from the log,
+                                                # never written
+
+    @property
+    def seconds(self) -> float | None:
+        """How long the write took, from its start to its commit."""
+        return None if self.committed_ms is None else (self.committed_ms - self.started_ms) / 1000
+
+    def to_json(self) -> str:
+        written = {k: v for k, v in asdict(self).items() if k != "committed_ms"}
+        return json.dumps({"ivm": written}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | None, committed_ms: int | None = None,
+                  ) -> "RefreshRecord | None":
+        """The record in the ``userMetadata`` of a commit made at ``committed_ms``; None if it
+        holds none. Fields this version does not know (a later one wrote them) are left
+        out, so that a store stays readable by the ivm of an older job."""
+        try:
+            record = json.loads(text or "")["ivm"]
+            known = {k: v for k, v in record.items() if k in _RECORD_FIELDS}
+            return cls(**{**known, "sources": {t: int(v) for t, v in record["sources"].items()},
+                          "committed_ms": committed_ms})
+        except (ValueError, KeyError, TypeError):
+            return None
+
+
+_RECORD_FIELDS = {f.name for f in fields(RefreshRecord)}
+
+
+def latest_record(log: DeltaLogReader, upto: int | None = None) -> tuple[int, RefreshRecord]:
+    """The latest commit of a store that holds a record (at ``upto`` or before, if given),
+    and the record."""
+    latest = log.version() if upto is None else upto
+    for version in range(latest, max(-1, latest - HISTORY_SCAN), -1):
+        record = RefreshRecord.from_json(*log.commit_info(version))
+        if record is not None:
+            return version, record
+    properties = log.properties()
+    view = properties.get(VIEW, log.table)
+    raise StateError(f"the store of {view} records no consumed source versions",
+                     hint=f"recompute it: REFRESH MATERIALIZED VIEW "
+                          f"{properties.get(STATE_OF, view)} FULL")
+
+
+KEPT_RECORDS = 1024
+"""How many stores' latest records a process keeps (the least recently used go first)."""
+
+_records: OrderedDict[str, tuple[str, int, RefreshRecord]] = OrderedDict()
+_records_lock = threading.Lock()
+
+
+def latest_consumed(spark, view: str) -> RefreshRecord:
+    """The latest record of the store of ``view``: the source versions it reflects."""
+    store = store_name(view)
+    return once(("latest record", store), lambda: _latest_record(DeltaLogReader.of(spark, store)))
+
+
+def _latest_record(log: DeltaLogReader) -> RefreshRecord:
+    """The latest record of ``log``'s store; kept with the store's id and version, as a
+    store's commits never change."""
+    if log.location() is None:  # no log at hand (Spark Connect): the id is a query of its own
+        return latest_record(log)[1]
+    table_id, version = log.table_id(), log.version()
+    with _records_lock:
+        kept = _records.get(log.table)
+        if kept is not None and kept[:2] == (table_id, version):
+            _records.move_to_end(log.table)
+            return kept[2]
+    record = latest_record(log, version)[1]
+    with _records_lock:
+        _records[log.table] = (table_id, version, record)
+        _records.move_to_end(log.table)
+        while len(_records) > KEPT_RECORDS:
+            _records.popitem(last=False)
+    return record
+
+
+def history(spark, store: str) -> DataFrame:
+    """Every write of ``store`` that ivm made, newest first: its store version and time, the
+    refresh's id, mode and reason, the cost model's prediction where it chose the mode (see
+    :mod:`ivm.runtime.refresh.policy`), the rules of an incremental refresh where they were those
+    for inserted rows only (:data:`INSERTS_ONLY`), the source versions it consumed, the bytes
+    it read, the store rows it inserted, updated and deleted, how long it took until its
+    commit, and where that time went: ``phases``, each phase's seconds and Spark jobs (see
+    :mod:`ivm.runtime.refresh.phases`), the ``write`` up to its commit included, its jobs uncounted
+    (the commit is written before they are known)."""
+    record = F.from_json("userMetadata", "ivm STRUCT<refresh STRING, mode STRING, reason "
+                         "STRING, prediction STRING, rules STRING, sources MAP<STRING, "
+                         "BIGINT>, read_bytes BIGINT, started_ms BIGINT, phases MAP<STRING, "
+                         "STRUCT<seconds DOUBLE, jobs INT>>>").ivm
+    metrics = F.col("operationMetrics")
+    seconds = (F.unix_millis("timestamp") - F.col("record.started_ms")) / 1000
+    # the write of an attempt that fell back to a full recompute is the final write's share
+    before_write = F.map_filter("record.phases", lambda name, _: name != "write")
+    write = F.create_map(F.lit("write"), F.struct(
+        F.round(seconds - F.aggregate(F.map_values(before_write), F.lit(0.0),
+                                      lambda total, phase: total + phase.seconds), 3)
+        .alias("seconds"), F.lit(None).cast("int").alias("jobs")))
+
+    def metric(*names):
+        # a commit of the record alone (an UPDATE of no row) changed no row
+        nothing = F.when(F.col("operation") == "UPDATE", F.lit(0))
+        return F.coalesce(*(metrics[n] for n in names), nothing).cast("bigint")
+
+    return (describe_history(spark, store)
+            .withColumn("record", record).where(F.col("record.refresh").isNotNull())
+            .select("version", "timestamp", "record.refresh", "record.mode", "record.reason",
+                    "record.prediction", "record.rules", "record.sources", "record.read_bytes",
+                    metric("numTargetRowsInserted", "numOutputRows").alias("rows_inserted"),
+                    metric("numTargetRowsUpdated").alias("rows_updated"),
+                    metric("numTargetRowsDeleted").alias("rows_deleted"),
+                    seconds.alias("seconds"),
+                    F.map_concat(before_write, write).alias("phases"))
+            .orderBy(F.col("version").desc()))

@@ -1,0 +1,1 @@
+"""The commands: ``ivm.sql``'s statements, a view's CREATE, ALTER and DROP, and ``ivm run``."""

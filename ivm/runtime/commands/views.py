@@ -1,0 +1,306 @@
+"""The life of a materialized view on Spark and Delta: create, alter, drop.
+
+A materialized view ``db.v`` is two catalog objects:
+
+* its **store** ``db__ivm.v__ivm_store``, in the internal database of ``db`` (see
+  :mod:`ivm.runtime.catalog.catalog`; ``db.v__ivm_store`` for a view created before ivm kept its
+  tables there), a Delta table with change data feed on, holding the view's rows and hidden
+  state (see :mod:`ivm.store`); its table properties keep the view's definition and what
+  fixes its meaning (the database its names resolve in, the settings every refresh runs
+  under: see :mod:`ivm.runtime.catalog.definition`), and each commit's ``userMetadata`` a
+  :class:`~ivm.runtime.catalog.history.RefreshRecord` with the source versions (and Delta table
+  ids) it reflects;
+* the catalog **view** ``db.v``, ``SELECT <the view's columns> FROM db__ivm.v__ivm_store``,
+  which is what users query.
+
+A state table is a materialized view of the same kind, ``db__ivm.v__ivm_state1`` (its
+catalog view) over ``db__ivm.v__ivm_state1__ivm_store``.
+
+Every write of a store is a committed write (:mod:`ivm.runtime.refresh.commit`); refreshes
+live in :mod:`ivm.runtime.refresh.refresh`, what a view says about itself in
+:mod:`ivm.runtime.observation.describe`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
+
+from ivm import codegen
+from ivm.compiler import CompiledView, compile
+from ivm.errors import CatalogError, UnsupportedQuery, ViewExists, ViewInUse
+from ivm.names import DIALECT, internal_database, is_internal_database, quote, split
+from ivm.runtime.catalog.analysis import analyse, refuse_temporary
+from ivm.runtime.catalog.catalog import (COLUMNS, DEFINITION, FRESHNESS, STATE_OF, SUSPENDED, VIEW,
+                                         catalog_schema, check_name, has_legacy_layout,
+                                         is_legacy_view, qualified_name, state_tables, store_name,
+                                         store_properties)
+from ivm.runtime.catalog.definition import compile_definition, named_view, not_a_view, pin
+from ivm.runtime.catalog.graph import check_no_cycle, readers
+from ivm.runtime.catalog.history import RefreshRecord, RefreshResult
+from ivm.runtime.log.delta_log import CDF_PROPERTY, rows_written
+from ivm.runtime.observation.describe import consumed_versions
+from ivm.runtime.refresh import faults
+from ivm.runtime.refresh.commit import (committed_write, execute, isolated, session_settings,
+                                        write_catalog_view)
+from ivm.runtime.refresh.policy import DEFAULT_POLICY, POLICY, check_policy, never_incremental
+from ivm.runtime.refresh.read_estimate import read_estimate
+from ivm.runtime.refresh.sources import (bind, check_source, latest_sources, total_source_bytes,
+                                         unbind)
+from ivm.runtime.refresh.upkeep import (DEFAULT_RETENTION_SECONDS, check_retention,
+                                        retention_properties)
+from ivm.runtime.spark.settings import apply_settings, evaluation_settings, plan_settings
+from ivm.zset import Read, relation_name
+
+
+def _is_materialized_view(spark, view: str) -> bool:
+    return store_properties(spark, view) is not None
+
+
+def create_view(spark, name: str, sql: str, *, replace: bool = False,
+                if_not_exists: bool = False, freshness: int | None = None,
+                retention: int | None = None, partitioned_by: tuple[str, ...] = (),
+                policy: str | None = None) -> RefreshResult:
+    """Create the materialized view ``name`` defined by the SELECT ``sql``, computed in full.
+
+    ``replace`` redefines an existing view: its store is replaced in one commit, then its
+    catalog view. A CREATE that died after writing the store is completed by running it again.
+    ``freshness``: the most seconds ``ivm run`` lets the view lag behind its sources.
+    ``retention``: how many seconds the view's change data and earlier versions stay
+    readable (:mod:`ivm.runtime.refresh.upkeep`; default 7 days, for its files and its log).
+    ``partitioned_by``: columns of the view that partition its store, so that a partition
+    can be recomputed alone (:func:`refresh_partition`). ``policy``: the view's refresh
+    policy (:mod:`ivm.runtime.refresh.policy`; default AUTO).
+
+    The view's state tables (:mod:`ivm.passes.states`) are created first, each a hidden
+    materialized view; those of a replaced definition that this one does not have are
+    dropped last.
+    """
+    start = time.perf_counter()
+    view = qualified_name(spark, name)
+    check_name(view)
+    refuse_temporary(spark, sql)
+    if retention is not None:
+        check_retention(view, retention)
+    with isolated(spark) as work:
+        existing = store_properties(work, view)
+        if existing is None:
+            _check_user_database(view)
+        legacy_layout = has_legacy_layout(view)    # a view replaced keeps its layout
+        compiled = compile(sql, catalog_schema(work), name=view, legacy_layout=legacy_layout)
+        spelled = analyse(work, sql)
+        apply_settings(work, plan_settings(compiled))
+        states = [table for table, _ in compiled.states]
+        read = [t for t in compiled.tables_read if t not in states]
+        for table in read:
+            check_source(work, table)
+        for column in partitioned_by:
+            if column not in compiled.store.view_columns:
+                raise CatalogError(f"PARTITIONED BY {column}: {view} has no column {column}",
+                                   hint=f"partition by columns of the view: "
+                                        f"{', '.join(compiled.store.view_columns)}")
+        if existing is not None and STATE_OF in existing:
+            raise ViewExists(f"{view} is a state table of the materialized view "
+                             f"{existing[STATE_OF]}",
+                             hint=f"choose another name (CREATE OR REPLACE MATERIALIZED VIEW "
+                                  f"{existing[STATE_OF]} redefines that view and its state "
+                                  f"tables)")
+        is_view = existing is not None
+        has_catalog_view = work.catalog.tableExists(view)
+        if has_catalog_view and not is_view:
+            raise ViewExists(f"{view} already exists", hint="choose another name")
+        if is_view and has_catalog_view:
+            if if_not_exists:
+                return RefreshResult(view, "noop", consumed_versions(work, view))
+            if not replace:
+                raise ViewExists(f"{view} already exists",
+                                 hint="use CREATE OR REPLACE MATERIALIZED VIEW to redefine it")
+        for table in [view, *states]:
+            if not _is_materialized_view(work, table) and \
+                    work.catalog.tableExists(store_name(table)):
+                raise ViewExists(f"{store_name(table)} already exists and is not the store of "
+                                 f"{table}", hint="choose another view name")
+        check_no_cycle(work, view, read)
+        if not legacy_layout:
+            _create_internal_database(work, view)
+        shared = {DEFINITION: sql.strip(), **pin(work)} | (
+            {} if policy is None else {POLICY: policy}) | retention_properties(
+            DEFAULT_RETENTION_SECONDS if retention is None else retention)
+        for table, state in compiled.states:
+            _create_store(work, table, state, shared | {STATE_OF: view}, policy)
+        properties = shared | {VIEW: view}
+        if spelled is not None and tuple(spelled) != compiled.store.view_columns:
+            properties[COLUMNS] = json.dumps(spelled)
+        if freshness is not None:
+            properties[FRESHNESS] = str(freshness)
+        versions = _create_store(work, view, compiled, properties, policy, partitioned_by)
+        for table in state_tables(work, view):
+            if table not in states:     # a state of the definition this one replaced
+                _drop(work, table)
+        faults.reach("create.after_write")
+        rows = rows_written(work, store_name(view))
+    return RefreshResult(view, "create", versions, {}, rows_inserted=rows,
+                         seconds=time.perf_counter() - start)
+
+
+def _check_user_database(view: str) -> None:
+    """Refuse a new view in a database of ivm's own tables."""
+    database = split(view)[0]
+    if is_internal_database(database):
+        raise CatalogError(f"{view} cannot be created: {database} is named as a database of "
+                           f"ivm's own tables (stores and state tables), which ivm keeps in "
+                           f"<database>__ivm for the views of <database>",
+                           hint="create the view in a database whose name does not end in "
+                                "__ivm")
+
+
+def _create_internal_database(spark, view: str) -> None:
+    """Create the internal database of the database of ``view``, if it does not exist."""
+    database = split(view)[0]
+    execute(spark, codegen.create_database_statement(
+        internal_database(database),
+        f"ivm: the stores and state tables of the materialized views in {database}"))
+
+
+def _create_store(spark, view: str, compiled: CompiledView, properties: dict[str, str],
+                  policy: str | None, partitioned_by: tuple[str, ...] = ()) -> dict[str, int]:
+    """Write the store of ``view`` (a view, or a state table) computed in full, with
+    ``properties``, replacing the store of an earlier definition, then its catalog view; the
+    source versions it reflects."""
+    store = store_name(view)
+    versions, ids = latest_sources(spark, compiled.sources)
+    total = total_source_bytes(spark, compiled.sources)
+    record = RefreshRecord("create", versions, read_bytes=total, table_ids=ids,
+                           planned_bytes=total)
+    properties = {CDF_PROPERTY: "true", VIEW: view, **properties}
+    with session_settings(spark, evaluation_settings(spark, total)), \
+            committed_write(spark, view, compiled, record, stage="create") as commit:
+        if policy is not None:
+            check_policy(view, policy, compiled,
+                         spark.sql(compiled.full_query.sql(DIALECT)).schema)
+        commit(codegen.create_table_statement(
+            store, compiled.full_query, properties,
+            replace=_is_materialized_view(spark, view), partitioned_by=partitioned_by))
+    write_catalog_view(spark, view, compiled, properties)
+    return versions
+
+
+def explain_create(spark, name: str, sql: str, *, policy: str | None = None) -> DataFrame:
+    """``EXPLAIN CREATE MATERIALIZED VIEW``: whether and how the view defined by the SELECT
+    ``sql`` would be maintained under ``policy``, before anything is created; one ``plan``
+    row per line: the verdict, the delta circuit and what a refresh reads. SQL that ivm
+    cannot maintain is no error here: the verdict names what stands in the way."""
+    view = qualified_name(spark, name)
+    chosen = policy or DEFAULT_POLICY
+    lines = [f"materialized view {view}",
+             f"refresh policy: {chosen}{'' if policy else ' (the default)'}"]
+    with isolated(spark) as work:
+        try:
+            lines += _maintenance(work, view, sql, chosen)
+        except UnsupportedQuery as refused:
+            lines.append(f"maintained: no, CREATE fails: {refused.message}")
+        return work.createDataFrame([(line,) for line in lines], "plan STRING")
+
+
+def _maintenance(spark, view: str, sql: str, policy: str) -> list[str]:
+    """How the view ``view`` defined by ``sql`` is maintained under ``policy``, as lines:
+    the verdict, the delta circuit and what a refresh reads. Raises
+    :class:`UnsupportedQuery` for SQL that ivm cannot maintain."""
+    compiled = compile(sql, catalog_schema(spark), name=view,
+                       legacy_layout=is_legacy_view(spark, view))
+    analyse(spark, sql)
+    never = next((reason for part, schema in _store_schemas(spark, compiled)
+                  if (reason := never_incremental(part, schema))), None)
+    if policy == "FULL":
+        verdict = "maintained: by a full recompute on every refresh (REFRESH POLICY FULL)"
+    elif never and policy.startswith("INCREMENTAL"):
+        verdict = f"maintained: no, CREATE fails: {never}"
+    elif never:
+        verdict = f"maintained: by a full recompute on every refresh: {never}"
+    else:
+        verdict = "maintained: incrementally" + (
+            ", unless a refresh predicts a full recompute cheaper" if policy == "AUTO" else "")
+    return [verdict, *compiled.explain().splitlines(),
+            *read_estimate(spark, compiled).splitlines()]
+
+
+def _store_schemas(spark, compiled: CompiledView) -> list[tuple[CompiledView, StructType]]:
+    """The schema of the store of each state table of a view not created yet, then of the
+    view's: each computed from its full query over the sources, a state table's standing
+    in for the table (nothing runs: Spark only analyses the queries)."""
+    states = dict(compiled.states)
+    schemas, bounds, named = [], [], []
+    try:
+        for table, part in [*compiled.states, (None, compiled)]:
+            read = {t: c for t, c in part.sources.items() if t not in states}
+            bounds.append(bind(spark, read, None, latest_sources(spark, read)[0], {}))
+            rows = spark.sql(part.full_query.sql(DIALECT))
+            schemas.append((part, rows.schema))
+            if table is not None:
+                named.append(quote(relation_name(table, Read.AFTER)))
+                rows.createOrReplaceTempView(named[-1])
+    finally:
+        for bound in bounds:
+            unbind(spark, bound)
+        for name in named:
+            spark.catalog.dropTempView(name)
+    return schemas
+
+
+def alter_view(spark, name: str, *, freshness: int | None = None,
+               retention: int | None = None, suspended: bool | None = None,
+               policy: str | None = None) -> None:
+    """Set the freshness, the retention or the refresh policy of the view ``name`` (the
+    last two of its state tables too), or suspend or resume its refreshes by ``ivm run``."""
+    view = qualified_name(spark, name)
+    named_view(spark, view, "ALTER")
+    shared = {}
+    if policy is not None:
+        for table in [*state_tables(spark, view), view]:
+            check_policy(table, policy, compile_definition(spark, table),
+                         spark.table(store_name(table)).schema)
+        shared[POLICY] = policy
+    if retention is not None:
+        check_retention(view, retention)
+        shared |= retention_properties(retention)
+    if shared:
+        for table in state_tables(spark, view):
+            execute(spark, codegen.set_properties_statement(store_name(table), shared))
+    changes = dict(shared)
+    if freshness is not None:
+        changes[FRESHNESS] = str(freshness)
+    if suspended is not None:
+        changes[SUSPENDED] = str(suspended).lower()
+    execute(spark, codegen.set_properties_statement(store_name(view), changes))
+
+
+def drop_view(spark, name: str, *, if_exists: bool = False) -> None:
+    """Drop the materialized view ``name``: its catalog view, its state tables, its store
+    (last, so that a DROP that died is finished by running it again)."""
+    view = qualified_name(spark, name)
+    properties = store_properties(spark, view)
+    if properties is None:
+        if if_exists:
+            return
+        raise not_a_view(spark, view, "DROP")
+    if STATE_OF in properties:
+        raise ViewInUse(f"{view} is a state table of the materialized view "
+                        f"{properties[STATE_OF]}", hint=f"DROP MATERIALIZED VIEW "
+                                                        f"{properties[STATE_OF]} drops it")
+    if downstream := readers(spark, view):
+        raise ViewInUse(f"materialized view {view} is read by {', '.join(downstream)}",
+                        hint="drop the views that read it first")
+    execute(spark, codegen.drop_statement("VIEW", view))
+    faults.reach("drop.after_view")
+    for state in state_tables(spark, view):
+        _drop(spark, state)
+    execute(spark, codegen.drop_statement("TABLE", store_name(view)))
+
+
+def _drop(spark, view: str) -> None:
+    """Drop the catalog view and the store of ``view``."""
+    execute(spark, codegen.drop_statement("VIEW", view))
+    execute(spark, codegen.drop_statement("TABLE", store_name(view)))

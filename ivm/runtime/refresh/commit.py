@@ -1,0 +1,205 @@
+"""The exactly-once protocol: every write to a view's store is one Delta commit.
+
+A *committed write* (:func:`committed_write`) is the only way ivm writes a store:
+
+1. bind the sources' reads at the versions the write consumes, each source's change read
+   once (the first source's reads fail at the fault point ``<stage>.during_write`` when a
+   test armed it);
+2. pass the fault point ``<stage>.before_write``;
+3. run the write, one statement, as one Delta commit whose ``userMetadata`` is the write's
+   :class:`~ivm.runtime.catalog.history.RefreshRecord`: the source versions the store reflects from
+   then on. A write computed from store version *n* is Delta's idempotent transaction
+   ``(ivm:<view>, n)``, so it commits at most once per store version;
+4. unbind the reads, pass ``<stage>.after_commit``;
+5. check that the store's latest record is this write's: Delta skips a transaction whose
+   version was committed already, and then another write got there first.
+
+A write that dies before step 3's commit changes nothing; one that dies after it is done.
+A write that lost the race raises :class:`LostRace`, and :func:`retrying` runs the whole
+refresh again from a fresh read of the store. Each attempt runs in a session of its own
+(:func:`isolated`): same SparkContext and catalog, own temporary views and settings, so that
+writes in threads of one application do not see each other's bindings.
+
+A CREATE writes the view's catalog view after the store's commit; a refresh writes it again
+(:func:`repair_catalog_view`) where that CREATE died in between, or where it no longer
+shows the store's columns.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import replace
+
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import PySparkException
+from pyspark.sql.types import StructType
+
+from ivm import codegen
+from ivm.codegen.store import NEGATIVE_COUNT
+from ivm.compiler import CompiledView
+from ivm.errors import ConcurrentRefresh, SourceError, StateError
+from ivm.names import DIALECT
+from ivm.runtime.catalog.catalog import store_name
+from ivm.runtime.catalog.definition import is_pinned, settings, spelled_columns, view_properties
+from ivm.runtime.catalog.history import USER_METADATA, RefreshRecord, latest_record
+from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
+from ivm.runtime.refresh import faults
+from ivm.runtime.refresh.obstacles import CHANGE_DATA_UNAVAILABLE
+from ivm.runtime.refresh.phases import PhaseClock
+from ivm.runtime.refresh.sources import bind, unbind
+from ivm.runtime.spark.connect import session_of_its_own, set_settings
+from ivm.runtime.spark.settings import session_settings
+
+TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+ATTEMPTS = 3
+"""How often a refresh that lost a race with another refresh of its view starts again."""
+STORE = "ivm.store"
+"""The catalog view's property that names its store."""
+
+
+class LostRace(Exception):
+    """Another write of the view committed first."""
+
+
+@contextmanager
+def isolated(spark, pinned: dict[str, str] | None = None):
+    """A session of its own for one statement: ``spark``'s settings and current database,
+    its own temporary views and settings. ``pinned``: the settings a view's CREATE pinned
+    (see :mod:`ivm.runtime.catalog.definition`), which replace ``spark``'s own."""
+    with session_of_its_own(spark) as own:
+        inherited = own.conf.getAll
+        set_settings(own, {key: value for key, value in spark.conf.getAll.items()
+                           if inherited.get(key) != value
+                           and (pinned is None or not is_pinned(key))} | (pinned or {}))
+        own.catalog.setCurrentDatabase(spark.catalog.currentDatabase())
+        yield own
+
+
+def execute(spark, statement) -> list:
+    """Run the sqlglot ``statement`` in ``spark``; its rows."""
+    return spark.sql(statement.sql(DIALECT)).collect()
+
+
+def write_catalog_view(spark, view: str, compiled: CompiledView,
+                        properties: dict[str, str]) -> None:
+    """(Re)create the catalog view of ``view`` over its store."""
+    execute(spark, codegen.create_view_statement(
+        view, codegen.view_query(compiled.store, store_name(view),
+                                 spelled_columns(compiled, properties)),
+        {STORE: store_name(view)}, replace=True))
+
+
+def repair_catalog_view(spark, view: str, compiled: CompiledView,
+                         properties: dict[str, str], store: StructType) -> None:
+    """Recreate the catalog view if a CREATE died before writing it, or wrote it for an
+    earlier definition or for other types of the store's columns (``store``: its schema)."""
+    wanted = [(name, store[column].dataType) for name, column in
+              zip(spelled_columns(compiled, properties), compiled.store.view_columns)]
+    try:
+        shown = [(f.name, f.dataType) for f in spark.table(view).schema]
+    except PySparkException:
+        shown = None
+    if shown != wanted:
+        write_catalog_view(spark, view, compiled, properties)
+
+
+def retrying(spark, view: str, write):
+    """``write(session, view, properties)`` in a session of its own under the settings the
+    view's CREATE pinned, each Delta log it plans from read once (the first time, those an
+    enclosing :func:`reading_each_log_once` read stand); again, from a fresh read of the
+    store, whenever another write committed first (at most :data:`ATTEMPTS` times)."""
+    for attempt in range(ATTEMPTS):
+        try:
+            with reading_each_log_once(reuse=attempt == 0):
+                properties = view_properties(spark, view)
+                with isolated(spark, settings(properties)) as work:
+                    return write(work, view, properties)
+        except LostRace:
+            continue
+    raise ConcurrentRefresh(f"{view} was refreshed by another refresh {ATTEMPTS} times while "
+                            f"this one ran", hint="refresh it again later")
+
+
+@contextmanager
+def committed_write(spark, view: str, compiled: CompiledView, record: RefreshRecord, *,
+                    stage: str, before: dict[str, int] | None = None,
+                    read_version: int | None = None, clock: PhaseClock | None = None):
+    """A block that writes the store of ``view`` in one commit carrying ``record``, with the
+    sources of ``compiled`` bound at ``record.sources`` (and at ``before`` for a change);
+    ``stage`` (``create`` or ``refresh``) names its fault points. The block receives
+    ``commit(statement, **amend)``, which runs its one writing statement and returns its
+    rows; ``amend`` sets fields of the record known only once the write is planned. With
+    the store version ``read_version`` it was computed from, the write is idempotent and
+    checked to be the one that committed. ``clock`` times the phases ``change`` (the
+    binding), ``write`` (the statement) and ``check``; the record carries those measured
+    before the write."""
+    timer = clock or PhaseClock(None)
+    with spark_errors(view), timer.phase("change"):
+        bound = bind(spark, compiled.sources, before, record.sources, compiled.delta_reads,
+                     wrap=lambda frame: faults.during(f"{stage}.during_write", frame),
+                     change_bytes=record.read_bytes,
+                     store=None if read_version is None else (
+                         view, compiled.store.columns, read_version))
+
+    def commit(statement, **amend) -> list:
+        with timer.phase("write"):
+            final = replace(record, **amend)
+            if clock is not None:
+                final = replace(final, phases=clock.summary())
+            with spark_errors(view), _commit_settings(spark, view, final, read_version):
+                return execute(spark, statement)
+    try:
+        faults.reach(f"{stage}.before_write")
+        yield commit
+    finally:
+        unbind(spark, bound)
+    faults.reach(f"{stage}.after_commit")
+    if read_version is not None:
+        with timer.phase("check"):
+            committed = latest_record(DeltaLogReader(spark, store_name(view)))[1]
+        if committed.refresh != record.refresh:
+            raise LostRace()
+
+
+@contextmanager
+def _commit_settings(spark, view: str, record: RefreshRecord, read_version: int | None):
+    """Settings for the statements of the block: ``record`` goes into their commit, and, with
+    ``read_version``, the commit is the idempotent transaction ``(ivm:<view>, read_version)``."""
+    conf = {USER_METADATA: record.to_json()}
+    if read_version is not None:
+        conf |= {TXN_APP_ID: f"ivm:{view}", TXN_VERSION: str(read_version)}
+    with session_settings(spark, conf):
+        yield
+
+
+@contextmanager
+def spark_errors(view: str):
+    """Turn Spark failures met while maintaining ``view`` into errors a user can act on, and
+    a write that lost the race into :class:`LostRace`."""
+    try:
+        yield
+    except (PySparkException, Py4JJavaError) as error:
+        if is_lost_race(error):
+            raise LostRace() from error
+        if _change_data_unavailable(error):
+            raise SourceError(f"{CHANGE_DATA_UNAVAILABLE} for {view}",
+                              hint=f"run REFRESH MATERIALIZED VIEW {view} FULL") from None
+        if NEGATIVE_COUNT in str(error):
+            raise StateError(f"the store of {view} disagrees with its sources",
+                             hint=f"run REFRESH MATERIALIZED VIEW {view} FULL") from None
+        raise
+
+
+def is_lost_race(error: Exception) -> bool:
+    """Whether ``error`` is Delta's: another write of the table committed first."""
+    text = str(error)
+    return "io.delta.exceptions.Concurrent" in text or "DELTA_CONCURRENT" in text \
+        or "ConcurrentTransactionException" in text or "MetadataChangedException" in text
+
+
+def _change_data_unavailable(error: Exception) -> bool:
+    text = str(error)
+    return any(code in text for code in ("DELTA_MISSING_CHANGE_DATA", "DELTA_CHANGE_DATA_FEED",
+                                         "VersionNotFound", "DELTA_FILE_NOT_FOUND",
+                                         "FileNotFoundException"))

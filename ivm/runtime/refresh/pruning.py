@@ -1,0 +1,236 @@
+"""Snapshot reads pruned to the change's keys, so that Delta skips the files they cannot be in.
+
+A delta term reads a snapshot restricted to the keys of a change, ``R ⋉ K`` (see
+:mod:`ivm.rules.join` and :mod:`ivm.rules.keyed`). Spark runs the restriction as a semi-join
+after scanning all of ``R``. Before a refresh runs, ``K`` is small and can be read: this pass
+reads the keys of one of its columns and filters ``R`` by ranges covering them,
+
+    R ⋉ K  =  (σ_{k ∈ [a1, b1] ∪ … ∪ [an, bn]} R) ⋉ K        (every key of K in some range)
+
+a predicate on literals, which Delta's data skipping checks against each file's min/max
+statistics. The semi-join still decides which rows meet, so the ranges may cover more than
+the keys: they only decide what is read. Tables written in key order (most fact tables, the
+TPC-H ones) then read the files around the change instead of all of them. A key may reach
+the scan through filters and projections that pass its column on (the input of a window,
+such as a dedup's ``ROW_NUMBER() OVER (PARTITION BY k …)``, is a projection).
+
+Where the restriction has one key and few values (at most :data:`MAX_LISTED`), they are
+listed in the query as well, and decide alone, in place of the semi-join (which costs Spark
+an aggregate, a broadcast and their jobs)::
+
+    R ⋉ K  =  σ_{k ∈ [a1, b1] ∪ … ∪ [an, bn]  ∧  k ∈ {v1, …, vm}} R     (K = {v1, …, vm})
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import replace
+from decimal import Decimal
+from functools import reduce
+
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+from sqlglot import exp
+
+from ivm import codegen
+from ivm.ir import Filter, Project, Restrict, Scan, children, columns, with_children
+from ivm.runtime.spark.settings import evaluation_settings, planned_read_bytes, session_settings
+from ivm.zset import Read
+
+MAX_KEYS = 100_000
+"""More distinct keys than this (a NULL included): the change is large, and the snapshot is
+read whole."""
+
+MAX_LISTED = 1_000
+"""At most this many distinct keys (a NULL among them) of a one-key restriction are listed in
+the query, which filters by them in place of the semi-join."""
+
+MAX_RANGES = 32
+"""The most ranges a predicate lists; neighbouring keys are merged across the smallest gaps."""
+
+SET, KEY, RANK = "_ivm_set", "_ivm_key", "_ivm_rank"
+
+
+def prune(spark, delta, change_bytes: int | None):
+    """``delta`` with each restricted snapshot scan also filtered by its keys' ranges, and a
+    restriction to few values of one key filtered by them instead; the keys of every
+    restriction are read in one Spark job (``change_bytes``: the size of the sources' change
+    data it reads, None if unknown)."""
+    wanted = {}
+    _visit(delta, lambda node: wanted.update(
+        {found: None} if (found := _pruned_key(node)) is not None else {}))
+    keys = _distinct_keys(spark, list(wanted), change_bytes)
+    rewritten: dict = {}    # equal subtrees stay equal, so the SQL still shares them
+
+    def rewrite(node):
+        if node not in rewritten:
+            new = with_children(node, tuple(rewrite(c) for c in children(node))) \
+                if children(node) else node
+            found = _pruned_key(new)
+            values = keys.get(found) if found is not None else None
+            if isinstance(new, Restrict) and values is not None:
+                new = _filtered(new, *values)
+            rewritten[node] = new
+        return rewritten[node]
+    return rewrite(delta)
+
+
+def _visit(node, action, seen=None) -> None:
+    """``action`` on every distinct node of the tree ``node``."""
+    seen = set() if seen is None else seen
+    if node not in seen:
+        seen.add(node)
+        action(node)
+        for child in children(node):
+            _visit(child, action, seen)
+
+
+def _scan_keys(node: Restrict) -> tuple[Scan, tuple] | None:
+    """The snapshot scan the restriction ``node`` reads, through filters and projections,
+    and its keys as expressions over that scan (None where a projection computes one);
+    None where it reads no such scan."""
+    inner, keys = node.input, tuple(node.keys)
+    while isinstance(inner, (Filter, Project)):
+        if isinstance(inner, Project):
+            named = dict(inner.columns)
+            keys = tuple(named.get(k.name) if isinstance(k, exp.Column) and not k.table
+                         else None for k in keys)
+        inner = inner.input
+    if not isinstance(inner, Scan) or inner.read not in (Read.BEFORE, Read.AFTER):
+        return None
+    return inner, keys
+
+
+def _pruned(node) -> tuple[Scan, exp.Column, int] | None:
+    """The snapshot scan the restriction ``node`` reads, its first key that is a plain column
+    of that scan, and that key's position; None where there is none."""
+    if not isinstance(node, Restrict) or (found := _scan_keys(node)) is None:
+        return None
+    scan, keys = found
+    position = next((i for i, key in enumerate(keys) if isinstance(key, exp.Column)
+                     and key.table == scan.alias and key.name in scan.columns), None)
+    return None if position is None else (scan, keys[position], position)
+
+
+def _pruned_key(node) -> tuple | None:
+    """``(affected, column)``: the relation of keys that :func:`_pruned` finds, and its
+    column; equal restrictions share it."""
+    found = _pruned(node)
+    return None if found is None else (node.affected, columns(node.affected)[found[2]])
+
+
+def _filtered(node: Restrict, values: list, has_null: bool):
+    """``node`` with its scan filtered by the ranges of its key's sorted non-NULL ``values``
+    (:func:`_key_ranges`), under the filters and projections it reads through; for one key
+    of at most :data:`MAX_LISTED` values, also by the values themselves, in place of the
+    restriction."""
+    found = _pruned(node)
+    assert found is not None
+    scan, column, _ = found
+    predicate = _key_ranges(column, values, has_null)
+    listed = len(node.keys) == 1 and len(values) + has_null <= MAX_LISTED
+    if listed:
+        predicate = exp.and_(predicate, _key_list(column, values, has_null))
+
+    def filtered(inner):
+        if inner == scan:
+            return Filter(inner, predicate)
+        return with_children(inner, (filtered(inner.input),))
+    return filtered(node.input) if listed else replace(node, input=filtered(node.input))
+
+
+def _key_list(column: exp.Column, values: list, has_null: bool) -> exp.Expr:
+    """A predicate on the scanned ``column`` that exactly the keys satisfy (null-safely, as
+    the restriction matches), given the keys' non-NULL ``values``."""
+    admitted: list[exp.Expr] = []
+    if values:
+        admitted.append(exp.In(this=column.copy(), expressions=[_literal_of(v) for v in values]))
+    if has_null:
+        admitted.append(exp.Is(this=column.copy(), expression=exp.null()))
+    return exp.or_(*admitted) if admitted else exp.false()
+
+
+def _key_ranges(column: exp.Column, values: list, has_null: bool) -> exp.Expr:
+    """A predicate on the scanned ``column`` that every key satisfies, given the keys'
+    sorted non-NULL ``values``. A NULL key is a key (the restriction matches null-safely):
+    IS NULL admits it."""
+    admitted: list[exp.Expr] = [column.copy().eq(low) if low == high else
+                                exp.Between(this=column.copy(), low=low, high=high)
+                                for low, high in _ranges(values)]
+    if has_null:
+        admitted.append(exp.Is(this=column.copy(), expression=exp.null()))
+    return exp.or_(*admitted) if admitted else exp.false()
+
+
+def _distinct_keys(spark, wanted: list[tuple], change_bytes: int | None
+                   ) -> dict[tuple, tuple[list, bool] | None]:
+    """For each ``(affected, column)`` of ``wanted``: the sorted non-NULL values of the
+    column and whether it holds a NULL; None if it has more than :data:`MAX_KEYS` distinct
+    values or a value without a literal form. One Spark job reads them all: the distinct
+    keys of each set in a column of its own, sorted by Spark (so in the column's own
+    order), at most ``MAX_KEYS + 1`` of a set sent back."""
+    if not wanted:
+        return {}
+    frames = [spark.sql(codegen.to_sql(affected, pretty=False))
+              .select(F.lit(i).alias(SET), F.col(name).alias(f"{KEY}{i}")).distinct()
+              for i, (affected, name) in enumerate(wanted)]
+    union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+    in_set = Window.partitionBy(SET)
+    rank = F.row_number().over(in_set.orderBy(*(f"{KEY}{i}" for i in range(len(wanted)))))
+    ranked = union.withColumn(RANK, rank).where(F.col(RANK) <= MAX_KEYS + 1).orderBy(SET, RANK)
+    read_bytes = planned_read_bytes(ranked, change_bytes)
+    with session_settings(spark, evaluation_settings(spark, read_bytes)):
+        rows = ranked.collect()
+    found: dict[int, list] = {i: [] for i in range(len(wanted))}
+    for row in rows:
+        found[row[SET]].append(row[f"{KEY}{row[SET]}"])
+    result: dict[tuple, tuple[list, bool] | None] = {}
+    for i, request in enumerate(wanted):
+        values = [v for v in found[i] if v is not None]
+        if len(found[i]) > MAX_KEYS or not all(_literal(v) is not None for v in values):
+            result[request] = None
+        else:
+            result[request] = (values, len(values) < len(found[i]))
+    return result
+
+
+def _ranges(values: list) -> list[tuple[exp.Expr, exp.Expr]]:
+    """At most :data:`MAX_RANGES` ``(low, high)`` literal pairs covering the sorted
+    ``values``: split at the widest gaps where values can be subtracted, else evenly."""
+    cuts: list[int]
+    if not values:
+        return []
+    if len(values) <= MAX_RANGES:
+        cuts = list(range(1, len(values)))
+    else:
+        try:
+            gaps = [(values[i] - values[i - 1], i) for i in range(1, len(values))]
+            cuts = sorted(i for _, i in sorted(gaps, reverse=True)[:MAX_RANGES - 1])
+        except TypeError:                    # strings: no distance between values
+            step = len(values) / MAX_RANGES
+            cuts = [round(step * k) for k in range(1, MAX_RANGES)]
+    bounds = [0, *cuts, len(values)]
+    return [(_literal_of(values[a]), _literal_of(values[b - 1]))
+            for a, b in zip(bounds, bounds[1:])]
+
+
+def _literal_of(value) -> exp.Expr:
+    form = _literal(value)
+    assert form is not None  # _distinct_keys keeps only values that have a literal form
+    return form
+
+
+def _literal(value) -> exp.Expr | None:
+    """``value`` as a Spark SQL literal of its type; None for types not pruned on."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, Decimal)):
+        return exp.Literal.number(str(value))
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    # A timestamp comes back in the Python process's time zone, its literal is read in the
+    # session's: they may differ, so timestamps are not pruned on. A date has no zone.
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return exp.Cast(this=exp.Literal.string(value.isoformat()),
+                        to=exp.DataType.build("DATE"))
+    return None

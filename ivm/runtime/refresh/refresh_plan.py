@@ -1,0 +1,237 @@
+"""The decision of a refresh, made before any of the change is read: do nothing, apply the
+change, recompute the view, or fail; and why.
+
+One pure function, :func:`plan_refresh`, makes it from what is known before reading
+(:class:`Known`: the view's refresh policy and cost model, the source versions and Delta table
+ids it consumed and the sources' now, and what their logs say stands in the way,
+:mod:`ivm.runtime.refresh.obstacles`). A refresh carries the plan out
+(:mod:`ivm.runtime.refresh.refresh`), and ``ivm explain`` and ``ivm status`` show the plan of
+the next refresh (:func:`predict`), made by the same function from the same facts: what they
+say is what the refresh then does, but for what only reading the change can show (a sum that
+overflows while it is folded, a delta query whose plan reads more than a recompute). Files of
+the change removed by a VACUUM shorter than the table's retention, which a refresh learns as it
+reads them, a prediction looks for.
+
+The order of the decision:
+
+1. ``REFRESH … FULL`` (or a state table of the view recomputed), other sources than the store
+   reflects, or a source replaced under its name: recompute;
+2. no source changed: nothing to do;
+3. ``REFRESH POLICY FULL``, a store that keeps sums no refresh can add exactly, or what the
+   sources' logs show (:func:`~ivm.runtime.refresh.obstacles.estimate`): recompute or fail, as the
+   policy says (:func:`verdict`);
+4. under ``AUTO``, the cost model's prediction before reading (rule 1 of
+   :mod:`ivm.runtime.refresh.policy`): recompute if that is predicted cheaper;
+5. otherwise apply the change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ivm.compiler import CompiledView
+from ivm.rules import Kind
+from ivm.runtime.catalog.catalog import store_name
+from ivm.runtime.catalog.definition import compile_definition, view_properties
+from ivm.runtime.catalog.history import latest_consumed, latest_record
+from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
+from ivm.runtime.messages import size
+from ivm.runtime.refresh.obstacles import (DEFAULT_MIN_BYTES, MIN_BYTES, Estimate, estimate,
+                                           replaced_source)
+from ivm.runtime.refresh.policy import (DEFAULT_POLICY, POLICY, CostModel, NotIncrementalizable,
+                                        Obstacle, never_incremental)
+from ivm.runtime.refresh.retention import unconsumed, unreadable_change
+from ivm.runtime.refresh.sources import latest_sources, total_source_bytes
+from ivm.runtime.spark.settings import number_setting
+
+STRICT = "INCREMENTAL STRICT"
+
+
+@dataclass(frozen=True)
+class Known:
+    """What is known of a refresh of ``view`` before any of its change is read.
+
+    ``policy``: its refresh policy (a lookup join's ``AUTO`` taken as ``INCREMENTAL``: a
+    recompute enriches every fact row anew, so is never chosen for cost); ``previous`` and
+    ``consumed_ids``: the source versions and table ids the store reflects, ``current`` and
+    ``ids`` the sources' now; ``requested``: what makes it recompute whatever else holds
+    (``REFRESH … FULL``, a state table recomputed); ``inexact``: why no refresh of its store
+    can apply a change, if none can; ``estimate``: what the sources' logs say of the change
+    (None where it was not read: no source changed, or the sources are not the ones the store
+    reflects); ``unreadable``: why the change cannot be read, where files it needs are gone
+    (VACUUM), which a prediction looks for and a refresh learns as it reads the change;
+    ``full_bytes``: what a recompute reads; ``min_bytes``: the sources' size under which the
+    cost model predicts nothing."""
+
+    view: str
+    policy: str
+    previous: dict[str, int]
+    current: dict[str, int]
+    consumed_ids: dict[str, str] | None
+    ids: dict[str, str]
+    requested: Obstacle | None = None
+    inexact: str | None = None
+    estimate: Estimate | None = None
+    unreadable: str | None = None
+    model: CostModel = field(default_factory=CostModel)
+    full_bytes: int | None = None
+    min_bytes: float = 0
+
+
+@dataclass(frozen=True)
+class RefreshPlan:
+    """What a refresh does: ``mode`` ``noop``, ``incremental``, ``full`` or ``fails``; the
+    ``obstacle`` that makes it recompute or fail; ``prediction``, the cost model's words where
+    it chose to recompute; the ``change_bytes`` it reads (None where the log does not say);
+    ``inserts_only``: every source's change inserts rows and removes none."""
+
+    mode: str
+    obstacle: Obstacle | None = None
+    prediction: str | None = None
+    change_bytes: int | None = None
+    inserts_only: bool = False
+
+    def __str__(self) -> str:
+        """The plan in words.
+
+        >>> str(RefreshPlan("incremental", change_bytes=698))
+        'incremental, a change of 698 B'
+        >>> str(RefreshPlan("fails", Obstacle("unavailable", "change data feed off on t")))
+        'fails: change data feed off on t'
+        """
+        if self.mode == "noop":
+            return "nothing to do (no source changed)"
+        if self.mode == "incremental":
+            return "incremental" + ("" if self.change_bytes is None
+                                    else f", a change of {size(self.change_bytes)}")
+        assert self.obstacle is not None    # a full or failing plan says why
+        return f"{'a full recompute' if self.mode == 'full' else 'fails'}: " \
+               f"{self.obstacle.reason}"
+
+    def error(self, view: str) -> NotIncrementalizable:
+        """The error a refresh of ``view`` that this plan fails raises."""
+        assert self.obstacle is not None
+        return not_incremental(view, self.obstacle)
+
+
+def not_incremental(view: str, obstacle: Obstacle) -> NotIncrementalizable:
+    """The error of a refresh of ``view`` under ``INCREMENTAL STRICT`` that ``obstacle``
+    keeps from applying the change."""
+    return NotIncrementalizable(
+        f"{view} cannot be refreshed incrementally: {obstacle.reason}",
+        hint=f"its REFRESH POLICY is {STRICT}: run REFRESH MATERIALIZED VIEW {view} FULL, "
+             f"or ALTER MATERIALIZED VIEW {view} SET REFRESH POLICY INCREMENTAL to let "
+             f"refreshes recompute when they must")
+
+
+def verdict(policy: str, obstacle: Obstacle) -> str:
+    """What a refresh under ``policy`` does for ``obstacle``: ``full``, ``incremental`` (the
+    policy ignores it) or ``fails``.
+
+    >>> verdict("AUTO", Obstacle("cost", "cheaper")), verdict("INCREMENTAL", Obstacle("cost", ""))
+    ('full', 'incremental')
+    >>> verdict(STRICT, Obstacle("reinitialize", "")), verdict(STRICT, Obstacle("unavailable", ""))
+    ('full', 'fails')
+    """
+    if obstacle.kind == "cost":
+        return "full" if policy == "AUTO" else "incremental"
+    if obstacle.kind == "unavailable" and policy == STRICT:
+        return "fails"
+    return "full"
+
+
+def plan_refresh(known: Known) -> RefreshPlan:
+    """The plan of a refresh from what is known before reading (see the module's docstring).
+
+    >>> known = Known("v", "AUTO", {"t": 1}, {"t": 2}, None, {"t": "a"},
+    ...               estimate=Estimate(698, None))
+    >>> str(plan_refresh(known))
+    'incremental, a change of 698 B'
+    >>> from dataclasses import replace
+    >>> str(plan_refresh(replace(known, policy="FULL")))
+    'a full recompute: REFRESH POLICY FULL'
+    >>> off = Estimate(None, None, Obstacle("unavailable", "the change data feed of t was off"))
+    >>> str(plan_refresh(replace(known, policy=STRICT, estimate=off)))
+    'fails: the change data feed of t was off'
+    """
+    obstacle = known.requested
+    if obstacle is None and set(known.previous) != set(known.current):
+        obstacle = Obstacle("reinitialize", "the store records other sources than the "
+                                            "definition reads")
+    if obstacle is None and (replaced := replaced_source(known.consumed_ids, known.ids)):
+        obstacle = Obstacle("reinitialize", replaced)
+    if obstacle is None and known.previous == known.current:
+        return RefreshPlan("noop")
+    if obstacle is None and known.policy == "FULL":
+        obstacle = Obstacle("requested", "REFRESH POLICY FULL")
+    if obstacle is None and known.inexact is not None:
+        obstacle = Obstacle("unavailable", known.inexact)
+    estimate = known.estimate or Estimate(None, None)
+    if obstacle is None:
+        obstacle = estimate.obstacle
+    if obstacle is None and known.unreadable is not None:
+        obstacle = Obstacle("unavailable", known.unreadable)
+    if obstacle is not None and (mode := verdict(known.policy, obstacle)) != "incremental":
+        return RefreshPlan(mode, obstacle)
+    if known.policy == "AUTO":
+        cheaper, words = known.model.before_reading(estimate.change_bytes, known.full_bytes,
+                                                    known.min_bytes)
+        if cheaper is not None:
+            return RefreshPlan("full", cheaper, words)
+    return RefreshPlan("incremental", change_bytes=estimate.change_bytes,
+                       inserts_only=estimate.inserts_only)
+
+
+def what_is_known(spark, view: str, compiled: CompiledView, properties: dict[str, str],
+                  store_schema, requested: Obstacle | None = None) -> Known:
+    """What is known of a refresh of ``view`` (a view, or a state table; ``compiled``, its
+    store's ``properties`` and schema) before any of its change is read: its latest record,
+    the sources' logs. The sources' logs are read for the change only where the plan can use
+    it (nothing requested, some source changed, no policy or store that recomputes anyway)."""
+    policy = properties.get(POLICY, DEFAULT_POLICY)
+    if compiled.maintenance.rule.kind is Kind.LOOKUP and policy == "AUTO":
+        policy = "INCREMENTAL"  # a recompute enriches every row anew: never for cost
+    last = latest_record(DeltaLogReader.of(spark, store_name(view)))[1]
+    model = CostModel.from_record(last.cost).observed(
+        last.mode, last.planned_bytes, last.read_bytes, last.seconds)
+    previous = last.sources
+    current, ids = latest_sources(spark, compiled.sources)
+    inexact = never_incremental(compiled, store_schema)
+    replaced = replaced_source(last.table_ids, ids) is not None
+    readable = (requested is None and policy != "FULL" and inexact is None and not replaced
+                and set(previous) == set(current) and previous != current)
+    noop = requested is None and not replaced and previous == current
+    return Known(view, policy, previous, current, last.table_ids, ids, requested, inexact,
+                 estimate=estimate(spark, previous, current) if readable else None,
+                 model=model, full_bytes=None if noop else total_source_bytes(spark, current),
+                 min_bytes=number_setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES))
+
+
+def predict(spark, view: str) -> RefreshPlan:
+    """The plan of the next refresh of the materialized view ``view``, made now as the
+    refresh would make it: its state tables' first, each of which, recomputed, makes the view
+    recompute too (its change would be the state table twice over). Each log is read once
+    (those an enclosing :func:`~ivm.runtime.log.delta_log.reading_each_log_once` read stand)."""
+    with reading_each_log_once(reuse=True):
+        compiled = compile_definition(spark, view)
+        plans = [(table, _predict_one(spark, table)) for table, _ in compiled.states]
+        if failing := next((plan for _, plan in plans if plan.mode == "fails"), None):
+            return failing
+        recomputed = [table for table, plan in plans if plan.mode == "full"]
+        requested = Obstacle("reinitialize", f"its state table {recomputed[0]} is recomputed"
+                             ) if recomputed else None
+        plan = _predict_one(spark, view, requested)
+        if plan.mode == "noop" and plans and any(p.mode != "noop" for _, p in plans):
+            return RefreshPlan("incremental")  # the change of its state tables
+        return plan
+
+
+def _predict_one(spark, view: str, requested: Obstacle | None = None) -> RefreshPlan:
+    """The plan of the next refresh of ``view`` (a view, or a state table) alone; where files
+    of a source's unconsumed change are gone, what the refresh will learn as it reads them."""
+    properties = view_properties(spark, view)
+    compiled = compile_definition(spark, view, properties)
+    schema = spark.table(store_name(view)).schema
+    known = what_is_known(spark, view, compiled, properties, schema, requested)
+    gone = (unreadable_change(change) for change in unconsumed(spark, latest_consumed(spark, view)))
+    return plan_refresh(replace(known, unreadable=next((g for g in gone if g), None)))

@@ -1,0 +1,288 @@
+"""Source tables: checks, versions, and their reads bound as relations for a delta query.
+
+Delta's change data feed becomes a Z-set here, and nowhere else: ``insert`` and
+``update_postimage`` rows weigh +1, ``delete`` and ``update_preimage`` rows -1. Over a range of
+commits the weights of identical rows are summed and zeros dropped; that is the net change,
+whatever the order of the commits (a row inserted then deleted cancels out).
+
+A source may be another materialized view. It is read through its store, whose versions
+and change feed are the view's own: a store row stands for one view row, or, in a view that
+keeps duplicates, for ``_ivm_count`` of them, so its change weighs ``±_ivm_count``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType, FloatType, LongType, StructField, StructType
+
+from ivm.errors import SourceError
+from ivm.names import quote
+from ivm.runtime.catalog.catalog import store_name, store_properties
+from ivm.runtime.catalog.definition import compile_definition
+from ivm.runtime.log.delta_log import CDF_PROPERTY, DeltaLogReader, describe_detail
+from ivm.runtime.spark.connect import is_connect
+from ivm.runtime.spark.settings import evaluation_settings, session_settings
+from ivm.zset import COUNT, WEIGHT, Read, relation_name
+
+INSERTED = ("insert", "update_postimage")
+BITS = "_ivm_bits"
+"""Grouping keys of a change's float columns, by their text (see :func:`changes`)."""
+
+
+def upstream_repeats_rows(spark, table: str) -> bool | None:
+    """None if ``table`` is no materialized view; else whether a row of its store stands
+    for ``_ivm_count`` identical rows of the view."""
+    properties = store_properties(spark, table)
+    if properties is None:
+        return None
+    return compile_definition(spark, table, properties).store.repeat_rows
+
+
+def delta_table(spark, table: str) -> str:
+    """The Delta table holding the rows and the change feed of the source ``table``."""
+    return store_name(table) if store_properties(spark, table) is not None else table
+
+
+def check_source(spark, table: str) -> None:
+    """Raise :class:`SourceError` unless ``table`` is a Delta table with change data feed,
+    or a materialized view."""
+    if store_properties(spark, table) is not None:
+        return
+    try:
+        detail = describe_detail(spark, table).first()
+        is_delta = detail is not None and detail.format == "delta"
+    except AnalysisException:
+        is_delta = False
+    if not is_delta:
+        raise SourceError(
+            f"source {table} is not a Delta table",
+            hint=f"a materialized view reads Delta tables; convert it, e.g. "
+                 f"CREATE TABLE {table}_delta USING DELTA AS SELECT * FROM {table}")
+    if DeltaLogReader(spark, table).properties().get(CDF_PROPERTY, "false").lower() != "true":
+        raise SourceError(
+            f"source {table} does not have change data feed enabled",
+            hint=f"enable it: ALTER TABLE {table} SET TBLPROPERTIES "
+                 f"({CDF_PROPERTY} = true)")
+
+
+def table_version(spark, table: str) -> int:
+    """The latest committed version of the source ``table``."""
+    return DeltaLogReader(spark, delta_table(spark, table)).version()
+
+
+def latest_sources(spark, tables) -> tuple[dict[str, int], dict[str, str]]:
+    """The latest version and the Delta table id of each of the source ``tables``."""
+    logs = {table: DeltaLogReader.of(spark, delta_table(spark, table)) for table in tables}
+    return ({table: log.version() for table, log in logs.items()},
+            {table: log.table_id() for table, log in logs.items()})
+
+
+def source_bytes(spark, tables) -> dict[str, int | None]:
+    """The size of each of the source ``tables`` (None where its log does not say)."""
+    return {table: DeltaLogReader.of(spark, delta_table(spark, table)).size_in_bytes()
+            for table in tables}
+
+
+def total_source_bytes(spark, tables) -> int | None:
+    """The size of all of the source ``tables``: what a full recompute reads at most; None
+    if a log does not say."""
+    return _total(source_bytes(spark, tables).values())
+
+
+def total_source_files(spark, tables) -> int | None:
+    """How many data files the source ``tables`` have in all; None if a log does not say."""
+    return _total(DeltaLogReader.of(spark, delta_table(spark, table)).file_count()
+                  for table in tables)
+
+
+def _total(values) -> int | None:
+    """The sum of ``values``; None if one of them is unknown (None)."""
+    known = list(values)
+    return None if None in known else sum(v for v in known if v is not None)
+
+
+def _delta_read(spark, name: str, **options) -> DataFrame:
+    """The Delta table ``name`` read with ``options``: from its location, as its log (read
+    once per refresh) says, where a read by name would look the table up in the catalog
+    again (which costs more than planning the read); by name if the log is not at hand."""
+    reader = spark.read.format("delta").options(**options)
+    location = DeltaLogReader.of(spark, name).location()
+    return reader.load(location) if location is not None else reader.table(name)
+
+
+def snapshot(spark, table: str, columns, version: int, repeats: bool | None = None
+             ) -> DataFrame:
+    """``columns`` of ``table`` as of ``version``; ``repeats`` as
+    :func:`upstream_repeats_rows` says of ``table``."""
+    rows = _delta_read(spark, table if repeats is None else store_name(table),
+                       versionAsOf=version)
+    if repeats:
+        rows = rows.withColumn("_copy", F.explode(F.sequence(F.lit(1), F.col(COUNT))))
+    return rows.select(*columns)
+
+
+def changes(spark, table: str, columns, after: int, upto: int, repeats: bool | None = None
+            ) -> DataFrame:
+    """The net change of ``columns`` of ``table`` over versions ``(after, upto]``, weighted;
+    ``upto`` > ``after``."""
+    feed = _delta_read(spark, table if repeats is None else store_name(table),
+                       readChangeFeed="true", startingVersion=after + 1, endingVersion=upto)
+    sign = F.when(F.col("_change_type").isin(*INSERTED), F.lit(1)).otherwise(F.lit(-1))
+    weight = sign * F.col(COUNT) if repeats else sign
+    # Spark groups floats by value, -0.0 with 0.0: group them by their text, which keeps the
+    # sign, and carry the value itself through.
+    # ``columns`` are the compiler's lowercase names; Spark resolves them in any case.
+    float_types = {f.name.lower() for f in feed.schema.fields
+                   if isinstance(f.dataType, (FloatType, DoubleType))}
+    floats = [c for c in columns if c.lower() in float_types]
+    keys = [F.col(c).cast("string").alias(f"{BITS}{i}") if c in floats else F.col(c)
+            for i, c in enumerate(columns)]
+    return (feed.groupBy(*keys)
+            .agg(F.sum(weight).cast("bigint").alias(WEIGHT),
+                 *(F.first(c).alias(c) for c in floats))
+            .where(F.col(WEIGHT) != 0).select(*columns, WEIGHT))
+
+
+@dataclass
+class Kept:
+    """Rows computed once (:func:`kept`): ``frame`` reads them; ``checkpoint``, if not None,
+    holds them, to :func:`release` after the last read."""
+
+    frame: DataFrame
+    rows: int
+    checkpoint: DataFrame | None = None
+
+
+def kept(spark, frame: DataFrame, read_bytes: int | None, *, collect: bool = False) -> Kept:
+    """``frame`` computed once, so that later reads do not compute it again, with the
+    settings for a statement reading ``read_bytes`` (None: unknown; see
+    :func:`~ivm.runtime.spark.settings.evaluation_settings`). With ``collect``, when it has no
+    more rows than it reads (a source's net change), little data is collected into the
+    driver and held in the plan as a local relation, whose size Spark's optimizer knows
+    exactly (it broadcasts what joins it; a checkpoint carries only an estimate) and whose
+    emptiness it sees (it removes what only joins with it). Otherwise, and in a Spark Connect
+    session, it is kept as a local checkpoint (its rows kept by the executors, its plan
+    cut): a join's result may have far more rows than it reads.
+
+    (A checkpoint, not ``persist``: a persisted plan keeps its executed form, broadcast
+    relations included, for as long as the JVM holds the plan, and Spark holds on to them.)"""
+    settings = evaluation_settings(spark, read_bytes)
+    with session_settings(spark, settings):
+        if settings and collect and not is_connect(spark):  # Connect: the rows stay there
+            java: Any = frame._jdf      # py4j: the JVM Dataset
+            rows = java.collectAsList()
+            return Kept(_local(spark, rows, java.schema()), rows.size())
+        checkpoint = frame.localCheckpoint(eager=False)    # plans (and, adaptive, runs) it
+        count = checkpoint.count()      # the one job that computes and keeps the rows
+    if count > 0:
+        return Kept(checkpoint, count, checkpoint)
+    release(checkpoint)
+    return Kept(empty(spark, frame.schema), 0)
+
+
+def release(checkpoint: DataFrame) -> None:
+    """Drop the rows of a :func:`kept` checkpoint now, not when the JVM collects it (a
+    Spark Connect client drops them with its last reference to the checkpoint)."""
+    if is_connect(checkpoint):
+        return
+    frame: Any = checkpoint._jdf    # py4j: the JVM Dataset, whose plan is a LogicalRDD
+    frame.queryExecution().analyzed().rdd().unpersist(False)
+
+
+def empty(spark, schema: StructType) -> DataFrame:
+    """A relation of no rows that Spark's optimizer knows to be empty (a local relation), so
+    that it removes what only joins with it; PySpark's ``createDataFrame([])`` gives an RDD,
+    which Spark must run a job to find empty (a Spark Connect client sends it as a local
+    relation)."""
+    if is_connect(spark):
+        return spark.createDataFrame([], schema)
+    jvm = spark.sparkContext._jvm
+    return _local(spark, jvm.java.util.ArrayList(),
+                  jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()))
+
+
+def _local(spark, rows, schema) -> DataFrame:
+    """A local relation of the JVM ``rows`` (a java.util.List of Rows) of the JVM ``schema``:
+    the rows never pass through Python."""
+    return DataFrame(spark._jsparkSession.createDataFrame(rows, schema), spark)
+
+
+@dataclass
+class Bound:
+    """The relations a delta query reads, registered as temporary views."""
+
+    names: list[str] = field(default_factory=list)
+    checkpoints: list[DataFrame] = field(default_factory=list)
+
+
+def bind(spark, sources: dict[str, tuple[str, ...]], before: dict[str, int] | None,
+         after: dict[str, int], reads: Mapping[str, Collection[Read]],
+         wrap=lambda frame: frame, change_bytes: int | None = None,
+         store: tuple[str, tuple[str, ...], int] | None = None) -> Bound:
+    """Register each source's reads under the names delta queries use.
+
+    Without ``before`` only the ``AFTER`` snapshots are bound (for a full computation).
+    With it, the reads of each table that ``reads`` names (what the delta query reads), its
+    change read here, once (:func:`kept`), for the key sets and the delta query to share;
+    ``change_bytes``: the size of all sources' change data (None: unknown); ``store``: the
+    view, its store's columns and the store version the refresh read, bound as the view's
+    ``STORE`` read where ``reads`` has one. The first source's reads pass through ``wrap``.
+    """
+    bound = Bound()
+    try:
+        _bind_each(spark, sources, before, after, wrap, reads, bound, change_bytes)
+        if store is not None and before is not None and Read.STORE in reads.get(store[0], ()):
+            view, columns, version = store
+            name = relation_name(view, Read.STORE)
+            snapshot(spark, view, columns, version, repeats=False).createOrReplaceTempView(
+                quote(name))
+            bound.names.append(name)
+    except BaseException:
+        unbind(spark, bound)
+        raise
+    return bound
+
+
+def _bind_each(spark, sources, before, after, wrap, reads, bound: Bound,
+               change_bytes: int | None) -> None:
+    for i, (table, columns) in enumerate(sources.items()):
+        repeats = upstream_repeats_rows(spark, table)
+        wanted = reads.get(table, ())
+        resolved: dict[int, DataFrame] = {}     # a version read twice is resolved once
+
+        def at(version: int) -> DataFrame:
+            if version not in resolved:
+                resolved[version] = snapshot(spark, table, columns, version, repeats)
+            return resolved[version]
+        frames = {}
+        if before is None or Read.AFTER in wanted:
+            frames[Read.AFTER] = at(after[table])
+        if before is not None and Read.BEFORE in wanted:
+            frames[Read.BEFORE] = at(before[table])
+        if before is not None and Read.DELTA in wanted:
+            if after[table] > before[table]:
+                change = kept(spark, changes(spark, table, columns, before[table],
+                                             after[table], repeats), change_bytes, collect=True)
+                bound.checkpoints += [change.checkpoint] if change.checkpoint else []
+                frames[Read.DELTA] = change.frame
+            else:
+                fields = at(after[table]).schema.fields
+                frames[Read.DELTA] = empty(
+                    spark, StructType([*fields, StructField(WEIGHT, LongType(), False)]))
+        for read, frame in frames.items():
+            name = relation_name(table, read)
+            (wrap(frame) if i == 0 else frame).createOrReplaceTempView(quote(name))
+            bound.names.append(name)
+
+
+def unbind(spark, bound: Bound) -> None:
+    for name in bound.names:
+        spark.catalog.dropTempView(name)
+    for checkpoint in bound.checkpoints:
+        release(checkpoint)

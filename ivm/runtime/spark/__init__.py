@@ -1,0 +1,3 @@
+"""Spark plumbing: a session with Delta and a persistent catalog, Spark Connect, the Delta
+jars, the metastore several processes share, and the Spark settings each statement runs
+under."""

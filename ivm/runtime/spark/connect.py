@@ -1,0 +1,121 @@
+"""Spark Connect sessions: a client of a Spark driver that runs elsewhere (``sc://host:port``).
+
+A Connect client has no JVM of its own. Where a classic session lets ivm read Spark's and
+Delta's objects in the driver's JVM directly, the runtime asks :func:`is_connect` and, on a
+Connect session, goes through SQL and the DataFrame API instead:
+
+* the Delta log is read by ``DESCRIBE HISTORY`` and ``DESCRIBE DETAIL``
+  (:mod:`ivm.runtime.log.delta_log`); the sizes of a change's commits are then unknown, so the
+  refresh planner's first rule has no evidence and does not fire;
+* what a delta query reads is unknown before it runs (a classic session reads it from the
+  optimized plan), so its statements run with Spark's settings, not those for little data,
+  and a source's change is kept by a local checkpoint on the server, never collected into
+  the client (:func:`~ivm.runtime.refresh.sources.kept`);
+* Spark jobs are not counted in a refresh's phases (its seconds are).
+
+Everything a refresh writes, and its exactly-once protocol, is the same: they are SQL
+statements and session settings already.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+_spares: list[tuple[Any, dict[str, str]]] = []
+_spares_lock = threading.Lock()
+
+
+def _spare_session(spark) -> tuple[Any, dict[str, str]]:
+    """A classic session of ``spark``'s SparkContext that no block uses, and its settings as
+    ``newSession`` made them: one given back by an earlier block, else a new one.
+
+    Sessions are used again because Spark keeps the state of every session that ran a query
+    (its catalog, analyzer and settings, ~100 KB) for as long as the JVM runs: a new session
+    per refresh grew the driver's heap with every refresh. Reused, there are as many as
+    blocks ever ran at once."""
+    with _spares_lock:
+        while _spares:
+            own, fresh = _spares.pop()
+            if own.sparkContext is spark.sparkContext:   # not of a SparkContext since stopped
+                return own, fresh
+    own = spark.newSession()
+    return own, own.conf.getAll
+
+
+def _give_back(own, fresh: dict[str, str]) -> None:
+    """Make ``own`` as ``newSession`` made it — its ``fresh`` settings, no temporary view —
+    and keep it for the next block; a session that cannot be made so (its SparkContext
+    stopped, say) is not kept."""
+    try:
+        current = own.conf.getAll
+        for key in current.keys() - fresh.keys():
+            own.conf.unset(key)
+        for key, value in fresh.items():
+            if current.get(key) != value:
+                own.conf.set(key, value)
+        own._jsparkSession.sessionState().catalog().clearTempTables()
+    except Exception:
+        return
+    with _spares_lock:
+        _spares.append((own, fresh))
+
+
+def is_connect(spark) -> bool:
+    """Whether ``spark`` is a Spark Connect session (or a DataFrame of one)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+@contextmanager
+def session_of_its_own(spark) -> Iterator[Any]:
+    """A session of its own (settings, temporary views, current database) on the same Spark
+    as ``spark`` (a classic or a Connect SparkSession, which share no base class), for the
+    block: in a classic session, one made by Spark's ``newSession``, used again by later
+    blocks (:func:`_spare_session`). In a Connect session, a second
+    server-side session over a client of its own, released after the block, and the
+    thread's active session meanwhile: PySpark binds the rows a checkpoint keeps to the
+    active session, not to the checkpointed DataFrame's."""
+    if not is_connect(spark):
+        own, fresh = _spare_session(spark)
+        try:
+            yield own
+        finally:
+            _give_back(own, fresh)
+        return
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    builder = copy.copy(spark.client._builder)  # the channel the user's session opened
+    builder._params = {k: v for k, v in builder._params.items()
+                       if k != builder.PARAM_SESSION_ID}  # a session id of its own
+    own = ConnectSession(connection=builder)
+    active = ConnectSession._active_session
+    before = getattr(active, "session", None)
+    active.session = own
+    try:
+        yield own
+    finally:
+        active.session = before
+        own.client.release_session()
+        # Its channel alone: a client's close() also shuts down the thread pool that every
+        # client of the process shares, and a Connect session calls it when it is garbage
+        # collected, at whatever moment another client may be using that pool.
+        own.client._channel.close()
+        own.client._closed = True
+        own.client.close = lambda: None
+
+
+def set_settings(spark, settings: dict[str, str]) -> None:
+    """Set ``settings`` on ``spark``: in a Connect session in one request, without the
+    warnings PySpark raises there for each deprecated setting (a view's CREATE pins some)."""
+    if is_connect(spark):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            spark.conf._set_all(configs=settings, silent=False)
+        return
+    for key, value in settings.items():
+        spark.conf.set(key, value)

@@ -1,0 +1,376 @@
+"""A SparkSession with Delta Lake and a persistent embedded catalog.
+
+``spark_session(home)`` keeps everything that must survive a restart under one directory:
+
+* ``<home>/metastore_db``: the embedded Derby database of the Hive metastore (table names,
+  schemas, locations),
+* ``<home>/warehouse``: the data of managed tables (Delta tables created with ``CREATE TABLE``),
+* ``<home>/derby.log``: Derby's log, so that nothing is written into the working directory.
+
+Settings the user already gave win over our defaults: ``spark-submit --conf``/``--master``,
+``spark-defaults.conf`` (in ``$SPARK_CONF_DIR`` or ``$SPARK_HOME/conf``), ``--conf`` in
+``PYSPARK_SUBMIT_ARGS``, or the configuration of an already running SparkContext.  The explicit
+``conf`` argument wins over all of them.  List-valued settings are merged instead of replaced:
+Delta's packages are added to ``spark.jars.packages``, Delta's extension to
+``spark.sql.extensions`` and the Derby log flag to ``spark.driver.extraJavaOptions``.
+
+Delta's jars come from Maven through Spark's Ivy (``spark.jars.packages``).  Once Ivy has
+fetched them into ``~/.ivy2.5.2/jars``, and unless the user asked for packages or an Ivy
+directory of their own, the cached jars go straight into ``spark.jars`` instead: same
+classpath, but no Ivy resolution (and its report on stderr) at every start.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from pyspark import SparkConf
+from pyspark.logger import PySparkLogger
+from pyspark.sql import SparkSession
+
+from ivm.runtime.spark.connect import is_connect
+from ivm.runtime.spark.metastore import ENVIRONMENT as METASTORE_ENVIRONMENT
+from ivm.runtime.spark.metastore import connection_conf
+
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+DERBY_LOG_FLAG = "derby.stream.error.file"
+
+# Applied only when the master is local; sized for a small (2-core) machine.
+LOCAL_DEFAULTS = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    # Spark's 1g heap runs out in a long session that keeps many Delta logs and plans
+    # cached; it is a ceiling, not an allocation.
+    "spark.driver.memory": "4g",
+}
+
+CODEGEN_CACHE = "spark.sql.codegen.cache.maxEntries"
+CODEGEN_CACHE_ENTRIES = "2000"
+"""Spark keeps the classes it compiled for the last 100 generated sources by default; one
+refresh of a view with a join and an aggregate compiles about 190, so every refresh evicted
+its own and compiled them all again (a second of a one-row refresh here). With room for a
+few views' worth, a view's next refresh, whose generated code is the same, compiles none."""
+
+REMOTE_ENVIRONMENT = "SPARK_REMOTE"
+"""Spark's variable for the Spark Connect server a session is a client of."""
+CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+DEFAULT_CONNECT_PORT = 15002
+
+# spark-submit options that are shorthands for Spark properties.
+_SUBMIT_OPTIONS = {
+    "--master": "spark.master",
+    "--name": "spark.app.name",
+    "--packages": "spark.jars.packages",
+    "--driver-java-options": "spark.driver.extraJavaOptions",
+    "--driver-memory": "spark.driver.memory",
+}
+
+# Defaults this module handed to a previous session in this process.  When the JVM outlives a
+# stopped session, its system properties still hold them; they are ours, not the user's.
+_applied: dict[str, str] = {}
+
+
+def resolve_home(home: str | os.PathLike | None = None) -> Path:
+    """The absolute ivm home: ``home``, else ``$IVM_HOME``, else ``./ivm_home``.
+
+    >>> resolve_home("/tmp/x/../y")
+    PosixPath('/tmp/y')
+    """
+    if home is None:
+        home = os.environ.get("IVM_HOME") or "ivm_home"
+    return Path(os.path.abspath(os.path.expanduser(os.fspath(home))))
+
+
+def _merge_list(current: str | None, extra: list[str], key=lambda item: item,
+                separator: str = ",") -> str:
+    """``current`` plus the ``extra`` items it lacks (compared by ``key``).
+
+    >>> _merge_list("a:b:1, c:d:2", ["c:d:3", "e:f:1"], key=lambda c: c.rsplit(":", 1)[0])
+    'a:b:1,c:d:2,e:f:1'
+    """
+    items = [item.strip() for item in (current or "").split(separator) if item.strip()]
+    seen = {key(item) for item in items}
+    return separator.join(items + [item for item in extra if key(item) not in seen])
+
+
+def _package_key(coordinate: str) -> str:
+    return coordinate.rsplit(":", 1)[0]  # group:artifact, any version
+
+
+_PROPERTY = re.compile(r"([^\s=:]+)\s*[=:\s]?\s*(.*)")
+"""A line of a properties file as ``java.util.Properties`` reads it: the key ends at the
+first blank, ``=`` or ``:``; one ``=`` or ``:`` and the blanks around it separate the value."""
+
+
+def _read_properties(path: Path) -> dict[str, str]:
+    """Spark's properties-file format: ``key value``, ``key=value`` or ``key: value`` lines,
+    ``#`` and ``!`` comments."""
+    result = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        if found := _PROPERTY.fullmatch(line):
+            result[found[1]] = found[2].strip()
+    return result
+
+
+def _submit_args_conf(submit_args: str) -> dict[str, str]:
+    """Spark properties given in a ``PYSPARK_SUBMIT_ARGS`` string.
+
+    >>> _submit_args_conf("--master local[1] --conf spark.x=1 -c spark.y=a=b pyspark-shell")
+    {'spark.master': 'local[1]', 'spark.x': '1', 'spark.y': 'a=b'}
+    """
+    result: dict[str, str] = {}
+    args = shlex.split(submit_args)
+    for option, value in zip(args, args[1:] + [""]):
+        if option in ("--conf", "-c") and "=" in value:
+            k, v = value.split("=", 1)
+            result[k] = v
+        elif option in _SUBMIT_OPTIONS:
+            result[_SUBMIT_OPTIONS[option]] = value
+    return result
+
+
+def launch_conf() -> dict[str, str]:
+    """Spark settings a JVM launched from here would get from its environment:
+    ``spark-defaults.conf``, ``SPARK_DRIVER_MEMORY``, then ``PYSPARK_SUBMIT_ARGS`` (the same
+    precedence as spark-submit's)."""
+    import pyspark
+
+    found: dict[str, str] = {}
+    spark_home = os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or (spark_home and os.path.join(spark_home, "conf"))
+    if conf_dir and os.path.isfile(os.path.join(conf_dir, "spark-defaults.conf")):
+        found.update(_read_properties(Path(conf_dir, "spark-defaults.conf")))
+    if os.environ.get("SPARK_DRIVER_MEMORY"):
+        found["spark.driver.memory"] = os.environ["SPARK_DRIVER_MEMORY"]
+    found.update(_submit_args_conf(os.environ.get("PYSPARK_SUBMIT_ARGS", "")))
+    return found
+
+
+def ambient_conf() -> dict[str, str]:
+    """Spark settings the user already gave outside of ``spark_session``'s arguments: the
+    environment's (:func:`launch_conf`), overridden by those of a JVM that already runs."""
+    from pyspark import SparkContext
+
+    found = launch_conf()
+    active = SparkContext._active_spark_context
+    if active is not None:
+        found.update(active.getConf().getAll())
+    else:
+        if "PYSPARK_GATEWAY_PORT" in os.environ:
+            # Launched by spark-submit: the JVM already runs and holds `--conf` values as
+            # system properties.  Connecting to it is cheap and starts nothing.
+            SparkContext._ensure_initialized()
+        found.update(SparkConf().getAll())  # empty while no JVM runs
+    return {k: v for k, v in found.items() if _applied.get(k) != v}
+
+
+def session_conf(
+    home: Path,
+    *,
+    app_name: str = "ivm",
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+    ambient: dict[str, str] | None = None,
+    metastore: str | None = None,
+    console_progress: bool = False,
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The settings ``spark_session`` applies: ``(defaults, final)``.
+
+    ``metastore``: the ``host:port`` of a served metastore (:mod:`ivm.runtime.spark.metastore`)
+    to use instead of the embedded one. ``console_progress``: Spark's progress bar on stderr
+    (``spark.ui.showConsoleProgress``), unless the user set it.
+
+    ``defaults`` are ours (only keys the user did not set); ``final`` is everything to put on
+    the builder: defaults, then merged list settings, then the explicit ``conf``.
+
+    >>> d, f = session_conf(Path("/h"), ambient={"spark.sql.shuffle.partitions": "8"})
+    >>> f["spark.sql.warehouse.dir"], "spark.sql.shuffle.partitions" in f
+    ('/h/warehouse', False)
+    >>> d, f = session_conf(Path("/h"), master="yarn", conf={"spark.sql.shuffle.partitions": "9"})
+    >>> f["spark.master"], f["spark.sql.shuffle.partitions"], "spark.ui.enabled" in f
+    ('yarn', '9', False)
+    """
+    # not at import time: keeps `python -m ivm.runtime.spark.jars` clean
+    from ivm.runtime.spark import jars
+
+    conf = {k: str(v) for k, v in (conf or {}).items()}
+    ambient = ambient or {}
+    if master is not None:
+        conf.setdefault("spark.master", master)
+    effective_master = conf.get("spark.master") or ambient.get("spark.master") or "local[*]"
+
+    ours = {
+        "spark.master": "local[*]",
+        "spark.app.name": app_name,
+        "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
+        "spark.sql.warehouse.dir": str(home / "warehouse"),
+        CODEGEN_CACHE: CODEGEN_CACHE_ENTRIES,
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
+        ),
+    }
+    served = connection_conf(metastore) if metastore else {}
+    ours.update({k: v for k, v in served.items() if k != "spark.driver.extraClassPath"})
+    if effective_master.startswith("local"):
+        ours.update(LOCAL_DEFAULTS)
+    if console_progress:
+        ours["spark.ui.showConsoleProgress"] = "true"
+    defaults = {k: v for k, v in ours.items() if k not in ambient}
+
+    def current(key: str) -> str | None:
+        return conf.get(key, ambient.get(key))
+
+    merged = {
+        "spark.sql.extensions": _merge_list(current("spark.sql.extensions"), [DELTA_EXTENSION])
+    }
+    cached = jars.cached_jars()
+    user_packages = current("spark.jars.packages")
+    if cached and not user_packages and "spark.jars.ivy" not in {**ambient, **conf}:
+        # Ivy already fetched them: put the jars on the classpath directly.  Same result as
+        # resolving the packages, minus Ivy's ~20-line report on every JVM start.
+        merged["spark.jars"] = _merge_list(current("spark.jars"), [str(j) for j in cached])
+    else:
+        merged["spark.jars.packages"] = _merge_list(
+            user_packages, jars.delta_packages(), key=_package_key
+        )
+    if served:
+        merged["spark.driver.extraClassPath"] = _merge_list(
+            current("spark.driver.extraClassPath"),
+            served["spark.driver.extraClassPath"].split(os.pathsep), separator=os.pathsep)
+    java_options = current("spark.driver.extraJavaOptions") or ""
+    if DERBY_LOG_FLAG not in java_options:
+        flag = f"-D{DERBY_LOG_FLAG}={home / 'derby.log'}"
+        merged["spark.driver.extraJavaOptions"] = f"{java_options} {flag}".strip()
+    return defaults, {**defaults, **conf, **merged}
+
+
+def spark_session(
+    home: str | os.PathLike | None = None,
+    *,
+    app_name: str = "ivm",
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+    metastore: str | None = None,
+    remote: str | None = None,
+    console_progress: bool = False,
+) -> SparkSession:
+    """Get or create the SparkSession ivm runs on: Delta Lake plus a persistent Hive catalog.
+
+    ``remote`` (default: ``$SPARK_REMOTE``, Spark's own variable): ``sc://host:port`` of a
+    Spark Connect server to be a client of instead, such as one :func:`connect_server_command`
+    starts; the server holds Delta, the catalog and the warehouse, so ``home``, ``master``
+    and ``metastore`` are the server's business then, and ``conf`` is set on the session.
+
+    ``home`` holds the catalog and the warehouse (default: ``$IVM_HOME``, else ``./ivm_home``).
+    ``metastore`` (default: ``$IVM_METASTORE``): ``host:port`` of the served catalog of that
+    home, for several processes at once (see :mod:`ivm.runtime.spark.metastore`).
+    ``master`` defaults to ``local[*]``; on a local master the UI is off and partition counts
+    are small.  ``console_progress``: Spark's progress bar of running stages on stderr, for a
+    terminal (off by default: a log would fill with it).  Settings the user already gave
+    (spark-submit, spark-defaults.conf, a running SparkContext) win over these defaults and
+    ``conf`` wins over everything.  If a session is already active it is returned, with
+    ``conf`` applied to it.
+
+    The first start fetches the Delta jars through Spark's Ivy (see ``ivm.runtime.spark.jars``).
+    Under ``spark-submit`` the driver JVM already runs, so Delta must be on its classpath from
+    the start: ``spark-submit --packages io.delta:delta-spark_2.13:<delta version> ...``.
+
+    For example (it starts a JVM, so it is no doctest)::
+
+        spark = spark_session("/tmp/ivm_home")
+        spark.sql("CREATE TABLE t (x INT) USING delta")
+    """
+    from pyspark import SparkContext
+
+    remote = remote or os.environ.get(REMOTE_ENVIRONMENT)
+    if remote:
+        spark = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
+        for key, value in (conf or {}).items():
+            spark.conf.set(key, str(value))
+        return spark
+    home_path = resolve_home(home)
+    if SparkContext._active_spark_context is not None:
+        builder = SparkSession.builder
+        if conf:
+            builder = builder.config(map={k: str(v) for k, v in conf.items()})
+        return builder.getOrCreate()
+
+    ambient = ambient_conf()
+    defaults, final = session_conf(
+        home_path, app_name=app_name, master=master, conf=conf, ambient=ambient,
+        metastore=metastore or os.environ.get(METASTORE_ENVIRONMENT),
+        console_progress=console_progress,
+    )
+    home_path.mkdir(parents=True, exist_ok=True)
+    builder = SparkSession.builder
+    if "spark.sql.catalogImplementation" not in ambient:
+        builder = builder.enableHiveSupport()
+    # pyspark annotates map as Dict[str, OptionalPrimitiveType], and Dict is invariant: it
+    # rejects the dict[str, str] that config takes at run time
+    spark = builder.config(map=final).getOrCreate()  # pyright: ignore[reportArgumentType]
+    _applied.clear()
+    _applied.update(defaults)
+    if is_connect(spark):   # spark.api.mode=connect: a local server with these settings
+        return spark
+
+    spark.sparkContext.setLogLevel("ERROR")
+    # Derby reads its log location when it boots (lazily, on first catalog access); this
+    # covers JVMs launched without our extraJavaOptions (e.g. by spark-submit).
+    jvm: Any = spark.sparkContext._jvm  # py4j: Java packages and classes, found at run time
+    system = jvm.java.lang.System
+    if system.getProperty(DERBY_LOG_FLAG) is None:
+        system.setProperty(DERBY_LOG_FLAG, str(home_path / "derby.log"))
+    return spark
+
+
+QUERY_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+"""pyspark's loggers of query errors: each writes an error that points into a query (a SQL
+text's position, a DataFrame call) to stderr as JSON with the Java stack trace, when the
+error is raised, also where it is caught and handled."""
+
+
+def quiet_query_error_logs() -> None:
+    """Silence :data:`QUERY_ERROR_LOGGERS` in this process, for a program that tells its
+    user about errors itself (``ivm``'s ``ivm: ...``): the user reads an error once."""
+    for name in QUERY_ERROR_LOGGERS:
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def connect_server_command(home: str | os.PathLike | None = None, *, host: str = "localhost",
+                           port: int = DEFAULT_CONNECT_PORT, master: str | None = None,
+                           conf: dict[str, str] | None = None) -> list[str]:
+    """The ``spark-submit`` command line of a Spark Connect server for ivm's clients: the
+    session :func:`spark_session` would start here (Delta, the catalog and warehouse of
+    ``home``, ``master``, ``conf``), serving ``sc://host:port``. The server is the
+    ``spark-connect`` jar that pyspark ships.
+
+    >>> command = connect_server_command("/h", port=15099)
+    >>> command[command.index("--class") + 1] == CONNECT_SERVER_CLASS
+    True
+    >>> "spark.connect.grpc.binding.port=15099" in command
+    True
+    """
+    import pyspark
+
+    home_path = resolve_home(home)
+    _, final = session_conf(home_path, app_name="ivm Spark Connect server", master=master,
+                            conf=conf, ambient=launch_conf())
+    final |= {"spark.connect.grpc.binding.address": host,
+              "spark.connect.grpc.binding.port": str(port)}
+    command = [os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-submit"),
+               "--class", CONNECT_SERVER_CLASS]
+    for key, value in final.items():
+        command += ["--conf", f"{key}={value}"]
+    return command
