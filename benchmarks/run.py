@@ -34,6 +34,7 @@ the tables and plots, and ``run.json`` keeps the command and the commit that mea
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import csv
 import dataclasses
 import sys
@@ -249,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load-only", action="store_true",
                         help="generate and load the setting's data, measure nothing")
     args = parser.parse_args(argv)
+    if importlib.util.find_spec("matplotlib") is None:   # found missing after the run, not before
+        raise SystemExit("matplotlib, which draws the report's plots, is not installed: "
+                         "pip install -e '.[bench]' (make bench-quick installs it too)")
     setting = SETTINGS[args.setting]
     out = args.out or RESULTS / args.setting
     repetitions = args.repetitions or setting["repetitions"]

@@ -759,6 +759,10 @@ class Scenario:
 ANSI_OFF = {"spark.sql.ansi.enabled": "false"}
 """Spark 3's default: an overflow or a bad cast gives NULL instead of failing the query."""
 
+KEYWORDS_RESERVED = {"spark.sql.ansi.enforceReservedKeywords": "true"}
+"""ANSI SQL's reserved keywords are no names unless quoted: a keyword named column or table
+must be quoted in every statement, ivm's included."""
+
 
 @st.composite
 def scenarios(draw, sources: Sequence[Source], min_batches: int = 2,
@@ -767,10 +771,11 @@ def scenarios(draw, sources: Sequence[Source], min_batches: int = 2,
     changes each; in most scenarios one batch first sets another session time zone, which the
     later refreshes run under (a view keeps the settings of its CREATE), and one batch only
     changes a source's columns (:func:`alter`), so that a refresh sees the change of columns
-    and no other; in some the views are created with ANSI mode off; in some every other
+    and no other; in some the views are created with ANSI mode off, in others where
+    Spark reserves keywords (:data:`KEYWORDS_RESERVED`); in some every other
     change inserts rows only, as into an append table (which views refresh by the rules for
     inserted rows, :mod:`ivm.rules.append`)."""
-    settings = draw(st.sampled_from([{}, {}, {}, ANSI_OFF]))
+    settings = draw(st.sampled_from([{}, {}, ANSI_OFF, KEYWORDS_RESERVED]))
     kinds = draw(st.sampled_from([CHANGE_KINDS, CHANGE_KINDS, APPENDS]))
     initial = {s.name: draw(table_rows(s)) for s in sources}
     known = {name: list(rs) for name, rs in initial.items()}

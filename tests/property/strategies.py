@@ -319,7 +319,7 @@ CONSTRUCTS: dict[str, str | None] = {
     "window over groups": None,
     "top-N per key": None,
     "QUALIFY": r"\bQUALIFY (ROW_NUMBER|RANK|DENSE_RANK)\(\) OVER \(",
-    "ORDER BY LIMIT": r"\bORDER BY x\d.* LIMIT \d+",
+    "ORDER BY LIMIT": r"\bORDER BY (x\d|`select`).* LIMIT \d+",
     "ORDER BY LIMIT of a set operation": None,
     "EXISTS": r"(?<!NOT )\bEXISTS \(SELECT 1 FROM ",
     "NOT EXISTS": r"\bNOT EXISTS \(SELECT 1 FROM ",
@@ -370,6 +370,17 @@ class Qualify:
     test: str
 
 
+def output(i: int) -> str:
+    """The name of a query's ``i``-th output column: ``x0``, ``x1``, …, but the second is
+    ``select``, a reserved keyword, which every statement on it must quote (the views' own
+    MERGE failed on it where Spark reserves keywords).
+
+    >>> [output(i) for i in range(3)]
+    ['x0', '`select`', 'x2']
+    """
+    return "`select`" if i == 1 else f"x{i}"
+
+
 @dataclass(frozen=True)
 class TopN:
     """``ORDER BY keys LIMIT limit``; the keys name output columns (``x0 DESC``) and order
@@ -411,7 +422,7 @@ class Select:
 
     @property
     def columns(self) -> tuple[Expr, ...]:
-        return tuple(Expr(f"x{i}", e.type, e.domain, approximate=e.approximate)
+        return tuple(Expr(output(i), e.type, e.domain, approximate=e.approximate)
                      for i, e in enumerate(self.outputs))
 
     @property
@@ -449,7 +460,7 @@ class SetOperation:
     @property
     def columns(self) -> tuple[Expr, ...]:
         pairs = zip(self.left.outputs, self.right.outputs)
-        return tuple(Expr(f"x{i}", wider(a.type, b.type),
+        return tuple(Expr(output(i), wider(a.type, b.type),
                           tuple(dict.fromkeys(a.domain + b.domain)))
                      for i, (a, b) in enumerate(pairs))
 
@@ -495,7 +506,7 @@ class _Renderer:
         if self.ctes:
             body = "WITH " + ", ".join(f"{name} AS ({sql})"
                                        for name, sql, _ in self.ctes.values()) + " " + body
-        approximate = (tuple(c.sql for c in relation.columns if c.approximate)
+        approximate = (tuple(c.sql.strip("`") for c in relation.columns if c.approximate)
                        if isinstance(relation, Select) else ())
         return Query(body, frozenset(self.constructs), approximate)
 
@@ -517,7 +528,7 @@ class _Renderer:
             return e.sql.format(*aliases, **subquery)
 
         distinct = "DISTINCT " if relation.distinct else ""
-        outputs = ", ".join(f"{fill(e)} AS x{i}" for i, e in enumerate(relation.outputs))
+        outputs = ", ".join(f"{fill(e)} AS {output(i)}" for i, e in enumerate(relation.outputs))
         qualify = relation.qualify
         if qualify is not None and self.oracle:
             outputs += f", {fill(qualify.window)} AS {QUALIFIED}"
@@ -549,7 +560,7 @@ class _Renderer:
         if relation.having is not None:
             sql += f" HAVING {fill(relation.having)}"
         if qualify is not None and self.oracle:
-            names = ", ".join(f"x{i}" for i in range(len(relation.outputs)))
+            names = ", ".join(output(i) for i in range(len(relation.outputs)))
             sql = f"SELECT {names} FROM ({sql}) AS qualified WHERE {QUALIFIED} {qualify.test}"
         elif qualify is not None:
             sql += f" QUALIFY {fill(qualify.window)} {qualify.test}"

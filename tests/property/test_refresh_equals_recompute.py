@@ -165,8 +165,8 @@ def test_edge_cases_equal_recompute(spark):
 
 
 FAMILY_BATCHES = 3
-"""At most this many batches in a family's drawn scenario: the 12 families' scenarios are a
-quarter of ``make test-integration``."""
+"""At most this many batches in a family's drawn scenario, and in the lookup joins': the 12
+families' scenarios are a quarter of ``make test-integration``."""
 
 
 @pytest.mark.slow
@@ -209,13 +209,13 @@ def test_drawn_queries_equal_recompute(spark, scenario, drawn):
 
 
 @pytest.mark.slow
-@settings(**examples(5))
-@given(scenario=unchanging_dimension_scenarios(), drawn=st.lists(
+@settings(max_examples=max(1, settings().max_examples // 15))
+@given(scenario=unchanging_dimension_scenarios(max_batches=FAMILY_BATCHES), drawn=st.lists(
     drawn_queries(lookups=True).filter(checkable).map(as_view), min_size=2, max_size=3,
     unique_by=lambda view: getattr(view, "definition", view)))
 def test_drawn_lookup_queries_equal_recompute(spark, scenario, drawn):
-    """Drawn queries with lookup joins over drawn changes of r and s: t, the lookup joins'
-    dimension, stays as created, so each fact row meets what it would meet now, and the
+    """Drawn queries with lookup joins over drawn changes of r and s, one example a run (two
+    in ``make test-deep``): t, the lookup joins' dimension, stays as created, so each fact row meets what it would meet now, and the
     oracle is the query with ordinary joins (``tests/test_lookup_join.py`` checks what a
     change of the dimension does)."""
     run_scenario(spark, scenario, {f"q{i}": sql for i, sql in enumerate(drawn)})

@@ -1,6 +1,13 @@
 """Spark settings chosen by what a view's statements work on: how wide, how much data.
 
-Spark's defaults are made for large inputs. Three kinds of work do better with others:
+Spark's defaults are made for large inputs. Three kinds of work do better with others, and
+one setting a user may choose fails ivm's statements:
+
+* **Reserved keywords.** Under ``spark.sql.ansi.enforceReservedKeywords`` Spark cannot read
+  back the column of an ``UPDATE SET `select` = …`` (a MERGE's or an UPDATE's), although it
+  is quoted, so a view column named by a reserved keyword failed every refresh that updated
+  a row. ivm's statements quote every keyword (:mod:`ivm.names`) and mean the same with the
+  setting off: they run with it off (:func:`plan_settings`).
 
 * **Very wide views.** Spark 4 derives the output partitionings of a plan node whose output
   has aliases one grouping key at a time, in nested lazy lists
@@ -52,6 +59,7 @@ from typing import Any
 
 from ivm.runtime.spark.connect import is_connect
 
+RESERVED_KEYWORDS = "spark.sql.ansi.enforceReservedKeywords"
 PROJECTION_CANDIDATES = "spark.sql.optimizer.expressionProjectionCandidateLimit"
 WIDE = 500
 """Store columns from which a view counts as wide (Spark overflows between 1,000 and 1,500)."""
@@ -84,12 +92,14 @@ def plan_settings(compiled) -> dict[str, str]:
 
     >>> from ivm import compile
     >>> plan_settings(compile("SELECT DISTINCT k FROM t", {"t": {"k": "INT"}}))
-    {}
+    {'spark.sql.ansi.enforceReservedKeywords': 'false'}
     >>> columns = {f"c{i}": "INT" for i in range(WIDE)}
-    >>> plan_settings(compile("SELECT DISTINCT * FROM t", {"t": columns}))
-    {'spark.sql.optimizer.expressionProjectionCandidateLimit': '0'}
+    >>> wide = plan_settings(compile("SELECT DISTINCT * FROM t", {"t": columns}))
+    >>> sorted(wide) == [RESERVED_KEYWORDS, PROJECTION_CANDIDATES]
+    True
     """
-    return {PROJECTION_CANDIDATES: "0"} if len(compiled.store.columns) > WIDE else {}
+    wide = {PROJECTION_CANDIDATES: "0"} if len(compiled.store.columns) > WIDE else {}
+    return {RESERVED_KEYWORDS: "false"} | wide
 
 
 def number_setting(spark, key: str, default: float) -> float:
