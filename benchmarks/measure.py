@@ -31,18 +31,24 @@ class Meter:
         self.spark = spark
         self._context = spark.sparkContext._jsc.sc()
         management = spark.sparkContext._jvm.java.lang.management.ManagementFactory
-        self._heap_pools = [pool for pool in management.getMemoryPoolMXBeans()
-                            if pool.getType().toString() == "Heap memory"]
-        self._compilations = spark.sparkContext._jvm.org.apache.spark.metrics.source \
-            .CodegenMetrics.METRIC_COMPILATION_TIME()
+        self._heap_pools = [
+            pool
+            for pool in management.getMemoryPoolMXBeans()
+            if pool.getType().toString() == "Heap memory"
+        ]
+        self._compilations = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
 
     def _stages(self) -> dict[tuple[int, int], object]:
         self._context.listenerBus().waitUntilEmpty(60_000)
         jvm, gateway = self.spark.sparkContext._jvm, self.spark.sparkContext._gateway
         # every status, no details, no summaries, no quantiles, every task status
         stages = self._context.statusStore().stageList(
-            jvm.java.util.ArrayList(), False, False, gateway.new_array(jvm.double, 0),
-            jvm.java.util.ArrayList())
+            jvm.java.util.ArrayList(),
+            False,
+            False,
+            gateway.new_array(jvm.double, 0),
+            jvm.java.util.ArrayList(),
+        )
         found = {}
         for i in range(stages.size()):
             stage = stages.apply(i)

@@ -33,8 +33,15 @@ SCALE_CURVE_FRACTION = 0.001
 REFRESH_KINDS = ("incremental", "auto", "recompute", "noop", "one_row")
 
 #: The figures of a pipeline's refreshes that add up; the heap peak is their largest.
-ADDITIVE_FIGURES = ("seconds", "rows_read", "bytes_read", "bytes_shuffled", "files_written",
-                    "bytes_written", "classes_compiled")
+ADDITIVE_FIGURES = (
+    "seconds",
+    "rows_read",
+    "bytes_read",
+    "bytes_shuffled",
+    "files_written",
+    "bytes_written",
+    "classes_compiled",
+)
 
 #: The modes forced on the copies the refresh planner is judged against; their spread over
 #: the repetitions is the slack of its judge.
@@ -43,9 +50,18 @@ FORCED_MODES = ("incremental", "recompute")
 
 def machine() -> dict[str, str]:
     """The machine and software a run measured."""
-    memory = next((line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines()
-                   if line.startswith("MemTotal")), None) if Path("/proc/meminfo").exists() \
+    memory = (
+        next(
+            (
+                line.split()[1]
+                for line in Path("/proc/meminfo").read_text().splitlines()
+                if line.startswith("MemTotal")
+            ),
+            None,
+        )
+        if Path("/proc/meminfo").exists()
         else None
+    )
     java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
     return {
         "date": time.strftime("%Y-%m-%d"),
@@ -65,12 +81,25 @@ def source_commit() -> dict[str, str | bool | None]:
     tree differed from it, results directories aside; outside a git work tree, an empty
     commit."""
     root = Path(__file__).parent.parent
-    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"],
-                          capture_output=True, text=True)
+    head = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True
+    )
     if head.returncode != 0:
         return {"commit": "", "dirty": None}
-    status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", ".",
-                             ":(exclude)benchmarks/results"], capture_output=True, text=True)
+    status = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(root),
+            "status",
+            "--porcelain",
+            "--",
+            ".",
+            ":(exclude)benchmarks/results",
+        ],
+        capture_output=True,
+        text=True,
+    )
     return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
@@ -95,8 +124,9 @@ def _number(value: str | float) -> float:
     return float(value) if value else 0.0
 
 
-def charge_upstream(rows: list[dict],
-                    reads: dict[str, tuple[str, ...]] | None = None) -> list[dict]:
+def charge_upstream(
+    rows: list[dict], reads: dict[str, tuple[str, ...]] | None = None
+) -> list[dict]:
     """``rows`` with each refresh of a view on a view charged with the same measurement (scale,
     batch, repetition, kind) of every view it reads, as a pipeline refreshes: seconds, reads
     and writes added, the heap peak the largest, phases added by name. ``reads``: view →
@@ -120,15 +150,23 @@ def charge_upstream(rows: list[dict],
         for name in upstream:
             key = (*_measurement(row)[:3], name, row["kind"])
             if key not in measured:
-                raise ValueError(f"{row['view']} reads {name}, which has no {row['kind']} "
-                                 f"measurement at SF {row['scale']}, batch {row['fraction']}, "
-                                 f"repetition {row['repetition']} to charge it with")
+                raise ValueError(
+                    f"{row['view']} reads {name}, which has no {row['kind']} "
+                    f"measurement at SF {row['scale']}, batch {row['fraction']}, "
+                    f"repetition {row['repetition']} to charge it with"
+                )
             parts.append(charged(measured[key]))
-        return row | {f: sum(_number(p.get(f, "")) for p in parts) for f in ADDITIVE_FIGURES} | {
-            "heap_peak_bytes": max(_number(p.get("heap_peak_bytes", "")) for p in parts),
-            "phases": _phase_text(_phases(p.get("phases") or "") for p in parts),
-            "charged_with": " + ".join(
-                n for p in parts[1:] for n in [p["view"], p.get("charged_with", "")] if n)}
+        return (
+            row
+            | {f: sum(_number(p.get(f, "")) for p in parts) for f in ADDITIVE_FIGURES}
+            | {
+                "heap_peak_bytes": max(_number(p.get("heap_peak_bytes", "")) for p in parts),
+                "phases": _phase_text(_phases(p.get("phases") or "") for p in parts),
+                "charged_with": " + ".join(
+                    n for p in parts[1:] for n in [p["view"], p.get("charged_with", "")] if n
+                ),
+            }
+        )
 
     return [charged(row) for row in rows]
 
@@ -153,8 +191,15 @@ def medians(rows: list[dict]) -> dict[tuple, dict]:
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for row in rows:
         groups[(row["scale"], float(row["fraction"]), row["view"], row["kind"])].append(row)
-    figures = ["seconds", "rows_read", "bytes_read", "bytes_shuffled", "files_written",
-               "bytes_written", "heap_peak_bytes"]
+    figures = [
+        "seconds",
+        "rows_read",
+        "bytes_read",
+        "bytes_shuffled",
+        "files_written",
+        "bytes_written",
+        "heap_peak_bytes",
+    ]
     result = {}
     for key, group in groups.items():
         result[key] = {f: median(_number(r[f]) for r in group) for f in figures}
@@ -192,17 +237,22 @@ def _mb(n: float) -> str:
 def _label(summary, view: str) -> str:
     """A view's name, and for a view on a view the views whose refreshes its figures
     include."""
-    upstream = next((f["charged_with"] for key, f in summary.items()
-                     if key[2] == view and f["charged_with"]), "")
+    upstream = next(
+        (f["charged_with"] for key, f in summary.items() if key[2] == view and f["charged_with"]),
+        "",
+    )
     return f"{view} + {upstream}" if upstream else view
 
 
 def _ratio_table(summary, scale: str, fraction: float, views: list[str]) -> list[str]:
-    lines = [f"### SF {scale}, batches of {fraction:.2%} of lineitem", "",
-             "| view | incremental s | full s | full / incremental | rows read (incr / full) "
-             "| MB shuffled (incr / full) | files, MB written (incr / full) "
-             "| heap peak MB (incr / full) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"### SF {scale}, batches of {fraction:.2%} of lineitem",
+        "",
+        "| view | incremental s | full s | full / incremental | rows read (incr / full) "
+        "| MB shuffled (incr / full) | files, MB written (incr / full) "
+        "| heap peak MB (incr / full) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     ratios, single = [], []
     for view in views:
         incr = summary.get((scale, fraction, view, "incremental"))
@@ -221,11 +271,20 @@ def _ratio_table(summary, scale: str, fraction: float, views: list[str]) -> list
             f"| {_mb(incr['bytes_shuffled'])} / {_mb(full['bytes_shuffled'])} "
             f"| {incr['files_written']:.0f}, {_mb(incr['bytes_written'])} / "
             f"{full['files_written']:.0f}, {_mb(full['bytes_written'])} "
-            f"| {_mb(incr['heap_peak_bytes'])} / {_mb(full['heap_peak_bytes'])} |")
-    lines += ["", f"Geometric mean of full / incremental over {len(ratios)} views: "
-                  f"**{_geomean(ratios):.2f}×**"
-                  + (f"; single-table aggregates ({', '.join(SINGLE_TABLE_AGGREGATES)}): "
-                     f"**{_geomean(single):.2f}×**." if single else "."), ""]
+            f"| {_mb(incr['heap_peak_bytes'])} / {_mb(full['heap_peak_bytes'])} |"
+        )
+    lines += [
+        "",
+        f"Geometric mean of full / incremental over {len(ratios)} views: "
+        f"**{_geomean(ratios):.2f}×**"
+        + (
+            f"; single-table aggregates ({', '.join(SINGLE_TABLE_AGGREGATES)}): "
+            f"**{_geomean(single):.2f}×**."
+            if single
+            else "."
+        ),
+        "",
+    ]
     return lines
 
 
@@ -233,16 +292,19 @@ def _pipelines_note(summary) -> list[str]:
     """What the figures of a view on a view include, where the run has one."""
     if not any(f["charged_with"] for f in summary.values()):
         return []
-    return ["A view on a view (`view + the views it reads`) is charged throughout with the "
-            "refreshes of the views it reads, each measured on the same batch and repetition: "
-            "their seconds, reads and writes added. Its full recompute runs its query with "
-            "those views written out, so it does their work itself.", ""]
+    return [
+        "A view on a view (`view + the views it reads`) is charged throughout with the "
+        "refreshes of the views it reads, each measured on the same batch and repetition: "
+        "their seconds, reads and writes added. Its full recompute runs its query with "
+        "those views written out, so it does their work itself.",
+        "",
+    ]
 
 
-def _curve_table(title: str, columns: list[str], cell, views: list[str],
-                 labels: dict[str, str]) -> list[str]:
-    lines = [title, "", "| view | " + " | ".join(columns) + " |",
-             "|---|" + "---:|" * len(columns)]
+def _curve_table(
+    title: str, columns: list[str], cell, views: list[str], labels: dict[str, str]
+) -> list[str]:
+    lines = [title, "", "| view | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
     for view in views:
         cells = [cell(view, c) for c in columns]
         if any(c != "" for c in cells):
@@ -265,32 +327,43 @@ def _compiled_table(rows: list[dict], views: list[str], labels: dict[str, str]) 
     refreshes = [r for r in rows if r["kind"] == "incremental" and float(r["fraction"]) > 0]
     if not refreshes or "classes_compiled" not in refreshes[0]:
         return []
-    compiled = {(r["view"], f"SF {r['scale']} {float(r['fraction']):.2%} #{r['repetition']}"):
-                f"{_number(r['classes_compiled']):.0f}" for r in refreshes}
+    compiled = {
+        (
+            r["view"],
+            f"SF {r['scale']} {float(r['fraction']):.2%} #{r['repetition']}",
+        ): f"{_number(r['classes_compiled']):.0f}"
+        for r in refreshes
+    }
     return _curve_table(
         "## Classes compiled by each incremental refresh\n\nSpark compiles the code it "
         "generates for a query (Janino) and caches the classes by the code's text: a "
         "refresh that finds an earlier one's code in the cache compiles none of it, and one "
         "that reads less than `spark.ivm.interpretedMaxBytes` compiles none at all. By "
-        "batch and repetition:", list(dict.fromkeys(column for _, column in compiled)),
-        lambda view, column: compiled.get((view, column), ""), views, labels)
+        "batch and repetition:",
+        list(dict.fromkeys(column for _, column in compiled)),
+        lambda view, column: compiled.get((view, column), ""),
+        views,
+        labels,
+    )
 
 
 def _plot(path: Path, title: str, xlabel: str, series: dict[str, list[tuple[float, float]]]):
     series = {view: points for view, points in series.items() if len(points) > 1}
-    if not series:      # a single point per view draws no curve
+    if not series:  # a single point per view draws no curve
         return
     import matplotlib
+
     matplotlib.use("Agg")
     from matplotlib import pyplot
 
     figure, axes = pyplot.subplots(figsize=(9, 6))
-    colours = pyplot.get_cmap("tab20").colors   # one colour a view, for up to 20 views
+    colours = pyplot.get_cmap("tab20").colors  # one colour a view, for up to 20 views
     markers = "osD^v<>"
     for i, (view, points) in enumerate(sorted(series.items())):
         xs, ys = zip(*sorted(points))
-        axes.plot(xs, ys, marker=markers[i % len(markers)], label=view,
-                  color=colours[i % len(colours)])
+        axes.plot(
+            xs, ys, marker=markers[i % len(markers)], label=view, color=colours[i % len(colours)]
+        )
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel(xlabel)
@@ -303,15 +376,30 @@ def _plot(path: Path, title: str, xlabel: str, series: dict[str, list[tuple[floa
     pyplot.close(figure)
 
 
-def write(out: Path, machine: dict[str, str], minutes: float | None = None,
-          command: str | None = None, commit: str | None = None,
-          dirty: bool | None = None) -> None:
+def write(
+    out: Path,
+    machine: dict[str, str],
+    minutes: float | None = None,
+    command: str | None = None,
+    commit: str | None = None,
+    dirty: bool | None = None,
+) -> None:
     """Write the report of ``out/measurements.csv`` into ``out``; ``command`` is the one
     that measured them, ``commit`` the code's commit (``dirty``: with changes not committed).
     The run's facts are kept in ``out/run.json`` for a later report."""
-    (out / "run.json").write_text(json.dumps(
-        {"machine": machine, "minutes": minutes, "command": command, "commit": commit,
-         "dirty": dirty}, indent=1) + "\n")
+    (out / "run.json").write_text(
+        json.dumps(
+            {
+                "machine": machine,
+                "minutes": minutes,
+                "command": command,
+                "commit": commit,
+                "dirty": dirty,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     with open(out / "measurements.csv", newline="") as file:
         rows = charge_upstream(list(csv.DictReader(file)))
     summary = medians(rows)
@@ -320,23 +408,64 @@ def write(out: Path, machine: dict[str, str], minutes: float | None = None,
     scales = sorted({r["scale"] for r in rows}, key=float)
     with open(out / "summary.csv", "w", newline="") as file:
         writer = csv.writer(file)
-        writer.writerow(["scale", "fraction", "view", "kind", "modes", "seconds", "rows_read",
-                         "bytes_read", "bytes_shuffled", "files_written", "bytes_written",
-                         "heap_peak_bytes", "charged_with"])
+        writer.writerow(
+            [
+                "scale",
+                "fraction",
+                "view",
+                "kind",
+                "modes",
+                "seconds",
+                "rows_read",
+                "bytes_read",
+                "bytes_shuffled",
+                "files_written",
+                "bytes_written",
+                "heap_peak_bytes",
+                "charged_with",
+            ]
+        )
         for (scale, fraction, view, kind), f in sorted(summary.items()):
-            writer.writerow([scale, fraction, view, kind, f["modes"], f"{f['seconds']:.3f}",
-                             *(int(f[k]) for k in ("rows_read", "bytes_read", "bytes_shuffled",
-                                                   "files_written", "bytes_written",
-                                                   "heap_peak_bytes")), f["charged_with"]])
+            writer.writerow(
+                [
+                    scale,
+                    fraction,
+                    view,
+                    kind,
+                    f["modes"],
+                    f"{f['seconds']:.3f}",
+                    *(
+                        int(f[k])
+                        for k in (
+                            "rows_read",
+                            "bytes_read",
+                            "bytes_shuffled",
+                            "files_written",
+                            "bytes_written",
+                            "heap_peak_bytes",
+                        )
+                    ),
+                    f["charged_with"],
+                ]
+            )
 
     repetitions = max(int(r["repetition"]) for r in rows)
-    lines = ["# Incremental refresh against full recompute", "",
-             (f"Medians of {repetitions} repetitions" if repetitions > 1 else
-              "One repetition")
-             + (f"; the run took {minutes:.0f} minutes." if minutes is not None else "."), "",
-             provenance(command, commit, dirty), "",
-             *_spread_line(rows), *_comparison_line(rows), *_pipelines_note(summary),
-             "| machine | |", "|---|---|", *(f"| {k} | {v} |" for k, v in machine.items()), ""]
+    lines = [
+        "# Incremental refresh against full recompute",
+        "",
+        (f"Medians of {repetitions} repetitions" if repetitions > 1 else "One repetition")
+        + (f"; the run took {minutes:.0f} minutes." if minutes is not None else "."),
+        "",
+        provenance(command, commit, dirty),
+        "",
+        *_spread_line(rows),
+        *_comparison_line(rows),
+        *_pipelines_note(summary),
+        "| machine | |",
+        "|---|---|",
+        *(f"| {k} | {v} |" for k, v in machine.items()),
+        "",
+    ]
     lines += ["## Full recompute / incremental refresh", ""]
     for scale in scales:
         fractions = sorted({k[1] for k in summary if k[0] == scale and k[3] == "incremental"})
@@ -345,14 +474,22 @@ def write(out: Path, machine: dict[str, str], minutes: float | None = None,
 
     lines += _planner_table(rows)
 
-    lines += ["## Fixed overhead", "",
-              "A refresh with no source change (`noop`) and of a one-row change (`one_row`: "
-              "the discount of one line item; under `--setting appends`, one order inserted "
-              "with its line items), seconds. Where the change is not in a view's sources, "
-              "its one-row refresh has nothing to do and is marked a no-op.", ""]
-    lines += _curve_table("", [f"SF {s} {k}" for s in scales for k in ("noop", "one_row")],
-                          lambda view, column: _fixed_cell(summary, column.split()[1], view,
-                                                           column.split()[2]), views, labels)
+    lines += [
+        "## Fixed overhead",
+        "",
+        "A refresh with no source change (`noop`) and of a one-row change (`one_row`: "
+        "the discount of one line item; under `--setting appends`, one order inserted "
+        "with its line items), seconds. Where the change is not in a view's sources, "
+        "its one-row refresh has nothing to do and is marked a no-op.",
+        "",
+    ]
+    lines += _curve_table(
+        "",
+        [f"SF {s} {k}" for s in scales for k in ("noop", "one_row")],
+        lambda view, column: _fixed_cell(summary, column.split()[1], view, column.split()[2]),
+        views,
+        labels,
+    )
 
     lines += _phase_tables(summary, scales, views, labels)
     lines += _compiled_table(rows, views, labels)
@@ -360,32 +497,56 @@ def write(out: Path, machine: dict[str, str], minutes: float | None = None,
     batch_scale = max(scales, key=lambda s: len({k[1] for k in summary if k[0] == s}))
     fractions = sorted({k[1] for k in summary if k[0] == batch_scale and k[1] > 0})
     if fractions:
-        lines += _curve_table(f"## Refresh time against batch size, SF {batch_scale}",
-                              [f"{f:.2%}" for f in fractions],
-                              lambda view, c: _cell(summary, batch_scale,
-                                                    fractions[[f"{f:.2%}" for f in fractions]
-                                                              .index(c)], view), views, labels)
-        _plot(out / "batch_size.png", f"Incremental refresh against batch size, SF {batch_scale}",
-              "batch, fraction of lineitem",
-              {labels[v]: [(f, summary[(batch_scale, f, v, "incremental")]["seconds"])
-                           for f in fractions if (batch_scale, f, v, "incremental") in summary]
-               for v in views})
-    curve_scales = [s for s in scales if any(k[0] == s and k[1] == SCALE_CURVE_FRACTION
-                                             for k in summary)]
+        lines += _curve_table(
+            f"## Refresh time against batch size, SF {batch_scale}",
+            [f"{f:.2%}" for f in fractions],
+            lambda view, c: _cell(
+                summary, batch_scale, fractions[[f"{f:.2%}" for f in fractions].index(c)], view
+            ),
+            views,
+            labels,
+        )
+        _plot(
+            out / "batch_size.png",
+            f"Incremental refresh against batch size, SF {batch_scale}",
+            "batch, fraction of lineitem",
+            {
+                labels[v]: [
+                    (f, summary[(batch_scale, f, v, "incremental")]["seconds"])
+                    for f in fractions
+                    if (batch_scale, f, v, "incremental") in summary
+                ]
+                for v in views
+            },
+        )
+    curve_scales = [
+        s for s in scales if any(k[0] == s and k[1] == SCALE_CURVE_FRACTION for k in summary)
+    ]
     if len(curve_scales) > 1:
         lines += _curve_table(
             f"## Refresh time against scale factor, batches of {SCALE_CURVE_FRACTION:.2%}",
-            [f"SF {s}" for s in curve_scales] + [f"SF {curve_scales[-2]} → "
-                                                 f"{curve_scales[-1]}"],
-            lambda view, c: _growth(summary, curve_scales, view) if "→" in c else
-            _cell(summary, c.split()[1], SCALE_CURVE_FRACTION, view), views, labels)
-        _plot(out / "scale.png",
-              f"Incremental refresh against scale factor, batches of "
-              f"{SCALE_CURVE_FRACTION:.2%}", "TPC-H scale factor",
-              {labels[v]: [(float(s), summary[(s, SCALE_CURVE_FRACTION, v, "incremental")]
-                            ["seconds"]) for s in curve_scales
-                           if (s, SCALE_CURVE_FRACTION, v, "incremental") in summary]
-               for v in views})
+            [f"SF {s}" for s in curve_scales] + [f"SF {curve_scales[-2]} → {curve_scales[-1]}"],
+            lambda view, c: (
+                _growth(summary, curve_scales, view)
+                if "→" in c
+                else _cell(summary, c.split()[1], SCALE_CURVE_FRACTION, view)
+            ),
+            views,
+            labels,
+        )
+        _plot(
+            out / "scale.png",
+            f"Incremental refresh against scale factor, batches of {SCALE_CURVE_FRACTION:.2%}",
+            "TPC-H scale factor",
+            {
+                labels[v]: [
+                    (float(s), summary[(s, SCALE_CURVE_FRACTION, v, "incremental")]["seconds"])
+                    for s in curve_scales
+                    if (s, SCALE_CURVE_FRACTION, v, "incremental") in summary
+                ]
+                for v in views
+            },
+        )
     (out / "results.md").write_text("\n".join(lines))
 
 
@@ -402,7 +563,8 @@ def spread(rows: list[dict], kinds: tuple[str, ...]) -> list[float]:
     for row in rows:
         if row["kind"] in kinds:
             groups[(row["scale"], float(row["fraction"]), row["view"], row["kind"])].append(
-                float(row["seconds"]))
+                float(row["seconds"])
+            )
     return [max(times) / min(times) for times in groups.values() if len(times) > 1]
 
 
@@ -412,24 +574,37 @@ def _spread_line(rows: list[dict]) -> list[str]:
     spreads = spread(rows, kinds)
     if not spreads:
         return ["One repetition: the run measured no spread between repetitions.", ""]
-    return [f"Spread between repetitions: of each view, kind and batch measured more than "
-            f"once, the slowest repetition over the fastest, {median(spreads):.2f}× at the "
-            f"median and {max(spreads):.2f}× at most ({len(spreads)} measured).", ""]
+    return [
+        f"Spread between repetitions: of each view, kind and batch measured more than "
+        f"once, the slowest repetition over the fastest, {median(spreads):.2f}× at the "
+        f"median and {max(spreads):.2f}× at most ({len(spreads)} measured).",
+        "",
+    ]
 
 
 def _comparison_line(rows: list[dict]) -> list[str]:
     """Which refreshes the run compared with their query afterwards (a difference stops a
     run, so every one compared was equal)."""
     if "compared" not in rows[0]:
-        return ["The measurements do not say which refreshes were compared with their query: "
-                "recorded before runs recorded it.", ""]
+        return [
+            "The measurements do not say which refreshes were compared with their query: "
+            "recorded before runs recorded it.",
+            "",
+        ]
     refreshes = [r for r in rows if r["kind"] in REFRESH_KINDS]
-    compared = {kind: sum(r["compared"] == "equal" for r in refreshes if r["kind"] == kind)
-                for kind in dict.fromkeys(r["kind"] for r in refreshes)}
-    counts = ", ".join(f"{compared[kind]} of {sum(r['kind'] == kind for r in refreshes)} "
-                       f"{kind}" for kind in compared)
-    return [f"Refreshes compared with their query afterwards (EXCEPT ALL both ways) and "
-            f"equal: {counts}.", ""]
+    compared = {
+        kind: sum(r["compared"] == "equal" for r in refreshes if r["kind"] == kind)
+        for kind in dict.fromkeys(r["kind"] for r in refreshes)
+    }
+    counts = ", ".join(
+        f"{compared[kind]} of {sum(r['kind'] == kind for r in refreshes)} {kind}"
+        for kind in compared
+    )
+    return [
+        f"Refreshes compared with their query afterwards (EXCEPT ALL both ways) and "
+        f"equal: {counts}.",
+        "",
+    ]
 
 
 def _planner_table(rows: list[dict]) -> list[str]:
@@ -451,62 +626,95 @@ def _planner_table(rows: list[dict]) -> list[str]:
             if row["kind"] == "auto":
                 chosen[key].add(row["mode"])
     order = list(dict.fromkeys(r["view"] for r in rows))
-    judged = [(key, kinds) for key, kinds in
-              sorted(times.items(), key=lambda item: (*item[0][:2], order.index(item[0][2])))
-              if len(kinds) == 3]
+    judged = [
+        (key, kinds)
+        for key, kinds in sorted(
+            times.items(), key=lambda item: (*item[0][:2], order.index(item[0][2]))
+        )
+        if len(kinds) == 3
+    ]
     if not judged:
         return []
     spreads = spread(rows, FORCED_MODES)
     slack = median(spreads) if spreads else 1.0
     repetitions = max(len(t) for _, kinds in judged for t in kinds.values())
-    how = (f"the median spread between the repetitions of the two copies, the slowest over "
-           f"the fastest ({len(spreads)} measured)" if spreads else
-           "none: the run has one repetition, so it measured no spread between repetitions")
-    lines = ["## The refresh planner", "",
-             "Each batch refreshed by three copies of each view: `REFRESH POLICY INCREMENTAL` "
-             "(applies the change), `FULL` (ivm's recompute) and `AUTO` (the planner's "
-             f"choice). AUTO is judged by its own time, median of {repetitions} "
-             f"repetition{'s' if repetitions > 1 else ''}, against the faster of the two "
-             f"copies' medians. A choice is good when it took at most {slack:.2f}× that; the "
-             f"slack is {how}.", "",
-             "| SF | batch | view | incremental s | recompute s | AUTO chose | AUTO s "
-             "| AUTO / faster | good |",
-             "|---|---:|---|---:|---:|---|---:|---:|---|"]
+    how = (
+        f"the median spread between the repetitions of the two copies, the slowest over "
+        f"the fastest ({len(spreads)} measured)"
+        if spreads
+        else "none: the run has one repetition, so it measured no spread between repetitions"
+    )
+    lines = [
+        "## The refresh planner",
+        "",
+        "Each batch refreshed by three copies of each view: `REFRESH POLICY INCREMENTAL` "
+        "(applies the change), `FULL` (ivm's recompute) and `AUTO` (the planner's "
+        f"choice). AUTO is judged by its own time, median of {repetitions} "
+        f"repetition{'s' if repetitions > 1 else ''}, against the faster of the two "
+        f"copies' medians. A choice is good when it took at most {slack:.2f}× that; the "
+        f"slack is {how}.",
+        "",
+        "| SF | batch | view | incremental s | recompute s | AUTO chose | AUTO s "
+        "| AUTO / faster | good |",
+        "|---|---:|---|---:|---:|---|---:|---:|---|",
+    ]
     good = 0
     for (scale, fraction, view), kinds in judged:
         incremental, recompute, auto = (median(kinds[k]) for k in (*FORCED_MODES, "auto"))
         against = auto / min(incremental, recompute)
         ok = against <= slack
         good += ok
-        lines.append(f"| {scale:g} | {fraction:.2%} | {view} | {incremental:.2f} | "
-                     f"{recompute:.2f} | {'/'.join(sorted(chosen[(scale, fraction, view)]))} "
-                     f"| {auto:.2f} | {against:.2f}× | {'yes' if ok else 'no'} |")
-    lines += ["", f"Choices within {slack:.2f}× of the faster mode: **{good} of "
-                  f"{len(judged)}** ({good / len(judged):.0%}).", ""]
+        lines.append(
+            f"| {scale:g} | {fraction:.2%} | {view} | {incremental:.2f} | "
+            f"{recompute:.2f} | {'/'.join(sorted(chosen[(scale, fraction, view)]))} "
+            f"| {auto:.2f} | {against:.2f}× | {'yes' if ok else 'no'} |"
+        )
+    lines += [
+        "",
+        f"Choices within {slack:.2f}× of the faster mode: **{good} of "
+        f"{len(judged)}** ({good / len(judged):.0%}).",
+        "",
+    ]
     return lines
 
 
-def _phase_tables(summary, scales: list[str], views: list[str],
-                  labels: dict[str, str]) -> list[str]:
+def _phase_tables(
+    summary, scales: list[str], views: list[str], labels: dict[str, str]
+) -> list[str]:
     """Where the time of a one-row refresh goes: each phase's median seconds (and Spark
     jobs), per scale factor (see ``ivm.runtime.refresh.phases``)."""
     lines = []
     for scale in scales:
         measured = {v: summary.get((scale, 0.0, v, "one_row")) for v in views}
-        names = list(dict.fromkeys(key.split(" ", 1)[1] for m in measured.values() if m
-                                   for key in m if key.startswith("phase ")))
+        names = list(
+            dict.fromkeys(
+                key.split(" ", 1)[1]
+                for m in measured.values()
+                if m
+                for key in m
+                if key.startswith("phase ")
+            )
+        )
         if not names:
             continue
-        lines += [f"### Where a one-row refresh's time goes, SF {scale}", "",
-                  "Median seconds of each phase, and in parentheses its Spark jobs; a "
-                  "one-row refresh that was a no-op is left out.", "",
-                  "| view | " + " | ".join(names) + " | total |",
-                  "|---|" + "---:|" * (len(names) + 1)]
+        lines += [
+            f"### Where a one-row refresh's time goes, SF {scale}",
+            "",
+            "Median seconds of each phase, and in parentheses its Spark jobs; a "
+            "one-row refresh that was a no-op is left out.",
+            "",
+            "| view | " + " | ".join(names) + " | total |",
+            "|---|" + "---:|" * (len(names) + 1),
+        ]
         for view, m in measured.items():
             if m and m["modes"] != "noop":
-                lines.append(f"| {labels[view]} | " + " | ".join(
-                    f"{m.get(f'phase {n}', 0):.2f} ({m.get(f'jobs {n}', 0):.0f})"
-                    for n in names) + f" | {m['seconds']:.2f} |")
+                lines.append(
+                    f"| {labels[view]} | "
+                    + " | ".join(
+                        f"{m.get(f'phase {n}', 0):.2f} ({m.get(f'jobs {n}', 0):.0f})" for n in names
+                    )
+                    + f" | {m['seconds']:.2f} |"
+                )
         lines.append("")
     return lines
 
@@ -522,17 +730,19 @@ def _fixed_cell(summary, scale: str, view: str, kind: str) -> str:
     found = summary.get((scale, 0.0, view, kind))
     if not found:
         return ""
-    return f"{found['seconds']:.2f}" + (" (no-op)" if kind == "one_row"
-                                        and found["modes"] == "noop" else "")
+    return f"{found['seconds']:.2f}" + (
+        " (no-op)" if kind == "one_row" and found["modes"] == "noop" else ""
+    )
 
 
 def _growth(summary, scales: list[str], view: str) -> str:
     """How many times the refresh time grew between the two largest scale factors."""
-    small, large = (summary.get((s, SCALE_CURVE_FRACTION, view, "incremental"))
-                    for s in scales[-2:])
+    small, large = (
+        summary.get((s, SCALE_CURVE_FRACTION, view, "incremental")) for s in scales[-2:]
+    )
     return f"{large['seconds'] / small['seconds']:.1f}×" if small and large else ""
 
 
-if __name__ == "__main__":     # the report of a run's directory, written again
+if __name__ == "__main__":  # the report of a run's directory, written again
     run = json.loads((Path(sys.argv[1]) / "run.json").read_text())
     write(Path(sys.argv[1]), **run)

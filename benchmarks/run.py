@@ -34,9 +34,9 @@ the tables and plots, and ``run.json`` keeps the command and the commit that mea
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import csv
 import dataclasses
+import importlib.util
 import sys
 import time
 from pathlib import Path
@@ -52,24 +52,33 @@ RESULTS = Path(__file__).parent / "results"
 
 #: scale factor → the batch fractions run at it; views (None: all); repetitions.
 SETTINGS = {
-    "quick": dict(scales={"0.1": [0.001, 0.01]}, views=["q1", "q3", "latest_order"],
-                  repetitions=2),
-    "core": dict(scales={"0.1": [0.001, 0.01]},
-                 views=[*CORE, "latest_order", "revenue_bands"], repetitions=3),
+    "quick": dict(scales={"0.1": [0.001, 0.01]}, views=["q1", "q3", "latest_order"], repetitions=2),
+    "core": dict(
+        scales={"0.1": [0.001, 0.01]}, views=[*CORE, "latest_order", "revenue_bands"], repetitions=3
+    ),
     "every": dict(scales={"0.1": [0.001, 0.01]}, views=None, repetitions=2),
-    "full": dict(scales={"0.1": [0.001], "1": [0.0001, 0.001, 0.01, 0.1], "10": [0.001]},
-                 views=[*CORE, "latest_order", "revenue_bands"], repetitions=2),
+    "full": dict(
+        scales={"0.1": [0.001], "1": [0.0001, 0.001, 0.01, 0.1], "10": [0.001]},
+        views=[*CORE, "latest_order", "revenue_bands"],
+        repetitions=2,
+    ),
     # the fixed cost of a refresh, to check a change of the refresh path in minutes
-    "fixed": dict(scales={"0.1": []}, views=[*CORE, "latest_order", "revenue_bands"],
-                  repetitions=3),
+    "fixed": dict(
+        scales={"0.1": []}, views=[*CORE, "latest_order", "revenue_bands"], repetitions=3
+    ),
     # small batches over data that takes seconds to recompute: what the fixed cost leaves
     "small": dict(scales={"1": [0.0001]}, views=CORE, repetitions=3),
     # the refresh planner: each batch refreshed incrementally, recomputed, and as AUTO chose
-    "planner": dict(scales={"1": [0.0001, 0.001, 0.01, 0.1]}, views=CORE, repetitions=3,
-                    planner=True),
+    "planner": dict(
+        scales={"1": [0.0001, 0.001, 0.01, 0.1]}, views=CORE, repetitions=3, planner=True
+    ),
     # an append table's batches (RF1 alone), under views that fold inserted rows
-    "appends": dict(scales={"1": [0.0001, 0.001, 0.01]}, views=[*APPEND_VIEWS, "q1", "q3"],
-                    repetitions=2, appends=True),
+    "appends": dict(
+        scales={"1": [0.0001, 0.001, 0.01]},
+        views=[*APPEND_VIEWS, "q1", "q3"],
+        repetitions=2,
+        appends=True,
+    ),
 }
 
 #: With ``planner``, each view also has two copies: refreshed under REFRESH POLICY AUTO, and
@@ -79,9 +88,24 @@ PLANNER_COPIES = {"auto": "AUTO", "recompute": "FULL"}
 #: Shuffle partitions per scale factor (ivm's local default of 4 suits small data only).
 SHUFFLE_PARTITIONS = {"0.1": 4, "1": 8, "10": 32}
 
-FIELDS = ["scale", "fraction", "repetition", "view", "kind", "mode", "seconds", "rows_read",
-          "bytes_read", "bytes_shuffled", "files_written", "bytes_written", "heap_peak_bytes",
-          "classes_compiled", "phases", "compared"]
+FIELDS = [
+    "scale",
+    "fraction",
+    "repetition",
+    "view",
+    "kind",
+    "mode",
+    "seconds",
+    "rows_read",
+    "bytes_read",
+    "bytes_shuffled",
+    "files_written",
+    "bytes_written",
+    "heap_peak_bytes",
+    "classes_compiled",
+    "phases",
+    "compared",
+]
 
 
 def log(message: str) -> None:
@@ -122,29 +146,46 @@ def check(spark, name: str, expected, what: str) -> None:
     actual = spark.table(name)
     extra, missing = actual.exceptAll(expected).count(), expected.exceptAll(actual).count()
     if (extra, missing) != (0, 0):
-        raise SystemExit(f"wrong result: view {name} has {extra} rows {what} lacks and lacks "
-                         f"{missing} of its rows")
+        raise SystemExit(
+            f"wrong result: view {name} has {extra} rows {what} lacks and lacks "
+            f"{missing} of its rows"
+        )
 
 
 class Run:
     """One scale factor's measurements, appended to ``writer``; a refresh's once the view
     was compared with its query."""
 
-    def __init__(self, spark, scale: str, chosen: list[View], writer, policy: str,
-                 planner: bool = False, appends: bool = False):
+    def __init__(
+        self,
+        spark,
+        scale: str,
+        chosen: list[View],
+        writer,
+        policy: str,
+        planner: bool = False,
+        appends: bool = False,
+    ):
         self.spark, self.scale, self.views, self.writer = spark, scale, chosen, writer
         self.policy, self.planner, self.appends = policy, planner, appends
         self.meter = Meter(spark)
-        self.uncompared: list[dict] = []    # refreshes not yet compared with their query
+        self.uncompared: list[dict] = []  # refreshes not yet compared with their query
 
-    def record(self, fraction, repetition, view, kind, mode, cost, files=0, size=0,
-               phases=None):
+    def record(self, fraction, repetition, view, kind, mode, cost, files=0, size=0, phases=None):
         row = {
-            "scale": self.scale, "fraction": fraction, "repetition": repetition,
-            "view": view.name, "kind": kind, "mode": mode, "files_written": files,
-            "bytes_written": size, **dataclasses.asdict(cost),
-            "phases": " ".join(f"{name}={p.seconds:.3f}/{p.jobs}"
-                               for name, p in (phases or {}).items())}
+            "scale": self.scale,
+            "fraction": fraction,
+            "repetition": repetition,
+            "view": view.name,
+            "kind": kind,
+            "mode": mode,
+            "files_written": files,
+            "bytes_written": size,
+            **dataclasses.asdict(cost),
+            "phases": " ".join(
+                f"{name}={p.seconds:.3f}/{p.jobs}" for name, p in (phases or {}).items()
+            ),
+        }
         if kind in ("create", "full"):
             self.writer.writerow(row)
         else:
@@ -171,15 +212,24 @@ class Run:
     def refresh_one(self, fraction, repetition, kind, view: View, name: str) -> None:
         """Refresh the view ``name``, a copy of ``view``, as a measurement of ``kind``."""
         cost, result = self.meter.cost(
-            lambda: ivm.sql(self.spark, f"REFRESH MATERIALIZED VIEW {name}"))
-        files, size = (0, 0) if result.mode == "noop" else \
-            written(self.spark, store_name(f"{database(self.scale)}.{name}"))
-        phases = {f"state{i}.{phase_name}": phase
-                  for i, state in enumerate(result.states, 1)
-                  for phase_name, phase in state.phases.items()} | result.phases
+            lambda: ivm.sql(self.spark, f"REFRESH MATERIALIZED VIEW {name}")
+        )
+        files, size = (
+            (0, 0)
+            if result.mode == "noop"
+            else written(self.spark, store_name(f"{database(self.scale)}.{name}"))
+        )
+        phases = {
+            f"state{i}.{phase_name}": phase
+            for i, state in enumerate(result.states, 1)
+            for phase_name, phase in state.phases.items()
+        } | result.phases
         states = {state.mode for state in result.states} - {"noop"}
-        mode = result.mode if states <= {result.mode} else \
-            f"{result.mode}, state tables {'/'.join(sorted(states))}"
+        mode = (
+            result.mode
+            if states <= {result.mode}
+            else f"{result.mode}, state tables {'/'.join(sorted(states))}"
+        )
         self.record(fraction, repetition, view, kind, mode, cost, files, size, phases)
         if kind == "incremental" and result.mode != "incremental":
             log(f"  {name}: {result}")
@@ -187,32 +237,44 @@ class Run:
     def recompute(self, fraction, repetition) -> None:
         """Time each view's full recompute, and compare the view (and its copies) with it."""
         for view in self.views:
-            cost, _ = self.meter.cost(lambda: self.spark.sql(
-                f"CREATE OR REPLACE TABLE full_{view.name} USING DELTA AS {view.full_sql}"))
+            cost, _ = self.meter.cost(
+                lambda: self.spark.sql(
+                    f"CREATE OR REPLACE TABLE full_{view.name} USING DELTA AS {view.full_sql}"
+                )
+            )
             files, size = written(self.spark, f"full_{view.name}")
             self.record(fraction, repetition, view, "full", "full", cost, files, size)
-            for name in [view.name, *(f"{view.name}_{copy}" for copy in
-                                      (PLANNER_COPIES if self.planner else {}))]:
-                check(self.spark, name, self.spark.table(f"full_{view.name}"),
-                      "its full recompute")
+            for name in [
+                view.name,
+                *(f"{view.name}_{copy}" for copy in (PLANNER_COPIES if self.planner else {})),
+            ]:
+                check(self.spark, name, self.spark.table(f"full_{view.name}"), "its full recompute")
         self.compared()
 
     def compare_with_queries(self) -> None:
         """Compare each view with its query, run once (untimed) and held in memory."""
         for view in self.views:
-            check(self.spark, view.name, self.spark.sql(view.full_sql).localCheckpoint(),
-                  "its query")
+            check(
+                self.spark, view.name, self.spark.sql(view.full_sql).localCheckpoint(), "its query"
+            )
         self.compared()
 
     def run(self, fractions: list[float], repetitions: int) -> None:
         for view in self.views:
-            cost, result = self.meter.cost(lambda: ivm.sql(
-                self.spark, f"CREATE MATERIALIZED VIEW {view.name} REFRESH POLICY "
-                            f"{self.policy} AS {view.sql}"))
+            cost, result = self.meter.cost(
+                lambda: ivm.sql(
+                    self.spark,
+                    f"CREATE MATERIALIZED VIEW {view.name} REFRESH POLICY "
+                    f"{self.policy} AS {view.sql}",
+                )
+            )
             self.record(0, 0, view, "create", result.mode, cost)
             for copy, policy in (PLANNER_COPIES if self.planner else {}).items():
-                ivm.sql(self.spark, f"CREATE MATERIALIZED VIEW {view.name}_{copy} REFRESH "
-                                    f"POLICY {policy} AS {view.sql}")
+                ivm.sql(
+                    self.spark,
+                    f"CREATE MATERIALIZED VIEW {view.name}_{copy} REFRESH "
+                    f"POLICY {policy} AS {view.sql}",
+                )
         log(f"SF {self.scale}: {len(self.views)} views created")
         batches = Batches(self.spark)
         for fraction in fractions:
@@ -220,8 +282,10 @@ class Run:
                 started = time.perf_counter()
                 for statement in batches.next(fraction, self.appends):
                     self.spark.sql(statement)
-                log(f"SF {self.scale}, batch {fraction:.2%} #{repetition}: applied in "
-                    f"{time.perf_counter() - started:.1f}s")
+                log(
+                    f"SF {self.scale}, batch {fraction:.2%} #{repetition}: applied in "
+                    f"{time.perf_counter() - started:.1f}s"
+                )
                 self.refresh(fraction, repetition, "incremental")
                 self.recompute(fraction, repetition)
         for repetition in range(1, repetitions + 1):
@@ -240,27 +304,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scales", nargs="+", help="only these scale factors of the setting")
     parser.add_argument("--views", nargs="+", help="these views instead of the setting's")
     parser.add_argument("--repetitions", type=int, help="instead of the setting's")
-    parser.add_argument("--policy", choices=["INCREMENTAL", "AUTO"], default="INCREMENTAL",
-                        help="the views' REFRESH POLICY (default: INCREMENTAL)")
-    parser.add_argument("--out", type=Path, help="results directory (default: "
-                        "benchmarks/results/<setting>)")
-    parser.add_argument("--without-inserts-only-rules", action="store_true",
-                        help="refresh by the rules for any change also where every source's "
-                             "change inserts rows only (spark.ivm.refresh.insertsOnlyRules)")
-    parser.add_argument("--load-only", action="store_true",
-                        help="generate and load the setting's data, measure nothing")
+    parser.add_argument(
+        "--policy",
+        choices=["INCREMENTAL", "AUTO"],
+        default="INCREMENTAL",
+        help="the views' REFRESH POLICY (default: INCREMENTAL)",
+    )
+    parser.add_argument(
+        "--out", type=Path, help="results directory (default: benchmarks/results/<setting>)"
+    )
+    parser.add_argument(
+        "--without-inserts-only-rules",
+        action="store_true",
+        help="refresh by the rules for any change also where every source's "
+        "change inserts rows only (spark.ivm.refresh.insertsOnlyRules)",
+    )
+    parser.add_argument(
+        "--load-only",
+        action="store_true",
+        help="generate and load the setting's data, measure nothing",
+    )
     args = parser.parse_args(argv)
-    if importlib.util.find_spec("matplotlib") is None:   # found missing after the run, not before
-        raise SystemExit("matplotlib, which draws the report's plots, is not installed: "
-                         "pip install -e '.[bench]' (make bench-quick installs it too)")
+    if importlib.util.find_spec("matplotlib") is None:  # found missing after the run, not before
+        raise SystemExit(
+            "matplotlib, which draws the report's plots, is not installed: "
+            "pip install -e '.[bench]' (make bench-quick installs it too)"
+        )
     setting = SETTINGS[args.setting]
     out = args.out or RESULTS / args.setting
     repetitions = args.repetitions or setting["repetitions"]
     chosen = views(args.views or setting["views"])
     scales = {s: f for s, f in setting["scales"].items() if not args.scales or s in args.scales}
     started, measured_at = time.perf_counter(), report.source_commit()
-    spark = ivm.spark_session(tpch_data.cache_root() / "ivm_home",
-                              app_name="ivm benchmark")
+    spark = ivm.spark_session(tpch_data.cache_root() / "ivm_home", app_name="ivm benchmark")
     if args.without_inserts_only_rules:
         spark.conf.set(INSERTS_ONLY_RULES, "false")
     if args.load_only:
@@ -273,12 +349,23 @@ def main(argv: list[str] | None = None) -> int:
         writer.writeheader()
         for scale, fractions in scales.items():
             prepare(spark, scale)
-            Run(spark, scale, chosen, writer, args.policy, setting.get("planner", False),
-                setting.get("appends", False)).run(fractions, repetitions)
+            Run(
+                spark,
+                scale,
+                chosen,
+                writer,
+                args.policy,
+                setting.get("planner", False),
+                setting.get("appends", False),
+            ).run(fractions, repetitions)
             file.flush()
-    report.write(out, machine=report.machine(), minutes=(time.perf_counter() - started) / 60,
-                 command=" ".join(["python -m benchmarks.run", *(argv or sys.argv[1:])]),
-                 **measured_at)
+    report.write(
+        out,
+        machine=report.machine(),
+        minutes=(time.perf_counter() - started) / 60,
+        command=" ".join(["python -m benchmarks.run", *(argv or sys.argv[1:])]),
+        **measured_at,
+    )
     log(f"results in {out}")
     return 0
 

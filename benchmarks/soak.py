@@ -70,10 +70,10 @@ FEW_VIEWS = {
     "open_events": "SELECT id, cust, amount FROM events WHERE kind <> 'void'",
     "by_customer": "SELECT cust, COUNT(*) AS n, SUM(amount) AS total FROM events GROUP BY cust",
     "by_region": "SELECT c.region, COUNT(*) AS n, SUM(e.amount) AS total FROM events e "
-                 "JOIN customers c ON e.cust = c.cust GROUP BY c.region",
+    "JOIN customers c ON e.cust = c.cust GROUP BY c.region",
     "latest_event": "SELECT cust, id, amount FROM (SELECT cust, id, amount, ROW_NUMBER() OVER "
-                    "(PARTITION BY cust ORDER BY ts DESC, id DESC) AS rn FROM events) "
-                    "WHERE rn = 1",
+    "(PARTITION BY cust ORDER BY ts DESC, id DESC) AS rn FROM events) "
+    "WHERE rn = 1",
 }
 
 
@@ -105,8 +105,12 @@ class Trickle:
     """The sources' steady change: each :meth:`step` is one commit to a source."""
 
     def __init__(self, spark, seed: int = 7):
-        self.spark, self.random, self.next_id, self.steps = spark, random.Random(seed), \
-            FIRST_EVENTS, 0
+        self.spark, self.random, self.next_id, self.steps = (
+            spark,
+            random.Random(seed),
+            FIRST_EVENTS,
+            0,
+        )
 
     def step(self) -> None:
         """Insert events; every 5th step update some, every 10th delete some, every 25th
@@ -114,20 +118,28 @@ class Trickle:
         self.steps += 1
         r, sql = self.random, self.spark.sql
         if self.steps % 25 == 0:
-            sql(f"UPDATE customers SET region = 'r{r.randrange(7)}', tier = tier + 1 "
-                f"WHERE cust = {r.randrange(CUSTOMERS)}")
+            sql(
+                f"UPDATE customers SET region = 'r{r.randrange(7)}', tier = tier + 1 "
+                f"WHERE cust = {r.randrange(CUSTOMERS)}"
+            )
         elif self.steps % 10 == 0:
-            sql(f"DELETE FROM events WHERE id % 997 = {r.randrange(997)} "
-                f"AND id < {self.next_id - 1000}")
+            sql(
+                f"DELETE FROM events WHERE id % 997 = {r.randrange(997)} "
+                f"AND id < {self.next_id - 1000}"
+            )
         elif self.steps % 5 == 0:
-            sql(f"UPDATE events SET amount = amount + 1, kind = 'k{r.randrange(4)}' "
-                f"WHERE id % 991 = {r.randrange(991)}")
+            sql(
+                f"UPDATE events SET amount = amount + 1, kind = 'k{r.randrange(4)}' "
+                f"WHERE id % 991 = {r.randrange(991)}"
+            )
         else:
             first, self.next_id = self.next_id, self.next_id + EVENTS_PER_ROUND
-            sql(f"INSERT INTO events SELECT id, CAST(hash(id) % {CUSTOMERS} + {CUSTOMERS} AS "
+            sql(
+                f"INSERT INTO events SELECT id, CAST(hash(id) % {CUSTOMERS} + {CUSTOMERS} AS "
                 f"INT) % {CUSTOMERS}, CASE WHEN id % 13 = 0 THEN 'void' ELSE "
                 f"concat('k', id % 4) END, CAST(id % 1000 AS DECIMAL(12,2)) / 4, "
-                f"current_timestamp() FROM range({first}, {self.next_id})")
+                f"current_timestamp() FROM range({first}, {self.next_id})"
+            )
 
 
 def prepare(spark) -> None:
@@ -138,15 +150,20 @@ def prepare(spark) -> None:
         ivm.sql(spark, f"DROP MATERIALIZED VIEW IF EXISTS {DATABASE}.{row.viewName}")
     for table, columns in SOURCES.items():
         spark.sql(f"DROP TABLE IF EXISTS {table}")
-        spark.sql(f"CREATE TABLE {table} ({columns}) USING DELTA TBLPROPERTIES "
-                  f"(delta.enableChangeDataFeed = true, "
-                  f"delta.autoOptimize.autoCompact = true)")
-    spark.sql(f"INSERT INTO customers SELECT id, concat('r', id % 7), id % 5 "
-              f"FROM range({CUSTOMERS})")
-    spark.sql(f"INSERT INTO events SELECT id, id % {CUSTOMERS}, concat('k', id % 4), "
-              f"CAST(id % 1000 AS DECIMAL(12,2)) / 4, "
-              f"timestamp'2026-01-01' + make_interval(0, 0, 0, 0, 0, 0, id) "
-              f"FROM range({FIRST_EVENTS})")
+        spark.sql(
+            f"CREATE TABLE {table} ({columns}) USING DELTA TBLPROPERTIES "
+            f"(delta.enableChangeDataFeed = true, "
+            f"delta.autoOptimize.autoCompact = true)"
+        )
+    spark.sql(
+        f"INSERT INTO customers SELECT id, concat('r', id % 7), id % 5 FROM range({CUSTOMERS})"
+    )
+    spark.sql(
+        f"INSERT INTO events SELECT id, id % {CUSTOMERS}, concat('k', id % 4), "
+        f"CAST(id % 1000 AS DECIMAL(12,2)) / 4, "
+        f"timestamp'2026-01-01' + make_interval(0, 0, 0, 0, 0, 0, id) "
+        f"FROM range({FIRST_EVENTS})"
+    )
 
 
 def log_bytes(log: DeltaLogReader) -> int:
@@ -172,11 +189,16 @@ def python_rss() -> int:
 def where_the_time_went(result, seconds: float) -> dict[str, float]:
     """A refresh's ``seconds`` by phase (:data:`PHASES`, of the view's own refresh), its
     state tables' refreshes, and the rest (reading the definition, compaction's check)."""
-    phases = {f"{phase}_s": round(result.phases[phase].seconds, 4)
-              if phase in result.phases else 0.0 for phase in PHASES}
+    phases = {
+        f"{phase}_s": round(result.phases[phase].seconds, 4) if phase in result.phases else 0.0
+        for phase in PHASES
+    }
     states = sum(s.phases[p].seconds for s in result.states for p in s.phases)
-    return {**phases, "states_s": round(states, 4),
-            "rest_s": round(seconds - states - sum(phases.values()), 4)}
+    return {
+        **phases,
+        "states_s": round(states, 4),
+        "rest_s": round(seconds - states - sum(phases.values()), 4),
+    }
 
 
 def many_refreshes(spark, rounds: int, out: Path) -> tuple[list[dict], list[dict]]:
@@ -194,26 +216,42 @@ def many_refreshes(spark, rounds: int, out: Path) -> tuple[list[dict], list[dict
                 result = refresh_view(spark, name)
                 seconds = time.perf_counter() - begin
                 store = DeltaLogReader(spark, store_name(f"{DATABASE}.{name}"))
-                row = dict(round=index, refresh=len(rows), view=name, mode=result.mode,
-                           seconds=round(seconds, 4), **where_the_time_went(result, seconds),
-                           compacted=int(any(s.action == "compact" for s in result.upkeep)),
-                           store_files=store.file_count(), store_version=store.version(),
-                           log_bytes=log_bytes(store),
-                           elapsed=round(time.perf_counter() - started, 1))
+                row = dict(
+                    round=index,
+                    refresh=len(rows),
+                    view=name,
+                    mode=result.mode,
+                    seconds=round(seconds, 4),
+                    **where_the_time_went(result, seconds),
+                    compacted=int(any(s.action == "compact" for s in result.upkeep)),
+                    store_files=store.file_count(),
+                    store_version=store.version(),
+                    log_bytes=log_bytes(store),
+                    elapsed=round(time.perf_counter() - started, 1),
+                )
                 rows.append(row)
                 if writer is None:
                     writer = csv.DictWriter(file, list(row))
                     writer.writeheader()
                 writer.writerow(row)
             if index % HEAP_EVERY == 0 or index == rounds - 1:
-                heap.append(dict(part="refreshes", round=index, refreshes=len(rows),
-                                 elapsed=round(time.perf_counter() - started, 1),
-                                 heap_bytes=heap_after_gc(spark), rss_bytes=python_rss()))
+                heap.append(
+                    dict(
+                        part="refreshes",
+                        round=index,
+                        refreshes=len(rows),
+                        elapsed=round(time.perf_counter() - started, 1),
+                        heap_bytes=heap_after_gc(spark),
+                        rss_bytes=python_rss(),
+                    )
+                )
                 file.flush()
                 last = ", ".join(f"{r['view']} {r['seconds']:.2f}s" for r in rows[-4:])
-                log(f"round {index + 1}/{rounds}: last refreshes {last}; "
+                log(
+                    f"round {index + 1}/{rounds}: last refreshes {last}; "
                     f"store files {max(r['store_files'] for r in rows[-4:])}; heap "
-                    f"{heap[-1]['heap_bytes'] / 2**20:.0f} MiB")
+                    f"{heap[-1]['heap_bytes'] / 2**20:.0f} MiB"
+                )
     return rows, heap
 
 
@@ -222,8 +260,10 @@ def many_views_under_run(spark, count: int, minutes: float, heap: list[dict]) ->
     a change every few seconds; name → freshness."""
     views = many_views(count)
     for name, (sql, freshness) in views.items():
-        ivm.sql(spark, f"CREATE MATERIALIZED VIEW {name} FRESHNESS = INTERVAL '{freshness}' "
-                       f"SECONDS AS {sql}")
+        ivm.sql(
+            spark,
+            f"CREATE MATERIALIZED VIEW {name} FRESHNESS = INTERVAL '{freshness}' SECONDS AS {sql}",
+        )
     log(f"created {count} views; ivm run for {minutes} minutes")
     stop, trickle = threading.Event(), Trickle(spark, seed=11)
     started = time.perf_counter()
@@ -234,9 +274,16 @@ def many_views_under_run(spark, count: int, minutes: float, heap: list[dict]) ->
 
     def measure_heap():
         while not stop.wait(30.0):
-            heap.append(dict(part="run", round="", refreshes="",
-                             elapsed=round(time.perf_counter() - started, 1),
-                             heap_bytes=heap_after_gc(spark), rss_bytes=python_rss()))
+            heap.append(
+                dict(
+                    part="run",
+                    round="",
+                    refreshes="",
+                    elapsed=round(time.perf_counter() - started, 1),
+                    heap_bytes=heap_after_gc(spark),
+                    rss_bytes=python_rss(),
+                )
+            )
 
     threads = [threading.Thread(target=write_changes), threading.Thread(target=measure_heap)]
     for thread in threads:
@@ -244,8 +291,14 @@ def many_views_under_run(spark, count: int, minutes: float, heap: list[dict]) ->
     timer = threading.Timer(minutes * 60, stop.set)
     timer.start()
     refreshed = []
-    run(spark, tick=1.0, stop=stop, views=[f"{DATABASE}.{v}" for v in views],
-        report=lambda line: refreshed.append(line), vacuum_every=minutes * 60)
+    run(
+        spark,
+        tick=1.0,
+        stop=stop,
+        views=[f"{DATABASE}.{v}" for v in views],
+        report=lambda line: refreshed.append(line),
+        vacuum_every=minutes * 60,
+    )
     for thread in threads:
         thread.join()
     log(f"ivm run stopped after {len(refreshed)} report lines")
@@ -257,10 +310,14 @@ def lags(spark, views: dict[str, int], ended_ms: int) -> list[dict]:
     (or until ``ended_ms``, if none did), from the sources' and the store's histories."""
     commits = {}
     for table in SOURCES:
-        history = spark.sql(f"DESCRIBE HISTORY {DATABASE}.{table}").select(
-            "version", "timestamp").collect()
+        history = (
+            spark.sql(f"DESCRIBE HISTORY {DATABASE}.{table}")
+            .select("version", "timestamp")
+            .collect()
+        )
         commits[f"{DATABASE}.{table}"] = sorted(
-            (r.version, int(r.timestamp.timestamp() * 1000)) for r in history)
+            (r.version, int(r.timestamp.timestamp() * 1000)) for r in history
+        )
     found = []
     for name, freshness in views.items():
         records = refresh_history(spark, name).select("timestamp", "sources").collect()
@@ -268,22 +325,37 @@ def lags(spark, views: dict[str, int], ended_ms: int) -> list[dict]:
         created_ms = refreshes[0][0]
         worst = 0.0
         for table, versions in commits.items():
-            if table not in refreshes[-1][1]:   # a source the view does not read
+            if table not in refreshes[-1][1]:  # a source the view does not read
                 continue
             for version, committed_ms in versions:
                 if committed_ms < created_ms:
                     continue
-                consumed_ms = next((at for at, sources in refreshes
-                                    if sources.get(table, -1) >= version), ended_ms)
+                consumed_ms = next(
+                    (at for at, sources in refreshes if sources.get(table, -1) >= version), ended_ms
+                )
                 worst = max(worst, (consumed_ms - committed_ms) / 1000)
-        found.append(dict(view=name, freshness=freshness, refreshes=len(refreshes) - 1,
-                          max_lag=round(worst, 1), ratio=round(worst / freshness, 2)))
+        found.append(
+            dict(
+                view=name,
+                freshness=freshness,
+                refreshes=len(refreshes) - 1,
+                max_lag=round(worst, 1),
+                ratio=round(worst / freshness, 2),
+            )
+        )
     return found
 
 
-def write_report(out: Path, setting: str, rows: list[dict], heap: list[dict],
-                 lag_rows: list[dict], verdicts: list, minutes: float,
-                 measured_by: str) -> None:
+def write_report(
+    out: Path,
+    setting: str,
+    rows: list[dict],
+    heap: list[dict],
+    lag_rows: list[dict],
+    verdicts: list,
+    minutes: float,
+    measured_by: str,
+) -> None:
     """``results.md`` and ``soak.png`` from the measurements; ``measured_by``: the command
     and commit (:func:`benchmarks.report.provenance`)."""
     with open(out / "heap.csv", "w", newline="") as file:
@@ -295,21 +367,28 @@ def write_report(out: Path, setting: str, rows: list[dict], heap: list[dict],
         writer.writeheader()
         writer.writerows(lag_rows)
     per_round = len(FEW_VIEWS)
-    first_rows, last_rows = rows[WARM_UP_ROUNDS * per_round:][:WINDOW], rows[-WINDOW:]
+    first_rows, last_rows = rows[WARM_UP_ROUNDS * per_round :][:WINDOW], rows[-WINDOW:]
     first, last = [r["seconds"] for r in first_rows], [r["seconds"] for r in last_rows]
     compactions = sum(r["compacted"] for r in rows)
-    files_after_first_compaction = [r["store_files"] for r in rows[
-        next((i for i, r in enumerate(rows) if r["compacted"]), len(rows)):]]
+    files_after_first_compaction = [
+        r["store_files"]
+        for r in rows[next((i for i, r in enumerate(rows) if r["compacted"]), len(rows)) :]
+    ]
     part1_heap = [h for h in heap if h["part"] == "refreshes"]
     slope = _slope([(h["refreshes"], h["heap_bytes"] / 2**20) for h in part1_heap])
     run_heap = [h["heap_bytes"] / 2**20 for h in heap if h["part"] == "run"]
     worst = max(lag_rows, key=lambda r: r["ratio"])
     lines = [
-        f"# Soak ({setting})", "",
-        f"{measured_by} The run took {minutes:.1f} minutes.", "",
-        *[f"- {key}: {value}" for key, value in report.machine().items()], "",
-        "## Targets", "",
-        "| measure | figure | target |", "|---|---:|---:|",
+        f"# Soak ({setting})",
+        "",
+        f"{measured_by} The run took {minutes:.1f} minutes.",
+        "",
+        *[f"- {key}: {value}" for key, value in report.machine().items()],
+        "",
+        "## Targets",
+        "",
+        "| measure | figure | target |",
+        "|---|---:|---:|",
         f"| refresh time, last {WINDOW} / first {WINDOW} after {WARM_UP_ROUNDS * per_round} "
         f"warm-up refreshes (median) | {median(last) / median(first):.2f}× "
         f"({median(first):.3f} s → {median(last):.3f} s) | ≤ 1.2× |",
@@ -328,38 +407,54 @@ def write_report(out: Path, setting: str, rows: list[dict], heap: list[dict],
         f"{worst['ratio']:.2f} ({worst['view']}: {worst['max_lag']} s of "
         f"{worst['freshness']} s) | ≤ 1.5 (freshness + one refresh interval, half of it) |",
         f"| views equal to their query at the end | "
-        f"{sum(v.equal for v in verdicts)} of {len(verdicts)} | all |", "",
-        "## Refreshes", "",
+        f"{sum(v.equal for v in verdicts)} of {len(verdicts)} | all |",
+        "",
+        "## Refreshes",
+        "",
         "| view | refreshes | median s, first window | median s, last window | most store "
-        "files | log MiB at the end |", "|---|---:|---:|---:|---:|---:|",
+        "files | log MiB at the end |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for name in FEW_VIEWS:
         mine = [r for r in rows if r["view"] == name]
-        start = mine[WARM_UP_ROUNDS:WARM_UP_ROUNDS + WINDOW // per_round]
-        end = mine[-(WINDOW // per_round):]
-        lines.append(f"| {name} | {len(mine)} | {median(r['seconds'] for r in start):.3f} | "
-                     f"{median(r['seconds'] for r in end):.3f} | "
-                     f"{max(r['store_files'] for r in mine)} | "
-                     f"{mine[-1]['log_bytes'] / 2**20:.2f} |")
+        start = mine[WARM_UP_ROUNDS : WARM_UP_ROUNDS + WINDOW // per_round]
+        end = mine[-(WINDOW // per_round) :]
+        lines.append(
+            f"| {name} | {len(mine)} | {median(r['seconds'] for r in start):.3f} | "
+            f"{median(r['seconds'] for r in end):.3f} | "
+            f"{max(r['store_files'] for r in mine)} | "
+            f"{mine[-1]['log_bytes'] / 2**20:.2f} |"
+        )
     parts = [key for key in rows[0] if key.endswith("_s")]
-    lines += ["", "Where the time went (seconds, median over all views' refreshes in the "
-              "window; `rest`: the definition read and compaction's check):", "",
-              "| | " + " | ".join(k.removesuffix("_s") for k in parts) + " |",
-              "|---|" + "---:|" * len(parts)]
-    lines += [f"| {label} | " + " | ".join(f"{median(r[k] for r in window):.3f}"
-                                           for k in parts) + " |"
-              for label, window in (("first window", first_rows),
-                                    ("last window", last_rows))]
-    lines += ["", "## `ivm run` over many views", "",
-              f"JVM heap after GC during the run: "
-              f"{', '.join(f'{h:.0f}' for h in run_heap)} MiB.", "",
-              "| view | freshness s | refreshes | longest lag s | lag / freshness |",
-              "|---|---:|---:|---:|---:|"]
-    lines += [f"| {r['view']} | {r['freshness']} | {r['refreshes']} | {r['max_lag']} | "
-              f"{r['ratio']} |" for r in sorted(lag_rows, key=lambda r: -r["ratio"])]
+    lines += [
+        "",
+        "Where the time went (seconds, median over all views' refreshes in the "
+        "window; `rest`: the definition read and compaction's check):",
+        "",
+        "| | " + " | ".join(k.removesuffix("_s") for k in parts) + " |",
+        "|---|" + "---:|" * len(parts),
+    ]
+    lines += [
+        f"| {label} | " + " | ".join(f"{median(r[k] for r in window):.3f}" for k in parts) + " |"
+        for label, window in (("first window", first_rows), ("last window", last_rows))
+    ]
+    lines += [
+        "",
+        "## `ivm run` over many views",
+        "",
+        f"JVM heap after GC during the run: {', '.join(f'{h:.0f}' for h in run_heap)} MiB.",
+        "",
+        "| view | freshness s | refreshes | longest lag s | lag / freshness |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {r['view']} | {r['freshness']} | {r['refreshes']} | {r['max_lag']} | {r['ratio']} |"
+        for r in sorted(lag_rows, key=lambda r: -r["ratio"])
+    ]
     lines += ["", "## Verification", ""]
     lines += [f"- {v}" for v in verdicts if not v.equal] or [
-        f"Every view ({len(verdicts)}) equals its query at the source versions it reflects."]
+        f"Every view ({len(verdicts)}) equals its query at the source versions it reflects."
+    ]
     (out / "results.md").write_text("\n".join(lines) + "\n")
     _plot(out / "soak.png", rows, heap)
 
@@ -375,6 +470,7 @@ def _slope(points: list[tuple[float, float]]) -> float:
 
 def _plot(path: Path, rows: list[dict], heap: list[dict]) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     from matplotlib import pyplot
 
@@ -382,24 +478,34 @@ def _plot(path: Path, rows: list[dict], heap: list[dict]) -> None:
     for name in FEW_VIEWS:
         mine = [r for r in rows if r["view"] == name]
         window = 25
-        smooth = [median(r["seconds"] for r in mine[max(0, i - window):i + 1])
-                  for i in range(len(mine))]
+        smooth = [
+            median(r["seconds"] for r in mine[max(0, i - window) : i + 1]) for i in range(len(mine))
+        ]
         axes[0][0].plot([r["refresh"] for r in mine], smooth, label=name)
-        axes[0][1].plot([r["refresh"] for r in mine], [r["store_files"] for r in mine],
-                        label=name)
-        axes[1][0].plot([r["refresh"] for r in mine], [r["log_bytes"] / 2**20 for r in mine],
-                        label=name)
+        axes[0][1].plot([r["refresh"] for r in mine], [r["store_files"] for r in mine], label=name)
+        axes[1][0].plot(
+            [r["refresh"] for r in mine], [r["log_bytes"] / 2**20 for r in mine], label=name
+        )
     part1 = [h for h in heap if h["part"] == "refreshes"]
-    axes[1][1].plot([h["elapsed"] for h in part1], [h["heap_bytes"] / 2**20 for h in part1],
-                    marker="o", label="JVM heap after GC, refreshes")
+    axes[1][1].plot(
+        [h["elapsed"] for h in part1],
+        [h["heap_bytes"] / 2**20 for h in part1],
+        marker="o",
+        label="JVM heap after GC, refreshes",
+    )
     run_heap = [h for h in heap if h["part"] == "run"]
     if run_heap:
         offset = part1[-1]["elapsed"] if part1 else 0
-        axes[1][1].plot([offset + h["elapsed"] for h in run_heap],
-                        [h["heap_bytes"] / 2**20 for h in run_heap], marker="s",
-                        label="JVM heap after GC, ivm run over many views")
-    titles = [["refresh seconds (running median of 25)", "store files"],
-              ["store log MiB on disk", "driver heap MiB"]]
+        axes[1][1].plot(
+            [offset + h["elapsed"] for h in run_heap],
+            [h["heap_bytes"] / 2**20 for h in run_heap],
+            marker="s",
+            label="JVM heap after GC, ivm run over many views",
+        )
+    titles = [
+        ["refresh seconds (running median of 25)", "store files"],
+        ["store log MiB on disk", "driver heap MiB"],
+    ]
     xlabels = [["refresh", "refresh"], ["refresh", "seconds into the soak"]]
     for i in range(2):
         for j in range(2):
@@ -415,10 +521,17 @@ def _plot(path: Path, rows: list[dict], heap: list[dict]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--setting", choices=sorted(SETTINGS), default="soak")
-    parser.add_argument("--rounds", type=int, help="rounds of part 1, each a change and a "
-                        "refresh of each of its four views (default: the setting's)")
-    parser.add_argument("--out", type=Path, help="results directory (default: "
-                        "benchmarks/results/soak or soak_quick)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        help="rounds of part 1, each a change and a "
+        "refresh of each of its four views (default: the setting's)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="results directory (default: benchmarks/results/soak or soak_quick)",
+    )
     args = parser.parse_args(argv)
     setting = SETTINGS[args.setting]
     out = args.out or RESULTS / ("soak" if args.setting == "soak" else f"soak_{args.setting}")
@@ -428,16 +541,26 @@ def main(argv: list[str] | None = None) -> int:
     home = Path(os.environ.get("IVM_SOAK_HOME", Path.home() / ".cache" / "ivm" / "soak"))
     spark = ivm.spark_session(home, app_name="ivm soak")
     prepare(spark)
-    log(f"sources loaded; {(args.rounds or setting['rounds']) * len(FEW_VIEWS)} refreshes of "
-        f"{len(FEW_VIEWS)} views")
+    log(
+        f"sources loaded; {(args.rounds or setting['rounds']) * len(FEW_VIEWS)} refreshes of "
+        f"{len(FEW_VIEWS)} views"
+    )
     rows, heap = many_refreshes(spark, args.rounds or setting["rounds"], out)
     views = many_views_under_run(spark, setting["many_views"], setting["many_minutes"], heap)
     lag_rows = lags(spark, views, int(time.time() * 1000))
     log("verifying every view")
     verdicts = [ivm.verify(spark, f"{DATABASE}.{name}") for name in [*FEW_VIEWS, *views]]
     minutes = (time.perf_counter() - started) / 60
-    write_report(out, args.setting, rows, heap, lag_rows, verdicts, minutes,
-                 report.provenance(command, **measured_at))
+    write_report(
+        out,
+        args.setting,
+        rows,
+        heap,
+        lag_rows,
+        verdicts,
+        minutes,
+        report.provenance(command, **measured_at),
+    )
     log(f"results in {out}")
     return 0 if all(v.equal for v in verdicts) else 1
 

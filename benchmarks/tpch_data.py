@@ -18,31 +18,78 @@ from pathlib import Path
 #: Every table's columns and their types, in TPC-H order.
 SCHEMA = {
     "region": {"r_regionkey": "BIGINT", "r_name": "STRING", "r_comment": "STRING"},
-    "nation": {"n_nationkey": "BIGINT", "n_name": "STRING", "n_regionkey": "BIGINT",
-               "n_comment": "STRING"},
-    "supplier": {"s_suppkey": "BIGINT", "s_name": "STRING", "s_address": "STRING",
-                 "s_nationkey": "BIGINT", "s_phone": "STRING", "s_acctbal": "DECIMAL(15,2)",
-                 "s_comment": "STRING"},
-    "customer": {"c_custkey": "BIGINT", "c_name": "STRING", "c_address": "STRING",
-                 "c_nationkey": "BIGINT", "c_phone": "STRING", "c_acctbal": "DECIMAL(15,2)",
-                 "c_mktsegment": "STRING", "c_comment": "STRING"},
-    "part": {"p_partkey": "BIGINT", "p_name": "STRING", "p_mfgr": "STRING",
-             "p_brand": "STRING", "p_type": "STRING", "p_size": "INT",
-             "p_container": "STRING", "p_retailprice": "DECIMAL(15,2)",
-             "p_comment": "STRING"},
-    "partsupp": {"ps_partkey": "BIGINT", "ps_suppkey": "BIGINT", "ps_availqty": "INT",
-                 "ps_supplycost": "DECIMAL(15,2)", "ps_comment": "STRING"},
-    "orders": {"o_orderkey": "BIGINT", "o_custkey": "BIGINT", "o_orderstatus": "STRING",
-               "o_totalprice": "DECIMAL(15,2)", "o_orderdate": "DATE",
-               "o_orderpriority": "STRING", "o_clerk": "STRING", "o_shippriority": "INT",
-               "o_comment": "STRING"},
-    "lineitem": {"l_orderkey": "BIGINT", "l_partkey": "BIGINT", "l_suppkey": "BIGINT",
-                 "l_linenumber": "INT", "l_quantity": "DECIMAL(15,2)",
-                 "l_extendedprice": "DECIMAL(15,2)", "l_discount": "DECIMAL(15,2)",
-                 "l_tax": "DECIMAL(15,2)", "l_returnflag": "STRING",
-                 "l_linestatus": "STRING", "l_shipdate": "DATE", "l_commitdate": "DATE",
-                 "l_receiptdate": "DATE", "l_shipinstruct": "STRING",
-                 "l_shipmode": "STRING", "l_comment": "STRING"},
+    "nation": {
+        "n_nationkey": "BIGINT",
+        "n_name": "STRING",
+        "n_regionkey": "BIGINT",
+        "n_comment": "STRING",
+    },
+    "supplier": {
+        "s_suppkey": "BIGINT",
+        "s_name": "STRING",
+        "s_address": "STRING",
+        "s_nationkey": "BIGINT",
+        "s_phone": "STRING",
+        "s_acctbal": "DECIMAL(15,2)",
+        "s_comment": "STRING",
+    },
+    "customer": {
+        "c_custkey": "BIGINT",
+        "c_name": "STRING",
+        "c_address": "STRING",
+        "c_nationkey": "BIGINT",
+        "c_phone": "STRING",
+        "c_acctbal": "DECIMAL(15,2)",
+        "c_mktsegment": "STRING",
+        "c_comment": "STRING",
+    },
+    "part": {
+        "p_partkey": "BIGINT",
+        "p_name": "STRING",
+        "p_mfgr": "STRING",
+        "p_brand": "STRING",
+        "p_type": "STRING",
+        "p_size": "INT",
+        "p_container": "STRING",
+        "p_retailprice": "DECIMAL(15,2)",
+        "p_comment": "STRING",
+    },
+    "partsupp": {
+        "ps_partkey": "BIGINT",
+        "ps_suppkey": "BIGINT",
+        "ps_availqty": "INT",
+        "ps_supplycost": "DECIMAL(15,2)",
+        "ps_comment": "STRING",
+    },
+    "orders": {
+        "o_orderkey": "BIGINT",
+        "o_custkey": "BIGINT",
+        "o_orderstatus": "STRING",
+        "o_totalprice": "DECIMAL(15,2)",
+        "o_orderdate": "DATE",
+        "o_orderpriority": "STRING",
+        "o_clerk": "STRING",
+        "o_shippriority": "INT",
+        "o_comment": "STRING",
+    },
+    "lineitem": {
+        "l_orderkey": "BIGINT",
+        "l_partkey": "BIGINT",
+        "l_suppkey": "BIGINT",
+        "l_linenumber": "INT",
+        "l_quantity": "DECIMAL(15,2)",
+        "l_extendedprice": "DECIMAL(15,2)",
+        "l_discount": "DECIMAL(15,2)",
+        "l_tax": "DECIMAL(15,2)",
+        "l_returnflag": "STRING",
+        "l_linestatus": "STRING",
+        "l_shipdate": "DATE",
+        "l_commitdate": "DATE",
+        "l_receiptdate": "DATE",
+        "l_shipinstruct": "STRING",
+        "l_shipmode": "STRING",
+        "l_comment": "STRING",
+    },
 }
 
 
@@ -64,8 +111,7 @@ def _generator() -> str:
     beside_python = Path(sys.executable).parent / "tpchgen-cli"
     found = str(beside_python) if beside_python.exists() else shutil.which("tpchgen-cli")
     if found is None:
-        raise RuntimeError("tpchgen-cli is not installed: pip install -e '.[test]' "
-                           "(or '.[bench]')")
+        raise RuntimeError("tpchgen-cli is not installed: pip install -e '.[test]' (or '.[bench]')")
     return found
 
 
@@ -77,8 +123,10 @@ def generate(scale: str) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     # Generate beside the target and rename, so an interrupted run leaves no partial cache.
     with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
-        subprocess.run([_generator(), "parquet", "--scale-factor", scale,
-                        "--output-dir", scratch, "--quiet"], check=True)
+        subprocess.run(
+            [_generator(), "parquet", "--scale-factor", scale, "--output-dir", scratch, "--quiet"],
+            check=True,
+        )
         shutil.rmtree(target, ignore_errors=True)
         os.rename(scratch, target)
         os.mkdir(scratch)  # for TemporaryDirectory's cleanup
@@ -98,8 +146,10 @@ def load(spark, parquet_dir: Path) -> None:
     try:
         for table, columns in SCHEMA.items():
             select = ", ".join(f"CAST({c} AS {t}) AS {c}" for c, t in columns.items())
-            spark.sql(f"CREATE TABLE {table} USING DELTA "
-                      f"TBLPROPERTIES (delta.enableChangeDataFeed = true) "
-                      f"AS SELECT {select} FROM parquet.`{parquet_dir / table}.parquet`")
+            spark.sql(
+                f"CREATE TABLE {table} USING DELTA "
+                f"TBLPROPERTIES (delta.enableChangeDataFeed = true) "
+                f"AS SELECT {select} FROM parquet.`{parquet_dir / table}.parquet`"
+            )
     finally:
         spark.conf.unset("spark.sql.files.maxRecordsPerFile")

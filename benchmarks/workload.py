@@ -92,9 +92,12 @@ def views(names: list[str] | None = None) -> list[View]:
         View("first_last_order", FIRST_LAST_ORDER, FIRST_LAST_ORDER),
         View("largest_orders", LARGEST_ORDERS, LARGEST_ORDERS),
         View("customer_revenue", CUSTOMER_REVENUE, CUSTOMER_REVENUE),
-        View("revenue_bands", REVENUE_BANDS,
-             f"WITH customer_revenue AS ({CUSTOMER_REVENUE}) {REVENUE_BANDS}",
-             reads=("customer_revenue",)),
+        View(
+            "revenue_bands",
+            REVENUE_BANDS,
+            f"WITH customer_revenue AS ({CUSTOMER_REVENUE}) {REVENUE_BANDS}",
+            reads=("customer_revenue",),
+        ),
     ]
     if names is None:
         return every
@@ -118,8 +121,8 @@ class Batches:
 
     def __init__(self, spark):
         row = spark.sql("SELECT MAX(o_orderkey) AS top FROM orders").first()
-        self.top = int(row.top)                 # the largest key TPC-H generated
-        self.next_key = self.top + 1            # where the copies' keys start
+        self.top = int(row.top)  # the largest key TPC-H generated
+        self.next_key = self.top + 1  # where the copies' keys start
         self.used = {part: start * self.top for part, start in self.STARTS.items()}
 
     def _range(self, part: str, fraction: float) -> tuple[int, int]:
@@ -135,8 +138,7 @@ class Batches:
         if appends:
             return self._copies(self._range("copy", fraction))
         third = fraction / 3
-        gone, changed, copied = (self._range(part, third)
-                                 for part in ("delete", "update", "copy"))
+        gone, changed, copied = (self._range(part, third) for part in ("delete", "update", "copy"))
         quantity = "(l_quantity % 4 + 1)"
         return self._copies(copied) + [
             f"DELETE FROM lineitem WHERE {_keys('l_orderkey', gone)}",
@@ -169,13 +171,21 @@ class Batches:
         ``appends``, one order inserted with its line items."""
         if appends:
             low, _ = self._range("copy", 0)
-            key = spark.sql(f"SELECT MIN(o_orderkey) AS k FROM orders "
-                            f"WHERE o_orderkey >= {low}").first().k
+            key = (
+                spark.sql(f"SELECT MIN(o_orderkey) AS k FROM orders WHERE o_orderkey >= {low}")
+                .first()
+                .k
+            )
             self.used["copy"] = key + 1
             return self._copies((key, key + 1))
         low, _ = self._range("update", 0)
-        key = spark.sql(f"SELECT MIN(l_orderkey) AS k FROM lineitem "
-                        f"WHERE l_orderkey >= {low}").first().k
-        return [f"UPDATE lineitem SET l_discount = CAST(pmod(CAST(l_discount * 100 AS INT) "
-                f"+ 1, 11) / 100 AS DECIMAL(15,2)) "
-                f"WHERE l_orderkey = {key} AND l_linenumber = 1"]
+        key = (
+            spark.sql(f"SELECT MIN(l_orderkey) AS k FROM lineitem WHERE l_orderkey >= {low}")
+            .first()
+            .k
+        )
+        return [
+            f"UPDATE lineitem SET l_discount = CAST(pmod(CAST(l_discount * 100 AS INT) "
+            f"+ 1, 11) / 100 AS DECIMAL(15,2)) "
+            f"WHERE l_orderkey = {key} AND l_linenumber = 1"
+        ]

@@ -16,9 +16,23 @@ from typing import TYPE_CHECKING
 
 from ivm import compiler
 from ivm.compiler import CompiledView
-from ivm.errors import (CatalogError, ConcurrentRefresh, DependencyCycle, InvalidQuery, IvmError,
-                        ReservedName, SetupError, SourceError, SqlSyntaxError, StaleJob,
-                        StateError, UnsupportedQuery, ViewExists, ViewInUse, ViewNotFound)
+from ivm.errors import (
+    CatalogError,
+    ConcurrentRefresh,
+    DependencyCycle,
+    InvalidQuery,
+    IvmError,
+    ReservedName,
+    SetupError,
+    SourceError,
+    SqlSyntaxError,
+    StaleJob,
+    StateError,
+    UnsupportedQuery,
+    ViewExists,
+    ViewInUse,
+    ViewNotFound,
+)
 
 if TYPE_CHECKING:  # loaded at run time by __getattr__, on first use
     from ivm.runtime.catalog.history import RefreshResult
@@ -27,12 +41,14 @@ if TYPE_CHECKING:  # loaded at run time by __getattr__, on first use
     from ivm.runtime.observation.verify import Verification, verify
     from ivm.runtime.spark.session import spark_session
 
-_RUNTIME = {"RefreshResult": "ivm.runtime.catalog.history",
-            "spark_session": "ivm.runtime.spark.session",
-            "sql": "ivm.runtime.commands.statements",
-            "view_changes": "ivm.runtime.observation.changelog",
-            "verify": "ivm.runtime.observation.verify",
-            "Verification": "ivm.runtime.observation.verify"}
+_RUNTIME = {
+    "RefreshResult": "ivm.runtime.catalog.history",
+    "spark_session": "ivm.runtime.spark.session",
+    "sql": "ivm.runtime.commands.statements",
+    "view_changes": "ivm.runtime.observation.changelog",
+    "verify": "ivm.runtime.observation.verify",
+    "Verification": "ivm.runtime.observation.verify",
+}
 """Public names and the runtime modules that define them."""
 
 
@@ -48,8 +64,14 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_RUNTIME))
 
 
-def compile(sql: str, schema: Mapping | None = None, *, spark=None,
-            default_db: str | None = None, name: str | None = None) -> CompiledView:
+def compile(
+    sql: str,
+    schema: Mapping | None = None,
+    *,
+    spark=None,
+    default_db: str | None = None,
+    name: str | None = None,
+) -> CompiledView:
     """Compile a view's SELECT into its delta query and store layout.
 
     Names are resolved against ``schema`` (``{table: {column: type}}``, optionally nested by
@@ -63,11 +85,32 @@ def compile(sql: str, schema: Mapping | None = None, *, spark=None,
     if spark is None:
         raise ValueError("compile needs a schema mapping or a SparkSession")
     from ivm.runtime.catalog.catalog import catalog_schema
+
     return compiler.compile(sql, catalog_schema(spark), default_db=default_db, name=name)
 
 
-__all__ = ["CatalogError", "CompiledView", "ConcurrentRefresh", "DependencyCycle", "InvalidQuery",
-           "IvmError", "RefreshResult", "ReservedName", "SetupError", "SourceError",
-           "SqlSyntaxError", "StaleJob", "StateError", "UnsupportedQuery", "Verification",
-           "ViewExists", "ViewInUse", "ViewNotFound", "compile", "spark_session", "sql", "verify",
-           "view_changes"]
+__all__ = [
+    "CatalogError",
+    "CompiledView",
+    "ConcurrentRefresh",
+    "DependencyCycle",
+    "InvalidQuery",
+    "IvmError",
+    "RefreshResult",
+    "ReservedName",
+    "SetupError",
+    "SourceError",
+    "SqlSyntaxError",
+    "StaleJob",
+    "StateError",
+    "UnsupportedQuery",
+    "Verification",
+    "ViewExists",
+    "ViewInUse",
+    "ViewNotFound",
+    "compile",
+    "spark_session",
+    "sql",
+    "verify",
+    "view_changes",
+]

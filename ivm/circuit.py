@@ -10,9 +10,27 @@ from typing import assert_never
 
 import networkx as nx
 
-from ivm.ir import (Aggregate, Distinct, Filter, Generate, Join, JoinKind, Project, Relation,
-                    Restrict, Scan, SetOperation, Subquery, Union, Weighted, Window, aliases_of,
-                    children, equalities, scans)
+from ivm.ir import (
+    Aggregate,
+    Distinct,
+    Filter,
+    Generate,
+    Join,
+    JoinKind,
+    Project,
+    Relation,
+    Restrict,
+    Scan,
+    SetOperation,
+    Subquery,
+    Union,
+    Weighted,
+    Window,
+    aliases_of,
+    children,
+    equalities,
+    scans,
+)
 from ivm.names import DIALECT
 from ivm.rules import Kind, append, rule_for
 from ivm.rules.maintenance import Maintenance
@@ -30,6 +48,7 @@ def circuit(plan) -> nx.DiGraph:
         for child in children(node):
             add(child)
             graph.add_edge(child, node)
+
     add(plan)
     return graph
 
@@ -75,9 +94,20 @@ def _keyless(node: Relation) -> bool:
             return not node.keys
         case Join():
             return node.kind is not JoinKind.INNER and not (
-                node.condition is not None and equalities(node.condition, *node.inputs))
-        case (Scan() | Subquery() | Filter() | Project() | Generate() | Distinct() | Union()
-              | SetOperation() | Restrict() | Weighted()):
+                node.condition is not None and equalities(node.condition, *node.inputs)
+            )
+        case (
+            Scan()
+            | Subquery()
+            | Filter()
+            | Project()
+            | Generate()
+            | Distinct()
+            | Union()
+            | SetOperation()
+            | Restrict()
+            | Weighted()
+        ):
             return False
         case _:
             assert_never(node)
@@ -103,11 +133,15 @@ def _term_summary(node: Join) -> str:
             return f"{read(node.input)}⋉Δkeys"
         if isinstance(node, Subquery) and isinstance(node.input, Union):  # before: x' − Δx
             after = node.input.inputs[0]
-            assert isinstance(after, Project)   # x' with its weight (ivm.rules.join)
+            assert isinstance(after, Project)  # x' with its weight (ivm.rules.join)
             return f"({read(after.input)} − Δ{_named(node)})"
         reads = {s.read for s in scans(node)}
-        return f"Δ{_named(node)}" if Read.DELTA in reads else \
-            f"{_named(node)}@{'/'.join(sorted(r.value for r in reads))}"
+        return (
+            f"Δ{_named(node)}"
+            if Read.DELTA in reads
+            else f"{_named(node)}@{'/'.join(sorted(r.value for r in reads))}"
+        )
+
     summaries = []
     for term in differentiate(node).inputs:
         assert isinstance(term, Join)  # an inner join's delta is a sum of joins
@@ -118,8 +152,13 @@ def _term_summary(node: Join) -> str:
 def _rooted(plan, maintenance: Maintenance):
     """The operator the root rule maintains: the aggregate under a finishing projection, else
     the root itself."""
-    return plan.input if isinstance(plan, Project) and isinstance(plan.input, Aggregate) \
-        and maintenance.rule.operator is Aggregate else plan
+    return (
+        plan.input
+        if isinstance(plan, Project)
+        and isinstance(plan.input, Aggregate)
+        and maintenance.rule.operator is Aggregate
+        else plan
+    )
 
 
 def to_dot(plan, maintenance: Maintenance) -> str:
@@ -155,28 +194,38 @@ def explain(plan, maintenance: Maintenance, states: frozenset[str] = frozenset()
     whole: list[int] = []
     numbers = {}
     rooted = _rooted(plan, maintenance)
-    dimensions = {d for node in graph if isinstance(node, Join) and node.kind.lookup
-                  for d in nx.ancestors(graph, node.inputs[1]) | {node.inputs[1]}}
+    dimensions = {
+        d
+        for node in graph
+        if isinstance(node, Join) and node.kind.lookup
+        for d in nx.ancestors(graph, node.inputs[1]) | {node.inputs[1]}
+    }
     for node in nx.topological_sort(graph):
         numbers[node] = len(numbers) + 1
         inputs = ", ".join(f"[{numbers[c]}]" for c in children(node))
         rule = maintenance.rule if node is rooted else rule_for(node)
         lines.append(f"  [{numbers[node]}] {describe(node)}" + (f"  ← {inputs}" if inputs else ""))
         if node in dimensions:
-            lines.append("      a lookup join's dimension: read as it is now for new fact rows "
-                         "only; its change is not read")
+            lines.append(
+                "      a lookup join's dimension: read as it is now for new fact rows "
+                "only; its change is not read"
+            )
         elif node is plan and rooted is not plan:
             lines.append("      view columns computed from the group accumulators")
         elif rule is not None:
             lines.append(f"      rule {rule.name} ({rule.kind.value}): {rule.formula}")
             read = {s.table for s in scans(node)}
             if _recomputed_whole(node, rule) and read <= states:
-                lines.append(f"      reads state table {', '.join(sorted(read))} whole, before "
-                             f"and after the change: its input's result, not its sources")
+                lines.append(
+                    f"      reads state table {', '.join(sorted(read))} whole, before "
+                    f"and after the change: its input's result, not its sources"
+                )
             elif _recomputed_whole(node, rule):
                 whole.append(numbers[node])
-                lines.append("      reads its whole input before and after the change "
-                             "(no key to restrict it to): a full recompute of this operator")
+                lines.append(
+                    "      reads its whole input before and after the change "
+                    "(no key to restrict it to): a full recompute of this operator"
+                )
             else:
                 lines.append(f"      reads {rule.reads}")
         if isinstance(node, Join) and node.kind is JoinKind.INNER:
@@ -188,18 +237,28 @@ def explain(plan, maintenance: Maintenance, states: frozenset[str] = frozenset()
     lines.append("sources read by a refresh:")
     lines += [f"  {table}: {', '.join(r)}" for table, r in by_table.items()]
     lines.append("store (the view's Delta table):")
-    lines.append(f"  keyed by ({', '.join(store.keys)})" if store.keys else
-                 "  exactly one row (global aggregate)")
+    lines.append(
+        f"  keyed by ({', '.join(store.keys)})"
+        if store.keys
+        else "  exactly one row (global aggregate)"
+    )
     lines.append(f"  view columns: {', '.join(store.view_columns)}")
     hidden = store.hidden_keys + tuple(a.name for a in store.accumulators)
     lines.append(f"  hidden state: {', '.join(hidden)}")
     if store.repeat_rows:
         lines.append("  each stored row stands for _ivm_count identical view rows")
-    lines.append("full recompute: " + (
-        f"of operator(s) {', '.join(f'[{n}]' for n in whole)} whenever their input changes"
-        if whole else "never (every operator is maintained incrementally)"))
+    lines.append(
+        "full recompute: "
+        + (
+            f"of operator(s) {', '.join(f'[{n}]' for n in whole)} whenever their input changes"
+            if whole
+            else "never (every operator is maintained incrementally)"
+        )
+    )
     if maintenance.inserts_only is not None:
         rule = append.RULE
-        lines.append(f"where every source's change inserts rows only: rule {rule.name}: "
-                     f"{rule.formula}; reads {rule.reads}")
+        lines.append(
+            f"where every source's change inserts rows only: rule {rule.name}: "
+            f"{rule.formula}; reads {rule.reads}"
+        )
     return "\n".join(lines)

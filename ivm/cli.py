@@ -47,9 +47,13 @@ def _session(args):
     """The command's session; on a terminal with Spark's progress bar, but for ``ivm check``,
     which shows its own progress."""
     from ivm.runtime.spark.session import quiet_query_error_logs, spark_session
-    quiet_query_error_logs()    # main() tells the user of an error
-    return spark_session(args.home, remote=args.remote,
-                         console_progress=sys.stderr.isatty() and args.command != "check")
+
+    quiet_query_error_logs()  # main() tells the user of an error
+    return spark_session(
+        args.home,
+        remote=args.remote,
+        console_progress=sys.stderr.isatty() and args.command != "check",
+    )
 
 
 class _Progress:
@@ -60,8 +64,8 @@ class _Progress:
         self.stream, self.terminal = stream, stream.isatty()
 
     def __call__(self, line: str) -> None:
-        if self.terminal:   # cut to the width: a wrapped line is not overwritten by \r
-            line = line[:shutil.get_terminal_size().columns - 1]
+        if self.terminal:  # cut to the width: a wrapped line is not overwritten by \r
+            line = line[: shutil.get_terminal_size().columns - 1]
             self.stream.write(f"{_CLEAR_LINE}{line}")
         else:
             self.stream.write(f"{line}\n")
@@ -83,16 +87,20 @@ _CLEAR_LINE = "\r\x1b[K"
 def _cmd_sql(args) -> int:
     from ivm.frontend.statements import split_script
     from ivm.runtime.commands.statements import sql
+
     if (args.statement is None) == (args.file is None):
         raise UsageError("give one statement, or a script with -f FILE")
-    statements = [args.statement] if args.file is None else \
-        split_script(Path(args.file).read_text())
+    statements = (
+        [args.statement] if args.file is None else split_script(Path(args.file).read_text())
+    )
     spark = _session(args)
     for statement in statements:
-        if args.file is not None:   # its comments as written, then the statement
+        if args.file is not None:  # its comments as written, then the statement
             lines = statement.splitlines()
-            comments = next((i for i, line in enumerate(lines)
-                             if not line.lstrip().startswith("--")), len(lines))
+            comments = next(
+                (i for i, line in enumerate(lines) if not line.lstrip().startswith("--")),
+                len(lines),
+            )
             print("\n".join(lines[:comments] + ["> " + "\n  ".join(lines[comments:])]))
         _show(sql(spark, statement), args.limit)
     return 0
@@ -102,6 +110,7 @@ def _show(result, limit: int) -> None:
     """What a statement returned: a query's rows, the rows a DML statement affected, a
     refresh's summary, or OK for a statement without a result (DDL, INSERT, USE...)."""
     from pyspark.sql import DataFrame
+
     if result is None:
         print("OK")
     elif isinstance(result, list):
@@ -125,8 +134,11 @@ def _dml_metrics(result) -> dict[str, int] | None:
     """The metrics in a DML statement's result (a command's one row, computed already);
     None for any other result, such as a query's."""
     columns = result.columns
-    if ("num_affected_rows" in columns and all(_DML_METRIC.fullmatch(c) for c in columns)
-            and result.isLocal()):    # a command's result, not a query naming columns so
+    if (
+        "num_affected_rows" in columns
+        and all(_DML_METRIC.fullmatch(c) for c in columns)
+        and result.isLocal()
+    ):  # a command's result, not a query naming columns so
         rows = result.collect()
         return rows[0].asDict() if len(rows) == 1 else None
     return None
@@ -143,10 +155,14 @@ def _rows_affected(metrics: dict[str, int]) -> str:
     """
     affected = metrics["num_affected_rows"]
     order = {"inserted": 0, "updated": 1, "deleted": 2}
-    counts = {found[1].replace("_", " "): n for column, n in metrics.items()
-              if column != "num_affected_rows" and (found := _DML_METRIC.fullmatch(column))}
-    details = ", ".join(f"{counts[what]} {what}"
-                        for what in sorted(counts, key=lambda w: order.get(w, len(order))))
+    counts = {
+        found[1].replace("_", " "): n
+        for column, n in metrics.items()
+        if column != "num_affected_rows" and (found := _DML_METRIC.fullmatch(column))
+    }
+    details = ", ".join(
+        f"{counts[what]} {what}" for what in sorted(counts, key=lambda w: order.get(w, len(order)))
+    )
     return f"{affected} row{'s' * (affected != 1)} affected" + (f" ({details})" if details else "")
 
 
@@ -154,14 +170,17 @@ def _view_definition(args) -> tuple[str, str, str]:
     """``(name, CREATE statement, SELECT)`` of the view in ``args.file`` (``--name`` names a
     bare SELECT)."""
     from ivm.frontend.statements import parse_statement
+
     text = Path(args.file).read_text()
     statement = parse_statement(text)
     if statement is not None and statement.action == "create":
         assert statement.name is not None and statement.query is not None  # as every CREATE's
         return args.name or statement.name, text, statement.query
     if statement is not None:
-        raise IvmError(f"{args.file} holds a {statement.action.upper()} statement",
-                       hint="write CREATE MATERIALIZED VIEW name AS SELECT ..., or a SELECT")
+        raise IvmError(
+            f"{args.file} holds a {statement.action.upper()} statement",
+            hint="write CREATE MATERIALIZED VIEW name AS SELECT ..., or a SELECT",
+        )
     name = args.name or Path(args.file).stem
     return name, f"CREATE MATERIALIZED VIEW {name} AS\n{text.strip()}\n", text
 
@@ -171,17 +190,24 @@ def _compiled(args, name: str, query: str):
     them (``default.t``: a flat ``--schema`` is the current database's), and, where the
     view exists, its state tables where it has them (as a job run on it compiles it)."""
     from ivm.compiler import compile
+
     if not args.schema:
         from ivm.runtime.catalog.analysis import analyse
         from ivm.runtime.catalog.catalog import catalog_schema, is_legacy_view, qualified_name
+
         spark = _session(args)
-        compiled = compile(query, catalog_schema(spark), name=name,
-                           legacy_layout=is_legacy_view(spark, qualified_name(spark, name)))
+        compiled = compile(
+            query,
+            catalog_schema(spark),
+            name=name,
+            legacy_layout=is_legacy_view(spark, qualified_name(spark, name)),
+        )
         analyse(spark, query)
         return compiled
     from sqlglot.schema import MappingSchema
 
     from ivm.names import DIALECT
+
     schema = _schema(args.schema)
     if args.emit == "job" and MappingSchema(schema, dialect=DIALECT).depth() == 1:
         return compile(query, {"default": schema}, default_db="default", name=name)
@@ -197,16 +223,23 @@ def _schema(path: str) -> dict:
     try:
         schema = json.loads(Path(path).read_text())
     except json.JSONDecodeError as error:
-        raise UsageError(f"--schema {path} is not valid JSON: {error.msg} (line {error.lineno}, "
-                         f"column {error.colno})", hint="write {table: {column: type}}") from None
+        raise UsageError(
+            f"--schema {path} is not valid JSON: {error.msg} (line {error.lineno}, "
+            f"column {error.colno})",
+            hint="write {table: {column: type}}",
+        ) from None
 
     def mapping(value, depth: int) -> bool:
         return isinstance(value, dict) and all(
             isinstance(k, str) and (isinstance(v, str) if depth == 0 else mapping(v, depth - 1))
-            for k, v in value.items())
+            for k, v in value.items()
+        )
+
     if not any(mapping(schema, depth) for depth in (1, 2)):
-        raise UsageError(f"--schema {path} is not a mapping {{table: {{column: type}}}} "
-                         "(or {database: {table: {column: type}}})")
+        raise UsageError(
+            f"--schema {path} is not a mapping {{table: {{column: type}}}} "
+            "(or {database: {table: {column: type}}})"
+        )
     return schema
 
 
@@ -230,6 +263,7 @@ def _seconds(text: str) -> float:
 def _whole_number(least: int, most: int | None = None):
     """An argparse type: a whole number from ``least`` (up to ``most``), refused as the
     argument is parsed, before any work starts."""
+
     def whole_number(text: str) -> int:
         try:
             value = int(text)
@@ -239,6 +273,7 @@ def _whole_number(least: int, most: int | None = None):
             bounds = f"from {least} to {most}" if most is not None else f"of at least {least}"
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number {bounds}")
         return value
+
     return whole_number
 
 
@@ -246,8 +281,9 @@ def _tolerance(text: str) -> float:
     """A relative tolerance: a finite number, at least 0 (for ``--float-tolerance``)."""
     value = _finite(text)
     if value is None or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a relative tolerance: a number of "
-                                         f"at least 0 (0: none)")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a relative tolerance: a number of at least 0 (0: none)"
+        )
     return value
 
 
@@ -265,18 +301,24 @@ def _cmd_compile(args) -> int:
     if args.emit == "job":
         from ivm.job import job_program
         from ivm.runtime.spark.jars import delta_packages
+
         job = Path(args.output).name if args.output else f"refresh_{name.split('.')[-1]}.py"
         _write(args, job_program(name, definition, compiled, job, packages=delta_packages()))
     elif args.emit == "dot":
         return _emit_dot(args, compiled)
     else:
-        sql = "".join(f"-- state table {table}: the change of its store, per affected key:\n"
-                      f"{state.delta_sql};\n\n{_inserting_sql(state, table)}"
-                      f"-- state table {table} computed from scratch:\n"
-                      f"{state.full_sql};\n\n" for table, state in compiled.states)
-        sql += (f"-- the change of the view's store, per affected key:\n{compiled.delta_sql};"
-                f"\n\n{_inserting_sql(compiled, None)}"
-                f"-- the view's store computed from scratch:\n{compiled.full_sql};\n")
+        sql = "".join(
+            f"-- state table {table}: the change of its store, per affected key:\n"
+            f"{state.delta_sql};\n\n{_inserting_sql(state, table)}"
+            f"-- state table {table} computed from scratch:\n"
+            f"{state.full_sql};\n\n"
+            for table, state in compiled.states
+        )
+        sql += (
+            f"-- the change of the view's store, per affected key:\n{compiled.delta_sql};"
+            f"\n\n{_inserting_sql(compiled, None)}"
+            f"-- the view's store computed from scratch:\n{compiled.full_sql};\n"
+        )
         explain = f"{compiled.explain()}\n{_read_estimate(args, name, compiled)}"
         _write(args, {"sql": sql, "explain": explain}.get(args.emit, f"{explain}\n\n{sql}"))
     return 0
@@ -289,17 +331,22 @@ def _inserting_sql(compiled, table: str | None) -> str:
     if inserting is None:
         return ""
     whose = f"state table {table}" if table else "the view's store"
-    return (f"-- the change of {whose} where every source's change inserts rows only:\n"
-            f"{inserting.delta_sql};\n\n")
+    return (
+        f"-- the change of {whose} where every source's change inserts rows only:\n"
+        f"{inserting.delta_sql};\n\n"
+    )
 
 
 def _read_estimate(args, name: str, compiled) -> str:
     """What a refresh reads, sized from the sources' Delta logs; those need the catalog."""
     if args.schema:
-        return ("estimate of what a refresh reads: needs the sources' Delta logs "
-                "(run without --schema, where the tables are)")
+        return (
+            "estimate of what a refresh reads: needs the sources' Delta logs "
+            "(run without --schema, where the tables are)"
+        )
     from ivm.runtime.catalog.catalog import qualified_name
     from ivm.runtime.refresh.read_estimate import read_estimate
+
     spark = _session(args)
     return read_estimate(spark, compiled, qualified_name(spark, name))
 
@@ -308,14 +355,18 @@ def _emit_dot(args, compiled) -> int:
     """DOT text; a PNG instead when ``-o`` names a ``.png`` (Graphviz's ``dot`` renders it)."""
     import shutil
     import subprocess
+
     if not (args.output or "").endswith(".png"):
         _write(args, compiled.to_dot())
         return 0
     if shutil.which("dot") is None:
-        raise IvmError("rendering a PNG needs Graphviz's dot, which is not installed",
-                       hint="install graphviz, or write DOT text with -o circuit.dot")
-    subprocess.run(["dot", "-Tpng", "-o", args.output], input=compiled.to_dot(), text=True,
-                   check=True)
+        raise IvmError(
+            "rendering a PNG needs Graphviz's dot, which is not installed",
+            hint="install graphviz, or write DOT text with -o circuit.dot",
+        )
+    subprocess.run(
+        ["dot", "-Tpng", "-o", args.output], input=compiled.to_dot(), text=True, check=True
+    )
     print(f"wrote {args.output}")
     return 0
 
@@ -327,12 +378,14 @@ def _cmd_explain(args) -> int:
 
 def _cmd_package(args) -> int:
     from ivm.job import build_archive
+
     print(f"wrote {build_archive(args.output)} (for spark-submit --py-files)")
     return 0
 
 
 def _cmd_run(args) -> int:
     from ivm.runtime.commands.scheduler import run
+
     spark, stop = _session(args), threading.Event()
 
     def finish(signum, frame):
@@ -343,8 +396,13 @@ def _cmd_run(args) -> int:
     signal.signal(signal.SIGINT, finish)
     signal.signal(signal.SIGTERM, finish)
     vacuum = {} if args.vacuum_every is None else {"vacuum_every": args.vacuum_every}
-    run(spark, tick=args.tick, stop=stop, **vacuum,
-        report=lambda line: print(f"{time.strftime('%H:%M:%S')} {line}", flush=True))
+    run(
+        spark,
+        tick=args.tick,
+        stop=stop,
+        **vacuum,
+        report=lambda line: print(f"{time.strftime('%H:%M:%S')} {line}", flush=True),
+    )
     return 0
 
 
@@ -352,12 +410,14 @@ def _cmd_status(args) -> int:
     from ivm.runtime.catalog.graph import materialized_views
     from ivm.runtime.observation.describe import describe_view
     from ivm.runtime.observation.status import status_table, view_status
+
     spark = _session(args)
     views = _checked_views(spark, args.views) if args.views else materialized_views(spark)
     if not views:
         print("no materialized views")
         return 0
     if args.verbose:
+
         def describe(view: str) -> bool:
             facts = describe_view(spark, view).collect()
             print(view)
@@ -365,6 +425,7 @@ def _cmd_status(args) -> int:
                 if fact not in ("view", "definition", "store"):
                     print(f"  {fact}: {value}")
             return True
+
         return 0 if _each_view(views, describe) else 1
     statuses = []
 
@@ -390,6 +451,7 @@ def _views(spark, args) -> list[str]:
     """The views a command acts on: every materialized view with ``--all``, else those named
     (see :func:`_checked_views`)."""
     from ivm.runtime.catalog.graph import materialized_views
+
     return materialized_views(spark) if args.all else _checked_views(spark, args.views)
 
 
@@ -399,6 +461,7 @@ def _checked_views(spark, names: list[str]) -> list[str]:
     what it is instead."""
     from ivm.runtime.catalog.catalog import qualified_name
     from ivm.runtime.catalog.definition import view_properties
+
     found: dict[str, None] = {}
     wrong = []
     for name in names:
@@ -410,12 +473,15 @@ def _checked_views(spark, names: list[str]) -> list[str]:
         else:
             found[view] = None
     if len(wrong) == 1:
-        raise UsageError(f"{wrong[0]}; nothing was done",
-                         hint="ivm status lists the materialized views")
+        raise UsageError(
+            f"{wrong[0]}; nothing was done", hint="ivm status lists the materialized views"
+        )
     if wrong:
-        raise UsageError(f"{len(wrong)} of the views named are not materialized views; nothing "
-                         f"was done:\n" + "\n".join(f"  {line}" for line in wrong),
-                         hint="ivm status lists the materialized views")
+        raise UsageError(
+            f"{len(wrong)} of the views named are not materialized views; nothing "
+            f"was done:\n" + "\n".join(f"  {line}" for line in wrong),
+            hint="ivm status lists the materialized views",
+        )
     return list(found)
 
 
@@ -438,6 +504,7 @@ def _each_view(views: list[str], work) -> bool:
 
 def _cmd_upkeep(args) -> int:
     from ivm.runtime.refresh.upkeep import upkeep
+
     _views_or_all(args, "keep up")
     spark = _session(args)
 
@@ -451,6 +518,7 @@ def _cmd_upkeep(args) -> int:
 
 def _cmd_verify(args) -> int:
     from ivm.runtime.observation.verify import verify
+
     _views_or_all(args, "verify")
     spark = _session(args)
     views = _views(spark, args)
@@ -468,14 +536,22 @@ def _cmd_verify(args) -> int:
 
 def _cmd_check(args) -> int:
     from ivm.testing.check import ViewCheckFailed, check_view
+
     schema = _schema(args.schema) if args.schema else None
     sql = Path(args.file).read_text()
     spark = _session(args)
     try:
         examples = {} if args.examples is None else {"examples": args.examples}
         with _Progress(sys.stderr) as progress:
-            checked = check_view(spark, sql, schema=schema, seed=args.seed, name=args.name,
-                                 progress=progress, **examples)
+            checked = check_view(
+                spark,
+                sql,
+                schema=schema,
+                seed=args.seed,
+                name=args.name,
+                progress=progress,
+                **examples,
+            )
         print(checked)
     except ViewCheckFailed as failure:
         print(failure)
@@ -489,6 +565,7 @@ def _cmd_check(args) -> int:
 def _cmd_metastore(args) -> int:
     from ivm.runtime.spark.metastore import serve
     from ivm.runtime.spark.session import resolve_home
+
     return serve(resolve_home(args.home), args.host, args.port)
 
 
@@ -496,113 +573,167 @@ def _cmd_connect_server(args) -> int:
     import os
 
     from ivm.runtime.spark.session import connect_server_command, resolve_home
+
     home = resolve_home(args.home)
     home.mkdir(parents=True, exist_ok=True)
     command = connect_server_command(home, host=args.host, port=args.port)
-    print(f"ivm: Spark Connect server of {home} at sc://{args.host}:{args.port} "
-          f"(clients: --remote or SPARK_REMOTE); Ctrl-C stops it", flush=True)
-    os.execv(command[0], command)   # the server in this process: signals reach it
+    print(
+        f"ivm: Spark Connect server of {home} at sc://{args.host}:{args.port} "
+        f"(clients: --remote or SPARK_REMOTE); Ctrl-C stops it",
+        flush=True,
+    )
+    os.execv(command[0], command)  # the server in this process: signals reach it
 
 
 def _cmd_demo(args) -> int:
     from ivm.demo import run
+
     run(args.home, args.remote)
     return 0
 
 
 def parser() -> argparse.ArgumentParser:
-    main = argparse.ArgumentParser(prog="ivm", description="Incremental view maintenance "
-                                   "for Apache Spark and Delta Lake.")
-    main.add_argument("--home", help="directory of the embedded catalog and warehouse "
-                      "(default: $IVM_HOME or ./ivm_home)")
-    main.add_argument("--remote", metavar="sc://HOST:PORT", help="be a client of this Spark "
-                      "Connect server instead (default: $SPARK_REMOTE)")
+    main = argparse.ArgumentParser(
+        prog="ivm", description="Incremental view maintenance for Apache Spark and Delta Lake."
+    )
+    main.add_argument(
+        "--home",
+        help="directory of the embedded catalog and warehouse (default: $IVM_HOME or ./ivm_home)",
+    )
+    main.add_argument(
+        "--remote",
+        metavar="sc://HOST:PORT",
+        help="be a client of this Spark Connect server instead (default: $SPARK_REMOTE)",
+    )
     commands = main.add_subparsers(dest="command", required=True)
     run_sql = commands.add_parser("sql", help="run a SQL statement, or a script of them")
     run_sql.add_argument("statement", nargs="?")
     run_sql.add_argument("-f", "--file", help="a script: statements separated by ;")
-    run_sql.add_argument("--limit", type=_whole_number(0), default=50,
-                         help="rows to show of a query")
+    run_sql.add_argument(
+        "--limit", type=_whole_number(0), default=50, help="rows to show of a query"
+    )
     run_sql.set_defaults(run=_cmd_sql)
-    def view_file(command):
-        command.add_argument("file", help="a .sql file: CREATE MATERIALIZED VIEW name ... AS "
-                             "SELECT, or a SELECT (named by --name, else by the file)")
-        command.add_argument("--name", help="the view's name (default: the definition's)")
-        command.add_argument("--schema", help="JSON file {table: {column: type}}; without it "
-                             "the Spark catalog is read")
-        command.add_argument("-o", "--output", help="write to this file (default: stdout; "
-                             "for check: the reproduction script)")
 
-    comp = commands.add_parser("compile", help="compile a view: its delta circuit, SQL, or a "
-                               "refresh job for spark-submit")
+    def view_file(command):
+        command.add_argument(
+            "file",
+            help="a .sql file: CREATE MATERIALIZED VIEW name ... AS "
+            "SELECT, or a SELECT (named by --name, else by the file)",
+        )
+        command.add_argument("--name", help="the view's name (default: the definition's)")
+        command.add_argument(
+            "--schema",
+            help="JSON file {table: {column: type}}; without it the Spark catalog is read",
+        )
+        command.add_argument(
+            "-o",
+            "--output",
+            help="write to this file (default: stdout; for check: the reproduction script)",
+        )
+
+    comp = commands.add_parser(
+        "compile", help="compile a view: its delta circuit, SQL, or a refresh job for spark-submit"
+    )
     view_file(comp)
-    comp.add_argument("--emit", choices=["explain", "sql", "job", "dot"],
-                      help="explain: the circuit; sql: the delta and full SQL (default: "
-                           "both); "
-                           "job: a PySpark program for spark-submit; dot: Graphviz "
-                           "(a PNG if -o ends in .png)")
+    comp.add_argument(
+        "--emit",
+        choices=["explain", "sql", "job", "dot"],
+        help="explain: the circuit; sql: the delta and full SQL (default: "
+        "both); "
+        "job: a PySpark program for spark-submit; dot: Graphviz "
+        "(a PNG if -o ends in .png)",
+    )
     comp.set_defaults(run=_cmd_compile)
-    explain = commands.add_parser("explain", help="a view's delta circuit: operators, rules, "
-                                  "state and snapshots read")
+    explain = commands.add_parser(
+        "explain", help="a view's delta circuit: operators, rules, state and snapshots read"
+    )
     view_file(explain)
     explain.add_argument("--format", choices=["text", "dot"], default="text")
     explain.set_defaults(run=_cmd_explain)
-    package = commands.add_parser("package", help="zip the ivm runtime for spark-submit "
-                                  "--py-files")
+    package = commands.add_parser("package", help="zip the ivm runtime for spark-submit --py-files")
     package.add_argument("-o", "--output", default="ivm_runtime.zip")
     package.set_defaults(run=_cmd_package)
-    loop = commands.add_parser("run", help="keep every materialized view within its "
-                               "FRESHNESS, refreshing in dependency order, until Ctrl-C")
+    loop = commands.add_parser(
+        "run",
+        help="keep every materialized view within its "
+        "FRESHNESS, refreshing in dependency order, until Ctrl-C",
+    )
     loop.add_argument("--tick", type=_seconds, default=1.0, help="seconds between passes")
-    loop.add_argument("--vacuum-every", type=_seconds, help="seconds between two VACUUMs of "
-                      "a view's stores (default: a day)")
+    loop.add_argument(
+        "--vacuum-every",
+        type=_seconds,
+        help="seconds between two VACUUMs of a view's stores (default: a day)",
+    )
     loop.set_defaults(run=_cmd_run)
-    keep_up = commands.add_parser("upkeep", help="compact views' stores where due and "
-                                  "VACUUM them (ivm run does both on its own)")
+    keep_up = commands.add_parser(
+        "upkeep",
+        help="compact views' stores where due and VACUUM them (ivm run does both on its own)",
+    )
     keep_up.add_argument("views", nargs="*", help="qualified view names")
     keep_up.add_argument("--all", action="store_true", help="every materialized view")
     keep_up.add_argument("--no-vacuum", action="store_true", help="compact only")
     keep_up.set_defaults(run=_cmd_upkeep)
-    status = commands.add_parser("status", help="one line per view: its freshness, lag, "
-                                 "last refresh and what its next refresh would do now")
+    status = commands.add_parser(
+        "status",
+        help="one line per view: its freshness, lag, "
+        "last refresh and what its next refresh would do now",
+    )
     status.add_argument("views", nargs="*", metavar="VIEW", help="these views (default: all)")
-    status.add_argument("-v", "--verbose", action="store_true", help="everything DESCRIBE "
-                        "MATERIALIZED VIEW says of each view")
+    status.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="everything DESCRIBE MATERIALIZED VIEW says of each view",
+    )
     status.set_defaults(run=_cmd_status)
     verifying = commands.add_parser(
-        "verify", help="compare views with their queries run by Spark on the source versions "
+        "verify",
+        help="compare views with their queries run by Spark on the source versions "
         "each view reflects (Delta time travel): exact while sources keep changing; costs one "
-        "full recompute per view; exit status 1 if one differs")
+        "full recompute per view; exit status 1 if one differs",
+    )
     verifying.add_argument("views", nargs="*", metavar="VIEW")
     verifying.add_argument("--all", action="store_true", help="every materialized view")
-    verifying.add_argument("--rows", type=_whole_number(0), default=10,
-                           help="differing rows to show")
-    verifying.add_argument("--float-tolerance", type=_tolerance,
-                           help="relative difference allowed in float columns, where rows "
-                                "differ exactly (default 1e-9; 0: none)")
+    verifying.add_argument(
+        "--rows", type=_whole_number(0), default=10, help="differing rows to show"
+    )
+    verifying.add_argument(
+        "--float-tolerance",
+        type=_tolerance,
+        help="relative difference allowed in float columns, where rows "
+        "differ exactly (default 1e-9; 0: none)",
+    )
     verifying.set_defaults(run=_cmd_verify)
     checking = commands.add_parser(
-        "check", help="property-test a view before deploying it: draw source rows and "
+        "check",
+        help="property-test a view before deploying it: draw source rows and "
         "changes from the sources' schemas, create the view in a scratch database, refresh "
         "after every batch and compare with recomputation; on a difference print a minimal "
-        "reproduction script and exit 1 (5-20 s per example)")
+        "reproduction script and exit 1 (5-20 s per example)",
+    )
     view_file(checking)
-    checking.add_argument("--examples", type=_whole_number(1),
-                          help="scenarios to draw (default 25)")
+    checking.add_argument(
+        "--examples", type=_whole_number(1), help="scenarios to draw (default 25)"
+    )
     checking.add_argument("--seed", type=int, help="draw the scenarios of an earlier run again")
     checking.set_defaults(run=_cmd_check)
-    served = commands.add_parser("metastore", help="serve the catalog of --home to several "
-                                 "processes; they set IVM_METASTORE=host:port")
+    served = commands.add_parser(
+        "metastore",
+        help="serve the catalog of --home to several processes; they set IVM_METASTORE=host:port",
+    )
     served.add_argument("--host", default="localhost")
     served.add_argument("--port", type=_whole_number(1, 65535), default=1527)
     served.set_defaults(run=_cmd_metastore)
-    connect = commands.add_parser("connect-server", help="serve Spark Connect clients "
-                                  "(--remote) with Delta and the catalog of --home")
+    connect = commands.add_parser(
+        "connect-server",
+        help="serve Spark Connect clients (--remote) with Delta and the catalog of --home",
+    )
     connect.add_argument("--host", default="localhost")
     connect.add_argument("--port", type=_whole_number(1, 65535), default=15002)
     connect.set_defaults(run=_cmd_connect_server)
-    demo = commands.add_parser("demo", help="create sample sources and a view, change them, "
-                               "refresh, show")
+    demo = commands.add_parser(
+        "demo", help="create sample sources and a view, change them, refresh, show"
+    )
     demo.set_defaults(run=_cmd_demo)
     return main
 

@@ -49,7 +49,7 @@ class CompiledView:
     sql: str
     plan: Relation
     maintenance: Maintenance
-    states: tuple[tuple[str, "CompiledView"], ...] = ()
+    states: tuple[tuple[str, CompiledView], ...] = ()
 
     @property
     def store(self):
@@ -116,7 +116,7 @@ class CompiledView:
             return None
         return LOOKUP_SEMANTICS
 
-    def inserting(self) -> "CompiledView | None":
+    def inserting(self) -> CompiledView | None:
         """This view as refreshed from changes that insert rows only, by the rules for them
         (:mod:`ivm.rules.append`); None where they do not apply."""
         appended = self.maintenance.inserts_only
@@ -124,14 +124,17 @@ class CompiledView:
             return None
         return replace(self, maintenance=replace(self.maintenance, delta=appended))
 
-    def state(self, table: str) -> "CompiledView":
+    def state(self, table: str) -> CompiledView:
         """The state table ``table`` of this view."""
         return dict(self.states)[table]
 
     def explain(self) -> str:
         """Each state table's circuit, then the view's."""
-        parts = [f"state table {table} (a hidden view, refreshed before the view):\n"
-                 + _indented(state.explain()) for table, state in self.states]
+        parts = [
+            f"state table {table} (a hidden view, refreshed before the view):\n"
+            + _indented(state.explain())
+            for table, state in self.states
+        ]
         names = frozenset(table for table, _ in self.states)
         view = explain(self.plan, self.maintenance, names)
         semantics = [f"semantics: {self.semantics}"] if self.semantics else []
@@ -148,7 +151,8 @@ LOOKUP_SEMANTICS = (
     "query. Each fact row is joined with the dimension as of the refresh that first consumed "
     "it (rows with its values present since, without a break); later changes of the "
     "dimension leave it as it is. A full refresh enriches every fact row anew with the "
-    "dimension as it is then.")
+    "dimension as it is then."
+)
 
 
 def _indented(text: str) -> str:
@@ -164,9 +168,14 @@ DEFAULT_NAME = "view"
 """The name of a view compiled without one (its state tables are named after it)."""
 
 
-def compile(sql: str, schema: Mapping | SchemaLookup, *,
-            default_db: str | None = None, name: str | None = None,
-            legacy_layout: bool = False) -> CompiledView:
+def compile(
+    sql: str,
+    schema: Mapping | SchemaLookup,
+    *,
+    default_db: str | None = None,
+    name: str | None = None,
+    legacy_layout: bool = False,
+) -> CompiledView:
     """Compile a view's SELECT into its delta query and store layout.
 
     Names are resolved against ``schema``: ``{table: {column: type}}``, optionally nested by
@@ -188,9 +197,16 @@ def compile(sql: str, schema: Mapping | SchemaLookup, *,
     # into it, and it must keep every fact row as it enriched it
     named = canonical(join(view))
     plan, lookups = split_lookups(lower(qualified, sql), named, legacy_layout)
-    plan, windows = split_states(optimize(plan), named, first=len(lookups) + 1,
-                                 legacy_layout=legacy_layout)
+    plan, windows = split_states(
+        optimize(plan), named, first=len(lookups) + 1, legacy_layout=legacy_layout
+    )
     states = [StatePlan(s.table, optimize(s.plan)) for s in lookups] + list(windows)
-    return CompiledView(sql, plan, maintain(plan, named), tuple(
-        (state.table, CompiledView(sql, state.plan, maintain(state.plan, state.table)))
-        for state in states))
+    return CompiledView(
+        sql,
+        plan,
+        maintain(plan, named),
+        tuple(
+            (state.table, CompiledView(sql, state.plan, maintain(state.plan, state.table)))
+            for state in states
+        ),
+    )

@@ -38,17 +38,27 @@ SETUP = [
 ]
 
 CHANGES = [
-    ("new orders arrive", [
-        f"INSERT INTO {DATABASE}.orders VALUES (6, 3, 300.00, 'paid'), (7, 1, 15.00, 'open')"]),
-    ("an order is voided, another corrected, one deleted", [
-        f"UPDATE {DATABASE}.orders SET status = 'void' WHERE id = 1",
-        f"UPDATE {DATABASE}.orders SET amount = 90.50 WHERE id = 2",
-        f"DELETE FROM {DATABASE}.orders WHERE id = 4"]),
-    ("a customer moves and a new one signs up with an order (MERGE)", [
-        f"MERGE INTO {DATABASE}.customers t USING (SELECT 2 AS id, 'Grace' AS name, "
-        "'APAC' AS region UNION ALL SELECT 5, 'Alan', 'EU') s ON t.id = s.id "
-        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
-        f"INSERT INTO {DATABASE}.orders VALUES (8, 5, 64.00, 'paid')"]),
+    (
+        "new orders arrive",
+        [f"INSERT INTO {DATABASE}.orders VALUES (6, 3, 300.00, 'paid'), (7, 1, 15.00, 'open')"],
+    ),
+    (
+        "an order is voided, another corrected, one deleted",
+        [
+            f"UPDATE {DATABASE}.orders SET status = 'void' WHERE id = 1",
+            f"UPDATE {DATABASE}.orders SET amount = 90.50 WHERE id = 2",
+            f"DELETE FROM {DATABASE}.orders WHERE id = 4",
+        ],
+    ),
+    (
+        "a customer moves and a new one signs up with an order (MERGE)",
+        [
+            f"MERGE INTO {DATABASE}.customers t USING (SELECT 2 AS id, 'Grace' AS name, "
+            "'APAC' AS region UNION ALL SELECT 5, 'Alan', 'EU') s ON t.id = s.id "
+            "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+            f"INSERT INTO {DATABASE}.orders VALUES (8, 5, 64.00, 'paid')",
+        ],
+    ),
 ]
 
 
@@ -71,8 +81,9 @@ def run(home=None, remote: str | None = None) -> None:
     spark = spark_session(home, remote=remote)
     for statement in SETUP:
         spark.sql(statement)
-    print(f"sources {DATABASE}.orders and {DATABASE}.customers created "
-          "(Delta, change data feed on)")
+    print(
+        f"sources {DATABASE}.orders and {DATABASE}.customers created (Delta, change data feed on)"
+    )
     print(f"\nthe view:\n{QUERY}\n")
     print(compile(QUERY, catalog_schema(spark)).explain())
     print(sql(spark, f"CREATE MATERIALIZED VIEW {VIEW} AS {QUERY}"))
@@ -86,8 +97,10 @@ def run(home=None, remote: str | None = None) -> None:
         _show(spark, "the view after REFRESH:")
         _verify(spark)
     print(sql(spark, f"REFRESH MATERIALIZED VIEW {VIEW}"))
-    print(f"\n== an order arrives after the last refresh; `ivm verify {VIEW}` compares the "
-          "view with its query at the source versions the view reflects:")
+    print(
+        f"\n== an order arrives after the last refresh; `ivm verify {VIEW}` compares the "
+        "view with its query at the source versions the view reflects:"
+    )
     spark.sql(f"INSERT INTO {DATABASE}.orders VALUES (9, 1, 5.00, 'paid')")
     _verify(spark)
     print(f"\ndemo finished in {time.perf_counter() - started:.0f}s")

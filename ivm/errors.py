@@ -31,8 +31,13 @@ class Position:
 class IvmError(Exception):
     """Base class of every error ivm raises on purpose."""
 
-    def __init__(self, message: str, sql: str | None = None,
-                 position: Position | None = None, hint: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        sql: str | None = None,
+        position: Position | None = None,
+        hint: str | None = None,
+    ):
         self.message = message
         self.sql = sql
         self.position = position
@@ -74,9 +79,14 @@ class ReservedName(IvmError):
 class UnsupportedQuery(IvmError):
     """The query uses a construct that ivm cannot maintain incrementally (yet)."""
 
-    def __init__(self, construct: str, sql: str | None = None,
-                 position: Position | None = None, hint: str | None = None,
-                 reason: str | None = None):
+    def __init__(
+        self,
+        construct: str,
+        sql: str | None = None,
+        position: Position | None = None,
+        hint: str | None = None,
+        reason: str | None = None,
+    ):
         self.construct = construct
         message = f"{construct} is not supported in a materialized view"
         if reason:

@@ -40,7 +40,7 @@ class Scan:
     read: Read = Read.TABLE
     position: Position | None = field(default=None, compare=False)
 
-    def reading(self, read: Read) -> "Scan":
+    def reading(self, read: Read) -> Scan:
         return replace(self, read=read)
 
 
@@ -48,7 +48,7 @@ class Scan:
 class Subquery:
     """A derived table: ``input``'s columns under ``alias`` (``alias.column``)."""
 
-    input: "Relation"
+    input: Relation
     alias: str
 
 
@@ -90,7 +90,7 @@ class Join:
     reads left to right).
     """
 
-    inputs: tuple["Relation", ...]
+    inputs: tuple[Relation, ...]
     condition: exp.Expr | None = None
     kind: JoinKind = JoinKind.INNER
 
@@ -108,7 +108,7 @@ class Join:
 
 @dataclass(frozen=True)
 class Filter:
-    input: "Relation"
+    input: Relation
     predicate: exp.Expr
 
 
@@ -116,7 +116,7 @@ class Filter:
 class Project:
     """Output ``columns``: (name, expression over the input's columns) pairs."""
 
-    input: "Relation"
+    input: Relation
     columns: tuple[tuple[str, exp.Expr], ...]
 
     def __post_init__(self):
@@ -162,7 +162,7 @@ class Aggregate:
     No keys is a global aggregate: exactly one output row, also over an empty input.
     """
 
-    input: "Relation"
+    input: Relation
     keys: tuple[tuple[str, exp.Expr], ...]
     calls: tuple[tuple[str, AggregateCall], ...]
 
@@ -176,7 +176,7 @@ class Window:
     functions' names.
     """
 
-    input: "Relation"
+    input: Relation
     partition: tuple[exp.Expr, ...]
     functions: tuple[tuple[str, exp.Window], ...]
 
@@ -192,7 +192,7 @@ class Generate:
     the output is those names, then ``names``.
     """
 
-    input: "Relation"
+    input: Relation
     generator: exp.Expr
     names: tuple[str, ...]
     outer: bool = False
@@ -207,14 +207,14 @@ class Generate:
 class Distinct:
     """Set semantics: each distinct input row once."""
 
-    input: "Relation"
+    input: Relation
 
 
 @dataclass(frozen=True)
 class Union:
     """UNION ALL of inputs with the same columns (a sum of Z-sets)."""
 
-    inputs: tuple["Relation", ...]
+    inputs: tuple[Relation, ...]
 
 
 @dataclass(frozen=True)
@@ -222,8 +222,8 @@ class SetOperation:
     """``left INTERSECT right`` or ``left EXCEPT right``, by position; ``all`` keeps counts
     (INTERSECT ALL: min of the counts, EXCEPT ALL: their difference, at least 0)."""
 
-    left: "Relation"
-    right: "Relation"
+    left: Relation
+    right: Relation
     kind: str
     all: bool
 
@@ -239,21 +239,34 @@ class Restrict:
     ``affected`` has one column per key. This is the ``R ⋉ K`` of affected-key recompute.
     """
 
-    input: "Relation"
+    input: Relation
     keys: tuple[exp.Expr, ...]
-    affected: "Relation"
+    affected: Relation
 
 
 @dataclass(frozen=True)
 class Weighted:
     """``input`` read as a Z-set in which every row weighs ``weight`` (+1 or -1)."""
 
-    input: "Relation"
+    input: Relation
     weight: int
 
 
-Relation = (Scan | Subquery | Join | Filter | Project | Aggregate | Window | Generate | Distinct
-            | Union | SetOperation | Restrict | Weighted)
+Relation = (
+    Scan
+    | Subquery
+    | Join
+    | Filter
+    | Project
+    | Aggregate
+    | Window
+    | Generate
+    | Distinct
+    | Union
+    | SetOperation
+    | Restrict
+    | Weighted
+)
 """Any plan node: each denotes a relation (under a delta plan, a Z-set)."""
 
 
@@ -295,8 +308,9 @@ def aliases_of(node: Relation) -> tuple[str, ...]:
             return tuple(a for i in kept for a in aliases_of(i))
         case Filter() | Restrict() | Weighted():
             return aliases_of(node.input)
-        case (Project() | Aggregate() | Window() | Generate() | Distinct() | Union()
-              | SetOperation()):
+        case (
+            Project() | Aggregate() | Window() | Generate() | Distinct() | Union() | SetOperation()
+        ):
             return ()
         case _:
             assert_never(node)
@@ -313,8 +327,16 @@ def children(node: Relation) -> tuple[Relation, ...]:
             return (node.input, node.affected)
         case SetOperation():
             return (node.left, node.right)
-        case (Subquery() | Filter() | Project() | Aggregate() | Window() | Generate() | Distinct()
-              | Weighted()):
+        case (
+            Subquery()
+            | Filter()
+            | Project()
+            | Aggregate()
+            | Window()
+            | Generate()
+            | Distinct()
+            | Weighted()
+        ):
             return (node.input,)
         case _:
             assert_never(node)
@@ -331,8 +353,16 @@ def with_children(node: Relation, new: tuple[Relation, ...]) -> Relation:
             return replace(node, input=new[0], affected=new[1])
         case SetOperation():
             return replace(node, left=new[0], right=new[1])
-        case (Subquery() | Filter() | Project() | Aggregate() | Window() | Generate() | Distinct()
-              | Weighted()):
+        case (
+            Subquery()
+            | Filter()
+            | Project()
+            | Aggregate()
+            | Window()
+            | Generate()
+            | Distinct()
+            | Weighted()
+        ):
             return replace(node, input=new[0])
         case _:
             assert_never(node)

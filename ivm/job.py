@@ -43,9 +43,11 @@ def steps(compiled: CompiledView) -> dict[str, str]:
 
 def _own_steps(compiled: CompiledView) -> dict[str, str]:
     inserting = compiled.inserting()
-    return {"delta": compiled.delta_sql} | (
-        {INSERTS_ONLY: inserting.delta_sql} if inserting is not None else {}) | {
-        "full": compiled.full_sql}
+    return (
+        {"delta": compiled.delta_sql}
+        | ({INSERTS_ONLY: inserting.delta_sql} if inserting is not None else {})
+        | {"full": compiled.full_sql}
+    )
 
 
 def _inserts_only_step(compiled: CompiledView, constant: str) -> tuple[str, str]:
@@ -55,12 +57,15 @@ def _inserts_only_step(compiled: CompiledView, constant: str) -> tuple[str, str]
     if inserting is None:
         return "", ""
     rule = append.RULE
-    return (f"""\
+    return (
+        f"""\
 # Step "{INSERTS_ONLY}": "delta" where every source's change since the last refresh inserts
 # rows only (its commits add data files and remove none). Rule {rule.name}: {rule.formula}
 {constant} = {_string(inserting.delta_sql)}
 
-""", constant)
+""",
+        constant,
+    )
 
 
 def _state_steps(compiled: CompiledView) -> tuple[str, str]:
@@ -76,10 +81,11 @@ STATE{number}_DELTA = {_string(state.delta_sql)}
 {inserting}STATE{number}_FULL = {_string(state.full_sql)}
 
 """)
-        entries += [f"        {table + ' delta'!r}: STATE{number}_DELTA,\n",
-                    *([f"        {table + ' ' + INSERTS_ONLY!r}: {constant},\n"]
-                      if constant else []),
-                    f"        {table + ' full'!r}: STATE{number}_FULL,\n"]
+        entries += [
+            f"        {table + ' delta'!r}: STATE{number}_DELTA,\n",
+            *([f"        {table + ' ' + INSERTS_ONLY!r}: {constant},\n"] if constant else []),
+            f"        {table + ' full'!r}: STATE{number}_FULL,\n",
+        ]
     return "".join(section), "".join(entries)
 
 
@@ -102,12 +108,17 @@ def submit_command(job: str, packages: Sequence[str], master: str | None = None)
     """The spark-submit line of ``job``: Delta's Maven ``packages``, the ivm runtime as
     ``--py-files``."""
     master_option = f"--master {master} " if master else ""
-    return (f"spark-submit {master_option}--packages {','.join(packages)} "
-            f"--py-files {ARCHIVE} {job}")
+    return f"spark-submit {master_option}--packages {','.join(packages)} --py-files {ARCHIVE} {job}"
 
 
-def job_program(name: str, definition: str, compiled: CompiledView, job: str = "refresh.py",
-                *, packages: Sequence[str]) -> str:
+def job_program(
+    name: str,
+    definition: str,
+    compiled: CompiledView,
+    job: str = "refresh.py",
+    *,
+    packages: Sequence[str],
+) -> str:
     """The source of the refresh job of view ``name``, defined by the CREATE statement
     ``definition`` and compiled to ``compiled``; ``job`` is the file name it is saved as,
     ``packages`` the Maven coordinates of Delta it is submitted with
@@ -118,8 +129,9 @@ def job_program(name: str, definition: str, compiled: CompiledView, job: str = "
     inserting_entry = f'        "{INSERTS_ONLY}": {constant},\n' if constant else ""
     local = submit_command(job, packages)
     standalone = submit_command(job, packages, master=f"spark://{STANDALONE_MASTER}")
-    cluster = submit_command(f"{job} --warehouse s3://bucket/warehouse", packages,
-                             master="yarn --deploy-mode cluster")
+    cluster = submit_command(
+        f"{job} --warehouse s3://bucket/warehouse", packages, master="yarn --deploy-mode cluster"
+    )
     return f'''\
 """Refresh the materialized view {name}, or create it if it does not exist.
 

@@ -29,8 +29,15 @@ READ_AS_NAMES = frozenset({"default"})
 """Keywords that Spark's and sqlglot's parsers read as a name wherever a name may stand:
 Spark's first database is called ``default``, and ``default.orders`` needs no backticks."""
 
-KEYWORDS = frozenset(word.lower() for keyword in Spark.Tokenizer.KEYWORDS
-                     for word in keyword.split() if _PLAIN.fullmatch(word)) - READ_AS_NAMES
+KEYWORDS = (
+    frozenset(
+        word.lower()
+        for keyword in Spark.Tokenizer.KEYWORDS
+        for word in keyword.split()
+        if _PLAIN.fullmatch(word)
+    )
+    - READ_AS_NAMES
+)
 """Words that sqlglot's or Spark's parser may read as a keyword rather than a name."""
 
 CATALOG_NAME = re.compile(r"[A-Za-z0-9_]+")

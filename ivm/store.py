@@ -57,12 +57,13 @@ class Accumulator:
 
     def full_call(self) -> AggregateCall:
         """The aggregate computing this accumulator from scratch (every weight is 1)."""
-        return {"rows": AggregateCall("count"),
-                "nonnull": AggregateCall("count", self.argument),
-                "sum": AggregateCall("sum", self.argument)}[self.kind]
+        return {
+            "rows": AggregateCall("count"),
+            "nonnull": AggregateCall("count", self.argument),
+            "sum": AggregateCall("sum", self.argument),
+        }[self.kind]
 
-    def change_call(self, argument: exp.Expr | None, weight: exp.Expr
-                    ) -> AggregateCall:
+    def change_call(self, argument: exp.Expr | None, weight: exp.Expr) -> AggregateCall:
         """The aggregate computing this accumulator's change from weighted change rows
         (for a decimal sum, rows of weight ±1).
 
@@ -78,19 +79,33 @@ class Accumulator:
         assert argument is not None  # nonnull and sum accumulate an argument
         is_null = exp.Is(this=argument.copy(), expression=exp.Null())
         if self.kind == "nonnull":
-            return AggregateCall("sum", exp.If(this=is_null, true=exp.Literal.number(0),
-                                               false=weight.copy()))
+            return AggregateCall(
+                "sum", exp.If(this=is_null, true=exp.Literal.number(0), false=weight.copy())
+            )
         if self.decimal is None:
-            return AggregateCall("sum", exp.If(this=is_null, true=exp.Literal.number(0), false=exp.Mul(
-                this=argument.copy(), expression=weight.copy())))
-        signed = exp.If(this=exp.GT(this=weight.copy(), expression=exp.Literal.number(0)),
-                        true=argument.copy(), false=exp.Neg(this=argument.copy()))
+            return AggregateCall(
+                "sum",
+                exp.If(
+                    this=is_null,
+                    true=exp.Literal.number(0),
+                    false=exp.Mul(this=argument.copy(), expression=weight.copy()),
+                ),
+            )
+        signed = exp.If(
+            this=exp.GT(this=weight.copy(), expression=exp.Literal.number(0)),
+            true=argument.copy(),
+            false=exp.Neg(this=argument.copy()),
+        )
         zero = exp.Cast(this=exp.Literal.number(0), to=exp.DataType.build("DECIMAL(1, 0)"))
         return AggregateCall("sum", exp.If(this=is_null, true=zero, false=signed))
 
-    def fold(self, old: exp.Expr | None, change: exp.Expr,
-             guard: exp.Expr | None = None, stored: str | None = None
-             ) -> exp.Expr:
+    def fold(
+        self,
+        old: exp.Expr | None,
+        change: exp.Expr,
+        guard: exp.Expr | None = None,
+        stored: str | None = None,
+    ) -> exp.Expr:
         """The accumulator after a change: ``old + change``, or ``change`` for a new group.
         A sum stays NULL where its ``guard`` (the folded non-NULL count) is 0, and fails where
         it is NULL otherwise (it overflowed). ``stored``: the store column's type, if known.
@@ -119,9 +134,14 @@ overflowed its type in this refresh')) END"
                 old, change = (exp.Cast(this=e, to=narrow.copy()) for e in (old, change))
             total = exp.Add(this=old, expression=change)
         overflowed = exp.func("RAISE_ERROR", exp.Literal.string(OVERFLOW))
-        return exp.Case(ifs=[exp.If(this=exp.GT(this=parenthesized(guard),
-                                                expression=exp.Literal.number(0)),
-                                    true=exp.func("COALESCE", total, overflowed))])
+        return exp.Case(
+            ifs=[
+                exp.If(
+                    this=exp.GT(this=parenthesized(guard), expression=exp.Literal.number(0)),
+                    true=exp.func("COALESCE", total, overflowed),
+                )
+            ]
+        )
 
 
 EXACT_TYPES = frozenset({"TINYINT", "SMALLINT", "INT", "BIGINT", "DECIMAL"})
@@ -155,13 +175,15 @@ def is_exact(stored: str) -> bool:
     """
     data_type = exp.DataType.build(stored, dialect="spark")
     return data_type.this.name in EXACT_TYPES and not (
-        len(data_type.expressions) == 2 and int(data_type.expressions[1].name) >= 38)
+        len(data_type.expressions) == 2 and int(data_type.expressions[1].name) >= 38
+    )
 
 
 def parenthesized(expression: exp.Expr) -> exp.Expr:
     """``expression`` safe to put inside a larger one: operators are parenthesized."""
     if isinstance(expression, (exp.Binary, exp.Unary, exp.Not)) and not isinstance(
-            expression, exp.Paren):
+        expression, exp.Paren
+    ):
         return exp.Paren(this=expression)
     return expression
 
@@ -196,8 +218,7 @@ class Store:
     @property
     def columns(self) -> tuple[str, ...]:
         """All store columns, in table order."""
-        return (self.view_columns + self.hidden_keys
-                + tuple(acc.name for acc in self.accumulators))
+        return self.view_columns + self.hidden_keys + tuple(acc.name for acc in self.accumulators)
 
     def is_key(self, name: str) -> bool:
         return name in self.keys

@@ -39,11 +39,11 @@ BOOKKEEPING_PREFIX = "_ivm_"
 class Read(Enum):
     """How a scan reads its table."""
 
-    TABLE = "table"     # the live table: the query as the user wrote it
-    DELTA = "delta"     # the change since the last refresh, weighted
-    BEFORE = "before"   # snapshot at the version last consumed
-    AFTER = "after"     # snapshot at the version consumed now
-    STORE = "store"     # the view's own store, before this refresh writes it
+    TABLE = "table"  # the live table: the query as the user wrote it
+    DELTA = "delta"  # the change since the last refresh, weighted
+    BEFORE = "before"  # snapshot at the version last consumed
+    AFTER = "after"  # snapshot at the version consumed now
+    STORE = "store"  # the view's own store, before this refresh writes it
 
 
 def relation_name(table: str, read: Read) -> str:

@@ -55,8 +55,11 @@ def spark(spark_home):
     from ivm.runtime.spark.session import spark_session
 
     # The tests' own session lives for the whole run: C2's compilations pay off there.
-    own = os.environ.pop("SPARK_CONF_DIR") if os.environ.get("SPARK_CONF_DIR") == \
-        SUBPROCESS_CONF_DIR else None
+    own = (
+        os.environ.pop("SPARK_CONF_DIR")
+        if os.environ.get("SPARK_CONF_DIR") == SUBPROCESS_CONF_DIR
+        else None
+    )
     try:
         session = spark_session(home=spark_home)
     finally:
@@ -131,10 +134,19 @@ class Tally:
         compared 2 of 3 checks with the SQL; folded 3; not comparable: why 1
         """
         compared = f"compared {self.compared} of {self.comparisons.total()} checks with the SQL"
-        return "; ".join(part for part in (
-            compared, ", ".join(f"{how} {n}" for how, n in sorted(self.how.items())),
-            ", ".join(f"{why} {n}" for why, n in sorted(self.comparisons.items())
-                      if why.startswith("not comparable"))) if part)
+        return "; ".join(
+            part
+            for part in (
+                compared,
+                ", ".join(f"{how} {n}" for how, n in sorted(self.how.items())),
+                ", ".join(
+                    f"{why} {n}"
+                    for why, n in sorted(self.comparisons.items())
+                    if why.startswith("not comparable")
+                ),
+            )
+            if part
+        )
 
 
 _CALL_PASSED = pytest.StashKey[bool]()
@@ -157,8 +169,10 @@ def tally(request):
     yield counts
     request.node.user_properties.append(("tally", str(counts)))
     if request.node.stash.get(_CALL_PASSED, False) and counts.share < FLOOR:
-        pytest.fail(f"{counts}: fewer than {FLOOR:.0%} of the checks compared the view with "
-                    "its own SQL", pytrace=False)
+        pytest.fail(
+            f"{counts}: fewer than {FLOOR:.0%} of the checks compared the view with its own SQL",
+            pytrace=False,
+        )
 
 
 _tallies: list[tuple[str, str]] = []
@@ -168,8 +182,9 @@ def pytest_runtest_logreport(report):
     """Keep the counts a fast-tier test reported; under xdist, this runs in the process that
     prints the summary."""
     if report.when == "teardown":
-        _tallies.extend((report.nodeid, text) for name, text in report.user_properties
-                        if name == "tally")
+        _tallies.extend(
+            (report.nodeid, text) for name, text in report.user_properties if name == "tally"
+        )
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -203,8 +218,11 @@ def served(tmp_path):
 
     port = free_port()
     env = {**os.environ, "IVM_HOME": str(tmp_path / "home"), ENVIRONMENT: f"localhost:{port}"}
-    server = subprocess.Popen([sys.executable, "-m", "ivm.cli", "metastore", "--port",
-                               str(port)], env=env, stdout=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ivm.cli", "metastore", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
     try:
         wait_for_port(port)
         yield env
@@ -215,10 +233,14 @@ def served(tmp_path):
 
 @pytest.fixture
 def shop(spark, fresh_db):
-    spark.sql(f"CREATE TABLE orders (id INT, cust_id INT, amount DECIMAL(10,2), "
-              f"status STRING) USING DELTA {CDF}")
+    spark.sql(
+        f"CREATE TABLE orders (id INT, cust_id INT, amount DECIMAL(10,2), "
+        f"status STRING) USING DELTA {CDF}"
+    )
     spark.sql(f"CREATE TABLE customers (id INT, region STRING) USING DELTA {CDF}")
     spark.sql("INSERT INTO customers VALUES (1, 'EU'), (2, 'US'), (3, NULL)")
-    spark.sql("INSERT INTO orders VALUES (1, 1, 10.00, 'ok'), (2, 2, NULL, 'ok'), "
-              "(3, 3, 2.50, 'void'), (4, 3, 4.00, 'ok')")
+    spark.sql(
+        "INSERT INTO orders VALUES (1, 1, 10.00, 'ok'), (2, 2, NULL, 'ok'), "
+        "(3, 3, 2.50, 'void'), (4, 3, 4.00, 'ok')"
+    )
     return fresh_db

@@ -15,11 +15,15 @@ from ivm.runtime.commands.scheduler import run_pass, watch
 from ivm.runtime.refresh import faults
 from ivm.runtime.spark.connect import is_connect
 
-TOTALS = ("SELECT c.region, SUM(o.amount) AS total, COUNT(*) AS n FROM orders o "
-          "JOIN customers c ON o.cust = c.id GROUP BY c.region")
+TOTALS = (
+    "SELECT c.region, SUM(o.amount) AS total, COUNT(*) AS n FROM orders o "
+    "JOIN customers c ON o.cust = c.id GROUP BY c.region"
+)
 DAILY = "SELECT day, cust, SUM(amount) AS total FROM orders GROUP BY day, cust"
-TOP = ("SELECT c.region, SUM(o.amount) AS total FROM orders o JOIN customers c "
-       "ON o.cust = c.id GROUP BY c.region ORDER BY total DESC, c.region LIMIT 2")
+TOP = (
+    "SELECT c.region, SUM(o.amount) AS total FROM orders o JOIN customers c "
+    "ON o.cust = c.id GROUP BY c.region ORDER BY total DESC, c.region LIMIT 2"
+)
 VIEWS = {"totals": TOTALS, "daily": DAILY, "top": TOP}
 
 
@@ -57,20 +61,23 @@ def main(url: str) -> None:
     spark.sql(f"CREATE TABLE customers (id INT, region STRING) {cdf}")
     spark.sql(f"CREATE TABLE orders (id INT, cust INT, amount DECIMAL(12, 2), day DATE) {cdf}")
     spark.sql("INSERT INTO customers VALUES (1, 'north'), (2, 'south'), (3, 'north')")
-    spark.sql("INSERT INTO orders VALUES (1, 1, 10.50, DATE'2026-11-01'), "
-              "(2, 2, 5.25, DATE'2026-11-01'), (3, 3, 7.00, DATE'2026-11-02')")
+    spark.sql(
+        "INSERT INTO orders VALUES (1, 1, 10.50, DATE'2026-11-01'), "
+        "(2, 2, 5.25, DATE'2026-11-01'), (3, 3, 7.00, DATE'2026-11-02')"
+    )
 
     print("create")
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW daily PARTITIONED BY (day) AS {DAILY}")
-    ivm.sql(spark, f"CREATE MATERIALIZED VIEW top AS {TOP}")    # keeps a state table
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW top AS {TOP}")  # keeps a state table
     for view, query in VIEWS.items():
         equal(spark, view, query)
     assert "join" in ivm.compile(TOTALS, spark=spark).explain()
 
     print("inserts, deletes and updates")
-    spark.sql("INSERT INTO orders VALUES (4, 1, 1.25, DATE'2026-11-02'), "
-              "(5, 2, 2.00, DATE'2026-11-03')")
+    spark.sql(
+        "INSERT INTO orders VALUES (4, 1, 1.25, DATE'2026-11-02'), (5, 2, 2.00, DATE'2026-11-03')"
+    )
     spark.sql("DELETE FROM orders WHERE id = 2")
     spark.sql("UPDATE customers SET region = 'east' WHERE id = 3")
     for view, query in VIEWS.items():
@@ -85,8 +92,7 @@ def main(url: str) -> None:
     equal(spark, "daily", DAILY)
 
     print("a refresh that dies is completed by the next")
-    for point, after in (("refresh.during_write", "incremental"),
-                         ("refresh.after_commit", "noop")):
+    for point, after in (("refresh.during_write", "incremental"), ("refresh.after_commit", "noop")):
         spark.sql("INSERT INTO orders VALUES (6, 3, 3.50, DATE'2026-11-04')")
         spark.sql("DELETE FROM orders WHERE id = 6") if point.endswith("commit") else None
         refresh_dies(spark, "totals", point)
@@ -106,8 +112,12 @@ def main(url: str) -> None:
     checked = ivm.testing.check_view(spark, TOTALS, examples=2, seed=1)
     print(f"  {checked}")
     for command in (["status"], ["verify", "--all"]):
-        done = subprocess.run([sys.executable, "-m", "ivm.cli", "--remote", url, *command],
-                              capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "ivm.cli", "--remote", url, *command],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         print(done.stdout)
         assert done.returncode == 0, done.stderr
 

@@ -29,13 +29,15 @@ def view_rows(sql: str, schema: Schema, rows: Rows) -> Counter:
     connection = connect()
     for table, part in [*compiled.states, (None, compiled)]:
         for source, used in part.sources.items():
-            if source in schema:    # not a state table, made before
+            if source in schema:  # not a state table, made before
                 names = [name.lower() for name, _ in schema[source]]
                 types = dict(zip(names, (type_ for _, type_ in schema[source])))
-                load(connection, relation_name(source, Read.AFTER),
-                     [(c, types[c]) for c in used],
-                     [tuple(row[names.index(c)] for c in used)
-                      for row in rows.get(source, ())])
+                load(
+                    connection,
+                    relation_name(source, Read.AFTER),
+                    [(c, types[c]) for c in used],
+                    [tuple(row[names.index(c)] for c in used) for row in rows.get(source, ())],
+                )
         connection.execute(f"CREATE OR REPLACE TABLE store AS {duck(part.full_query)}")
         shown = duck(codegen.view_query(part.store, "store"))
         if table is None:
@@ -49,8 +51,12 @@ def query_rows(sql: str, schema: Schema, rows: Rows) -> Counter:
     (names in lower case: Spark resolves them whatever their case)."""
     connection = connect()
     for table, columns in schema.items():
-        load(connection, table.lower(), [(name.lower(), type_) for name, type_ in columns],
-             rows.get(table, ()))
+        load(
+            connection,
+            table.lower(),
+            [(name.lower(), type_) for name, type_ in columns],
+            rows.get(table, ()),
+        )
     return Counter(connection.execute(original_query(sql)).fetchall())
 
 
@@ -58,7 +64,9 @@ def assert_maintained(sql: str, schema: Schema, before: Rows, after: Rows) -> No
     """The view ``sql`` shows its own SQL's rows over the ``before`` rows and over the
     ``after`` rows, and its change from the one to the other, folded into its store, gives
     the store computed anew (:func:`reference.check_identity`)."""
+
     def every_table(rows: Rows) -> dict[str, list]:
         return {table: list(rows.get(table, ())) for table in schema}
+
     outcome = check_identity(sql, schema, every_table(before), every_table(after))
     assert outcome.holds and outcome.compared, outcome.describe() or outcome

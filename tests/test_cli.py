@@ -12,6 +12,7 @@ import pytest
 
 import ivm
 from ivm import cli
+
 from cdf import CDF
 
 IVM = str(Path(sys.executable).with_name("ivm"))
@@ -19,15 +20,22 @@ SCHEMA = {"orders": {"id": "INT", "status": "STRING", "amount": "INT"}}
 
 
 def run(*args, cwd, env=None):
-    return subprocess.run([IVM, *args], cwd=cwd, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [IVM, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_compile_prints_explain_and_sql(tmp_path):
     (tmp_path / "schema.json").write_text(json.dumps(SCHEMA))
     (tmp_path / "view.sql").write_text(
         "CREATE MATERIALIZED VIEW totals AS\n"
-        "SELECT status, SUM(amount) AS total FROM orders GROUP BY status")
+        "SELECT status, SUM(amount) AS total FROM orders GROUP BY status"
+    )
     result = run("compile", "view.sql", "--schema", "schema.json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "rule aggregate (invertible)" in result.stdout
@@ -36,8 +44,9 @@ def test_compile_prints_explain_and_sql(tmp_path):
 
 def test_compile_error_is_a_message_not_a_traceback(tmp_path):
     (tmp_path / "schema.json").write_text(json.dumps(SCHEMA))
-    (tmp_path / "view.sql").write_text("SELECT status\nFROM orders\n"
-                                       "WHERE RANK() OVER (ORDER BY amount) = 1")
+    (tmp_path / "view.sql").write_text(
+        "SELECT status\nFROM orders\nWHERE RANK() OVER (ORDER BY amount) = 1"
+    )
     result = run("compile", "view.sql", "--schema", "schema.json", cwd=tmp_path)
     assert result.returncode == 1
     assert "window function in WHERE is not supported" in result.stderr
@@ -60,14 +69,22 @@ def test_views_survive_a_restart_and_refresh_from_the_shell(tmp_path):
         "spark.sql(\"INSERT INTO orders VALUES (1, 'paid', 10), (2, 'open', 5)\")\n"
         "ivm.sql(spark, 'CREATE MATERIALIZED VIEW totals AS SELECT status, SUM(amount) AS "
         "total FROM orders GROUP BY status')\n"
-        "spark.sql(\"INSERT INTO orders VALUES (3, 'paid', 7)\")\n")
+        "spark.sql(\"INSERT INTO orders VALUES (3, 'paid', 7)\")\n"
+    )
     env = {"IVM_HOME": str(tmp_path / "home")}
-    created = subprocess.run([sys.executable, "-c", setup], cwd=tmp_path, capture_output=True,
-                             text=True, timeout=600, env={**os.environ, **env})
+    created = subprocess.run(
+        [sys.executable, "-c", setup],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **env},
+    )
     assert created.returncode == 0, created.stderr[-2000:]
 
     (tmp_path / "totals.sql").write_text(
-        "SELECT status, SUM(amount) AS total FROM orders GROUP BY status")
+        "SELECT status, SUM(amount) AS total FROM orders GROUP BY status"
+    )
     explained = run("explain", "totals.sql", cwd=tmp_path, env=env)
     assert explained.returncode == 0, explained.stderr[-2000:]
     assert "rule aggregate (invertible)" in explained.stdout
@@ -88,9 +105,14 @@ def test_views_survive_a_restart_and_refresh_from_the_shell(tmp_path):
     assert "Traceback" not in missing.stderr
 
 
-@pytest.mark.parametrize("schema, messages", [
-    ("{orders: [", ("--schema schema.json is not valid JSON", "line 1, column 2")),
-    ('["orders"]', ("{table: {column: type}}",))], ids=["not_json", "wrong_shape"])
+@pytest.mark.parametrize(
+    "schema, messages",
+    [
+        ("{orders: [", ("--schema schema.json is not valid JSON", "line 1, column 2")),
+        ('["orders"]', ("{table: {column: type}}",)),
+    ],
+    ids=["not_json", "wrong_shape"],
+)
 def test_compile_with_a_bad_schema_file_is_a_usage_error(tmp_path, schema, messages):
     (tmp_path / "schema.json").write_text(schema)
     (tmp_path / "view.sql").write_text("SELECT status FROM orders")
@@ -118,15 +140,31 @@ def test_sql_says_what_each_statement_did(spark, fresh_db, tmp_path, monkeypatch
         "ALTER TABLE t SET TBLPROPERTIES ('team' = 'shop');\n"
         f"USE {fresh_db};\n"
         "SELECT 1 AS num_affected_rows;\n"
-        "SELECT * FROM t WHERE id = 9")
+        "SELECT * FROM t WHERE id = 9"
+    )
     assert cli.main(["sql", "-f", str(tmp_path / "script.sql")]) == 0
-    shown = [line for line in capsys.readouterr().out.splitlines()
-             if not line.startswith(("> ", "  "))]
-    assert shown == ["OK", "OK", "2 rows affected (1 inserted, 1 updated, 0 deleted)", "OK",
-                     "OK",
-                     "+-----------------+", "|num_affected_rows|", "+-----------------+",
-                     "|1                |", "+-----------------+", "",
-                     "+---+---+", "|id |v  |", "+---+---+", "|9  |n  |", "+---+---+", ""]
+    shown = [
+        line for line in capsys.readouterr().out.splitlines() if not line.startswith(("> ", "  "))
+    ]
+    assert shown == [
+        "OK",
+        "OK",
+        "2 rows affected (1 inserted, 1 updated, 0 deleted)",
+        "OK",
+        "OK",
+        "+-----------------+",
+        "|num_affected_rows|",
+        "+-----------------+",
+        "|1                |",
+        "+-----------------+",
+        "",
+        "+---+---+",
+        "|id |v  |",
+        "+---+---+",
+        "|9  |n  |",
+        "+---+---+",
+        "",
+    ]
 
 
 def test_a_statement_spark_rejects_is_one_message(tmp_path):
@@ -150,19 +188,24 @@ def test_progress_overwrites_its_line_on_a_terminal_only():
         with cli._Progress(stream) as progress:
             progress("example 1/2: batch 1/3 refreshed")
             progress("example 2/2: creating the sources and the view")
-    assert terminal.getvalue() == ("\r\x1b[Kexample 1/2: batch 1/3 refreshed"
-                                   "\r\x1b[Kexample 2/2: creating the sources and the view"
-                                   "\r\x1b[K")
-    assert log.getvalue() == ("example 1/2: batch 1/3 refreshed\n"
-                              "example 2/2: creating the sources and the view\n")
+    assert terminal.getvalue() == (
+        "\r\x1b[Kexample 1/2: batch 1/3 refreshed"
+        "\r\x1b[Kexample 2/2: creating the sources and the view"
+        "\r\x1b[K"
+    )
+    assert log.getvalue() == (
+        "example 1/2: batch 1/3 refreshed\nexample 2/2: creating the sources and the view\n"
+    )
 
 
 @pytest.mark.fast
-@pytest.mark.parametrize("command, terminal, shown", [
-    ("sql", True, True), ("sql", False, False), ("check", True, False)])
+@pytest.mark.parametrize(
+    "command, terminal, shown", [("sql", True, True), ("sql", False, False), ("check", True, False)]
+)
 def test_sparks_progress_bar_on_a_terminal_but_for_check(monkeypatch, command, terminal, shown):
     """ivm check shows its own progress; Spark's bar would overwrite it."""
     from ivm.runtime.spark import session
+
     started = {}
     monkeypatch.setattr(session, "spark_session", lambda *args, **kwargs: started.update(kwargs))
     monkeypatch.setattr(session, "quiet_query_error_logs", lambda: None)
@@ -173,21 +216,34 @@ def test_sparks_progress_bar_on_a_terminal_but_for_check(monkeypatch, command, t
 
 # Arguments are checked as they are parsed, before any work ---------------------------------
 
+
 @pytest.mark.fast
-@pytest.mark.parametrize("argv, refused", [
-    (["check", "view.sql", "--examples", "0"], "argument --examples: '0' is not a whole number "
-                                               "of at least 1"),
-    (["check", "view.sql", "--examples", "-3"], "argument --examples: '-3'"),
-    (["check", "view.sql", "--examples", "many"], "argument --examples: 'many'"),
-    (["verify", "v", "--rows", "-1"], "argument --rows: '-1' is not a whole number of at "
-                                      "least 0"),
-    (["verify", "v", "--float-tolerance", "-0.1"], "argument --float-tolerance: '-0.1' is not "
-                                                   "a relative tolerance"),
-    (["verify", "v", "--float-tolerance", "nan"], "argument --float-tolerance: 'nan'"),
-    (["sql", "SELECT 1", "--limit", "-5"], "argument --limit: '-5'"),
-    (["metastore", "--port", "0"], "argument --port: '0' is not a whole number from 1 to 65535"),
-    (["connect-server", "--port", "70000"], "argument --port: '70000'"),
-])
+@pytest.mark.parametrize(
+    "argv, refused",
+    [
+        (
+            ["check", "view.sql", "--examples", "0"],
+            "argument --examples: '0' is not a whole number of at least 1",
+        ),
+        (["check", "view.sql", "--examples", "-3"], "argument --examples: '-3'"),
+        (["check", "view.sql", "--examples", "many"], "argument --examples: 'many'"),
+        (
+            ["verify", "v", "--rows", "-1"],
+            "argument --rows: '-1' is not a whole number of at least 0",
+        ),
+        (
+            ["verify", "v", "--float-tolerance", "-0.1"],
+            "argument --float-tolerance: '-0.1' is not a relative tolerance",
+        ),
+        (["verify", "v", "--float-tolerance", "nan"], "argument --float-tolerance: 'nan'"),
+        (["sql", "SELECT 1", "--limit", "-5"], "argument --limit: '-5'"),
+        (
+            ["metastore", "--port", "0"],
+            "argument --port: '0' is not a whole number from 1 to 65535",
+        ),
+        (["connect-server", "--port", "70000"], "argument --port: '70000'"),
+    ],
+)
 def test_a_numeric_argument_out_of_range_is_refused_by_the_parser(argv, refused, capsys):
     with pytest.raises(SystemExit) as exited:
         cli.parser().parse_args(argv)
@@ -197,18 +253,22 @@ def test_a_numeric_argument_out_of_range_is_refused_by_the_parser(argv, refused,
 
 # A command on views checks every name first, and answers for each view ----------------------
 
+
 def no_session(args):
     raise AssertionError("a wrong argument must be refused before Spark starts")
 
 
 @pytest.mark.fast
 @pytest.mark.parametrize("command, verb", [("verify", "verify"), ("upkeep", "keep up")])
-def test_a_command_on_views_says_whether_none_or_both_were_given(command, verb, monkeypatch,
-                                                                 capsys):
+def test_a_command_on_views_says_whether_none_or_both_were_given(
+    command, verb, monkeypatch, capsys
+):
     monkeypatch.setattr(cli, "_session", no_session)
     assert cli.main([command]) == 2
-    assert f"ivm: no view named: name the views to {verb}, or --all for every one" in \
-        capsys.readouterr().err
+    assert (
+        f"ivm: no view named: name the views to {verb}, or --all for every one"
+        in capsys.readouterr().err
+    )
     assert cli.main([command, "v", "--all"]) == 2
     assert f"ivm: name the views to {verb} or give --all, not both" in capsys.readouterr().err
 
@@ -226,26 +286,32 @@ def views(spark, fresh_db, monkeypatch):
 
 
 def test_every_view_named_is_checked_before_any_work(views, monkeypatch, capsys):
-    import ivm.runtime.refresh.upkeep
     import ivm.runtime.observation.verify
+    import ivm.runtime.refresh.upkeep
 
     def work(spark, view, **options):
         raise AssertionError(f"{view} was worked on before every name was checked")
+
     monkeypatch.setattr(ivm.runtime.observation.verify, "verify", work)
     monkeypatch.setattr(ivm.runtime.refresh.upkeep, "upkeep", work)
     assert cli.main(["verify", "a_view", "nosuch", "a", "b_view"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("ivm: 2 of the views named are not materialized views; nothing "
-                          f"was done:\n  materialized view {views}.nosuch does not exist\n"
-                          f"  {views}.a is a table, not a materialized view\n"), err
+    assert err.startswith(
+        "ivm: 2 of the views named are not materialized views; nothing "
+        f"was done:\n  materialized view {views}.nosuch does not exist\n"
+        f"  {views}.a is a table, not a materialized view\n"
+    ), err
     assert cli.main(["upkeep", "b_view", "nosuch"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"ivm: materialized view {views}.nosuch does not exist; nothing was "
-                          f"done"), err
+    assert err.startswith(
+        f"ivm: materialized view {views}.nosuch does not exist; nothing was done"
+    ), err
     assert cli.main(["status", f"{views}__ivm.a_view__ivm_store"]) == 2
     err = capsys.readouterr().err
-    assert f"ivm: {views}__ivm.a_view__ivm_store is the store of the materialized view " \
-           f"{views}.a_view" in err
+    assert (
+        f"ivm: {views}__ivm.a_view__ivm_store is the store of the materialized view "
+        f"{views}.a_view" in err
+    )
     assert "Traceback" not in err and "TABLE_OR_VIEW_NOT_FOUND" not in err
 
 

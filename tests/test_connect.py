@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import free_port, wait_for_port
 
 pytestmark = pytest.mark.slow
@@ -21,9 +20,21 @@ CLIENT = os.path.join(os.path.dirname(__file__), "connect_client.py")
 def connect_server(tmp_path):
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "ivm.cli", "--home", str(tmp_path / "home"), "connect-server",
-         "--host", "127.0.0.1", "--port", str(port)],
-        stdout=open(tmp_path / "server.log", "w"), stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "ivm.cli",
+            "--home",
+            str(tmp_path / "home"),
+            "connect-server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=open(tmp_path / "server.log", "w"),
+        stderr=subprocess.STDOUT,
+    )
     try:
         wait_for_port(port)
         yield f"sc://127.0.0.1:{port}"
@@ -37,7 +48,12 @@ def connect_server(tmp_path):
 
 def test_the_view_lifecycle_through_a_spark_connect_client(connect_server):
     env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
-    done = subprocess.run([sys.executable, CLIENT, connect_server], env=env,
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, CLIENT, connect_server],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     print(done.stdout)
     assert done.returncode == 0, done.stderr[-5000:]

@@ -12,6 +12,7 @@ from ivm.names import internal_database
 from ivm.runtime.catalog.catalog import store_name
 from ivm.runtime.catalog.history import RefreshRecord
 from ivm.runtime.observation.lag import lag_seconds
+
 from cdf import CDF
 
 TIME_ZONE = "spark.sql.session.timeZone"
@@ -40,8 +41,7 @@ def view_setting(spark, view, key):
     jvm = spark._jvm
     db, name = view.split(".")
     ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(name, jvm.scala.Some(db))
-    configs = spark._jsparkSession.sessionState().catalog().getTableMetadata(ident) \
-        .viewSQLConfigs()
+    configs = spark._jsparkSession.sessionState().catalog().getTableMetadata(ident).viewSQLConfigs()
     return configs.get(key).get()
 
 
@@ -58,6 +58,7 @@ def other_db(spark):
 
 
 # Source identity --------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("inserts", [1, 2], ids=["same_version", "higher_version"])
 def test_a_source_dropped_and_recreated_is_recomputed(spark, fresh_db, inserts):
@@ -88,7 +89,7 @@ def test_an_upstream_view_whose_store_was_recreated_is_recomputed(spark, fresh_d
     spark.sql("INSERT INTO r VALUES (5)")
     ivm.sql(spark, "CREATE MATERIALIZED VIEW up AS SELECT k FROM s")
     ivm.sql(spark, "CREATE MATERIALIZED VIEW down AS SELECT k FROM up")
-    spark.sql("DROP VIEW up")                  # by hand: DROP MATERIALIZED VIEW refuses
+    spark.sql("DROP VIEW up")  # by hand: DROP MATERIALIZED VIEW refuses
     spark.sql(f"DROP TABLE {store_name(f'{fresh_db}.up')}")
     ivm.sql(spark, "CREATE MATERIALIZED VIEW up AS SELECT k FROM r")
     result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW down")
@@ -101,38 +102,56 @@ def test_records_keep_table_ids_and_records_of_other_versions_still_load(spark, 
     spark.sql("INSERT INTO s VALUES (1)")
     ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS SELECT k FROM s")
     table_id = spark.sql("DESCRIBE DETAIL s").first().id
-    metadata = spark.sql(f"DESCRIBE HISTORY {store_name(f'{fresh_db}.v')}").where("version = 0") \
-        .first().userMetadata
+    metadata = (
+        spark.sql(f"DESCRIBE HISTORY {store_name(f'{fresh_db}.v')}")
+        .where("version = 0")
+        .first()
+        .userMetadata
+    )
     assert json.loads(metadata)["ivm"]["table_ids"] == {f"{fresh_db}.s": table_id}
-    old = RefreshRecord.from_json(json.dumps({"ivm": {"mode": "create", "sources": {"a.s": 1},
-                                                      "reason": None, "read_bytes": None,
-                                                      "refresh": "x", "started_ms": 0}}))
+    old = RefreshRecord.from_json(
+        json.dumps(
+            {
+                "ivm": {
+                    "mode": "create",
+                    "sources": {"a.s": 1},
+                    "reason": None,
+                    "read_bytes": None,
+                    "refresh": "x",
+                    "started_ms": 0,
+                }
+            }
+        )
+    )
     assert old.sources == {"a.s": 1} and old.table_ids is None
-    later = RefreshRecord.from_json(json.dumps({"ivm": {"mode": "incremental", "sources": {},
-                                                        "written_by_a_later_ivm": 1}}))
+    later = RefreshRecord.from_json(
+        json.dumps({"ivm": {"mode": "incremental", "sources": {}, "written_by_a_later_ivm": 1}})
+    )
     assert later is not None and later.mode == "incremental"
 
 
 # Names resolve where the view was created -------------------------------------------------
 
-def test_refresh_all_from_another_database_reads_the_views_own_sources(spark, fresh_db,
-                                                                        other_db):
+
+def test_refresh_all_from_another_database_reads_the_views_own_sources(spark, fresh_db, other_db):
     spark.sql(f"CREATE TABLE sr (k INT) USING DELTA {CDF}")
     spark.sql("INSERT INTO sr VALUES (1)")
     spark.sql(f"CREATE TABLE {other_db}.sr (k INT) USING DELTA {CDF}")  # a decoy
     spark.sql(f"INSERT INTO {other_db}.sr VALUES (99)")
     ivm.sql(spark, "CREATE MATERIALIZED VIEW up AS SELECT k FROM sr")
-    ivm.sql(spark, "CREATE MATERIALIZED VIEW down AS SELECT k, COUNT(*) AS n FROM up "
-                   "GROUP BY k")
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW down AS SELECT k, COUNT(*) AS n FROM up GROUP BY k")
     spark.sql("INSERT INTO sr VALUES (2)")
     spark.sql(f"USE {other_db}")
     results = ivm.sql(spark, "REFRESH ALL MATERIALIZED VIEWS")
-    assert {r.view: r.mode for r in results} == {f"{fresh_db}.up": "incremental",
-                                                f"{fresh_db}.down": "incremental"}
+    assert {r.view: r.mode for r in results} == {
+        f"{fresh_db}.up": "incremental",
+        f"{fresh_db}.down": "incremental",
+    }
     ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {fresh_db}.up FULL")
     assert_equals_query(spark, f"{fresh_db}.up", f"SELECT k FROM {fresh_db}.sr")
-    assert_equals_query(spark, f"{fresh_db}.down",
-                        f"SELECT k, COUNT(*) AS n FROM {fresh_db}.sr GROUP BY k")
+    assert_equals_query(
+        spark, f"{fresh_db}.down", f"SELECT k, COUNT(*) AS n FROM {fresh_db}.sr GROUP BY k"
+    )
     facts = dict(ivm.sql(spark, f"DESCRIBE MATERIALIZED VIEW {fresh_db}.down").collect())
     assert facts["database"] == fresh_db
     with pytest.raises(ivm.IvmError, match="read by"):
@@ -142,8 +161,7 @@ def test_refresh_all_from_another_database_reads_the_views_own_sources(spark, fr
 def test_a_view_named_in_another_database_reads_the_current_ones(spark, fresh_db, other_db):
     spark.sql(f"CREATE TABLE sr (k INT) USING DELTA {CDF}")
     spark.sql("INSERT INTO sr VALUES (1)")
-    ivm.sql(spark, f"CREATE MATERIALIZED VIEW {other_db}.v PARTITIONED BY (k) AS "
-                   f"SELECT k FROM sr")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW {other_db}.v PARTITIONED BY (k) AS SELECT k FROM sr")
     spark.sql("INSERT INTO sr VALUES (2)")
     spark.sql(f"USE {other_db}")
     assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW v").mode == "incremental"
@@ -163,8 +181,10 @@ def test_a_view_without_a_recorded_database_resolves_in_its_own(spark, fresh_db,
 
 # Settings are pinned at CREATE ------------------------------------------------------------
 
-TIMES = ("SELECT CAST(ts AS DATE) AS d, hour(ts) AS h, COUNT(*) AS n FROM t "
-         "GROUP BY CAST(ts AS DATE), hour(ts)")
+TIMES = (
+    "SELECT CAST(ts AS DATE) AS d, hour(ts) AS h, COUNT(*) AS n FROM t "
+    "GROUP BY CAST(ts AS DATE), hour(ts)"
+)
 
 
 def test_a_refresh_under_another_time_zone_keeps_the_create_zone(spark, fresh_db):
@@ -179,8 +199,10 @@ def test_a_refresh_under_another_time_zone_keeps_the_create_zone(spark, fresh_db
         assert facts[f"setting {TIME_ZONE}"] == "UTC"
     with setting(spark, TIME_ZONE, "UTC"):
         assert_equals_query(spark, "v", TIMES)
-    for statement in ("REFRESH MATERIALIZED VIEW v FULL",
-                      "REFRESH MATERIALIZED VIEW v PARTITION (d = '2024-01-02')"):
+    for statement in (
+        "REFRESH MATERIALIZED VIEW v FULL",
+        "REFRESH MATERIALIZED VIEW v PARTITION (d = '2024-01-02')",
+    ):
         with setting(spark, TIME_ZONE, "America/Los_Angeles"):
             ivm.sql(spark, statement)
         with setting(spark, TIME_ZONE, "UTC"):
@@ -196,7 +218,7 @@ def test_create_or_replace_pins_the_settings_anew(spark, fresh_db):
         ivm.sql(spark, f"CREATE OR REPLACE MATERIALIZED VIEW v AS {TIMES}")
         spark.sql("INSERT INTO t VALUES (TIMESTAMP'2024-01-02 05:00:00Z')")
     with setting(spark, TIME_ZONE, "UTC"):
-        spark.sql("DROP VIEW v")   # the catalog view is made again under the pinned settings
+        spark.sql("DROP VIEW v")  # the catalog view is made again under the pinned settings
         ivm.sql(spark, "REFRESH MATERIALIZED VIEW v")
         assert view_setting(spark, f"{fresh_db}.v", TIME_ZONE) == "Asia/Tokyo"
     with setting(spark, TIME_ZONE, "Asia/Tokyo"):

@@ -42,13 +42,14 @@ def test_commits_read_by_name_are_those_delta_lists(spark, table, monkeypatch):
     by_name_info = [log.commit_info(v) for v in range(14)]
     by_listing(monkeypatch)
     assert by_name == [log.commits(after, after + 3) for after in range(-1, 13, 3)]
-    assert by_name[-1] is None      # (11, 14]: version 14 is not committed
+    assert by_name[-1] is None  # (11, 14]: version 14 is not committed
     assert by_name_info == [log.commit_info(v) for v in range(14)]
     history = {r.version: r for r in spark.sql(f"DESCRIBE HISTORY {table}").collect()}
     commits = log.commits(-1, 13)
     assert commits is not None
-    assert [(c.version, c.operation) for c in commits] == \
-        [(v, history[v].operation) for v in range(14)]
+    assert [(c.version, c.operation) for c in commits] == [
+        (v, history[v].operation) for v in range(14)
+    ]
     assert [c.metadata_changed for c in commits] == [v in (0, 11) for v in range(14)]
     assert all(c.change_bytes for c in commits[1:11]) and not commits[11].change_bytes
     assert by_name_info[12][0] == "the record" and by_name_info[13][0] is None
@@ -57,9 +58,10 @@ def test_commits_read_by_name_are_those_delta_lists(spark, table, monkeypatch):
 
 
 def test_commits_that_log_cleanup_removed_read_as_gone(spark, table, monkeypatch):
-    log_dir = os.path.join(DeltaLogReader(spark, table).location().removeprefix("file:"),
-                           "_delta_log")
-    for version in range(5):    # what cleanup does: commits before the checkpoint at 10
+    log_dir = os.path.join(
+        DeltaLogReader(spark, table).location().removeprefix("file:"), "_delta_log"
+    )
+    for version in range(5):  # what cleanup does: commits before the checkpoint at 10
         os.remove(os.path.join(log_dir, f"{version:020d}.json"))
     for read in (lambda: None, lambda: by_listing(monkeypatch)):
         read()

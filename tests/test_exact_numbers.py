@@ -5,11 +5,12 @@ folded into the store silently."""
 import importlib
 
 import pytest
+from test_views import assert_equals_query
 
 import ivm
 from ivm import compile
+
 from cdf import CDF
-from test_views import assert_equals_query
 
 DECIMALS = {"d1": (18, 8), "d2": (38, 18), "d3": (38, 0), "d4": (10, 2), "d5": (38, 38)}
 
@@ -28,40 +29,53 @@ def refresh(spark, view, mode="incremental"):
 
 def decimal_literal(precision: int, scale: int, seed: int) -> str:
     """A value of DECIMAL(precision, scale) using all of its fractional digits."""
-    whole = str(seed % 7 + 1)[:precision - scale] or "0"
-    digits = "00" + "0123456789" * 4 if scale == precision else ("0123456789" * 4)[seed % 10:]
-    fraction = digits[:scale - 1] + str(seed % 9 + 1) if scale else ""    # sums stay below 1
+    whole = str(seed % 7 + 1)[: precision - scale] or "0"
+    digits = "00" + "0123456789" * 4 if scale == precision else ("0123456789" * 4)[seed % 10 :]
+    fraction = digits[: scale - 1] + str(seed % 9 + 1) if scale else ""  # sums stay below 1
     text = f"{whole}.{fraction}" if scale else whole
     return f"CAST({text} AS DECIMAL({precision},{scale}))"
 
 
 def decimal_row(k: int, seed: int) -> str:
-    return "(" + ", ".join([str(k)] + [decimal_literal(p, s, seed + i)
-                                        for i, (p, s) in enumerate(DECIMALS.values())]) + ")"
+    return (
+        "("
+        + ", ".join(
+            [str(k)]
+            + [decimal_literal(p, s, seed + i) for i, (p, s) in enumerate(DECIMALS.values())]
+        )
+        + ")"
+    )
 
 
 @pytest.fixture
 def decimals(spark, fresh_db):
     columns = ", ".join(f"{c} DECIMAL({p},{s})" for c, (p, s) in DECIMALS.items())
     spark.sql(f"CREATE TABLE d (k INT, {columns}) USING DELTA {CDF}")
-    spark.sql(f"INSERT INTO d VALUES {decimal_row(1, 1)}, {decimal_row(1, 2)}, "
-              f"{decimal_row(2, 3)}, (2, NULL, NULL, NULL, NULL, NULL)")
+    spark.sql(
+        f"INSERT INTO d VALUES {decimal_row(1, 1)}, {decimal_row(1, 2)}, "
+        f"{decimal_row(2, 3)}, (2, NULL, NULL, NULL, NULL, NULL)"
+    )
     return fresh_db
 
 
 def change_decimals(spark):
     """An insert of the same row twice (weight 2), a delete and an update."""
-    spark.sql(f"INSERT INTO d VALUES {decimal_row(1, 5)}, {decimal_row(1, 5)}, "
-              f"{decimal_row(3, 6)}")
+    spark.sql(f"INSERT INTO d VALUES {decimal_row(1, 5)}, {decimal_row(1, 5)}, {decimal_row(3, 6)}")
     spark.sql("DELETE FROM d WHERE k = 2 AND d1 IS NOT NULL")
-    spark.sql("UPDATE d SET d1 = d1 + CAST(0.00000001 AS DECIMAL(18,8)), "
-              "d2 = d2 - CAST(0.000000000000000001 AS DECIMAL(38,18)), d3 = d3 * 3, "
-              "d5 = d5 / 3 WHERE k = 1")
+    spark.sql(
+        "UPDATE d SET d1 = d1 + CAST(0.00000001 AS DECIMAL(18,8)), "
+        "d2 = d2 - CAST(0.000000000000000001 AS DECIMAL(38,18)), d3 = d3 * 3, "
+        "d5 = d5 / 3 WHERE k = 1"
+    )
 
 
-@pytest.mark.parametrize("type_, first, added", [
-    ("DECIMAL(18,8)", "0.12345678", "0.00000001"),
-    ("DECIMAL(38,18)", "0.123456789012345678", "0.000000000000000001")])
+@pytest.mark.parametrize(
+    "type_, first, added",
+    [
+        ("DECIMAL(18,8)", "0.12345678", "0.00000001"),
+        ("DECIMAL(38,18)", "0.123456789012345678", "0.000000000000000001"),
+    ],
+)
 def test_decimal_sum_keeps_its_scale(spark, fresh_db, type_, first, added):
     """The change's last digit of scale reaches the view, also from a row inserted twice (a
     change of weight 2: summed as ``x`` twice, as ``x * 2`` would cut the scale of a wide
@@ -114,8 +128,9 @@ def test_a_negative_zero_keeps_its_sign_through_the_change(spark, fresh_db, colu
     # query may spell the column in another case than its table does.
     query = "SELECT k, CAST(x AS STRING) AS x_text FROM f"
     spark.sql(f"CREATE TABLE f (k INT, {column} DOUBLE) USING DELTA {CDF}")
-    spark.sql("INSERT INTO f VALUES (1, CAST('-0.0' AS DOUBLE)), (2, 0.0), "
-              "(3, CAST('NaN' AS DOUBLE))")
+    spark.sql(
+        "INSERT INTO f VALUES (1, CAST('-0.0' AS DOUBLE)), (2, 0.0), (3, CAST('NaN' AS DOUBLE))"
+    )
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {query}")
     spark.sql("DELETE FROM f WHERE k = 1")
     spark.sql("INSERT INTO f VALUES (4, CAST('-0.0' AS DOUBLE))")
@@ -182,18 +197,48 @@ def test_a_float_accumulator_is_recomputed_not_folded(spark, fresh_db, monkeypat
     assert_same_as_query(spark, "v", query)
 
 
-SCHEMA = {"t": {"k": "INT", "i": "INT", "b": "BIGINT", "d": "DECIMAL(18,8)",
-                "w": "DECIMAL(38,18)", "z": "DECIMAL(38,38)", "f": "DOUBLE", "r": "FLOAT", "s": "STRING"}}
+SCHEMA = {
+    "t": {
+        "k": "INT",
+        "i": "INT",
+        "b": "BIGINT",
+        "d": "DECIMAL(18,8)",
+        "w": "DECIMAL(38,18)",
+        "z": "DECIMAL(38,38)",
+        "f": "DOUBLE",
+        "r": "FLOAT",
+        "s": "STRING",
+    }
+}
 
 
-@pytest.mark.parametrize("aggregate, invertible", [
-    ("SUM(i)", True), ("SUM(b * 2)", True), ("SUM(d)", True), ("SUM(d * 2)", True),
-    ("AVG(d)", True), ("AVG(i)", True), ("SUM(w)", True), ("COUNT(f)", True),
-    ("SUM(f)", False), ("AVG(r)", False), ("SUM(s)", False), ("SUM(i / 2)", False),
-    ("SUM(d * 1.5)", True), ("SUM(d * 1.5e0)", False), ("SUM(COALESCE(d, f))", False),
-    ("SUM(CAST(s AS INT))", True), ("SUM(IF(k > 0, d, 0))", True), ("AVG(w)", False),
-    ("SUM(z)", False)])
+@pytest.mark.parametrize(
+    "aggregate, invertible",
+    [
+        ("SUM(i)", True),
+        ("SUM(b * 2)", True),
+        ("SUM(d)", True),
+        ("SUM(d * 2)", True),
+        ("AVG(d)", True),
+        ("AVG(i)", True),
+        ("SUM(w)", True),
+        ("COUNT(f)", True),
+        ("SUM(f)", False),
+        ("AVG(r)", False),
+        ("SUM(s)", False),
+        ("SUM(i / 2)", False),
+        ("SUM(d * 1.5)", True),
+        ("SUM(d * 1.5e0)", False),
+        ("SUM(COALESCE(d, f))", False),
+        ("SUM(CAST(s AS INT))", True),
+        ("SUM(IF(k > 0, d, 0))", True),
+        ("AVG(w)", False),
+        ("SUM(z)", False),
+    ],
+)
 def test_only_exact_sums_are_folded(aggregate, invertible):
     view = compile(f"SELECT k, {aggregate} AS a FROM t GROUP BY k", schema=SCHEMA)
     assert (view.maintenance.rule.name, view.maintenance.rule.kind.value == "invertible") == (
-        "aggregate" if invertible else "integrate", invertible)
+        "aggregate" if invertible else "integrate",
+        invertible,
+    )

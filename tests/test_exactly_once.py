@@ -6,13 +6,14 @@ import json
 import threading
 
 import pytest
+from test_views import assert_equals_query, history
 
 import ivm
 from ivm.runtime.catalog.catalog import qualified_name, store_name
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.refresh import refresh_view
+
 from cdf import CDF
-from test_views import assert_equals_query, history
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 
@@ -30,12 +31,12 @@ def rows(spark, view):
 
 
 def ivm_commits(spark, view):
-    return [c for c in history(spark, store_name(qualified_name(spark, view)))
-            if c.userMetadata]
+    return [c for c in history(spark, store_name(qualified_name(spark, view))) if c.userMetadata]
 
 
-REFRESH_POINTS = [p for p in faults.WRITE_POINTS
-                  if p.startswith("refresh.") and p != "refresh.after_state"]
+REFRESH_POINTS = [
+    p for p in faults.WRITE_POINTS if p.startswith("refresh.") and p != "refresh.after_state"
+]
 """The points of a view's own write (``totals`` has no state table: see
 tests/test_state_tables.py)."""
 
@@ -51,7 +52,8 @@ def test_a_refresh_killed_at_any_point_is_completed_by_the_next(spark, totals, p
         refresh_view(spark, "totals", full=full)
     after_crash = rows(spark, "totals")
     assert after_crash == before or after_crash == sorted(
-        tuple(r) for r in spark.sql(TOTALS).collect()), "the view is half refreshed"
+        tuple(r) for r in spark.sql(TOTALS).collect()
+    ), "the view is half refreshed"
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals")
     assert_equals_query(spark, "totals", TOTALS)
     assert len(ivm_commits(spark, "totals")) == commits + 1, "one commit applies the change"
@@ -95,8 +97,9 @@ def test_a_refresh_that_loses_a_race_applies_nothing_twice(spark, totals):
     idempotent transaction skips this write, and the refresh starts again."""
     spark.sql("INSERT INTO r VALUES (1, 1), (4, 4)")
     competitor = []
-    with faults.inject("refresh.before_write",
-                       lambda: competitor.append(refresh_view(spark, "totals"))):
+    with faults.inject(
+        "refresh.before_write", lambda: competitor.append(refresh_view(spark, "totals"))
+    ):
         result = refresh_view(spark, "totals")
     assert competitor[0].mode == "incremental" and result.mode == "noop"
     assert_equals_query(spark, "totals", TOTALS)
@@ -125,6 +128,8 @@ def test_concurrent_refreshes_of_one_view_while_sources_change(spark, totals):
     assert all(isinstance(e, ivm.ConcurrentRefresh) for e in errors), errors
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals")
     assert_equals_query(spark, "totals", TOTALS)
-    consumed = [json.loads(c.userMetadata)["ivm"]["sources"][f"{totals}.r"]
-                for c in ivm_commits(spark, f"{totals}.totals")]
+    consumed = [
+        json.loads(c.userMetadata)["ivm"]["sources"][f"{totals}.r"]
+        for c in ivm_commits(spark, f"{totals}.totals")
+    ]
     assert consumed == sorted(set(consumed)), "a source version was applied twice"

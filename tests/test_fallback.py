@@ -2,11 +2,12 @@
 why, and the view stays equal to its query."""
 
 import pytest
+from test_views import assert_equals_query
 
 import ivm
 from ivm.runtime.refresh.obstacles import MIN_BYTES, RATIO
+
 from cdf import CDF, vacuum_everything
-from test_views import assert_equals_query
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 
@@ -37,14 +38,14 @@ def test_a_small_change_is_applied_incrementally(spark, totals):
 
 @pytest.mark.slow
 def test_vacuumed_change_data_falls_back_to_a_full_recompute(spark, totals):
-    spark.sql("UPDATE r SET a = a + 1 WHERE k = 2")      # writes change data files
+    spark.sql("UPDATE r SET a = a + 1 WHERE k = 2")  # writes change data files
     vacuum_everything(spark, "r")
     refresh_and_check(spark, "full", "no longer available")
 
 
 def test_change_data_feed_off_for_some_versions_falls_back_to_a_full_recompute(spark, totals):
     spark.sql("ALTER TABLE r SET TBLPROPERTIES (delta.enableChangeDataFeed = false)")
-    spark.sql("DELETE FROM r WHERE k = 1")                # no change data recorded
+    spark.sql("DELETE FROM r WHERE k = 1")  # no change data recorded
     spark.sql("ALTER TABLE r SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
     spark.sql("INSERT INTO r VALUES (3, 1)")
     refresh_and_check(spark, "full", "change data feed")
@@ -57,8 +58,9 @@ def test_a_schema_change_falls_back_to_a_full_recompute(spark, totals):
 
 
 def test_a_replaced_source_falls_back_to_a_full_recompute(spark, totals):
-    spark.sql(f"CREATE OR REPLACE TABLE r USING DELTA {CDF} AS SELECT * FROM VALUES (7, 70) "
-              f"AS v(k, a)")
+    spark.sql(
+        f"CREATE OR REPLACE TABLE r USING DELTA {CDF} AS SELECT * FROM VALUES (7, 70) AS v(k, a)"
+    )
     refresh_and_check(spark, "full", "was replaced")
 
 
@@ -92,24 +94,28 @@ def test_describe_shows_the_last_refresh_and_the_lag(spark, totals):
 def test_explain_estimates_reads_from_the_logs_and_foresees_the_next_refresh(spark, totals):
     from ivm.runtime.messages import size
     from ivm.runtime.refresh.read_estimate import read_estimate
+
     spark.sql(f"CREATE TABLE s (k INT, b STRING) USING DELTA {CDF}")
     spark.sql("INSERT INTO s VALUES (1, 'x'), (2, 'y')")
     detail = {t: spark.sql(f"DESCRIBE DETAIL {t}").first().sizeInBytes for t in ("r", "s")}
     r, s = f"{totals}.r", f"{totals}.s"
 
-    joined = read_estimate(spark, ivm.compile("SELECT r.k, s.b FROM r JOIN s ON r.k = s.k",
-                                              spark=spark))
+    joined = read_estimate(
+        spark, ivm.compile("SELECT r.k, s.b FROM r JOIN s ON r.k = s.k", spark=spark)
+    )
     for table, name in ((r, "r"), (s, "s")):
-        assert f"  {table} ({size(detail[name])}): its change (Δ); up to " \
-               f"{size(detail[name])} per snapshot (" in joined
-    assert joined.splitlines()[-1].endswith(
-        f"a full recompute: {size(detail['r'] + detail['s'])}")
+        assert (
+            f"  {table} ({size(detail[name])}): its change (Δ); up to "
+            f"{size(detail[name])} per snapshot (" in joined
+        )
+    assert joined.splitlines()[-1].endswith(f"a full recompute: {size(detail['r'] + detail['s'])}")
 
     def next_refresh():
         text = read_estimate(spark, ivm.compile(TOTALS, spark=spark), f"{totals}.totals")
         now = spark.sql("DESCRIBE DETAIL r").first().sizeInBytes
-        assert f"{r} ({size(now)}): its change (Δ)\n" in text   # no snapshot
+        assert f"{r} ({size(now)}): its change (Δ)\n" in text  # no snapshot
         return text.splitlines()[-1]
+
     assert next_refresh().endswith("nothing to do (no source changed)")
     spark.sql("INSERT INTO r VALUES (3, 1)")
     assert "incremental, a change of" in next_refresh()

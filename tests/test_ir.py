@@ -8,8 +8,18 @@ from sqlglot import exp
 
 from ivm.circuit import describe
 from ivm.codegen import to_sql
-from ivm.ir import (Join, JoinKind, Relation, Restrict, Scan, Weighted, aliases_of, children,
-                    columns, with_children)
+from ivm.ir import (
+    Join,
+    JoinKind,
+    Relation,
+    Restrict,
+    Scan,
+    Weighted,
+    aliases_of,
+    children,
+    columns,
+    with_children,
+)
 from ivm.rules import RULES, differentiate, rule_for
 from ivm.rules.base import weight_of
 
@@ -25,9 +35,18 @@ class Unknown:
     input: Relation
 
 
-@pytest.mark.parametrize("walk", [
-    children, columns, aliases_of, lambda node: with_children(node, (SCAN,)), to_sql, describe,
-    weight_of])
+@pytest.mark.parametrize(
+    "walk",
+    [
+        children,
+        columns,
+        aliases_of,
+        lambda node: with_children(node, (SCAN,)),
+        to_sql,
+        describe,
+        weight_of,
+    ],
+)
 def test_a_walker_refuses_a_node_type_it_does_not_know(walk):
     with pytest.raises(AssertionError, match="Unknown"):
         walk(Unknown(SCAN))

@@ -23,6 +23,7 @@ assert compiled.delta_sql and parse_statement("DROP MATERIALIZED VIEW v")
 loaded = sorted(m for m in ("pyspark", "py4j", "delta") if m in sys.modules)
 assert not loaded, loaded
 """
-    result = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True,
-                            text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr

@@ -18,18 +18,25 @@ import ivm
 from ivm.errors import StateError
 from ivm.runtime.observation.verify import verify
 from ivm.runtime.refresh.refresh import refresh_view
+
 from cdf import CDF
 
 # minutes of refreshes against the definition: make test-integration, as the stateful machine
 pytestmark = pytest.mark.slow
 
-INNER = ("SELECT o.id, o.amount, c.region FROM orders o "
-         "JOIN customers FOR SYSTEM_TIME AS OF o.pt AS c ON o.cust = c.cid")
-LEFT = ("SELECT o.id, c.region FROM orders o "
-        "LEFT JOIN customers FOR SYSTEM_TIME AS OF o.pt AS c ON o.cust = c.cid WHERE o.id > 0")
-GROUPED = ("SELECT c.region, COUNT(*) AS n, SUM(o.amount) AS total FROM orders o "
-           "LEFT JOIN customers FOR SYSTEM_TIME AS OF o.pt AS c ON o.cust = c.cid "
-           "GROUP BY c.region")
+INNER = (
+    "SELECT o.id, o.amount, c.region FROM orders o "
+    "JOIN customers FOR SYSTEM_TIME AS OF o.pt AS c ON o.cust = c.cid"
+)
+LEFT = (
+    "SELECT o.id, c.region FROM orders o "
+    "LEFT JOIN customers FOR SYSTEM_TIME AS OF o.pt AS c ON o.cust = c.cid WHERE o.id > 0"
+)
+GROUPED = (
+    "SELECT c.region, COUNT(*) AS n, SUM(o.amount) AS total FROM orders o "
+    "LEFT JOIN customers FOR SYSTEM_TIME AS OF o.pt AS c ON o.cust = c.cid "
+    "GROUP BY c.region"
+)
 VIEWS = {"enriched": INNER, "kept": LEFT, "by_region": GROUPED}
 
 
@@ -87,12 +94,13 @@ def check(spark, definition: Definition, full: bool = False) -> None:
 
 @pytest.fixture
 def lookups(spark, fresh_db):
-    spark.sql(f"CREATE TABLE orders (id INT, cust INT, amount INT, pt TIMESTAMP) USING DELTA "
-              f"{CDF}")
+    spark.sql(f"CREATE TABLE orders (id INT, cust INT, amount INT, pt TIMESTAMP) USING DELTA {CDF}")
     spark.sql(f"CREATE TABLE customers (cid INT, region STRING) USING DELTA {CDF}")
     spark.sql("INSERT INTO customers VALUES (1, 'north'), (2, 'south'), (2, 'south')")
-    spark.sql("INSERT INTO orders VALUES (1, 1, 10, now()), (2, 2, 20, now()), "
-              "(3, 3, 30, now()), (4, NULL, 40, now())")
+    spark.sql(
+        "INSERT INTO orders VALUES (1, 1, 10, now()), (2, 2, 20, now()), "
+        "(3, 3, 30, now()), (4, NULL, 40, now())"
+    )
     for name, sql in VIEWS.items():
         ivm.sql(spark, f"CREATE MATERIALIZED VIEW {name} AS {sql}")
     definition = Definition()
@@ -101,10 +109,10 @@ def lookups(spark, fresh_db):
 
 
 FACT_CHANGES = [
-    "INSERT INTO orders VALUES (5, 1, 50, now()), (1, 1, 10, now())",   # a new one, a repeat
+    "INSERT INTO orders VALUES (5, 1, 50, now()), (1, 1, 10, now())",  # a new one, a repeat
     "DELETE FROM orders WHERE id = 2",
-    "UPDATE orders SET cust = 2 WHERE id = 3",      # a new value: enriched now
-    "UPDATE orders SET amount = amount WHERE id = 1",    # no change
+    "UPDATE orders SET cust = 2 WHERE id = 3",  # a new value: enriched now
+    "UPDATE orders SET amount = amount WHERE id = 1",  # no change
     "INSERT INTO orders VALUES (2, 2, 20, now())",  # back after a refresh without it
     "DELETE FROM orders WHERE id = 1 AND cust = 1",
 ]
@@ -121,19 +129,31 @@ DRAWN = max(1, settings().max_examples // 20)
 2 in ``deep``."""
 
 
-@settings(max_examples=DRAWN, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@example(batches=[[DIMENSION_CHANGES[0], FACT_CHANGES[0]], [FACT_CHANGES[1], FACT_CHANGES[2]],
-                  [DIMENSION_CHANGES[1], DIMENSION_CHANGES[2]],
-                  [FACT_CHANGES[4], FACT_CHANGES[3]], [DIMENSION_CHANGES[3], FACT_CHANGES[5]]])
-@given(batches=st.lists(st.lists(st.sampled_from(FACT_CHANGES + DIMENSION_CHANGES),
-                                 max_size=3), min_size=1, max_size=4))
+@settings(
+    max_examples=DRAWN, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@example(
+    batches=[
+        [DIMENSION_CHANGES[0], FACT_CHANGES[0]],
+        [FACT_CHANGES[1], FACT_CHANGES[2]],
+        [DIMENSION_CHANGES[1], DIMENSION_CHANGES[2]],
+        [FACT_CHANGES[4], FACT_CHANGES[3]],
+        [DIMENSION_CHANGES[3], FACT_CHANGES[5]],
+    ]
+)
+@given(
+    batches=st.lists(
+        st.lists(st.sampled_from(FACT_CHANGES + DIMENSION_CHANGES), max_size=3),
+        min_size=1,
+        max_size=4,
+    )
+)
 def test_each_fact_row_keeps_the_dimension_it_first_met(spark, lookups, batches):
     for batch in batches:
         for statement in batch:
             spark.sql(statement)
         check(spark, lookups)
-    spark.sql("DELETE FROM orders WHERE id > 0")    # the views' rows go, whatever enriched them
+    spark.sql("DELETE FROM orders WHERE id > 0")  # the views' rows go, whatever enriched them
     check(spark, lookups)
 
 

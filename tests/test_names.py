@@ -7,6 +7,7 @@ import ivm
 from ivm.errors import CatalogError, ReservedName, ViewExists, ViewNotFound
 from ivm.runtime.observation.describe import consumed_versions
 from ivm.runtime.spark.settings import session_settings
+
 from cdf import CDF
 
 
@@ -49,7 +50,9 @@ def test_a_view_reads_a_view_named_in_another_case(spark, src):
     ivm.sql(spark, "CREATE MATERIALIZED VIEW Top AS SELECT SUM(x) AS s FROM MIXV")
     spark.sql("INSERT INTO src VALUES (3, 30)")
     assert [r.view for r in ivm.sql(spark, "REFRESH ALL MATERIALIZED VIEWS")] == [
-        f"{src}.mixv", f"{src}.top"]
+        f"{src}.mixv",
+        f"{src}.top",
+    ]
     assert rows(spark, "top") == [(60,)]
     assert consumed_versions(spark, f"{src}.TOP") == {f"{src}.mixv": 1}
 
@@ -57,12 +60,17 @@ def test_a_view_reads_a_view_named_in_another_case(spark, src):
 def test_backtick_quoted_keyword_names_work_everywhere(spark, src):
     spark.sql(f"CREATE TABLE `select` (`Group` INT, `from` INT) USING DELTA {CDF}")
     spark.sql("INSERT INTO `select` VALUES (1, 5)")
-    ivm.sql(spark, "CREATE MATERIALIZED VIEW `order` AS "
-                   "SELECT `group`, SUM(`From`) AS `sum` FROM `select` GROUP BY `GROUP`")
+    ivm.sql(
+        spark,
+        "CREATE MATERIALIZED VIEW `order` AS "
+        "SELECT `group`, SUM(`From`) AS `sum` FROM `select` GROUP BY `GROUP`",
+    )
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW {src}.`Table` AS SELECT `sum` FROM {src}.`order`")
     spark.sql("INSERT INTO `select` VALUES (1, 6)")
     assert [r.view for r in ivm.sql(spark, "REFRESH ALL MATERIALIZED VIEWS")] == [
-        f"{src}.`order`", f"{src}.`table`"]
+        f"{src}.`order`",
+        f"{src}.`table`",
+    ]
     assert rows(spark, "`order`") == [(1, 11)] and rows(spark, "`table`") == [(11,)]
     assert ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {src}.`ORDER`").mode == "noop"
     ivm.sql(spark, "ALTER MATERIALIZED VIEW `order` SUSPEND")
@@ -97,8 +105,9 @@ def test_mixed_case_source_and_columns_resolve_as_in_spark(spark, src):
 
 def test_a_column_whose_name_has_a_dot_is_maintained(spark, src):
     # a named column `a.b` is no column b of a table a
-    query = ("SELECT `a.b`, COUNT(*) AS n FROM (SELECT DISTINCT k AS `a.b`, x FROM src) s "
-             "GROUP BY `a.b`")
+    query = (
+        "SELECT `a.b`, COUNT(*) AS n FROM (SELECT DISTINCT k AS `a.b`, x FROM src) s GROUP BY `a.b`"
+    )
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {query}")
     spark.sql("INSERT INTO src VALUES (1, 11), (3, 30)")
     spark.sql("DELETE FROM src WHERE k = 2")
@@ -112,7 +121,7 @@ def test_a_source_column_named_like_bookkeeping_is_refused_at_create(spark, src)
     with pytest.raises(ReservedName, match="_ivm_weight of .*odd is reserved") as error:
         ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS\nSELECT k, _IVM_WEIGHT AS w FROM odd")
     assert "line 2" in str(error.value)
-    ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS SELECT k FROM odd")   # not read: fine
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS SELECT k FROM odd")  # not read: fine
     spark.sql("INSERT INTO odd VALUES (1, 1)")
     assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW v").mode == "incremental"
 
@@ -125,26 +134,35 @@ def test_an_output_column_named_like_bookkeeping_is_refused_whatever_its_case():
 def test_keyword_names_are_read_back_where_spark_reserves_keywords(spark, src):
     """Under ``spark.sql.ansi.enforceReservedKeywords`` Spark reads no keyword as a name:
     the SQL ivm generates quotes every name that is one."""
-    compiled = ivm.compile("SELECT `group`, SUM(`from`) AS `sum` FROM `select` GROUP BY 1",
-                           schema={"db": {"select": {"group": "INT", "from": "INT"}}},
-                           default_db="db")
+    compiled = ivm.compile(
+        "SELECT `group`, SUM(`from`) AS `sum` FROM `select` GROUP BY 1",
+        schema={"db": {"select": {"group": "INT", "from": "INT"}}},
+        default_db="db",
+    )
     assert list(compiled.sources) == ["db.`select`"]
     with session_settings(spark, {"spark.sql.ansi.enforceReservedKeywords": "true"}):
         spark.sql(f"CREATE TABLE `select` (k INT, x INT) USING DELTA {CDF}")
         spark.sql("INSERT INTO `select` VALUES (1, 5)")
-        ivm.sql(spark, "CREATE MATERIALIZED VIEW `order` AS "
-                       "SELECT k, SUM(x) AS total FROM `select` GROUP BY k")
+        ivm.sql(
+            spark,
+            "CREATE MATERIALIZED VIEW `order` AS "
+            "SELECT k, SUM(x) AS total FROM `select` GROUP BY k",
+        )
         spark.sql("INSERT INTO `select` VALUES (1, 6), (2, 1)")
         assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW `order`").mode == "incremental"
         assert rows(spark, "`order`") == [(1, 11), (2, 1)]
 
 
-@pytest.mark.parametrize("definition", [
-    "SELECT k, SUM(x) AS `select`, COUNT(*) AS `from` FROM `select` GROUP BY k",
-    "SELECT k AS `group`, x AS `order` FROM `select` WHERE x > 0",
-])
+@pytest.mark.parametrize(
+    "definition",
+    [
+        "SELECT k, SUM(x) AS `select`, COUNT(*) AS `from` FROM `select` GROUP BY k",
+        "SELECT k AS `group`, x AS `order` FROM `select` WHERE x > 0",
+    ],
+)
 def test_view_columns_named_by_keywords_refresh_where_spark_reserves_keywords(
-        spark, src, definition):
+    spark, src, definition
+):
     """A view column named by a reserved keyword is updated in place by the refresh's MERGE,
     whose ``UPDATE SET `select` = …`` Spark fails to read back under
     ``spark.sql.ansi.enforceReservedKeywords`` although the name is quoted: ivm's own

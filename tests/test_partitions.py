@@ -1,11 +1,12 @@
 """PARTITIONED BY, and REFRESH ... PARTITION recomputing one partition alone."""
 
 import pytest
+from test_views import assert_equals_query, history
 
 import ivm
 from ivm.runtime.catalog.catalog import store_name
+
 from cdf import CDF
-from test_views import assert_equals_query, history
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 
@@ -21,8 +22,8 @@ def partitioned(spark, fresh_db):
 def test_a_partition_refresh_repairs_one_partition_and_leaves_the_rest(spark, partitioned):
     store = store_name(f"{partitioned}.totals")
     assert spark.sql(f"DESCRIBE DETAIL {store}").first().partitionColumns == ["k"]
-    spark.sql(f"UPDATE {store} SET total = 999 WHERE k IN (2, 3)")    # damage two partitions
-    spark.sql("INSERT INTO r VALUES (1, 1)")                            # not yet consumed
+    spark.sql(f"UPDATE {store} SET total = 999 WHERE k IN (2, 3)")  # damage two partitions
+    spark.sql("INSERT INTO r VALUES (1, 1)")  # not yet consumed
     result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals PARTITION (k = 2)")
     assert result.mode == "partition" and result.consumed == result.previous
     assert result.rows_inserted == 1, "the rows of partition k = 2 alone"

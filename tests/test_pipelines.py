@@ -4,18 +4,21 @@ import threading
 import time
 
 import pytest
+from test_views import assert_equals_query
 
 import ivm
 from ivm.runtime.commands import scheduler
 from ivm.runtime.commands.scheduler import run, run_pass, watch
+
 from cdf import CDF
-from test_views import assert_equals_query
 
 POSITIVE = "SELECT k, a FROM r WHERE a > 0"
 PER_KEY = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM positive GROUP BY k"
 NAMED = "SELECT p.k, p.total, s.name FROM per_key p JOIN s ON p.k = s.k"
-NAMED_FROM_SOURCES = ("SELECT r.k, SUM(r.a) AS total, s.name FROM r JOIN s ON r.k = s.k "
-                      "WHERE r.a > 0 GROUP BY r.k, s.name")
+NAMED_FROM_SOURCES = (
+    "SELECT r.k, SUM(r.a) AS total, s.name FROM r JOIN s ON r.k = s.k "
+    "WHERE r.a > 0 GROUP BY r.k, s.name"
+)
 
 
 @pytest.fixture
@@ -41,9 +44,11 @@ def check_pipeline(spark):
 @pytest.mark.slow
 def test_a_pipeline_of_three_views_is_refreshed_upstream_first(spark, pipeline):
     check_pipeline(spark)
-    for batch in (["INSERT INTO r VALUES (1, 10), (3, 7), (2, 2)", "DELETE FROM s WHERE k = 2"],
-                  ["UPDATE r SET a = -a WHERE k = 1", "INSERT INTO s VALUES (1, 'uno')"],
-                  ["DELETE FROM r WHERE k = 3", "UPDATE r SET a = 4 WHERE a = -10"]):
+    for batch in (
+        ["INSERT INTO r VALUES (1, 10), (3, 7), (2, 2)", "DELETE FROM s WHERE k = 2"],
+        ["UPDATE r SET a = -a WHERE k = 1", "INSERT INTO s VALUES (1, 'uno')"],
+        ["DELETE FROM r WHERE k = 3", "UPDATE r SET a = 4 WHERE a = -10"],
+    ):
         for statement in batch:
             spark.sql(statement)
         results = ivm.sql(spark, "REFRESH ALL MATERIALIZED VIEWS")
@@ -55,8 +60,9 @@ def test_a_pipeline_of_three_views_is_refreshed_upstream_first(spark, pipeline):
 
 def test_a_view_may_not_read_itself_through_others(spark, pipeline):
     with pytest.raises(ivm.DependencyCycle, match="would read itself") as caught:
-        ivm.sql(spark, "CREATE OR REPLACE MATERIALIZED VIEW positive AS "
-                       "SELECT k, total AS a FROM named")
+        ivm.sql(
+            spark, "CREATE OR REPLACE MATERIALIZED VIEW positive AS SELECT k, total AS a FROM named"
+        )
     path = " → ".join(f"{pipeline}.{v}" for v in ("positive", "per_key", "named", "positive"))
     assert path in str(caught.value)
     assert_equals_query(spark, "positive", POSITIVE)
@@ -65,8 +71,9 @@ def test_a_view_may_not_read_itself_through_others(spark, pipeline):
 def test_a_view_that_others_read_is_not_dropped(spark, pipeline):
     with pytest.raises(ivm.ViewInUse) as caught:
         ivm.sql(spark, "DROP MATERIALIZED VIEW positive")
-    assert caught.value.message == (f"materialized view {pipeline}.positive "
-                                    f"is read by {pipeline}.per_key")
+    assert caught.value.message == (
+        f"materialized view {pipeline}.positive is read by {pipeline}.per_key"
+    )
     ivm.sql(spark, "DROP MATERIALIZED VIEW named")
     ivm.sql(spark, "DROP MATERIALIZED VIEW per_key")
     ivm.sql(spark, "DROP MATERIALIZED VIEW positive")
@@ -74,8 +81,9 @@ def test_a_view_that_others_read_is_not_dropped(spark, pipeline):
 
 
 def test_freshness_is_declared_altered_suspended_and_resumed(spark, pipeline):
-    ivm.sql(spark, "CREATE MATERIALIZED VIEW fresh FRESHNESS = INTERVAL '30' SECONDS "
-                   "AS SELECT k FROM r")
+    ivm.sql(
+        spark, "CREATE MATERIALIZED VIEW fresh FRESHNESS = INTERVAL '30' SECONDS AS SELECT k FROM r"
+    )
 
     def facts():
         return dict(ivm.sql(spark, "DESCRIBE MATERIALIZED VIEW fresh").collect())
@@ -83,8 +91,7 @@ def test_freshness_is_declared_altered_suspended_and_resumed(spark, pipeline):
     assert facts()["freshness seconds"] == "30"
     ivm.sql(spark, "ALTER MATERIALIZED VIEW fresh SET FRESHNESS = INTERVAL '2' MINUTE")
     ivm.sql(spark, "ALTER MATERIALIZED VIEW fresh SUSPEND")
-    assert (facts()["freshness seconds"], facts()["refreshed by ivm run"]) == ("120",
-                                                                             "suspended")
+    assert (facts()["freshness seconds"], facts()["refreshed by ivm run"]) == ("120", "suspended")
     ivm.sql(spark, "ALTER MATERIALIZED VIEW fresh RESUME")
     assert facts()["refreshed by ivm run"] == "yes"
     with pytest.raises(ivm.SqlSyntaxError, match="positive number and a unit"):
@@ -93,10 +100,11 @@ def test_freshness_is_declared_altered_suspended_and_resumed(spark, pipeline):
 
 def test_ivm_run_keeps_views_within_their_freshness_on_a_live_stream(spark, pipeline):
     ivm.sql(spark, "ALTER MATERIALIZED VIEW named SET FRESHNESS = INTERVAL '2' SECONDS")
-    ivm.sql(spark, "CREATE MATERIALIZED VIEW idle AS SELECT k FROM r")     # no FRESHNESS
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW idle AS SELECT k FROM r")  # no FRESHNESS
     lines, stop = [], threading.Event()
-    loop = threading.Thread(target=run, kwargs=dict(spark=spark, tick=0.5, stop=stop,
-                                                    report=lines.append))
+    loop = threading.Thread(
+        target=run, kwargs=dict(spark=spark, tick=0.5, stop=stop, report=lines.append)
+    )
     loop.start()
     try:
         for i in range(6):
@@ -104,8 +112,13 @@ def test_ivm_run_keeps_views_within_their_freshness_on_a_live_stream(spark, pipe
             time.sleep(1)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            if ivm.sql(spark, "DESCRIBE MATERIALIZED VIEW named").where(
-                    "property = 'lag seconds'").first().value == "0.0":
+            if (
+                ivm.sql(spark, "DESCRIBE MATERIALIZED VIEW named")
+                .where("property = 'lag seconds'")
+                .first()
+                .value
+                == "0.0"
+            ):
                 break
             time.sleep(1)
     finally:
@@ -146,8 +159,8 @@ def test_ivm_run_refreshes_the_most_urgent_view_first_after_what_it_reads(spark,
 
     spark.sql("INSERT INTO r VALUES (4, 4), (4, 4)")
     watched = watch(spark, views)
-    assert run_pass(spark, watched).outcomes == []   # lags of a second or so: nothing is due
-    done = run_pass(spark, watched, now=time.time() + 40)   # named is due, urgent not (yet)
+    assert run_pass(spark, watched).outcomes == []  # lags of a second or so: nothing is due
+    done = run_pass(spark, watched, now=time.time() + 40)  # named is due, urgent not (yet)
     assert refreshed(done) == ["positive", "per_key", "named", "urgent"]
     check_pipeline(spark)
     assert_equals_query(spark, "urgent", URGENT)
@@ -158,10 +171,12 @@ def two_views(spark, fresh_db):
     """``on_a`` reads ``a``; ``on_b``, more urgent, reads ``b``; both lag."""
     for table in ("a", "b"):
         spark.sql(f"CREATE TABLE {table} (k INT) USING DELTA {CDF}")
-    ivm.sql(spark, "CREATE MATERIALIZED VIEW on_a FRESHNESS = INTERVAL '1' MINUTE AS "
-                   "SELECT k FROM a")
-    ivm.sql(spark, "CREATE MATERIALIZED VIEW on_b FRESHNESS = INTERVAL '30' SECONDS AS "
-                   "SELECT k FROM b")
+    ivm.sql(
+        spark, "CREATE MATERIALIZED VIEW on_a FRESHNESS = INTERVAL '1' MINUTE AS SELECT k FROM a"
+    )
+    ivm.sql(
+        spark, "CREATE MATERIALIZED VIEW on_b FRESHNESS = INTERVAL '30' SECONDS AS SELECT k FROM b"
+    )
     spark.sql("INSERT INTO a VALUES (1), (2)")
     spark.sql("INSERT INTO b VALUES (3)")
     return [f"{fresh_db}.on_a", f"{fresh_db}.on_b"]
@@ -170,13 +185,13 @@ def two_views(spark, fresh_db):
 def test_a_failing_view_is_reported_and_retried_later_while_the_others_go_on(spark, two_views):
     on_a, on_b = two_views
     spark.sql("DROP TABLE b")
-    spark.sql(f"CREATE TABLE b (x INT) USING DELTA {CDF}")     # k is gone: on_b cannot refresh
+    spark.sql(f"CREATE TABLE b (x INT) USING DELTA {CDF}")  # k is gone: on_b cannot refresh
     watched, now = watch(spark, two_views), time.time() + LATER
     done = run_pass(spark, watched, tick=1.0, now=now)
     (failure,) = done.failed
     assert (failure.view, failure.failures, failure.retry_in) == (on_b, 1, 1.0)
     assert "\n" not in str(failure) and str(failure).startswith(f"refresh of {on_b} failed: ")
-    assert [r.view for r in done.outcomes[1:]] == [on_a]       # after on_b, the more urgent
+    assert [r.view for r in done.outcomes[1:]] == [on_a]  # after on_b, the more urgent
     assert_equals_query(spark, "on_a", "SELECT k FROM a")
 
     assert run_pass(spark, watched, tick=1.0, now=now + 0.5).outcomes == []  # on_b waits
@@ -187,7 +202,7 @@ def test_a_failing_view_is_reported_and_retried_later_while_the_others_go_on(spa
     spark.sql("DROP TABLE b")
     spark.sql(f"CREATE TABLE b (k INT) USING DELTA {CDF}")
     spark.sql("INSERT INTO b VALUES (5)")
-    assert run_pass(spark, watched, tick=1.0, now=now + 2).outcomes == []    # still waiting
+    assert run_pass(spark, watched, tick=1.0, now=now + 2).outcomes == []  # still waiting
     done = run_pass(spark, watched, tick=1.0, now=now + 3)
     assert [(r.view, r.mode) for r in done.outcomes] == [(on_b, "full")]
     assert watched.failing == {}
@@ -204,9 +219,12 @@ def test_ivm_run_goes_on_past_a_view_whose_source_was_dropped(spark, two_views):
 
     def report(line):
         lines.append(line)
-        if any(f" refresh of {on_a} in " in line for line in lines) and \
-                sum(f"refresh of {on_b} failed" in line for line in lines) >= 2:
+        if (
+            any(f" refresh of {on_a} in " in line for line in lines)
+            and sum(f"refresh of {on_b} failed" in line for line in lines) >= 2
+        ):
             stop.set()
+
     timeout = threading.Timer(180, stop.set)
     timeout.start()
     try:
@@ -222,15 +240,16 @@ def test_ivm_run_goes_on_past_a_view_whose_source_was_dropped(spark, two_views):
 
 
 def test_ctrl_c_during_a_refresh_stops_ivm_run(spark, two_views, monkeypatch):
-    spark.sql("DROP TABLE b")           # on_b is due at once
+    spark.sql("DROP TABLE b")  # on_b is due at once
     calls, stop = [], threading.Event()
 
     def interrupted(spark, view):
         calls.append(view)
         raise KeyboardInterrupt
+
     monkeypatch.setattr(scheduler, "refresh_view", interrupted)
     lines = []
-    timeout = threading.Timer(120, stop.set)   # should the loop go on, the test fails
+    timeout = threading.Timer(120, stop.set)  # should the loop go on, the test fails
     timeout.start()
     try:
         run(spark, tick=0.1, stop=stop, report=lines.append, views=two_views)
@@ -241,13 +260,16 @@ def test_ctrl_c_during_a_refresh_stops_ivm_run(spark, two_views, monkeypatch):
 
 
 def test_a_views_changelog_shows_an_aggregate_update_as_an_update(spark, pipeline):
-    spark.sql("INSERT INTO r VALUES (1, 1), (4, 4)")     # group 1 changes, group 4 appears
-    spark.sql("DELETE FROM r WHERE k = 2")                # group 2 disappears
-    version = {view: ivm.sql(spark, f"DESCRIBE HISTORY MATERIALIZED VIEW {view}").first().version
-               for view in ("per_key", "positive")}
+    spark.sql("INSERT INTO r VALUES (1, 1), (4, 4)")  # group 1 changes, group 4 appears
+    spark.sql("DELETE FROM r WHERE k = 2")  # group 2 disappears
+    version = {
+        view: ivm.sql(spark, f"DESCRIBE HISTORY MATERIALIZED VIEW {view}").first().version
+        for view in ("per_key", "positive")
+    }
     ivm.sql(spark, "REFRESH ALL MATERIALIZED VIEWS")
-    changes = [tuple(r)[:4]
-               for r in ivm.view_changes(spark, "per_key", version["per_key"] + 1).collect()]
+    changes = [
+        tuple(r)[:4] for r in ivm.view_changes(spark, "per_key", version["per_key"] + 1).collect()
+    ]
     retractions, additions = sorted(changes[:2]), sorted(changes[2:], key=repr)
     assert retractions == [(1, 2, 20, "-U"), (2, 1, 5, "-D")]
     assert sorted(additions, key=repr) == [(1, 3, 21, "+U"), (4, 1, 4, "+I")]

@@ -4,17 +4,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from sqlglot import exp
+from test_views import assert_equals_query
 
 import ivm
 from benchmarks.measure import Meter
 from ivm.ir import Project, Restrict, Scan
 from ivm.runtime.refresh.pruning import MAX_LISTED, MAX_RANGES, _filtered, _ranges
 from ivm.zset import Read
-from cdf import CDF
-from test_views import assert_equals_query
 
-TOTALS = ("SELECT d.grp, COUNT(*) AS n, SUM(f.v) AS total FROM facts f JOIN dims d "
-          "ON f.k = d.k GROUP BY d.grp")
+from cdf import CDF
+
+TOTALS = (
+    "SELECT d.grp, COUNT(*) AS n, SUM(f.v) AS total FROM facts f JOIN dims d "
+    "ON f.k = d.k GROUP BY d.grp"
+)
 
 
 def _covered(values, ranges, parse) -> bool:
@@ -23,7 +26,7 @@ def _covered(values, ranges, parse) -> bool:
     return ordered and all(any(low <= v <= high for low, high in bounds) for v in values)
 
 
-@given(st.sets(st.integers(-10**12, 10**12), max_size=300))
+@given(st.sets(st.integers(-(10**12), 10**12), max_size=300))
 def test_ranges_cover_every_key_within_the_range_budget(keys):
     values = sorted(keys)
     ranges = _ranges(values)
@@ -41,41 +44,47 @@ def test_ranges_of_strings_cover_every_key(keys):
 
 def _restriction(keys: int) -> Restrict:
     facts = Scan("facts", "f", ("k", "j", "v"), Read.AFTER)
-    change = Project(Scan("facts", "f", ("k", "j", "v"), Read.DELTA),
-                     (("_ivm_k0", exp.column("k", "f")), ("_ivm_k1", exp.column("j", "f"))))
+    change = Project(
+        Scan("facts", "f", ("k", "j", "v"), Read.DELTA),
+        (("_ivm_k0", exp.column("k", "f")), ("_ivm_k1", exp.column("j", "f"))),
+    )
     return Restrict(facts, (exp.column("k", "f"), exp.column("j", "f"))[:keys], change)
 
 
-@pytest.mark.parametrize("keys, values, listed", [
-    (1, [3, 7], True), (1, [], True), (1, list(range(MAX_LISTED + 1)), False),
-    (2, [3, 7], False)])
+@pytest.mark.parametrize(
+    "keys, values, listed",
+    [(1, [3, 7], True), (1, [], True), (1, list(range(MAX_LISTED + 1)), False), (2, [3, 7], False)],
+)
 @pytest.mark.parametrize("has_null", [False, True])
 def test_few_values_of_one_key_filter_the_snapshot_in_place_of_the_semi_join(
-        keys, values, listed, has_null):
+    keys, values, listed, has_null
+):
     pruned = _filtered(_restriction(keys), values, has_null)
     assert isinstance(pruned, Restrict) != listed
     predicate = (pruned if listed else pruned.input).predicate.sql("spark")
     assert ("IN (3, 7)" in predicate) == (listed and values == [3, 7])
     assert ("f.k IS NULL" in predicate) == has_null
     if listed and not values and not has_null:
-        assert "FALSE" in predicate     # no key: no row meets the change
+        assert "FALSE" in predicate  # no key: no row meets the change
 
 
 def _facts_and_dims(spark) -> None:
     spark.sql(f"CREATE TABLE facts (k BIGINT, v BIGINT) USING DELTA {CDF}")
-    for start in range(0, 10_000, 1_000):   # files in key order, 1,000 keys each
-        spark.sql(f"INSERT INTO facts SELECT id, id % 7 FROM range({start}, {start + 1_000}, "
-                  f"1, 1)")
+    for start in range(0, 10_000, 1_000):  # files in key order, 1,000 keys each
+        spark.sql(f"INSERT INTO facts SELECT id, id % 7 FROM range({start}, {start + 1_000}, 1, 1)")
     spark.sql(f"CREATE TABLE dims (k BIGINT, grp STRING) USING DELTA {CDF}")
     spark.sql("INSERT INTO dims SELECT id, CAST(id % 3 AS STRING) FROM range(0, 10000, 1, 1)")
 
 
-@pytest.mark.parametrize("query", [
-    TOTALS,
-    # the filters move onto the joined inputs (ivm.passes.pushdown): facts' snapshot is read
-    # filtered, then restricted to the change's keys, and the ranges still prune its files
-    TOTALS.replace(" GROUP BY", " WHERE f.v <> 3 AND d.grp <> '2' GROUP BY"),
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        TOTALS,
+        # the filters move onto the joined inputs (ivm.passes.pushdown): facts' snapshot is read
+        # filtered, then restricted to the change's keys, and the ranges still prune its files
+        TOTALS.replace(" GROUP BY", " WHERE f.v <> 3 AND d.grp <> '2' GROUP BY"),
+    ],
+)
 def test_a_join_refresh_reads_the_files_around_the_changed_keys(spark, fresh_db, query):
     _facts_and_dims(spark)
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {query}")
@@ -91,8 +100,10 @@ def test_a_join_refresh_reads_the_files_around_the_changed_keys(spark, fresh_db,
 
 def test_a_dedup_refresh_reads_the_files_of_the_changed_keys(spark, fresh_db):
     """The window's input is a projection of the table: the key reaches the scan through it."""
-    query = ("SELECT k, v FROM (SELECT k, v, ROW_NUMBER() OVER (PARTITION BY k "
-             "ORDER BY v DESC) AS rn FROM facts) WHERE rn = 1 AND v = 6")
+    query = (
+        "SELECT k, v FROM (SELECT k, v, ROW_NUMBER() OVER (PARTITION BY k "
+        "ORDER BY v DESC) AS rn FROM facts) WHERE rn = 1 AND v = 6"
+    )
     _facts_and_dims(spark)
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW latest AS {query}")
 
@@ -107,8 +118,10 @@ def test_a_dedup_refresh_reads_the_files_of_the_changed_keys(spark, fresh_db):
 
 
 def test_a_null_key_in_the_change_still_meets_its_rows(spark, fresh_db):
-    query = ("SELECT f.k, COUNT(d.k) AS matched FROM facts f LEFT JOIN dims d "
-             "ON f.k <=> d.k GROUP BY f.k")
+    query = (
+        "SELECT f.k, COUNT(d.k) AS matched FROM facts f LEFT JOIN dims d "
+        "ON f.k <=> d.k GROUP BY f.k"
+    )
     spark.sql(f"CREATE TABLE facts (k BIGINT) USING DELTA {CDF}")
     spark.sql(f"CREATE TABLE dims (k BIGINT) USING DELTA {CDF}")
     spark.sql("INSERT INTO facts VALUES (1), (NULL), (2)")

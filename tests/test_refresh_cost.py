@@ -7,9 +7,9 @@ import json
 from decimal import Decimal
 
 import pytest
-
 from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
 from sqlglot import exp
+from test_views import SALES, assert_equals_query, history
 
 import ivm
 from ivm.ir import Filter, Scan
@@ -19,8 +19,8 @@ from ivm.runtime.refresh import pruning
 from ivm.runtime.refresh.phases import PHASES
 from ivm.runtime.spark import settings
 from ivm.runtime.spark.settings import session_settings
+
 from cdf import CDF
-from test_views import SALES, assert_equals_query, history
 
 
 def test_a_refresh_records_where_its_time_went(spark, shop):
@@ -33,7 +33,7 @@ def test_a_refresh_records_where_its_time_went(spark, shop):
     assert sum(p.seconds for p in result.phases.values()) <= result.seconds
     latest = ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW sales").first()
     recorded = latest.phases
-    assert set(recorded) == set(PHASES) - {"check"}   # the check follows the commit
+    assert set(recorded) == set(PHASES) - {"check"}  # the check follows the commit
     assert recorded["write"].jobs is None and recorded["write"].seconds > 0
     for name in ("plan", "versions", "change", "prune", "delta"):
         assert recorded[name].seconds == pytest.approx(result.phases[name].seconds, abs=2e-3)
@@ -113,11 +113,9 @@ def refresh_compiling(spark, view: str, limit: str | None):
     """An incremental refresh of ``view`` with ``spark.ivm.interpretedMaxBytes`` ``limit``
     (None: the session's), and how many classes Spark compiled meanwhile (Spark counts them
     in ``CodegenMetrics``)."""
-    compilations = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics \
-        .METRIC_COMPILATION_TIME()
+    compilations = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
     before = compilations.getCount()
-    with session_settings(spark, {} if limit is None
-                          else {settings.INTERPRETED_MAX_BYTES: limit}):
+    with session_settings(spark, {} if limit is None else {settings.INTERPRETED_MAX_BYTES: limit}):
         result = ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {view}")
     assert result.mode == "incremental"
     return result, compilations.getCount() - before
@@ -130,8 +128,10 @@ def test_a_refresh_of_little_data_compiles_no_code_in_fewer_jobs(spark, shop):
     cache is measured by the benchmarks, ``classes_compiled``: adaptive execution may number
     the classes of two query stages the other way round.)"""
     # a query of its own, so that no earlier test compiled its code
-    query = ("SELECT c.region, MAX(o.amount) AS top, COUNT(*) AS n FROM orders o "
-             "JOIN customers c ON o.cust_id = c.id WHERE o.id < 1000 GROUP BY c.region")
+    query = (
+        "SELECT c.region, MAX(o.amount) AS top, COUNT(*) AS n FROM orders o "
+        "JOIN customers c ON o.cust_id = c.id WHERE o.id < 1000 GROUP BY c.region"
+    )
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW top_amounts AS {query}")
     compiled, jobs = [], []
     for round_, limit in enumerate((None, None, "0")):  # the first warms Delta's code
@@ -153,14 +153,17 @@ def test_a_delta_query_is_judged_by_the_files_it_reads_after_pruning(spark, fres
     (fewer Spark jobs); between the change's size and those files' it does not, while the
     change is read as little data both times. Either way the view equals its query."""
     spark.sql(f"CREATE TABLE facts (k BIGINT, v BIGINT) USING DELTA {CDF}")
-    for part in range(8):     # eight files, each a range of keys
-        spark.sql(f"INSERT INTO facts SELECT id, id % 7 FROM range({part * 5000}, "
-                  f"{(part + 1) * 5000})")
+    for part in range(8):  # eight files, each a range of keys
+        spark.sql(
+            f"INSERT INTO facts SELECT id, id % 7 FROM range({part * 5000}, {(part + 1) * 5000})"
+        )
     detail = spark.sql("DESCRIBE DETAIL facts").first()
     one_file = detail.sizeInBytes // detail.numFiles
     assert settings.planned_read_bytes(spark.table("facts"), None) == detail.sizeInBytes
-    assert settings.planned_read_bytes(
-        spark.table("facts").where("k BETWEEN 100 AND 200"), None) < 2 * one_file
+    assert (
+        settings.planned_read_bytes(spark.table("facts").where("k BETWEEN 100 AND 200"), None)
+        < 2 * one_file
+    )
 
     spark.sql(f"CREATE TABLE picks (k BIGINT, tag STRING) USING DELTA {CDF}")
     spark.sql("INSERT INTO picks VALUES (1, 'a')")
@@ -184,13 +187,16 @@ def test_scans_pruned_by_the_change_keys_are_planned_without_compiling(spark, fr
     compiles none; with ``spark.ivm.interpretedMaxBytes`` 0 it compiles anew for every new
     key. Either way the view equals its query."""
     spark.sql(f"CREATE TABLE facts (k BIGINT, v BIGINT) USING DELTA {CDF}")
-    for part in range(4):     # files of key ranges, which the change's keys prune
-        spark.sql(f"INSERT INTO facts SELECT id, id % 5 FROM range({part * 1000}, "
-                  f"{(part + 1) * 1000})")
+    for part in range(4):  # files of key ranges, which the change's keys prune
+        spark.sql(
+            f"INSERT INTO facts SELECT id, id % 5 FROM range({part * 1000}, {(part + 1) * 1000})"
+        )
     spark.sql(f"CREATE TABLE picks (k BIGINT, tag STRING) USING DELTA {CDF}")
     spark.sql("INSERT INTO picks VALUES (1, 'a')")
-    query = ("SELECT p.tag, COUNT(*) AS n, SUM(f.v) AS total FROM picks p "
-             "JOIN facts f ON p.k = f.k GROUP BY p.tag")
+    query = (
+        "SELECT p.tag, COUNT(*) AS n, SUM(f.v) AS total FROM picks p "
+        "JOIN facts f ON p.k = f.k GROUP BY p.tag"
+    )
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW picked_keys AS {query}")
     compiled = []
     for key, limit in ((101, None), (1202, None), (2303, None), (3404, "0"), (505, "0")):
@@ -203,8 +209,11 @@ def test_scans_pruned_by_the_change_keys_are_planned_without_compiling(spark, fr
 def test_the_plan_is_kept_until_a_source_schema_changes(spark, shop, monkeypatch):
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
     compiled, original = [], definition.compile
-    monkeypatch.setattr(definition, "compile",
-                        lambda *args, **kwargs: compiled.append(1) or original(*args, **kwargs))
+    monkeypatch.setattr(
+        definition,
+        "compile",
+        lambda *args, **kwargs: compiled.append(1) or original(*args, **kwargs),
+    )
     for amount in ("1.00", "2.00"):
         spark.sql(f"INSERT INTO orders VALUES (7, 2, {amount}, 'ok')")
         assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales").mode == "incremental"
@@ -222,16 +231,19 @@ def test_every_key_set_is_read_in_one_query(spark, fresh_db, monkeypatch):
     together: each comes back sorted in its column's order, as if read alone."""
     monkeypatch.setattr(pruning, "MAX_KEYS", 5)
     spark.sql("CREATE TABLE r (i INT, s STRING, d DATE, m DECIMAL(20, 4)) USING DELTA")
-    spark.sql("INSERT INTO r VALUES (3, 'b', DATE'2024-02-29', 1.5), (1, NULL, NULL, -2), "
-              "(3, 'a', DATE'2023-01-01', NULL), (2, 'B', DATE'2024-02-29', 1.5)")
+    spark.sql(
+        "INSERT INTO r VALUES (3, 'b', DATE'2024-02-29', 1.5), (1, NULL, NULL, -2), "
+        "(3, 'a', DATE'2023-01-01', NULL), (2, 'B', DATE'2024-02-29', 1.5)"
+    )
     spark.sql("INSERT INTO r SELECT id, 'z', NULL, id FROM range(10, 20)")
     table = Scan(f"{fresh_db}.r", "r", ("i", "s", "d", "m"))
     small = Filter(table, exp.condition("r.i < 10"))
     wanted = [(small, "i"), (small, "s"), (small, "d"), (small, "m"), (table, "m")]
     actions = []
     collect = ClassicFrame.collect
-    monkeypatch.setattr(ClassicFrame, "collect",
-                        lambda frame: actions.append(frame) or collect(frame))
+    monkeypatch.setattr(
+        ClassicFrame, "collect", lambda frame: actions.append(frame) or collect(frame)
+    )
     found = pruning._distinct_keys(spark, wanted, None)
     assert len(actions) == 1
     assert found[wanted[0]] == ([1, 2, 3], False)
@@ -249,8 +261,11 @@ def test_a_refresh_keeps_nothing_after_it(spark, shop):
     spark.sql("UPDATE customers SET region = 'APAC' WHERE id = 3")
     before = set(_persisted(spark))
     assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales").mode == "incremental"
-    kept = {rdd: name for rdd, name in _persisted(spark).items()
-            if rdd not in before and not name.startswith("Delta")}
+    kept = {
+        rdd: name
+        for rdd, name in _persisted(spark).items()
+        if rdd not in before and not name.startswith("Delta")
+    }
     assert not kept, kept
     assert_equals_query(spark, "sales", SALES)
 

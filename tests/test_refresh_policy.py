@@ -6,6 +6,7 @@ import importlib
 import json
 
 import pytest
+from test_views import assert_equals_query
 
 import ivm
 from ivm.errors import SqlSyntaxError
@@ -13,8 +14,8 @@ from ivm.frontend.statements import parse_statement
 from ivm.runtime.catalog.catalog import qualified_name, store_name
 from ivm.runtime.refresh.obstacles import MIN_BYTES, RATIO
 from ivm.runtime.refresh.policy import KEPT, REMEASURE_AFTER, CostModel, NotIncrementalizable
+
 from cdf import CDF
-from test_views import assert_equals_query
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 TOP = "SELECT k, a FROM r ORDER BY a DESC, k LIMIT 2"
@@ -54,8 +55,7 @@ def records(spark, view):
     """The refresh records of ``view``'s store, oldest first."""
     store = store_name(qualified_name(spark, view))
     history = spark.sql(f"DESCRIBE HISTORY {store}").orderBy("version").collect()
-    return [(h.timestamp, json.loads(h.userMetadata)["ivm"]) for h in history
-            if h.userMetadata]
+    return [(h.timestamp, json.loads(h.userMetadata)["ivm"]) for h in history if h.userMetadata]
 
 
 def refresh(spark, view, query):
@@ -66,54 +66,65 @@ def refresh(spark, view, query):
 
 # The statements -------------------------------------------------------------------------
 
+
 @pytest.mark.fast
 @pytest.mark.parametrize("policy", ["AUTO", "INCREMENTAL", "INCREMENTAL STRICT", "FULL"])
 def test_every_policy_is_spelled_on_create_alter_and_explain(policy):
-    create = parse_statement(f"CREATE MATERIALIZED VIEW v FRESHNESS = INTERVAL '1' MINUTE "
-                             f"REFRESH POLICY {policy} AS SELECT 1 AS x")
+    create = parse_statement(
+        f"CREATE MATERIALIZED VIEW v FRESHNESS = INTERVAL '1' MINUTE "
+        f"REFRESH POLICY {policy} AS SELECT 1 AS x"
+    )
     assert (create.action, create.policy, create.freshness) == ("create", policy, 60)
     alter = parse_statement(f"ALTER MATERIALIZED VIEW v SET REFRESH POLICY {policy}")
     assert (alter.action, alter.policy) == ("alter", policy)
-    explain = parse_statement(f"explain CREATE MATERIALIZED VIEW v REFRESH POLICY {policy} "
-                              f"AS SELECT 1 AS x")
-    assert (explain.action, explain.policy, explain.query.strip()) == \
-        ("explain", policy, "SELECT 1 AS x")
+    explain = parse_statement(
+        f"explain CREATE MATERIALIZED VIEW v REFRESH POLICY {policy} AS SELECT 1 AS x"
+    )
+    assert (explain.action, explain.policy, explain.query.strip()) == (
+        "explain",
+        policy,
+        "SELECT 1 AS x",
+    )
 
 
 @pytest.mark.fast
 def test_an_unknown_policy_is_refused_where_it_is_written():
-    with pytest.raises(SqlSyntaxError, match="expected AUTO, INCREMENTAL, INCREMENTAL STRICT "
-                                             "or FULL after REFRESH POLICY, found 'SOMETIMES'"):
+    with pytest.raises(
+        SqlSyntaxError,
+        match="expected AUTO, INCREMENTAL, INCREMENTAL STRICT "
+        "or FULL after REFRESH POLICY, found 'SOMETIMES'",
+    ):
         parse_statement("CREATE MATERIALIZED VIEW v REFRESH POLICY SOMETIMES AS SELECT 1")
-    assert parse_statement("EXPLAIN SELECT 1") is None   # Spark's own EXPLAIN
+    assert parse_statement("EXPLAIN SELECT 1") is None  # Spark's own EXPLAIN
 
 
 # The cost model -------------------------------------------------------------------------
+
 
 @pytest.mark.fast
 def test_the_cost_model_learns_the_rate_of_full_refreshes_and_keeps_the_incremental_ones():
     model = CostModel().observed("create", 8_000_000, None, 2.0)
     assert model.bytes_per_second == 4_000_000
-    model = model.observed("full", 8_000_000, None, 1.0)        # half-way to the new rate
+    model = model.observed("full", 8_000_000, None, 1.0)  # half-way to the new rate
     assert model.bytes_per_second == 6_000_000 and model.full_seconds(3_000_000) == 0.5
     for change in range(KEPT + 2):
         model = model.observed("incremental", 123, change, 0.1)
     assert [c for c, _ in model.incremental] == list(range(KEPT + 1, 1, -1))  # newest first
-    assert model.observed("incremental", 123, None, 3.0) == model    # nothing to learn from
+    assert model.observed("incremental", 123, None, 3.0) == model  # nothing to learn from
     assert CostModel.from_record(json.loads(json.dumps(model.to_record()))) == model
 
 
 @pytest.mark.fast
 def test_recomputing_is_chosen_only_on_evidence():
-    model = CostModel(1e6)                                       # a recompute of 2 MB: 2 s
-    assert model.before_reading(1000, 2_000_000)[0] is None     # nothing known yet
-    model = model.observed("incremental", 5000, 1000, 2.5)      # 1 kB of change took 2.5 s
-    assert model.before_reading(499, 2_000_000)[0] is None      # a much smaller change
-    assert model.before_reading(500, 2_000_000)[0].kind == "cost"   # half of it, about alike
+    model = CostModel(1e6)  # a recompute of 2 MB: 2 s
+    assert model.before_reading(1000, 2_000_000)[0] is None  # nothing known yet
+    model = model.observed("incremental", 5000, 1000, 2.5)  # 1 kB of change took 2.5 s
+    assert model.before_reading(499, 2_000_000)[0] is None  # a much smaller change
+    assert model.before_reading(500, 2_000_000)[0].kind == "cost"  # half of it, about alike
     assert model.before_reading(1000, 2_000_000)[0].kind == "cost"
-    assert model.before_reading(1000, 3_000_000)[0] is None     # 2.5 s < 3 s
-    assert model.before_reading(1000, 2_000_000, min_bytes=64e6)[0] is None   # little data
-    warm = model.observed("incremental", 5000, 1000, 0.5)      # the latest one is the evidence
+    assert model.before_reading(1000, 3_000_000)[0] is None  # 2.5 s < 3 s
+    assert model.before_reading(1000, 2_000_000, min_bytes=64e6)[0] is None  # little data
+    warm = model.observed("incremental", 5000, 1000, 0.5)  # the latest one is the evidence
     assert warm.before_reading(1000, 2_000_000)[0] is None
     # a plan that reads the sources twice (a top-N) stands for changes at least as large
     planned = CostModel().after("incremental", False, planned=(500, 4_000_000))
@@ -121,7 +132,7 @@ def test_recomputing_is_chosen_only_on_evidence():
     assert planned.before_reading(249, 2_000_000)[0] is None
     assert planned.after_planning(4_000_000, 2_000_000)[0].kind == "cost"
     assert planned.after_planning(1_000_000, 2_000_000)[0] is None
-    assert planned.after("full", True).planned == (500, 4_000_000)   # kept until planned again
+    assert planned.after("full", True).planned == (500, 4_000_000)  # kept until planned again
 
 
 @pytest.mark.fast
@@ -137,8 +148,10 @@ def test_after_recomputing_by_cost_for_a_while_a_refresh_measures_incremental_ag
 
 # The policies at work -------------------------------------------------------------------
 
+
 def test_auto_recomputes_a_view_whose_change_reads_more_than_its_query(
-        spark, r, every_size_predicted):
+    spark, r, every_size_predicted
+):
     """A top-N reads its input before and after a change that removes rows: more than
     recomputing it."""
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW top AS {TOP}")
@@ -151,9 +164,9 @@ def test_auto_recomputes_a_view_whose_change_reads_more_than_its_query(
     assert result.mode == "full" and "a full recompute is predicted cheaper" in result.reason
     last = ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW top").first()
     assert last.prediction and last.prediction in result.reason
-    assert "prune" in result.phases     # it planned the delta query before it chose
+    assert "prune" in result.phases  # it planned the delta query before it chose
 
-    spark.sql("INSERT INTO r VALUES (4, 40)")   # from the latest plan: no change read now
+    spark.sql("INSERT INTO r VALUES (4, 40)")  # from the latest plan: no change read now
     result = refresh(spark, "top", TOP)
     assert result.mode == "full" and "the latest delta query, for a change of" in result.reason
     assert "prune" not in result.phases
@@ -185,14 +198,18 @@ def test_each_record_carries_what_the_refreshes_before_it_cost(spark, r):
     # the history's time is the commit file's; the model's, the commit's own, some ms
     # earlier: a share of a CREATE of a few rows (0.2 s), so compared as seconds
     seconds = (created_at.timestamp() * 1000 - create["started_ms"]) / 1000
-    assert create["planned_bytes"] / first["cost"]["bytes_per_second"] == \
-        pytest.approx(seconds, abs=COMMIT_FILE_MS / 1000)
-    assert first["cost"]["incremental"] == [] and first["cost"]["planned"] == \
-        [first["read_bytes"], first["planned_bytes"]]
+    assert create["planned_bytes"] / first["cost"]["bytes_per_second"] == pytest.approx(
+        seconds, abs=COMMIT_FILE_MS / 1000
+    )
+    assert first["cost"]["incremental"] == [] and first["cost"]["planned"] == [
+        first["read_bytes"],
+        first["planned_bytes"],
+    ]
     [(change, took)] = second["cost"]["incremental"]
     assert change == first["read_bytes"]
-    assert took == pytest.approx((first_at.timestamp() * 1000 - first["started_ms"]) / 1000,
-                                 abs=COMMIT_FILE_MS / 1000)
+    assert took == pytest.approx(
+        (first_at.timestamp() * 1000 - first["started_ms"]) / 1000, abs=COMMIT_FILE_MS / 1000
+    )
 
 
 def test_policy_full_recomputes_every_refresh_but_not_an_unchanged_view(spark, r):
@@ -219,34 +236,35 @@ def test_policy_incremental_ignores_the_cost_of_a_large_change(spark, r):
 
 
 def test_policy_incremental_strict_fails_where_the_change_is_unavailable(spark, r):
-    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals REFRESH POLICY INCREMENTAL STRICT AS "
-                   f"{TOTALS}")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals REFRESH POLICY INCREMENTAL STRICT AS {TOTALS}")
     store_version = len(records(spark, "totals"))
     spark.sql("ALTER TABLE r SET TBLPROPERTIES (delta.enableChangeDataFeed = false)")
-    spark.sql("DELETE FROM r WHERE k = 1")                # no change data recorded
+    spark.sql("DELETE FROM r WHERE k = 1")  # no change data recorded
     spark.sql("ALTER TABLE r SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
     with pytest.raises(NotIncrementalizable, match="change data feed of .*r was turned off"):
         ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals")
-    assert len(records(spark, "totals")) == store_version     # nothing committed
-    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals FULL")   # asked for: allowed
+    assert len(records(spark, "totals")) == store_version  # nothing committed
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals FULL")  # asked for: allowed
     assert result.mode == "full"
     assert_equals_query(spark, "totals", TOTALS)
 
 
 def test_policy_incremental_strict_recomputes_a_replaced_source(spark, r):
-    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals REFRESH POLICY INCREMENTAL STRICT AS "
-                   f"{TOTALS}")
-    spark.sql(f"CREATE OR REPLACE TABLE r USING DELTA {CDF} AS SELECT * FROM VALUES (7, 70) "
-              f"AS v(k, a)")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals REFRESH POLICY INCREMENTAL STRICT AS {TOTALS}")
+    spark.sql(
+        f"CREATE OR REPLACE TABLE r USING DELTA {CDF} AS SELECT * FROM VALUES (7, 70) AS v(k, a)"
+    )
     result = refresh(spark, "totals", TOTALS)
     assert result.mode == "full" and "was replaced" in result.reason
 
 
 def test_a_view_never_maintained_incrementally_cannot_take_an_incremental_policy(
-        spark, r, float_sums_folded):
+    spark, r, float_sums_folded
+):
     with pytest.raises(NotIncrementalizable, match="cannot be added exactly"):
-        ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals REFRESH POLICY INCREMENTAL AS "
-                       f"{FLOAT_SUMS}")
+        ivm.sql(
+            spark, f"CREATE MATERIALIZED VIEW totals REFRESH POLICY INCREMENTAL AS {FLOAT_SUMS}"
+        )
     assert not spark.catalog.tableExists("totals")
     assert not spark.catalog.tableExists(store_name(f"{r}.totals"))
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {FLOAT_SUMS}")
@@ -258,25 +276,32 @@ def test_a_view_never_maintained_incrementally_cannot_take_an_incremental_policy
 
 # EXPLAIN CREATE -------------------------------------------------------------------------
 
+
 def plan(spark, statement):
     return [row.plan for row in ivm.sql(spark, statement).collect()]
 
 
 def test_explain_create_says_how_a_view_would_be_maintained_and_creates_nothing(
-        spark, r, float_sums_folded):
+    spark, r, float_sums_folded
+):
     lines = plan(spark, f"EXPLAIN CREATE MATERIALIZED VIEW totals AS {TOTALS}")
-    assert lines[:3] == [f"materialized view {r}.totals", "refresh policy: AUTO (the default)",
-                         "maintained: incrementally, unless a refresh predicts a full "
-                         "recompute cheaper"]
+    assert lines[:3] == [
+        f"materialized view {r}.totals",
+        "refresh policy: AUTO (the default)",
+        "maintained: incrementally, unless a refresh predicts a full recompute cheaper",
+    ]
     assert "delta circuit (inputs first):" in lines
     assert any(line.startswith("estimate of what a refresh reads") for line in lines)
     assert not spark.catalog.tableExists("totals")
     assert not spark.catalog.tableExists(store_name(f"{r}.totals"))
 
-    assert plan(spark, f"EXPLAIN CREATE MATERIALIZED VIEW totals REFRESH POLICY INCREMENTAL "
-                       f"AS {FLOAT_SUMS}")[2].startswith(
-        "maintained: no, CREATE fails: sums stored as types that cannot be added exactly")
-    assert plan(spark, f"EXPLAIN CREATE MATERIALIZED VIEW totals AS {FLOAT_SUMS}")[2] \
-        .startswith("maintained: by a full recompute on every refresh: sums stored as")
+    assert plan(
+        spark, f"EXPLAIN CREATE MATERIALIZED VIEW totals REFRESH POLICY INCREMENTAL AS {FLOAT_SUMS}"
+    )[2].startswith(
+        "maintained: no, CREATE fails: sums stored as types that cannot be added exactly"
+    )
+    assert plan(spark, f"EXPLAIN CREATE MATERIALIZED VIEW totals AS {FLOAT_SUMS}")[2].startswith(
+        "maintained: by a full recompute on every refresh: sums stored as"
+    )
     refused = plan(spark, "EXPLAIN CREATE MATERIALIZED VIEW v AS SELECT k, rand() AS x FROM r")
     assert refused[2].startswith("maintained: no, CREATE fails: ") and "rand" in refused[2].lower()

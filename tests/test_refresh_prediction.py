@@ -3,6 +3,7 @@ refresh policy and whatever stands in its way: they show the plan the refresh ma
 the same function from the same facts (:mod:`ivm.runtime.refresh.refresh_plan`)."""
 
 import pytest
+from test_views import assert_equals_query
 
 import ivm
 from ivm import cli
@@ -10,12 +11,10 @@ from ivm.errors import IvmError
 from ivm.runtime.refresh.obstacles import MIN_BYTES, RATIO
 from ivm.runtime.refresh.read_estimate import read_estimate
 from ivm.runtime.refresh.refresh_plan import predict
-from test_views import assert_equals_query
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 POLICIES = ("AUTO", "INCREMENTAL", "INCREMENTAL STRICT", "FULL")
-MAPPED = ("TBLPROPERTIES (delta.enableChangeDataFeed = true, "
-          "'delta.columnMapping.mode' = 'name')")
+MAPPED = "TBLPROPERTIES (delta.enableChangeDataFeed = true, 'delta.columnMapping.mode' = 'name')"
 
 
 def cdf_off(spark):
@@ -49,16 +48,36 @@ def replaced(spark):
 
 OBSTACLES = [
     ("none", lambda spark: None, dict.fromkeys(POLICIES, "noop")),
-    ("a change over the threshold", large_change,
-     {"AUTO": "full", "INCREMENTAL": "incremental", "INCREMENTAL STRICT": "incremental",
-      "FULL": "full"}),
-    ("a small change", small_change,
-     {"AUTO": "incremental", "INCREMENTAL": "incremental", "INCREMENTAL STRICT": "incremental",
-      "FULL": "full"}),
-    ("change data feed off", cdf_off,
-     {"AUTO": "full", "INCREMENTAL": "full", "INCREMENTAL STRICT": "fails", "FULL": "full"}),
-    ("a column dropped and added back", column_dropped_and_added_back,
-     dict.fromkeys(POLICIES, "full")),
+    (
+        "a change over the threshold",
+        large_change,
+        {
+            "AUTO": "full",
+            "INCREMENTAL": "incremental",
+            "INCREMENTAL STRICT": "incremental",
+            "FULL": "full",
+        },
+    ),
+    (
+        "a small change",
+        small_change,
+        {
+            "AUTO": "incremental",
+            "INCREMENTAL": "incremental",
+            "INCREMENTAL STRICT": "incremental",
+            "FULL": "full",
+        },
+    ),
+    (
+        "change data feed off",
+        cdf_off,
+        {"AUTO": "full", "INCREMENTAL": "full", "INCREMENTAL STRICT": "fails", "FULL": "full"},
+    ),
+    (
+        "a column dropped and added back",
+        column_dropped_and_added_back,
+        dict.fromkeys(POLICIES, "full"),
+    ),
     ("a source replaced", replaced, dict.fromkeys(POLICIES, "full")),
 ]
 """Each obstacle, in the order the test makes them: its name, how to make it, and what a
@@ -73,8 +92,9 @@ def views(spark, fresh_db):
     names = {}
     for policy in POLICIES:
         names[policy] = "v_" + policy.replace(" ", "_").lower()
-        ivm.sql(spark, f"CREATE MATERIALIZED VIEW {names[policy]} REFRESH POLICY {policy} "
-                       f"AS {TOTALS}")
+        ivm.sql(
+            spark, f"CREATE MATERIALIZED VIEW {names[policy]} REFRESH POLICY {policy} AS {TOTALS}"
+        )
     yield names
     spark.conf.unset(RATIO)
     spark.conf.unset(MIN_BYTES)
@@ -107,14 +127,12 @@ def test_the_prediction_is_what_the_refresh_does(spark, views):
             assert_equals_query(spark, view, TOTALS)
 
 
-def test_status_shows_one_line_per_view_with_its_next_refresh(spark, views, monkeypatch,
-                                                             capsys):
+def test_status_shows_one_line_per_view_with_its_next_refresh(spark, views, monkeypatch, capsys):
     cdf_off(spark)
     monkeypatch.setattr(cli, "_session", lambda args: spark)
     assert cli.main(["status", *views.values()]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["view", "freshness", "lag", "last", "refresh", "next",
-                                "refresh"]
+    assert lines[0].split() == ["view", "freshness", "lag", "last", "refresh", "next", "refresh"]
     rows = {line.split()[0].split(".")[-1]: line for line in lines[1:]}
     assert set(rows) == set(views.values()), lines
     strict = rows[views["INCREMENTAL STRICT"]]

@@ -6,6 +6,7 @@ import ivm
 from ivm.errors import CatalogError, Position, SqlSyntaxError, UnsupportedQuery
 from ivm.frontend.statements import parse_statement
 from ivm.runtime.catalog.catalog import store_name
+
 from cdf import CDF
 
 SCHEMA = {"orders": {"id": "INT", "status": "STRING", "amount": "INT"}}
@@ -20,7 +21,8 @@ def error_of(sql, kind=ivm.IvmError):
 @pytest.mark.parametrize("literal, value", [(r"'it\'s'", "it's"), (r'"dq\"x"', 'dq"x')])
 def test_statement_with_escaped_quotes_in_a_literal_is_parsed(literal, value):
     statement = parse_statement(
-        f"CREATE MATERIALIZED VIEW v AS SELECT id FROM orders WHERE status <> {literal}")
+        f"CREATE MATERIALIZED VIEW v AS SELECT id FROM orders WHERE status <> {literal}"
+    )
     assert statement is not None and statement.action == "create" and statement.name == "v"
     assert statement.query.strip().endswith(literal)
 
@@ -31,9 +33,18 @@ def test_trailing_group_is_a_syntax_error_where_it_stands():
     assert "GROUP" in error.message and "group.status" not in str(error)
 
 
-@pytest.mark.parametrize("function", ["current_user()", "current_database()",
-                                      "current_schema()", "current_catalog()", "session_user()",
-                                      "user()", "current_user"])
+@pytest.mark.parametrize(
+    "function",
+    [
+        "current_user()",
+        "current_database()",
+        "current_schema()",
+        "current_catalog()",
+        "session_user()",
+        "user()",
+        "current_user",
+    ],
+)
 def test_session_dependent_function_is_refused_by_name(function):
     error = error_of(f"SELECT id, {function} AS who FROM orders", UnsupportedQuery)
     assert error.construct.startswith("session-dependent function") and error.hint
@@ -57,16 +68,27 @@ def test_view_with_escaped_quotes_in_literals_equals_its_query(spark, orders):
     assert len(spark.sql(query).collect()) == 2
 
 
-@pytest.mark.parametrize("select, kind, position, fragment", [
-    ("SELECT id, nosuchfn(amount) AS y FROM orders", CatalogError, Position(2, 12),
-     "nosuchfn"),
-    ("SELECT id, amount + array(1) AS y FROM orders", ivm.errors.InvalidQuery,
-     Position(2, 12), "data type mismatch"),
-    ("SELECT id FROM orders\nWHERE amount > 0 AND status - array('x') > 0",
-     ivm.errors.InvalidQuery, Position(3, 22), "data type mismatch"),
-])
-def test_query_spark_refuses_is_reported_at_the_users_sql(spark, orders, select, kind,
-                                                          position, fragment):
+@pytest.mark.parametrize(
+    "select, kind, position, fragment",
+    [
+        ("SELECT id, nosuchfn(amount) AS y FROM orders", CatalogError, Position(2, 12), "nosuchfn"),
+        (
+            "SELECT id, amount + array(1) AS y FROM orders",
+            ivm.errors.InvalidQuery,
+            Position(2, 12),
+            "data type mismatch",
+        ),
+        (
+            "SELECT id FROM orders\nWHERE amount > 0 AND status - array('x') > 0",
+            ivm.errors.InvalidQuery,
+            Position(3, 22),
+            "data type mismatch",
+        ),
+    ],
+)
+def test_query_spark_refuses_is_reported_at_the_users_sql(
+    spark, orders, select, kind, position, fragment
+):
     with pytest.raises(kind) as caught:
         ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS\n{select}")
     error = caught.value
@@ -85,12 +107,22 @@ def _python_udf(spark):
     spark.udf.register("plus_one", lambda x: x + 1, "int")
 
 
-@pytest.mark.parametrize("make, select, construct, position", [
-    (_temporary_view, "SELECT id FROM recent", "temporary view recent", Position(1, 46)),
-    (_python_udf, "SELECT id, plus_one(id) AS n FROM orders", "temporary function plus_one",
-     Position(1, 42))], ids=["temporary_view", "python_udf"])
-def test_what_lives_only_in_this_session_is_refused_as_temporary(spark, orders, make, select,
-                                                                 construct, position):
+@pytest.mark.parametrize(
+    "make, select, construct, position",
+    [
+        (_temporary_view, "SELECT id FROM recent", "temporary view recent", Position(1, 46)),
+        (
+            _python_udf,
+            "SELECT id, plus_one(id) AS n FROM orders",
+            "temporary function plus_one",
+            Position(1, 42),
+        ),
+    ],
+    ids=["temporary_view", "python_udf"],
+)
+def test_what_lives_only_in_this_session_is_refused_as_temporary(
+    spark, orders, make, select, construct, position
+):
     make(spark)
     with pytest.raises(UnsupportedQuery) as caught:
         ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {select}")

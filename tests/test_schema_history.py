@@ -7,12 +7,11 @@ commit. A change of the table's properties alone, or column mapping turned on (w
 every column's physical name), leaves the change readable and the refresh incremental."""
 
 import pytest
-
-import ivm
 from test_views import assert_equals_query
 
-MAPPED = ("TBLPROPERTIES (delta.enableChangeDataFeed = true, "
-          "'delta.columnMapping.mode' = 'name')")
+import ivm
+
+MAPPED = "TBLPROPERTIES (delta.enableChangeDataFeed = true, 'delta.columnMapping.mode' = 'name')"
 SUMS = "SELECT k, SUM(w) AS sw, COUNT(w) AS cw FROM t GROUP BY k"
 ROWS = "SELECT k, w FROM t"
 
@@ -33,8 +32,8 @@ def mapped(spark, fresh_db):
 
 
 def test_a_column_dropped_and_added_back_is_another_column(spark, mapped):
-    spark.sql("ALTER TABLE t DROP COLUMN w")                     # version 2
-    spark.sql("ALTER TABLE t ADD COLUMN w INT")                  # version 3
+    spark.sql("ALTER TABLE t DROP COLUMN w")  # version 2
+    spark.sql("ALTER TABLE t ADD COLUMN w INT")  # version 3
     for view in ("sums", "rows"):
         result = refresh(spark, view)
         assert result.mode == "full", result
@@ -65,17 +64,21 @@ def test_a_widened_column_is_recomputed_with_its_new_type(spark, mapped):
 
 
 def test_column_mapping_turned_on_keeps_the_change_readable(spark, fresh_db):
-    spark.sql("CREATE TABLE t (k INT, w INT) USING DELTA "
-              "TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+    spark.sql(
+        "CREATE TABLE t (k INT, w INT) USING DELTA "
+        "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+    )
     spark.sql("INSERT INTO t VALUES (1, 3)")
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW sums AS {SUMS}")
     spark.sql("INSERT INTO t VALUES (1, 4)")
-    spark.sql("ALTER TABLE t SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
-              "'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')")
+    spark.sql(
+        "ALTER TABLE t SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
+        "'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')"
+    )
     spark.sql("INSERT INTO t VALUES (2, 5)")
     assert refresh(spark, "sums").mode == "incremental"
     spark.sql("ALTER TABLE t SET TBLPROPERTIES ('delta.columnMapping.mode' = 'none')")
-    spark.sql("INSERT INTO t VALUES (2, 6)")    # every physical name was the column's name
+    spark.sql("INSERT INTO t VALUES (2, 6)")  # every physical name was the column's name
     assert refresh(spark, "sums").mode == "incremental"
 
 
@@ -90,13 +93,13 @@ def test_without_the_log_at_hand_a_commit_is_judged_by_its_operation(spark, mapp
     """Where the log is read through SQL (a Spark Connect session), the history names no
     physical column: a commit that changes columns counts as a change, whatever the ends."""
     from ivm.runtime.log.delta_log import DeltaLogReader
+
     spark.sql("ALTER TABLE t DROP COLUMN w")
     spark.sql("ALTER TABLE t ADD COLUMN w INT")
     spark.sql("ALTER TABLE t SET TBLPROPERTIES ('note' = 'x')")
     log = DeltaLogReader(spark, f"{mapped}.t")
-    log._log = log._snapshot = None     # as in a session without a JVM
+    log._log = log._snapshot = None  # as in a session without a JVM
     commits = log.commits(1, log.version())
     assert commits is not None
-    assert log.schema_changes(1, commits) == ["version 2 (DROP COLUMNS)",
-                                              "version 3 (ADD COLUMNS)"]
-    assert log.schema_changes(3, commits[2:]) == []     # a property alone
+    assert log.schema_changes(1, commits) == ["version 2 (DROP COLUMNS)", "version 3 (ADD COLUMNS)"]
+    assert log.schema_changes(3, commits[2:]) == []  # a property alone

@@ -33,9 +33,7 @@ def test_user_settings_win_and_lists_merge():
         "spark.sql.extensions": "org.example.Ext",
         "spark.driver.extraJavaOptions": "-Xss4m",
     }
-    defaults, final = session_conf(
-        home, ambient=ambient, conf={"spark.sql.warehouse.dir": "/w"}
-    )
+    defaults, final = session_conf(home, ambient=ambient, conf={"spark.sql.warehouse.dir": "/w"})
     assert "spark.sql.shuffle.partitions" not in final  # the user's value stays in force
     assert final["spark.sql.warehouse.dir"] == "/w"  # explicit conf beats our default
     assert defaults["spark.sql.warehouse.dir"] == "/h/warehouse"
@@ -81,8 +79,11 @@ def test_ambient_conf_reads_spark_defaults_and_submit_args(tmp_path, monkeypatch
     found = ambient_conf()
     assert (found["spark.ivmtest.a"], found["spark.ivmtest.b"]) == ("1", "3")
     # as java.util.Properties reads it: the key ends at the first blank, '=' or ':'
-    assert (found["spark.ivmtest.c"], found["spark.ivmtest.d"], found["spark.ivmtest.e"]) \
-        == ("-Dx=1 -Dy=2", "a b", "f=g")
+    assert (found["spark.ivmtest.c"], found["spark.ivmtest.d"], found["spark.ivmtest.e"]) == (
+        "-Dx=1 -Dy=2",
+        "a b",
+        "f=g",
+    )
     assert launch_conf()["spark.driver.memory"] == "2g"
     monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--driver-memory 3g pyspark-shell")
     assert launch_conf()["spark.driver.memory"] == "3g"  # as spark-submit: the option wins
@@ -99,9 +100,10 @@ def test_local_defaults_only_on_local_master():
 def test_console_progress_is_a_default_the_users_setting_wins_over():
     _, final = session_conf(Path("/h"), console_progress=True)
     assert final["spark.ui.showConsoleProgress"] == "true"
-    _, final = session_conf(Path("/h"), console_progress=True,
-                            ambient={"spark.ui.showConsoleProgress": "false"})
-    assert "spark.ui.showConsoleProgress" not in final   # the user's value stays in force
+    _, final = session_conf(
+        Path("/h"), console_progress=True, ambient={"spark.ui.showConsoleProgress": "false"}
+    )
+    assert "spark.ui.showConsoleProgress" not in final  # the user's value stays in force
     _, final = session_conf(Path("/h"))
     assert final["spark.ui.showConsoleProgress"] == "false"
 

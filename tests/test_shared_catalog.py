@@ -7,7 +7,6 @@ import sys
 import textwrap
 
 import pytest
-
 from conftest import free_port, wait_for_port
 
 SETUP = """
@@ -39,19 +38,28 @@ while time.monotonic() < deadline:
 
 
 def python(code: str, env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.mark.slow
 def test_ivm_run_and_a_user_session_share_the_catalog(served):
     setup = python(SETUP, served)
     assert setup.returncode == 0, setup.stderr[-3000:]
-    runner = subprocess.Popen([sys.executable, "-m", "ivm.cli", "run", "--tick", "0.5"],
-                              env=served, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "ivm.cli", "run", "--tick", "0.5"],
+        env=served,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        writer = python(WRITER, served)     # while `ivm run` holds the catalog too
+        writer = python(WRITER, served)  # while `ivm run` holds the catalog too
     finally:
         runner.send_signal(signal.SIGINT)
         output, errors = runner.communicate(timeout=120)
@@ -77,9 +85,12 @@ def test_metastore_stops_its_server_on_ctrl_c_or_sigterm(tmp_path, stop):
     ``ivm run`` is)."""
     port = free_port()
     env = {**os.environ, "IVM_HOME": str(tmp_path / "home")}
-    command = subprocess.Popen([sys.executable, "-m", "ivm.cli", "metastore", "--port",
-                                str(port)], env=env, stdout=subprocess.DEVNULL,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    command = subprocess.Popen(
+        [sys.executable, "-m", "ivm.cli", "metastore", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
     wait_for_port(port)
     with open(f"/proc/{command.pid}/task/{command.pid}/children") as children:
         server = int(children.read().split()[0])

@@ -5,6 +5,8 @@ dropped with the view, and consistent whichever write a refresh dies at."""
 from contextlib import ExitStack
 
 import pytest
+from test_exactly_once import ivm_commits, rows
+from test_views import assert_equals_query
 
 import ivm
 from ivm.errors import CatalogError, ViewExists, ViewInUse
@@ -12,12 +14,13 @@ from ivm.runtime.catalog.catalog import store_name
 from ivm.runtime.catalog.graph import materialized_views
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.refresh import refresh_view
-from cdf import CDF, vacuum_everything
-from test_exactly_once import ivm_commits, rows
-from test_views import assert_equals_query
 
-TOP = ("SELECT r.k, s.d, SUM(r.a) AS total, COUNT(*) AS n FROM r JOIN s ON r.k = s.k "
-       "GROUP BY r.k, s.d ORDER BY total DESC, r.k LIMIT 2")
+from cdf import CDF, vacuum_everything
+
+TOP = (
+    "SELECT r.k, s.d, SUM(r.a) AS total, COUNT(*) AS n FROM r JOIN s ON r.k = s.k "
+    "GROUP BY r.k, s.d ORDER BY total DESC, r.k LIMIT 2"
+)
 
 
 def state(db: str) -> str:
@@ -36,8 +39,9 @@ def create_sources(spark, r: str, s: str) -> None:
 
 @pytest.fixture
 def top(spark, fresh_db):
-    create_sources(spark, "(1, 10), (2, 20), (2, 5), (3, 7), (4, 1)",
-                   "(1, 'x'), (2, 'y'), (3, 'x'), (4, 'z')")
+    create_sources(
+        spark, "(1, 10), (2, 20), (2, 5), (3, 7), (4, 1)", "(1, 'x'), (2, 'y'), (3, 'x'), (4, 'z')"
+    )
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW top AS {TOP}")
     return fresh_db
 
@@ -49,24 +53,27 @@ def change_sources(spark):
 
 
 def test_the_groups_under_a_top_n_are_a_state_table_that_the_view_reads(spark, top):
-    assert [t for t, _ in ivm.compile(TOP, spark=spark, name="top").states] == \
-        [state(top)]
+    assert [t for t, _ in ivm.compile(TOP, spark=spark, name="top").states] == [state(top)]
     assert state(top) not in materialized_views(spark), "a state table is no view"
     state_rows = spark.table(state(top)).count()
-    assert state_rows == spark.sql("SELECT r.k, s.d FROM r JOIN s ON r.k = s.k "
-                                   "GROUP BY r.k, s.d").count()
+    assert (
+        state_rows
+        == spark.sql("SELECT r.k, s.d FROM r JOIN s ON r.k = s.k GROUP BY r.k, s.d").count()
+    )
     change_sources(spark)
     result = refresh_view(spark, "top")
     assert result.mode == "incremental"
     assert list(result.consumed) == [state(top)], "the view reads its state table"
     assert_equals_query(spark, "top", TOP)
-    assert [c.userMetadata is not None for c in ivm_commits(spark, state(top))] == \
-        [True, True], "the state table took the change in one commit"
+    assert [c.userMetadata is not None for c in ivm_commits(spark, state(top))] == [True, True], (
+        "the state table took the change in one commit"
+    )
 
 
 def test_explain_and_describe_show_the_state_table(spark, top):
-    plan = "\n".join(r.plan for r in ivm.sql(
-        spark, f"EXPLAIN CREATE MATERIALIZED VIEW other AS {TOP}").collect())
+    plan = "\n".join(
+        r.plan for r in ivm.sql(spark, f"EXPLAIN CREATE MATERIALIZED VIEW other AS {TOP}").collect()
+    )
     assert f"state table {top}__ivm.other__ivm_state1" in plan
     assert f"reads state table {top}__ivm.other__ivm_state1 whole" in plan
     facts = dict(tuple(r) for r in ivm.sql(spark, "DESCRIBE MATERIALIZED VIEW top").collect())
@@ -82,21 +89,29 @@ def test_drop_removes_the_state_tables_and_a_state_table_is_not_dropped_alone(sp
 
 
 def test_a_state_table_is_not_refreshed_or_redefined_alone_but_describes_itself(spark, top):
-    for statement in ["REFRESH MATERIALIZED VIEW {}", "REFRESH MATERIALIZED VIEW {} FULL",
-                      "REFRESH MATERIALIZED VIEW {} PARTITION (k = 1)"]:
+    for statement in [
+        "REFRESH MATERIALIZED VIEW {}",
+        "REFRESH MATERIALIZED VIEW {} FULL",
+        "REFRESH MATERIALIZED VIEW {} PARTITION (k = 1)",
+    ]:
         with pytest.raises(CatalogError) as caught:
             ivm.sql(spark, statement.format(state(top)))
-        assert caught.value.message == (f"{state(top)} is a state table of the materialized "
-                                        f"view {top}.top, not a view of its own")
+        assert caught.value.message == (
+            f"{state(top)} is a state table of the materialized "
+            f"view {top}.top, not a view of its own"
+        )
         assert (caught.value.hint or "").startswith(f"REFRESH MATERIALIZED VIEW {top}.top")
     for replace in ["", "OR REPLACE "]:
-        with pytest.raises(ViewExists, match=f"is a state table of the materialized view "
-                                             f"{top}.top"):
+        with pytest.raises(
+            ViewExists, match=f"is a state table of the materialized view {top}.top"
+        ):
             ivm.sql(spark, f"CREATE {replace}MATERIALIZED VIEW {state(top)} AS SELECT k FROM r")
-    assert [c.userMetadata is not None for c in ivm_commits(spark, state(top))] == [True], \
+    assert [c.userMetadata is not None for c in ivm_commits(spark, state(top))] == [True], (
         "the state table was written by the view's CREATE alone"
-    facts = dict(tuple(r) for r in ivm.sql(spark, f"DESCRIBE MATERIALIZED VIEW {state(top)}")
-                 .collect())
+    )
+    facts = dict(
+        tuple(r) for r in ivm.sql(spark, f"DESCRIBE MATERIALIZED VIEW {state(top)}").collect()
+    )
     assert facts["state table of"] == f"{top}.top"
 
 
@@ -124,14 +139,18 @@ def test_a_refresh_killed_at_any_write_of_the_view_or_its_state_is_completed(spa
         if point == "refresh.after_state":
             armed.enter_context(faults.inject(point))
         else:
-            armed.enter_context(faults.inject(
-                "refresh.after_state", lambda: armed.enter_context(faults.inject(point))))
+            armed.enter_context(
+                faults.inject(
+                    "refresh.after_state", lambda: armed.enter_context(faults.inject(point))
+                )
+            )
         refresh_view(spark, "top")
     assert rows(spark, "top") in (before, sorted(tuple(r) for r in spark.sql(TOP).collect()))
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW top")
     assert_equals_query(spark, "top", TOP)
-    assert {t: len(ivm_commits(spark, t)) for t in ("top", state(top))} == \
-        {t: n + 1 for t, n in commits.items()}
+    assert {t: len(ivm_commits(spark, t)) for t in ("top", state(top))} == {
+        t: n + 1 for t, n in commits.items()
+    }
 
 
 @pytest.mark.slow
@@ -142,8 +161,7 @@ def test_a_vacuumed_source_recomputes_the_state_and_the_view_follows(spark, top)
     latest = ivm.sql(spark, f"DESCRIBE HISTORY MATERIALIZED VIEW {state(top)}").first()
     assert latest.mode == "full" and "no longer available" in latest.reason
     # the state table's change is all its rows twice: the view is recomputed from it
-    assert result.mode == "full" and result.reason == f"its state table {state(top)} was " \
-                                                      f"recomputed"
+    assert result.mode == "full" and result.reason == f"its state table {state(top)} was recomputed"
     assert_equals_query(spark, "top", TOP)
 
 

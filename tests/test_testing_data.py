@@ -12,25 +12,68 @@ from hypothesis import strategies as st
 from sqlglot import exp
 
 from ivm.names import DIALECT
-from ivm.testing.data import (CHANGE_KINDS, UnsupportedType, assignments, changes,
-                              create_table, default_domain, insert, literal, precision_scale,
-                              scenarios, sources, table_rows)
+from ivm.testing.data import (
+    CHANGE_KINDS,
+    UnsupportedType,
+    assignments,
+    changes,
+    create_table,
+    default_domain,
+    insert,
+    literal,
+    precision_scale,
+    scenarios,
+    sources,
+    table_rows,
+)
 
 pytestmark = pytest.mark.fast
 
-TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "DECIMAL", "DECIMAL(18,8)", "DECIMAL(38,0)",
-         "DECIMAL(38,18)", "DECIMAL(3,3)", "DOUBLE", "FLOAT", "STRING", "VARCHAR(3)", "CHAR(1)",
-         "DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "BOOLEAN")
+TYPES = (
+    "TINYINT",
+    "SMALLINT",
+    "INT",
+    "BIGINT",
+    "DECIMAL",
+    "DECIMAL(18,8)",
+    "DECIMAL(38,0)",
+    "DECIMAL(38,18)",
+    "DECIMAL(3,3)",
+    "DOUBLE",
+    "FLOAT",
+    "STRING",
+    "VARCHAR(3)",
+    "CHAR(1)",
+    "DATE",
+    "TIMESTAMP",
+    "TIMESTAMP_NTZ",
+    "BOOLEAN",
+)
 
 SCHEMA = {
-    "orders": [("id", "BIGINT"), ("customer", "INT"), ("status", "VARCHAR(10)"),
-               ("amount", "DECIMAL(12,2)"), ("placed", "TIMESTAMP_NTZ"), ("day", "DATE")],
-    "customers": [("id", "INT"), ("name", "STRING"), ("vip", "BOOLEAN"), ("score", "DOUBLE"),
-                  ("size", "TINYINT"), ("joined", "TIMESTAMP"), ("group", "CHAR(2)")],
+    "orders": [
+        ("id", "BIGINT"),
+        ("customer", "INT"),
+        ("status", "VARCHAR(10)"),
+        ("amount", "DECIMAL(12,2)"),
+        ("placed", "TIMESTAMP_NTZ"),
+        ("day", "DATE"),
+    ],
+    "customers": [
+        ("id", "INT"),
+        ("name", "STRING"),
+        ("vip", "BOOLEAN"),
+        ("score", "DOUBLE"),
+        ("size", "TINYINT"),
+        ("joined", "TIMESTAMP"),
+        ("group", "CHAR(2)"),
+    ],
     "flags": [("on", "BOOLEAN")],  # nothing can hold a marker
 }
-VIEW = ("SELECT c.name, o.day, SUM(o.amount) AS total FROM orders o JOIN customers c "
-        "ON o.customer = c.id WHERE o.status = 'shipped' AND c.size > 100 GROUP BY c.name, o.day")
+VIEW = (
+    "SELECT c.name, o.day, SUM(o.amount) AS total FROM orders o JOIN customers c "
+    "ON o.customer = c.id WHERE o.status = 'shipped' AND c.size > 100 GROUP BY c.name, o.day"
+)
 SOURCES = sources(SCHEMA, VIEW)
 
 
@@ -64,26 +107,39 @@ def test_decimals_fit_their_type_doubled(type_):
 
 
 def test_the_literals_a_view_compares_with_enter_the_domains():
-    orders, = sources(
-        {"orders": [("status", "STRING"), ("code", "VARCHAR(3)"), ("qty", "INT"),
-                    ("d", "DATE"), ("price", "DECIMAL(10,2)")]},
+    (orders,) = sources(
+        {
+            "orders": [
+                ("status", "STRING"),
+                ("code", "VARCHAR(3)"),
+                ("qty", "INT"),
+                ("d", "DATE"),
+                ("price", "DECIMAL(10,2)"),
+            ]
+        },
         "SELECT status, SUM(price) AS total FROM orders WHERE status = 'shipped' "
         "AND code <> 'toolong' AND 100 < qty AND d >= DATE '1995-03-15' "
-        "AND price BETWEEN 0.05 AND 0.07 GROUP BY status")
+        "AND price BETWEEN 0.05 AND 0.07 GROUP BY status",
+    )
     values = {c.name: c.values for c in orders.columns}
     assert "shipped" in values["status"]
     assert "toolong" not in values["code"]  # longer than the column
     assert {100, 101} <= set(values["qty"])
     assert {date(1995, 3, 14), date(1995, 3, 15)} <= set(values["d"])
-    assert {Decimal("0.04"), Decimal("0.05"), Decimal("0.07"), Decimal("0.08")} \
-        <= set(values["price"])
+    assert {Decimal("0.04"), Decimal("0.05"), Decimal("0.07"), Decimal("0.08")} <= set(
+        values["price"]
+    )
     assert all(isinstance(v, int) for v in values["qty"])
 
 
 def test_keys_are_columns_compared_with_another_or_grouped():
     keys = {(s.name, c.name) for s in SOURCES for c in s.columns if c.key}
-    assert keys == {("orders", "customer"), ("customers", "id"), ("customers", "name"),
-                    ("orders", "day")}
+    assert keys == {
+        ("orders", "customer"),
+        ("customers", "id"),
+        ("customers", "name"),
+        ("orders", "day"),
+    }
 
 
 def test_a_marker_is_a_value_no_row_has_in_a_column_other_than_a_key():
@@ -91,8 +147,17 @@ def test_a_marker_is_a_value_no_row_has_in_a_column_other_than_a_key():
     assert markers == {"orders": ("id", 99), "customers": ("score", 99.0), "flags": None}
 
 
-@pytest.mark.parametrize("type_", ["ARRAY<MAP<INT,INT>>", "MAP<STRING,INT>", "STRUCT<a:INT>", "BINARY",
-                                   "INTERVAL DAY", "GEOGRAPHY"])
+@pytest.mark.parametrize(
+    "type_",
+    [
+        "ARRAY<MAP<INT,INT>>",
+        "MAP<STRING,INT>",
+        "STRUCT<a:INT>",
+        "BINARY",
+        "INTERVAL DAY",
+        "GEOGRAPHY",
+    ],
+)
 def test_a_type_without_a_domain_is_refused_naming_table_column_and_type(type_):
     with pytest.raises(UnsupportedType) as refused:
         sources({"events": [("id", "INT"), ("tags", type_)]})
@@ -123,8 +188,9 @@ def test_drawn_changes_are_statements_that_parse(data):
 def test_a_key_is_only_ever_set_to_a_value_of_its_domain(data):
     orders = SOURCES[0]
     keys = [c for c in orders.columns if c.key]
-    assignment = data.draw(assignments(orders, exclude=[c.name for c in orders.columns
-                                                        if not c.key]))
+    assignment = data.draw(
+        assignments(orders, exclude=[c.name for c in orders.columns if not c.key])
+    )
     column = next(c for c in keys if assignment.startswith(f"{c.name} = "))
     assert assignment.split(" = ", 1)[1] in {literal(v, column.type) for v in column.domain}
 

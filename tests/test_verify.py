@@ -6,25 +6,33 @@ from decimal import Decimal
 import pytest
 
 import ivm
-from cdf import CDF
 from ivm import cli
 from ivm.errors import CatalogError, StateError
+
+from cdf import CDF
 
 
 @pytest.fixture
 def sales(spark, fresh_db):
-    spark.sql(f"CREATE TABLE Sales (Region STRING, amount DECIMAL(12,2), rate DOUBLE, "
-              f"at TIMESTAMP) USING DELTA {CDF}")
-    spark.sql("INSERT INTO Sales VALUES ('EU', 10.00, 1.5, TIMESTAMP '2024-01-01 23:30:00'), "
-              "('EU', 10.00, 1.5, TIMESTAMP '2024-01-01 23:30:00'), "
-              "('US', 2.50, 1e16, TIMESTAMP '2024-01-02 00:15:00'), (NULL, NULL, NULL, NULL)")
+    spark.sql(
+        f"CREATE TABLE Sales (Region STRING, amount DECIMAL(12,2), rate DOUBLE, "
+        f"at TIMESTAMP) USING DELTA {CDF}"
+    )
+    spark.sql(
+        "INSERT INTO Sales VALUES ('EU', 10.00, 1.5, TIMESTAMP '2024-01-01 23:30:00'), "
+        "('EU', 10.00, 1.5, TIMESTAMP '2024-01-01 23:30:00'), "
+        "('US', 2.50, 1e16, TIMESTAMP '2024-01-02 00:15:00'), (NULL, NULL, NULL, NULL)"
+    )
     return fresh_db
 
 
 def test_a_correct_view_equals_its_query_while_its_sources_move_on(spark, sales):
-    ivm.sql(spark, "CREATE MATERIALIZED VIEW ByRegion AS SELECT Region, hour(at) AS h, "
-                   "SUM(amount) AS total, SUM(rate) AS rates, COUNT(*) AS n FROM sales s "
-                   "GROUP BY Region, hour(at)")
+    ivm.sql(
+        spark,
+        "CREATE MATERIALIZED VIEW ByRegion AS SELECT Region, hour(at) AS h, "
+        "SUM(amount) AS total, SUM(rate) AS rates, COUNT(*) AS n FROM sales s "
+        "GROUP BY Region, hour(at)",
+    )
     created = ivm.verify(spark, "byregion")
     assert created.equal and created.rows == 3, created
     # the sources move on: the view is checked at the versions it reflects, not the latest
@@ -40,13 +48,15 @@ def test_a_correct_view_equals_its_query_while_its_sources_move_on(spark, sales)
     assert ivm.sql(spark, "VERIFY MATERIALIZED VIEW byRegion") == refreshed
     assert refreshed.equal and refreshed.rows == 4, refreshed
     assert list(refreshed.sources.values()) == [v + 1 for v in created.sources.values()]
-    assert str(refreshed).startswith(f"ok: {sales}.byregion equals its query at sources "
-                                     f"{sales}.sales v2")
+    assert str(refreshed).startswith(
+        f"ok: {sales}.byregion equals its query at sources {sales}.sales v2"
+    )
 
 
 def test_a_tampered_store_differs_with_the_rows_and_their_counts(spark, sales):
-    ivm.sql(spark, "CREATE MATERIALIZED VIEW kept AS SELECT Region, amount FROM sales "
-                   "WHERE amount > 1")
+    ivm.sql(
+        spark, "CREATE MATERIALIZED VIEW kept AS SELECT Region, amount FROM sales WHERE amount > 1"
+    )
     # the view keeps duplicates as a count: one copy of ('EU', 10.00) goes, a row comes
     spark.sql(f"UPDATE {sales}__ivm.kept__ivm_store SET _ivm_count = 1 WHERE Region = 'EU'")
     spark.sql(f"INSERT INTO {sales}__ivm.kept__ivm_store SELECT 'XX', 1.00, 1")
@@ -70,28 +80,37 @@ def test_a_column_of_another_type_differs_by_the_column_and_its_types(spark, sal
     verdict = ivm.verify(spark, "totals")
     assert not verdict.equal and verdict.difference is None
     promised = spark.sql(query).schema["total"].dataType.simpleString()
-    assert verdict.schema_difference == \
-        f"column 2 (total) is decimal(30,2) in the view, {promised} in its query"
+    assert (
+        verdict.schema_difference
+        == f"column 2 (total) is decimal(30,2) in the view, {promised} in its query"
+    )
     assert str(verdict).endswith(f": {verdict.schema_difference}")
 
 
 def test_float_columns_differ_only_beyond_the_tolerance(spark, sales):
-    ivm.sql(spark, "CREATE MATERIALIZED VIEW rates AS SELECT Region, SUM(rate) AS total "
-                   "FROM sales GROUP BY Region")
-    spark.sql(f"UPDATE {sales}__ivm.rates__ivm_store SET total = total * (1 + 1e-14) "
-              "WHERE Region = 'US'")
-    assert ivm.verify(spark, "rates").equal   # within the default relative 1e-9
+    ivm.sql(
+        spark,
+        "CREATE MATERIALIZED VIEW rates AS SELECT Region, SUM(rate) AS total "
+        "FROM sales GROUP BY Region",
+    )
+    spark.sql(
+        f"UPDATE {sales}__ivm.rates__ivm_store SET total = total * (1 + 1e-14) WHERE Region = 'US'"
+    )
+    assert ivm.verify(spark, "rates").equal  # within the default relative 1e-9
     exact = ivm.verify(spark, "rates", float_tolerance=0)
     assert not exact.equal and exact.difference.total == 2
     spark.sql(f"UPDATE {sales}__ivm.rates__ivm_store SET total = 0.0 WHERE Region = 'US'")
-    assert not ivm.verify(spark, "rates").equal   # 1e16 against 0.0: no rounding
+    assert not ivm.verify(spark, "rates").equal  # 1e16 against 0.0: no rounding
 
 
 def test_a_pipeline_and_self_join_are_verified_against_their_own_sql(spark, sales):
     ivm.sql(spark, "CREATE MATERIALIZED VIEW base AS SELECT Region, amount FROM sales")
-    ivm.sql(spark, "CREATE MATERIALIZED VIEW pairs AS WITH b AS (SELECT * FROM base) "
-                   "SELECT x.Region, COUNT(*) AS n FROM b x JOIN base y "
-                   "ON x.Region = y.Region GROUP BY x.Region")
+    ivm.sql(
+        spark,
+        "CREATE MATERIALIZED VIEW pairs AS WITH b AS (SELECT * FROM base) "
+        "SELECT x.Region, COUNT(*) AS n FROM b x JOIN base y "
+        "ON x.Region = y.Region GROUP BY x.Region",
+    )
     spark.sql("DELETE FROM sales WHERE Region = 'US'")
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW base")
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW pairs")
@@ -100,13 +119,20 @@ def test_a_pipeline_and_self_join_are_verified_against_their_own_sql(spark, sale
 
 
 def test_a_view_with_a_state_table_is_verified_at_its_sources_versions(spark, sales):
-    ivm.sql(spark, "CREATE MATERIALIZED VIEW top AS SELECT Region, SUM(amount) AS total "
-                   "FROM sales GROUP BY Region ORDER BY total DESC LIMIT 2")
-    assert ivm.compile("SELECT Region, SUM(amount) AS total FROM sales GROUP BY Region "
-                       "ORDER BY total DESC LIMIT 2", spark=spark, name="top").states
+    ivm.sql(
+        spark,
+        "CREATE MATERIALIZED VIEW top AS SELECT Region, SUM(amount) AS total "
+        "FROM sales GROUP BY Region ORDER BY total DESC LIMIT 2",
+    )
+    assert ivm.compile(
+        "SELECT Region, SUM(amount) AS total FROM sales GROUP BY Region "
+        "ORDER BY total DESC LIMIT 2",
+        spark=spark,
+        name="top",
+    ).states
     spark.sql("INSERT INTO sales VALUES ('APAC', 100.00, 0.5, NULL)")
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW top")
-    spark.sql("INSERT INTO sales VALUES ('US', 500.00, 0.5, NULL)")   # not refreshed
+    spark.sql("INSERT INTO sales VALUES ('US', 500.00, 0.5, NULL)")  # not refreshed
     verdict = ivm.verify(spark, "top")
     assert verdict.equal and verdict.sources == {f"{sales}.sales": 2}, verdict
 
@@ -114,8 +140,10 @@ def test_a_view_with_a_state_table_is_verified_at_its_sources_versions(spark, sa
 def test_a_source_created_again_or_dropped_is_named(spark, sales):
     ivm.sql(spark, "CREATE MATERIALIZED VIEW plain AS SELECT Region FROM sales")
     spark.sql("DROP TABLE sales")
-    spark.sql(f"CREATE TABLE sales (Region STRING, amount DECIMAL(12,2), rate DOUBLE, "
-              f"at TIMESTAMP) USING DELTA {CDF}")
+    spark.sql(
+        f"CREATE TABLE sales (Region STRING, amount DECIMAL(12,2), rate DOUBLE, "
+        f"at TIMESTAMP) USING DELTA {CDF}"
+    )
     with pytest.raises(StateError, match=r"sales was dropped and created again") as error:
         ivm.verify(spark, "plain")
     assert "REFRESH MATERIALIZED VIEW" in error.value.hint

@@ -11,8 +11,10 @@ from ivm.runtime.catalog.catalog import STATE_OF, VIEW, store_name
 from ivm.runtime.catalog.history import latest_record
 from ivm.runtime.observation.describe import consumed_versions
 
-SALES = ("SELECT c.region, COUNT(*) AS n, SUM(o.amount) AS total FROM orders o "
-         "JOIN customers c ON o.cust_id = c.id WHERE o.status <> 'void' GROUP BY c.region")
+SALES = (
+    "SELECT c.region, COUNT(*) AS n, SUM(o.amount) AS total FROM orders o "
+    "JOIN customers c ON o.cust_id = c.id WHERE o.status <> 'void' GROUP BY c.region"
+)
 
 
 def assert_equals_query(spark, view, query):
@@ -58,7 +60,7 @@ def test_refresh_without_source_change_commits_nothing(spark, shop):
 
 def test_full_refresh_recomputes(spark, shop):
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
-    spark.sql("DELETE FROM orders WHERE id = 1")    # group EU loses its only order
+    spark.sql("DELETE FROM orders WHERE id = 1")  # group EU loses its only order
     result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales FULL")
     assert result.mode == "full"
     assert_equals_query(spark, "sales", SALES)
@@ -91,8 +93,7 @@ def test_create_or_replace_redefines(spark, shop):
     query = "SELECT status, COUNT(*) AS n FROM orders GROUP BY status"
     ivm.sql(spark, f"CREATE OR REPLACE MATERIALIZED VIEW sales AS {query}")
     assert_equals_query(spark, "sales", query)
-    assert ivm.sql(spark, f"CREATE MATERIALIZED VIEW IF NOT EXISTS sales AS {SALES}").mode \
-        == "noop"
+    assert ivm.sql(spark, f"CREATE MATERIALIZED VIEW IF NOT EXISTS sales AS {SALES}").mode == "noop"
     assert_equals_query(spark, "sales", query)
 
 
@@ -118,24 +119,29 @@ def test_refresh_or_drop_of_a_missing_view(spark, shop):
 
 def test_a_table_a_spark_view_or_a_store_named_as_a_view_is_said_to_be_what_it_is(spark, shop):
     spark.sql("CREATE VIEW open_orders AS SELECT * FROM orders WHERE status = 'ok'")
-    for statement, hint in [("DROP", f"DROP TABLE {shop}.orders drops it"),
-                            ("DESCRIBE", f"DESCRIBE TABLE {shop}.orders describes it"),
-                            ("ALTER", f"ALTER TABLE {shop}.orders changes it"),
-                            ("REFRESH", f"FROM {shop}.orders")]:
+    for statement, hint in [
+        ("DROP", f"DROP TABLE {shop}.orders drops it"),
+        ("DESCRIBE", f"DESCRIBE TABLE {shop}.orders describes it"),
+        ("ALTER", f"ALTER TABLE {shop}.orders changes it"),
+        ("REFRESH", f"FROM {shop}.orders"),
+    ]:
         suffix = " SUSPEND" if statement == "ALTER" else ""
         with pytest.raises(ivm.ViewNotFound) as caught:
             ivm.sql(spark, f"{statement} MATERIALIZED VIEW orders{suffix}")
         assert caught.value.message == f"{shop}.orders is a table, not a materialized view"
         assert hint in (caught.value.hint or ""), caught.value.hint
-    with pytest.raises(ivm.ViewNotFound, match="is a Spark view, not a materialized view") \
-            as caught:
+    with pytest.raises(
+        ivm.ViewNotFound, match="is a Spark view, not a materialized view"
+    ) as caught:
         ivm.sql(spark, "DROP MATERIALIZED VIEW open_orders")
     assert caught.value.hint == f"DROP VIEW {shop}.open_orders drops it"
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
     with pytest.raises(ivm.ViewNotFound) as caught:
         ivm.sql(spark, f"DROP MATERIALIZED VIEW {shop}__ivm.sales__ivm_store")
-    assert caught.value.message == (f"{shop}__ivm.sales__ivm_store is the store of the "
-                                    f"materialized view {shop}.sales, not a materialized view")
+    assert caught.value.message == (
+        f"{shop}__ivm.sales__ivm_store is the store of the "
+        f"materialized view {shop}.sales, not a materialized view"
+    )
     assert caught.value.hint == f"DROP MATERIALIZED VIEW {shop}.sales"
     assert spark.catalog.tableExists("orders") and spark.catalog.tableExists("sales")
 
@@ -157,10 +163,18 @@ class StoreWithoutRecords:
 
 
 @pytest.mark.fast
-@pytest.mark.parametrize("store, properties, view, refreshed", [
-    ("d__ivm.v__ivm_store", {VIEW: "d.v"}, "d.v", "d.v"),
-    ("d__ivm.top__ivm_state1__ivm_store", {VIEW: "d__ivm.top__ivm_state1", STATE_OF: "d.top"},
-     "d__ivm.top__ivm_state1", "d.top")])
+@pytest.mark.parametrize(
+    "store, properties, view, refreshed",
+    [
+        ("d__ivm.v__ivm_store", {VIEW: "d.v"}, "d.v", "d.v"),
+        (
+            "d__ivm.top__ivm_state1__ivm_store",
+            {VIEW: "d__ivm.top__ivm_state1", STATE_OF: "d.top"},
+            "d__ivm.top__ivm_state1",
+            "d.top",
+        ),
+    ],
+)
 def test_a_store_without_records_is_named_by_its_view(store, properties, view, refreshed):
     with pytest.raises(ivm.StateError) as caught:
         latest_record(StoreWithoutRecords(store, properties))

@@ -1,14 +1,30 @@
 """Code generation: plans and stores → sqlglot ASTs → Spark SQL. No SQL is built from strings."""
 
 from ivm.codegen.sql import to_select, to_sql
-from ivm.codegen.store import (create_database_statement, create_table_statement,
-                               create_view_statement, drop_statement,
-                               merge_statement, overwrite_statement, record_only_statement,
-                               replace_where_statement,
-                               set_properties_statement, view_query)
+from ivm.codegen.store import (
+    create_database_statement,
+    create_table_statement,
+    create_view_statement,
+    drop_statement,
+    merge_statement,
+    overwrite_statement,
+    record_only_statement,
+    replace_where_statement,
+    set_properties_statement,
+    view_query,
+)
 
-__all__ = ["create_database_statement", "create_table_statement", "create_view_statement",
-           "drop_statement", "merge_statement", "overwrite_statement", "record_only_statement",
-           "replace_where_statement",
-           "set_properties_statement", "to_select",
-           "to_sql", "view_query"]
+__all__ = [
+    "create_database_statement",
+    "create_table_statement",
+    "create_view_statement",
+    "drop_statement",
+    "merge_statement",
+    "overwrite_statement",
+    "record_only_statement",
+    "replace_where_statement",
+    "set_properties_statement",
+    "to_select",
+    "to_sql",
+    "view_query",
+]

@@ -21,21 +21,41 @@ from typing import assert_never
 
 from sqlglot import exp
 
-from ivm.ir import (Aggregate, Distinct, Filter, Generate, Join, JoinKind, Project, Relation,
-                    Restrict, Scan, SetOperation, Subquery, Union, Weighted, Window, aliases_of,
-                    columns)
+from ivm.ir import (
+    Aggregate,
+    Distinct,
+    Filter,
+    Generate,
+    Join,
+    JoinKind,
+    Project,
+    Relation,
+    Restrict,
+    Scan,
+    SetOperation,
+    Subquery,
+    Union,
+    Weighted,
+    Window,
+    aliases_of,
+    columns,
+)
 from ivm.names import DIALECT
 from ivm.store import parenthesized
 from ivm.zset import WEIGHT, Read, relation_name
 
-
 CHANGE_ROWS = "change_rows"
 NO_COLUMN = "_ivm_no_column"
 """The column of a SELECT that reads no column of its input."""
-JOIN_SQL = {JoinKind.LEFT: ("LEFT", None), JoinKind.RIGHT: ("RIGHT", None),
-            JoinKind.FULL: ("FULL", None), JoinKind.SEMI: ("LEFT", "SEMI"),
-            JoinKind.ANTI: ("LEFT", "ANTI"), JoinKind.LOOKUP: (None, None),
-            JoinKind.LEFT_LOOKUP: ("LEFT", None)}
+JOIN_SQL = {
+    JoinKind.LEFT: ("LEFT", None),
+    JoinKind.RIGHT: ("RIGHT", None),
+    JoinKind.FULL: ("FULL", None),
+    JoinKind.SEMI: ("LEFT", "SEMI"),
+    JoinKind.ANTI: ("LEFT", "ANTI"),
+    JoinKind.LOOKUP: (None, None),
+    JoinKind.LEFT_LOOKUP: ("LEFT", None),
+}
 """The side and kind of the SQL JOIN of each join kind but INNER (whose ON may move); a lookup
 join as the join it is at one version of its dimension."""
 
@@ -43,8 +63,11 @@ join as the join it is at one version of its dimension."""
 def table_name(scan: Scan) -> exp.Table:
     """The relation a scan reads, under its alias."""
     name = scan.table if scan.read is Read.TABLE else relation_name(scan.table, scan.read)
-    table = exp.to_table(name, dialect=DIALECT) if scan.read is Read.TABLE else exp.Table(
-        this=exp.to_identifier(name))
+    table = (
+        exp.to_table(name, dialect=DIALECT)
+        if scan.read is Read.TABLE
+        else exp.Table(this=exp.to_identifier(name))
+    )
     table.set("alias", exp.TableAlias(this=exp.to_identifier(scan.alias)))
     return table
 
@@ -68,9 +91,15 @@ class _Block:
     def to_select(self) -> exp.Select:
         # A relation none of whose columns is read (the right input of a SEMI JOIN without
         # ON) still needs a column in SQL.
-        select = exp.Select(expressions=self.select or (
-            [exp.alias_(e.copy(), n) for n, e in self.grouped.items()] if self.group is not None
-            else [c.copy() for c in self.default_columns]) or [exp.alias_(exp.true(), NO_COLUMN)])
+        select = exp.Select(
+            expressions=self.select
+            or (
+                [exp.alias_(e.copy(), n) for n, e in self.grouped.items()]
+                if self.group is not None
+                else [c.copy() for c in self.default_columns]
+            )
+            or [exp.alias_(exp.true(), NO_COLUMN)]
+        )
         select.set("from_", exp.From(this=self.source))
         if self.joins:
             select.set("joins", self.joins)
@@ -129,16 +158,18 @@ class _Compiler:
         """``block`` as a subquery, its columns read unqualified."""
         self.subqueries += 1
         alias = exp.TableAlias(this=exp.to_identifier(f"q{self.subqueries}"))
-        return _Block(exp.Subquery(this=block.to_select(), alias=alias),
-                      default_columns=[exp.Star()])
+        return _Block(
+            exp.Subquery(this=block.to_select(), alias=alias), default_columns=[exp.Star()]
+        )
 
     def aliased(self, node, alias: str) -> exp.Expr:
         """``node`` as a FROM item named ``alias``: a table, or a subquery."""
         if isinstance(node, Scan) and node.alias == alias:
             return table_name(node)
         inner = node.input if isinstance(node, Subquery) else node
-        return exp.Subquery(this=self.block(inner).to_select(),
-                            alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        return exp.Subquery(
+            this=self.block(inner).to_select(), alias=exp.TableAlias(this=exp.to_identifier(alias))
+        )
 
     def shared(self, node, name: str) -> exp.Table:
         """``node`` as a common table expression, computed once however often it is read.
@@ -146,11 +177,17 @@ class _Compiler:
         A CTE is listed after the CTEs it reads; names are made unique by a number.
         """
         if node not in self.cte_names:
-            query = self.union_select(node) if isinstance(node, Union) else \
-                self.block(node).to_select()
+            query = (
+                self.union_select(node) if isinstance(node, Union) else self.block(node).to_select()
+            )
             taken = set(self.cte_names.values())
-            cte = name if name not in taken else next(
-                f"{name}_{i}" for i in range(1, len(taken) + 2) if f"{name}_{i}" not in taken)
+            cte = (
+                name
+                if name not in taken
+                else next(
+                    f"{name}_{i}" for i in range(1, len(taken) + 2) if f"{name}_{i}" not in taken
+                )
+            )
             self.cte_names[node] = cte
             self.ctes.append(exp.CTE(this=query, alias=exp.TableAlias(this=exp.to_identifier(cte))))
         return exp.Table(this=exp.to_identifier(self.cte_names[node]))
@@ -167,13 +204,24 @@ class _Compiler:
         """
         block = self.block(node)
         aliases = aliases_of(node)
-        plain = block.select is None and block.group is None and not block.distinct and \
-            not block.laterals
-        if plain and (not block.where or not kind.pads_left) and not (
-                isinstance(node, Filter) and len(aliases) == 1 and kind is not JoinKind.INNER):
+        plain = (
+            block.select is None
+            and block.group is None
+            and not block.distinct
+            and not block.laterals
+        )
+        if (
+            plain
+            and (not block.where or not kind.pads_left)
+            and not (isinstance(node, Filter) and len(aliases) == 1 and kind is not JoinKind.INNER)
+        ):
             return block
-        if plain and len(aliases) > 1 and block.joins and all(
-                _filters_rows(j) for j in block.joins):
+        if (
+            plain
+            and len(aliases) > 1
+            and block.joins
+            and all(_filters_rows(j) for j in block.joins)
+        ):
             last = block.joins[-1]
             on = [last.args["on"]] if last.args.get("on") is not None else []
             last.set("on", exp.and_(*on, *block.where))
@@ -182,40 +230,52 @@ class _Compiler:
             block.where = []
             return block
         (alias,) = aliases_of(node)  # only a single-alias relation can be wrapped
-        subquery = exp.Subquery(this=block.to_select(),
-                                alias=exp.TableAlias(this=exp.to_identifier(alias)))
-        return _Block(subquery, default_columns=[
-            exp.column(c.split(".", 1)[1], alias) for c in columns(node)])
+        subquery = exp.Subquery(
+            this=block.to_select(), alias=exp.TableAlias(this=exp.to_identifier(alias))
+        )
+        return _Block(
+            subquery, default_columns=[exp.column(c.split(".", 1)[1], alias) for c in columns(node)]
+        )
 
     def visit_Scan(self, node: Scan) -> _Block:
         names = list(node.columns) + ([WEIGHT] if node.read is Read.DELTA else [])
         return _Block(table_name(node), default_columns=[exp.column(c, node.alias) for c in names])
 
     def visit_Subquery(self, node: Subquery) -> _Block:
-        return _Block(self.aliased(node, node.alias), default_columns=[
-            exp.column(c.split(".", 1)[1], node.alias) for c in columns(node)])
+        return _Block(
+            self.aliased(node, node.alias),
+            default_columns=[exp.column(c.split(".", 1)[1], node.alias) for c in columns(node)],
+        )
 
     def visit_Weighted(self, node: Weighted) -> _Block:
         return self.block(node.input)  # the weight is a factor of the row weight (weight_of)
 
     def visit_Restrict(self, node: Restrict) -> _Block:
         block = self.block(node.input)
-        if block.select is not None or block.group is not None or block.distinct or \
-                block.laterals:  # a JOIN comes before any LATERAL VIEW
+        if (
+            block.select is not None or block.group is not None or block.distinct or block.laterals
+        ):  # a JOIN comes before any LATERAL VIEW
             block = self.wrapped(block)
         affected = self.shared(node.affected, "affected_keys")
         keys = columns(node.affected)
         alias = f"affected{len(block.joins)}"
-        on = exp.and_(*(exp.NullSafeEQ(this=key.copy(), expression=exp.column(name, alias))
-                        for key, name in zip(node.keys, keys)))
+        on = exp.and_(
+            *(
+                exp.NullSafeEQ(this=key.copy(), expression=exp.column(name, alias))
+                for key, name in zip(node.keys, keys)
+            )
+        )
         affected.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
         block.joins.append(exp.Join(this=affected, side="LEFT", kind="SEMI", on=on))
         return block
 
     def visit_Join(self, node: Join) -> _Block:
         # Each conjunct goes to the first JOIN where every alias it names is in scope.
-        pending = list(node.condition.flatten()) if isinstance(node.condition, exp.And) else (
-            [node.condition] if node.condition is not None else [])
+        pending = (
+            list(node.condition.flatten())
+            if isinstance(node.condition, exp.And)
+            else ([node.condition] if node.condition is not None else [])
+        )
         if node.kind is not JoinKind.INNER:
             pending = []
         block = self.from_block(node.inputs[0], node.kind)
@@ -232,8 +292,9 @@ class _Compiler:
                 # a SEMI or ANTI JOIN may be written without ON: it pairs every two rows
                 join.set("on", exp.true() if node.condition is None else node.condition.copy())
             else:
-                ready = [c for c in pending
-                         if {col.table for col in c.find_all(exp.Column)} <= in_scope]
+                ready = [
+                    c for c in pending if {col.table for col in c.find_all(exp.Column)} <= in_scope
+                ]
                 pending = [c for c in pending if not any(c is r for r in ready)]
                 if ready:
                     join.set("on", exp.and_(*(c.copy() for c in ready)))
@@ -241,8 +302,9 @@ class _Compiler:
                     join.set("kind", "CROSS")
             block.joins.append(join)
             if node.kind.keeps_right:
-                block.default_columns += [exp.column(c.split(".", 1)[1], alias)
-                                          for c in columns(right)]
+                block.default_columns += [
+                    exp.column(c.split(".", 1)[1], alias) for c in columns(right)
+                ]
         block.where += [c.copy() for c in pending]
         return block
 
@@ -261,8 +323,9 @@ class _Compiler:
         block = self.block(node.input)
         if block.select is not None:
             block = self.wrapped(block)
-        block.select = [exp.alias_(_substitute(e, block.grouped), name, quoted=None)
-                        for name, e in node.columns]
+        block.select = [
+            exp.alias_(_substitute(e, block.grouped), name, quoted=None) for name, e in node.columns
+        ]
         return block
 
     def visit_Aggregate(self, node: Aggregate) -> _Block:
@@ -279,7 +342,8 @@ class _Compiler:
         if block.select is not None or block.group is not None or block.distinct:
             block = self.wrapped(block)
         block.select = [c.copy() for c in block.default_columns] + [
-            exp.alias_(function.copy(), name, quoted=None) for name, function in node.functions]
+            exp.alias_(function.copy(), name, quoted=None) for name, function in node.functions
+        ]
         return block
 
     def visit_Generate(self, node: Generate) -> _Block:
@@ -287,13 +351,21 @@ class _Compiler:
         if block.select is not None or block.group is not None or block.distinct:
             block = self.wrapped(block)
         alias = f"generated{len(block.laterals)}"
-        block.laterals.append(exp.Lateral(
-            this=node.generator.copy(), view=True, outer=node.outer,
-            alias=exp.TableAlias(this=exp.to_identifier(alias),
-                                 columns=[exp.to_identifier(n) for n in node.names])))
+        block.laterals.append(
+            exp.Lateral(
+                this=node.generator.copy(),
+                view=True,
+                outer=node.outer,
+                alias=exp.TableAlias(
+                    this=exp.to_identifier(alias),
+                    columns=[exp.to_identifier(n) for n in node.names],
+                ),
+            )
+        )
         if not any(isinstance(c, exp.Star) for c in block.default_columns):
             block.default_columns = list(block.default_columns) + [
-                exp.column(n, alias) for n in node.names]
+                exp.column(n, alias) for n in node.names
+            ]
         return block
 
     def visit_Distinct(self, node: Distinct) -> _Block:
@@ -310,8 +382,11 @@ class _Compiler:
 
     def visit_SetOperation(self, node: SetOperation) -> _Block:
         operation = exp.Intersect if node.kind == "intersect" else exp.Except
-        query = operation(this=self.block(node.left).to_select(),
-                          expression=self.block(node.right).to_select(), distinct=not node.all)
+        query = operation(
+            this=self.block(node.left).to_select(),
+            expression=self.block(node.right).to_select(),
+            distinct=not node.all,
+        )
         self.subqueries += 1
         alias = exp.TableAlias(this=exp.to_identifier(f"q{self.subqueries}"))
         return _Block(exp.Subquery(this=query, alias=alias), default_columns=[exp.Star()])
@@ -340,6 +415,7 @@ def _substitute(expression: exp.Expr, names: dict[str, exp.Expr]) -> exp.Expr:
         if isinstance(node, exp.Column) and not node.table and node.name in names:
             return parenthesized(names[node.name].copy())
         return node
+
     return expression.copy().transform(replace)
 
 

@@ -24,8 +24,10 @@ from ivm.store import Store, parenthesized
 from ivm.zset import COUNT
 
 STORED, CHANGE = "stored", "change"
-NEGATIVE_COUNT = ("ivm: a refresh would give a row a negative count: the view's store "
-                  "disagrees with its sources. Run REFRESH MATERIALIZED VIEW ... FULL.")
+NEGATIVE_COUNT = (
+    "ivm: a refresh would give a row a negative count: the view's store "
+    "disagrees with its sources. Run REFRESH MATERIALIZED VIEW ... FULL."
+)
 
 
 def _cast(value: exp.Expr, column: str, types: Mapping | None) -> exp.Expr:
@@ -39,9 +41,13 @@ def _folded(store: Store, old_of, change_of, types) -> dict[str, exp.Expr]:
     new: dict[str, exp.Expr] = {}
     for acc in store.accumulators:  # a sum's guard is folded before the sum
         guard = new[acc.guard].copy() if acc.guard else None
-        new[acc.name] = _cast(acc.fold(old_of(acc.name), change_of(acc.name), guard,
-                                       types.get(acc.name) if types else None),
-                              acc.name, types)
+        new[acc.name] = _cast(
+            acc.fold(
+                old_of(acc.name), change_of(acc.name), guard, types.get(acc.name) if types else None
+            ),
+            acc.name,
+            types,
+        )
     return new
 
 
@@ -53,51 +59,93 @@ def _view_values(store: Store, key_of, new, types) -> dict[str, exp.Expr]:
             if node.name in new:
                 return parenthesized(new[node.name].copy())
         return node
-    return {name: _cast(e.copy().transform(replace), name, types)
-            for name, e in store.visible if not store.is_key(name)}
+
+    return {
+        name: _cast(e.copy().transform(replace), name, types)
+        for name, e in store.visible
+        if not store.is_key(name)
+    }
 
 
-def merge_statement(store: Store, target: str, change: exp.Query,
-                    types: Mapping | None = None) -> exp.Merge:
+def merge_statement(
+    store: Store, target: str, change: exp.Query, types: Mapping | None = None
+) -> exp.Merge:
     """``MERGE INTO target`` folding the rows of ``change`` (keys + accumulator changes)."""
     stored = lambda name: exp.column(name, STORED)  # noqa: E731
     changed = lambda name: exp.column(name, CHANGE)  # noqa: E731
-    on = exp.and_(*(exp.NullSafeEQ(this=stored(k), expression=changed(k)) for k in store.keys)) \
-        if store.keys else exp.true()
+    on = (
+        exp.and_(*(exp.NullSafeEQ(this=stored(k), expression=changed(k)) for k in store.keys))
+        if store.keys
+        else exp.true()
+    )
 
     updated = _folded(store, stored, changed, types)
     inserted = _folded(store, lambda name: None, changed, types)
     new_count = updated[COUNT]
-    fail = exp.Cast(this=exp.func("raise_error", exp.Literal.string(NEGATIVE_COUNT)),
-                    to=exp.DataType.build("BIGINT"))
+    fail = exp.Cast(
+        this=exp.func("raise_error", exp.Literal.string(NEGATIVE_COUNT)),
+        to=exp.DataType.build("BIGINT"),
+    )
 
-    whens = [exp.When(matched=True, condition=exp.LT(this=new_count.copy(),
-                                                     expression=exp.Literal.number(0)),
-                      then=exp.Update(expressions=[exp.EQ(this=exp.column(COUNT),
-                                                          expression=fail.copy())]))]
+    whens = [
+        exp.When(
+            matched=True,
+            condition=exp.LT(this=new_count.copy(), expression=exp.Literal.number(0)),
+            then=exp.Update(expressions=[exp.EQ(this=exp.column(COUNT), expression=fail.copy())]),
+        )
+    ]
     if not store.single_row:
-        whens.append(exp.When(matched=True, condition=exp.EQ(this=new_count.copy(),
-                                                             expression=exp.Literal.number(0)),
-                              then=exp.var("DELETE")))
+        whens.append(
+            exp.When(
+                matched=True,
+                condition=exp.EQ(this=new_count.copy(), expression=exp.Literal.number(0)),
+                then=exp.var("DELETE"),
+            )
+        )
     assignments = {**_view_values(store, stored, updated, types), **updated}
-    whens.append(exp.When(matched=True, then=exp.Update(expressions=[
-        exp.EQ(this=exp.column(name), expression=value) for name, value in assignments.items()])))
+    whens.append(
+        exp.When(
+            matched=True,
+            then=exp.Update(
+                expressions=[
+                    exp.EQ(this=exp.column(name), expression=value)
+                    for name, value in assignments.items()
+                ]
+            ),
+        )
+    )
 
-    values = {**{k: changed(k) for k in store.keys},
-              **_view_values(store, changed, inserted, types), **inserted}
-    whens.append(exp.When(matched=False, condition=exp.LT(this=changed(COUNT),
-                                                          expression=exp.Literal.number(0)),
-                          then=exp.Insert(this=exp.Tuple(expressions=[exp.column(COUNT)]),
-                                          expression=exp.Tuple(expressions=[fail.copy()]))))
-    whens.append(exp.When(matched=False, condition=exp.GT(this=changed(COUNT),
-                                                          expression=exp.Literal.number(0)),
-                          then=exp.Insert(
-                              this=exp.Tuple(expressions=[exp.column(c) for c in store.columns]),
-                              expression=exp.Tuple(expressions=[values[c] for c in store.columns]))))
+    values = {
+        **{k: changed(k) for k in store.keys},
+        **_view_values(store, changed, inserted, types),
+        **inserted,
+    }
+    whens.append(
+        exp.When(
+            matched=False,
+            condition=exp.LT(this=changed(COUNT), expression=exp.Literal.number(0)),
+            then=exp.Insert(
+                this=exp.Tuple(expressions=[exp.column(COUNT)]),
+                expression=exp.Tuple(expressions=[fail.copy()]),
+            ),
+        )
+    )
+    whens.append(
+        exp.When(
+            matched=False,
+            condition=exp.GT(this=changed(COUNT), expression=exp.Literal.number(0)),
+            then=exp.Insert(
+                this=exp.Tuple(expressions=[exp.column(c) for c in store.columns]),
+                expression=exp.Tuple(expressions=[values[c] for c in store.columns]),
+            ),
+        )
+    )
     return exp.Merge(
         this=exp.alias_(exp.to_table(target, dialect=DIALECT), STORED, table=True),
         using=exp.Subquery(this=change, alias=exp.TableAlias(this=exp.to_identifier(CHANGE))),
-        on=on, whens=exp.Whens(expressions=whens))
+        on=on,
+        whens=exp.Whens(expressions=whens),
+    )
 
 
 def record_only_statement(target: str) -> exp.Update:
@@ -108,13 +156,14 @@ def record_only_statement(target: str) -> exp.Update:
     >>> record_only_statement("db.v__ivm_store").sql("spark")
     'UPDATE db.v__ivm_store SET _ivm_count = _ivm_count WHERE FALSE'
     """
-    return exp.Update(this=exp.to_table(target, dialect=DIALECT),
-                      expressions=[exp.EQ(this=exp.column(COUNT), expression=exp.column(COUNT))],
-                      where=exp.Where(this=exp.false()))
+    return exp.Update(
+        this=exp.to_table(target, dialect=DIALECT),
+        expressions=[exp.EQ(this=exp.column(COUNT), expression=exp.column(COUNT))],
+        where=exp.Where(this=exp.false()),
+    )
 
 
-def view_query(store: Store, target: str, spelled: tuple[str, ...] | None = None
-               ) -> exp.Select:
+def view_query(store: Store, target: str, spelled: tuple[str, ...] | None = None) -> exp.Select:
     """The query behind the view: its columns from the store, each row repeated as counted,
     named as ``spelled`` says where given (the query's own spelling of each column).
 
@@ -126,53 +175,83 @@ def view_query(store: Store, target: str, spelled: tuple[str, ...] | None = None
     'SELECT a AS A'
     """
     names = spelled or store.view_columns
-    select = exp.select(*(exp.column(column) if name == column else exp.alias_(
-        exp.column(column), name) for column, name in zip(store.view_columns, names))).from_(
-        exp.to_table(target, dialect=DIALECT))
+    select = exp.select(
+        *(
+            exp.column(column) if name == column else exp.alias_(exp.column(column), name)
+            for column, name in zip(store.view_columns, names)
+        )
+    ).from_(exp.to_table(target, dialect=DIALECT))
     if store.repeat_rows:
-        explode = exp.Explode(this=exp.func("SEQUENCE", exp.Literal.number(1),
-                                            exp.column(COUNT)))
-        select.set("laterals", [exp.Lateral(this=explode, view=True, alias=exp.TableAlias(
-            this=exp.to_identifier("copies"), columns=[exp.to_identifier("copy")]))])
+        explode = exp.Explode(this=exp.func("SEQUENCE", exp.Literal.number(1), exp.column(COUNT)))
+        select.set(
+            "laterals",
+            [
+                exp.Lateral(
+                    this=explode,
+                    view=True,
+                    alias=exp.TableAlias(
+                        this=exp.to_identifier("copies"), columns=[exp.to_identifier("copy")]
+                    ),
+                )
+            ],
+        )
     return select
 
 
 def _properties(properties: Mapping[str, str], delta: bool) -> exp.Properties:
     items = [exp.FileFormatProperty(this=exp.var("DELTA"))] if delta else []
-    items += [exp.Property(this=exp.Literal.string(k), value=exp.Literal.string(v))
-              for k, v in properties.items()]
+    items += [
+        exp.Property(this=exp.Literal.string(k), value=exp.Literal.string(v))
+        for k, v in properties.items()
+    ]
     return exp.Properties(expressions=items)
 
 
-def create_table_statement(target: str, query: exp.Query, properties: Mapping[str, str],
-                           replace: bool = False, partitioned_by: tuple[str, ...] = ()
-                           ) -> exp.Create:
+def create_table_statement(
+    target: str,
+    query: exp.Query,
+    properties: Mapping[str, str],
+    replace: bool = False,
+    partitioned_by: tuple[str, ...] = (),
+) -> exp.Create:
     """``CREATE [OR REPLACE] TABLE target USING DELTA [PARTITIONED BY (...)]
     TBLPROPERTIES (...) AS query``."""
     items = _properties(properties, delta=True)
     if partitioned_by:
-        items.expressions.insert(1, exp.PartitionedByProperty(this=exp.Schema(
-            expressions=[exp.to_identifier(c) for c in partitioned_by])))
-    return exp.Create(this=exp.to_table(target, dialect=DIALECT), kind="TABLE",
-                      expression=query, properties=items, replace=replace)
+        items.expressions.insert(
+            1,
+            exp.PartitionedByProperty(
+                this=exp.Schema(expressions=[exp.to_identifier(c) for c in partitioned_by])
+            ),
+        )
+    return exp.Create(
+        this=exp.to_table(target, dialect=DIALECT),
+        kind="TABLE",
+        expression=query,
+        properties=items,
+        replace=replace,
+    )
 
 
-def create_view_statement(name: str, query: exp.Query, properties: Mapping[str, str],
-                          replace: bool = False) -> exp.Create:
+def create_view_statement(
+    name: str, query: exp.Query, properties: Mapping[str, str], replace: bool = False
+) -> exp.Create:
     """``CREATE [OR REPLACE] VIEW name TBLPROPERTIES (...) AS query``."""
-    return exp.Create(this=exp.to_table(name, dialect=DIALECT), kind="VIEW",
-                      expression=query, properties=_properties(properties, delta=False),
-                      replace=replace)
+    return exp.Create(
+        this=exp.to_table(name, dialect=DIALECT),
+        kind="VIEW",
+        expression=query,
+        properties=_properties(properties, delta=False),
+        replace=replace,
+    )
 
 
 def overwrite_statement(target: str, query: exp.Query) -> exp.Insert:
     """``INSERT OVERWRITE TABLE target query``: replace every row in one commit."""
-    return exp.Insert(this=exp.to_table(target, dialect=DIALECT), expression=query,
-                      overwrite=True)
+    return exp.Insert(this=exp.to_table(target, dialect=DIALECT), expression=query, overwrite=True)
 
 
-def replace_where_statement(target: str, query: exp.Query,
-                            predicate: exp.Expr) -> exp.Insert:
+def replace_where_statement(target: str, query: exp.Query, predicate: exp.Expr) -> exp.Insert:
     """``INSERT INTO target REPLACE WHERE predicate SELECT * FROM (query) WHERE predicate``:
     the rows of ``target`` matching ``predicate`` replaced by those of ``query``, in one commit.
 
@@ -180,10 +259,18 @@ def replace_where_statement(target: str, query: exp.Query,
     >>> replace_where_statement("t", q, exp.column("k").eq(1)).sql("spark")
     'INSERT INTO t REPLACE WHERE k = 1 SELECT * FROM (SELECT k FROM s) AS _ivm_part WHERE k = 1'
     """
-    rows = exp.select("*").from_(exp.Subquery(this=query.copy(), alias=exp.TableAlias(
-        this=exp.to_identifier("_ivm_part")))).where(predicate.copy())
-    return exp.Insert(this=exp.to_table(target, dialect=DIALECT), expression=rows,
-                      where=predicate.copy())
+    rows = (
+        exp.select("*")
+        .from_(
+            exp.Subquery(
+                this=query.copy(), alias=exp.TableAlias(this=exp.to_identifier("_ivm_part"))
+            )
+        )
+        .where(predicate.copy())
+    )
+    return exp.Insert(
+        this=exp.to_table(target, dialect=DIALECT), expression=rows, where=predicate.copy()
+    )
 
 
 def set_properties_statement(target: str, properties: Mapping[str, str]) -> exp.Alter:
@@ -192,10 +279,22 @@ def set_properties_statement(target: str, properties: Mapping[str, str]) -> exp.
     >>> set_properties_statement("db.s", {"k": "1"}).sql("spark")
     "ALTER TABLE db.s SET TBLPROPERTIES ('k'='1')"
     """
-    return exp.Alter(this=exp.to_table(target, dialect=DIALECT), kind="TABLE", actions=[
-        exp.AlterSet(expressions=[exp.Properties(expressions=[
-            exp.Property(this=exp.Literal.string(k), value=exp.Literal.string(v))
-            for k, v in properties.items()])])])
+    return exp.Alter(
+        this=exp.to_table(target, dialect=DIALECT),
+        kind="TABLE",
+        actions=[
+            exp.AlterSet(
+                expressions=[
+                    exp.Properties(
+                        expressions=[
+                            exp.Property(this=exp.Literal.string(k), value=exp.Literal.string(v))
+                            for k, v in properties.items()
+                        ]
+                    )
+                ]
+            )
+        ],
+    )
 
 
 def create_database_statement(name: str, comment: str) -> exp.Create:
@@ -204,9 +303,14 @@ def create_database_statement(name: str, comment: str) -> exp.Create:
     >>> create_database_statement("db__ivm", "the tables of db").sql("spark")
     "CREATE DATABASE IF NOT EXISTS db__ivm COMMENT 'the tables of db'"
     """
-    return exp.Create(this=exp.to_table(name, dialect=DIALECT), kind="DATABASE", exists=True,
-                      properties=exp.Properties(expressions=[
-                          exp.SchemaCommentProperty(this=exp.Literal.string(comment))]))
+    return exp.Create(
+        this=exp.to_table(name, dialect=DIALECT),
+        kind="DATABASE",
+        exists=True,
+        properties=exp.Properties(
+            expressions=[exp.SchemaCommentProperty(this=exp.Literal.string(comment))]
+        ),
+    )
 
 
 def drop_statement(kind: str, name: str) -> exp.Drop:

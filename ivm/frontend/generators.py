@@ -72,7 +72,8 @@ INLINE_OUTER = "inline_outer"
 def is_generator(node: exp.Expr) -> bool:
     """``node`` is a table-valued function a ``LATERAL VIEW`` maintains."""
     return isinstance(node, GENERATORS) or (
-        isinstance(node, exp.Anonymous) and node.name.lower() == INLINE_OUTER)
+        isinstance(node, exp.Anonymous) and node.name.lower() == INLINE_OUTER
+    )
 
 
 def plain_generator(node: exp.Expr) -> tuple[exp.Expr, bool]:
@@ -121,23 +122,39 @@ def _own(item: exp.Expr):
 def select_list_generator(select: exp.Select, refuse: Refuse) -> exp.Select:
     """``select`` with the generator in its SELECT list (there is at most one) written as a
     ``LATERAL VIEW``, its columns selected where it stood."""
-    found = [(i, item) for i, item in enumerate(select.expressions)
-             if any(is_generator(n) for n in _own(item))]
+    found = [
+        (i, item)
+        for i, item in enumerate(select.expressions)
+        if any(is_generator(n) for n in _own(item))
+    ]
     if not found:
         return select
     if len(found) > 1:
-        refuse("more than one generator in a SELECT list", found[1][1],
-               "write each but one as a LATERAL VIEW")
-    (index, item), = found
+        refuse(
+            "more than one generator in a SELECT list",
+            found[1][1],
+            "write each but one as a LATERAL VIEW",
+        )
+    ((index, item),) = found
     generator = item.this if isinstance(item, (exp.Alias, exp.Aliases)) else item
     if not is_generator(generator):
-        refuse("a generator inside an expression", item,
-               "select the generator alone, or write it as a LATERAL VIEW")
-    if select.args.get("group") or select.args.get("distinct") or any(
-            isinstance(n, (exp.AggFunc, exp.Window)) for e in select.expressions
-            for n in _own(e)):
-        refuse("a generator in the SELECT list of a grouped or DISTINCT query", item,
-               "explode in a LATERAL VIEW, or in a query over this one")
+        refuse(
+            "a generator inside an expression",
+            item,
+            "select the generator alone, or write it as a LATERAL VIEW",
+        )
+    if (
+        select.args.get("group")
+        or select.args.get("distinct")
+        or any(
+            isinstance(n, (exp.AggFunc, exp.Window)) for e in select.expressions for n in _own(e)
+        )
+    ):
+        refuse(
+            "a generator in the SELECT list of a grouped or DISTINCT query",
+            item,
+            "explode in a LATERAL VIEW, or in a query over this one",
+        )
     expected = default_names(generator)
     if isinstance(item, exp.Aliases):
         names = [i.name for i in item.expressions]
@@ -146,16 +163,27 @@ def select_list_generator(select: exp.Select, refuse: Refuse) -> exp.Select:
     else:
         names = expected
     if names is None:
-        refuse("a generator whose columns cannot be named", item,
-               "name its columns: explode(x) AS name, posexplode(x) AS (pos, name)")
+        refuse(
+            "a generator whose columns cannot be named",
+            item,
+            "name its columns: explode(x) AS name, posexplode(x) AS (pos, name)",
+        )
     if expected is not None and len(names) != len(expected):
-        refuse(f"a generator named with {len(names)} of its {len(expected)} columns", item,
-               f"name each: AS ({', '.join(expected)})")
+        refuse(
+            f"a generator named with {len(names)} of its {len(expected)} columns",
+            item,
+            f"name each: AS ({', '.join(expected)})",
+        )
     select = select.copy()
-    lateral = exp.Lateral(this=generator.copy(), view=True, alias=exp.TableAlias(
-        this=exp.to_identifier(GENERATED), columns=[exp.to_identifier(n) for n in names]))
+    lateral = exp.Lateral(
+        this=generator.copy(),
+        view=True,
+        alias=exp.TableAlias(
+            this=exp.to_identifier(GENERATED), columns=[exp.to_identifier(n) for n in names]
+        ),
+    )
     items = list(select.expressions)
-    items[index:index + 1] = [exp.alias_(exp.column(n, GENERATED), n) for n in names]
+    items[index : index + 1] = [exp.alias_(exp.column(n, GENERATED), n) for n in names]
     select.set("expressions", items)
     select.set("laterals", list(select.args.get("laterals") or []) + [lateral])
     return select
@@ -164,8 +192,9 @@ def select_list_generator(select: exp.Select, refuse: Refuse) -> exp.Select:
 def as_derived_table(select: exp.Select) -> exp.Select:
     """``select`` reading its FROM clause, joins and lateral views as one derived table
     (:data:`DERIVED`), whose SELECT (marked :data:`MARK`) names each column read after it."""
-    moved = sources_of(select) | {lateral.alias_or_name
-                                  for lateral in select.args.get("laterals") or []}
+    moved = sources_of(select) | {
+        lateral.alias_or_name for lateral in select.args.get("laterals") or []
+    }
     outer = select.copy()
     inner = exp.Select()
     for arg in ("from_", "joins", "laterals"):
@@ -192,11 +221,18 @@ def as_derived_table(select: exp.Select) -> exp.Select:
                 child.replace(column)
             else:
                 rename(child, shadowed)
+
     rename(outer, frozenset())
-    inner.set("expressions", [exp.alias_(exp.column(name, table), alias)
-                              for (table, name), alias in read.items()]
-              or [exp.alias_(exp.true(), f"{BOOKKEEPING_PREFIX}row")])
+    inner.set(
+        "expressions",
+        [exp.alias_(exp.column(name, table), alias) for (table, name), alias in read.items()]
+        or [exp.alias_(exp.true(), f"{BOOKKEEPING_PREFIX}row")],
+    )
     inner.meta[MARK] = True
-    outer.set("from_", exp.From(this=exp.Subquery(
-        this=inner, alias=exp.TableAlias(this=exp.to_identifier(DERIVED)))))
+    outer.set(
+        "from_",
+        exp.From(
+            this=exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(DERIVED)))
+        ),
+    )
     return outer

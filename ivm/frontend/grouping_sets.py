@@ -40,7 +40,8 @@ def has_grouping_sets(group: exp.Group | None) -> bool:
     """``group`` is a GROUP BY with ROLLUP, CUBE or GROUPING SETS (not plain expressions)."""
     return group is not None and (
         any(group.args.get(arg) for arg in ("rollup", "cube", "grouping_sets"))
-        or any(isinstance(e, ANALYTICS) for e in group.expressions))
+        or any(isinstance(e, ANALYTICS) for e in group.expressions)
+    )
 
 
 def _members(item: exp.Expr) -> list[exp.Expr]:
@@ -59,11 +60,17 @@ def _sets_of(item: exp.Expr) -> list[list[exp.Expr]]:
         return [[m for e in elements[:n] for m in e] for n in range(len(elements), -1, -1)]
     if isinstance(item, exp.Cube):
         elements = [_members(e) for e in item.expressions]
-        return [[m for e in chosen for m in e]
-                for n in range(len(elements), -1, -1) for chosen in combinations(elements, n)]
+        return [
+            [m for e in chosen for m in e]
+            for n in range(len(elements), -1, -1)
+            for chosen in combinations(elements, n)
+        ]
     if isinstance(item, exp.GroupingSets):
-        return [s for e in item.expressions for s in (
-            _sets_of(e) if isinstance(e, ANALYTICS) else [_members(e)])]
+        return [
+            s
+            for e in item.expressions
+            for s in (_sets_of(e) if isinstance(e, ANALYTICS) else [_members(e)])
+        ]
     return [[item]]
 
 
@@ -71,7 +78,7 @@ def grouping_sets(group: exp.Group) -> tuple[list[exp.Expr], list[tuple[int, ...
     """The GROUP BY's expressions (each once, in order of appearance) and its grouping sets,
     each as the positions of the expressions it holds."""
     items = [_sets_of(e) for e in group.expressions]
-    if group.args.get("rollup"):    # GROUP BY a, b WITH ROLLUP
+    if group.args.get("rollup"):  # GROUP BY a, b WITH ROLLUP
         items = [_sets_of(exp.Rollup(expressions=list(group.expressions)))]
     elif group.args.get("cube"):
         items = [_sets_of(exp.Cube(expressions=list(group.expressions)))]
@@ -83,13 +90,16 @@ def grouping_sets(group: exp.Group) -> tuple[list[exp.Expr], list[tuple[int, ...
 
     def position(member: exp.Expr) -> int:
         return next(i for i, e in enumerate(expressions) if e == member)
-    combined = [tuple(sorted({position(m) for s in chosen for m in s}))
-                for chosen in product(*items)]
+
+    combined = [
+        tuple(sorted({position(m) for s in chosen for m in s})) for chosen in product(*items)
+    ]
     return expressions, combined
 
 
-def grouping_value(sets: list[tuple[int, ...]], tag: exp.Expr, positions: list[int],
-                   data_type: exp.DataType) -> exp.Expr:
+def grouping_value(
+    sets: list[tuple[int, ...]], tag: exp.Expr, positions: list[int], data_type: exp.DataType
+) -> exp.Expr:
     """The value of ``grouping_id`` over the expressions at ``positions`` (``grouping`` of one)
     for the row of the set numbered ``tag``: bit ``k`` (from the last) is 1 where the
     ``k``-th expression from the last is outside the set.
@@ -97,9 +107,15 @@ def grouping_value(sets: list[tuple[int, ...]], tag: exp.Expr, positions: list[i
     >>> print(grouping_value([(0, 1), (0,), ()], exp.column("s"), [0, 1], GROUPING_ID_TYPE).sql())
     CAST(CASE s WHEN 0 THEN 0 WHEN 1 THEN 1 WHEN 2 THEN 3 END AS BIGINT)
     """
+
     def bits(held: tuple[int, ...]) -> int:
         return sum(1 << k for k, p in enumerate(reversed(positions)) if p not in held)
-    case = exp.Case(this=tag.copy(), ifs=[
-        exp.If(this=exp.Literal.number(i), true=exp.Literal.number(bits(held)))
-        for i, held in enumerate(sets)])
+
+    case = exp.Case(
+        this=tag.copy(),
+        ifs=[
+            exp.If(this=exp.Literal.number(i), true=exp.Literal.number(bits(held)))
+            for i, held in enumerate(sets)
+        ],
+    )
     return exp.Cast(this=case, to=data_type.copy())

@@ -37,9 +37,10 @@ def is_lookup(join: exp.Join, sql: str) -> bool:
     version = table.args.get("version") if isinstance(table, exp.Table) else None
     if version is None or not isinstance(version.expression, exp.Column):
         return False
-    starts = [i.meta["start"] for i in version.expression.find_all(exp.Identifier)
-              if "start" in i.meta]
-    return bool(starts) and FLINK_SPELLING.search(sql[:min(starts)]) is not None
+    starts = [
+        i.meta["start"] for i in version.expression.find_all(exp.Identifier) if "start" in i.meta
+    ]
+    return bool(starts) and FLINK_SPELLING.search(sql[: min(starts)]) is not None
 
 
 def has_lookups(select: exp.Select, sql: str) -> bool:
@@ -64,11 +65,17 @@ SYSTEM_TIME AS OF o.<column>, a column of the facts (its values are not read)
     if column.table in facts:
         return
     looked_up = join.this.alias_or_name
-    whose = f"the dimension {looked_up}" if column.table == looked_up else \
-        f"{column.table} (no fact table)"
+    whose = (
+        f"the dimension {looked_up}"
+        if column.table == looked_up
+        else f"{column.table} (no fact table)"
+    )
     raise UnsupportedQuery(
-        f"FOR SYSTEM_TIME AS OF a column of {whose}", sql, position_of(column),
+        f"FOR SYSTEM_TIME AS OF a column of {whose}",
+        sql,
+        position_of(column),
         reason=f"the column after AS OF marks the fact side of a lookup join, the rows of "
-               f"{' and '.join(facts)} that it enriches (Flink's processing-time attribute)",
+        f"{' and '.join(facts)} that it enriches (Flink's processing-time attribute)",
         hint=f"write FOR SYSTEM_TIME AS OF {facts[0]}.<column>, a column of the facts (its "
-             f"values are not read)")
+        f"values are not read)",
+    )

@@ -23,19 +23,47 @@ from sqlglot import exp
 
 from ivm import store
 from ivm.errors import InvalidQuery, ReservedName, UnsupportedQuery
-from ivm.frontend.generators import (MARK, as_derived_table, default_names, fresh_name,
-                                    is_generator, plain_generator, select_list_generator,
-                                    written)
-from ivm.frontend.grouping_sets import (GROUPING_ID_TYPE, GROUPING_TYPE, grouping_sets,
-                                        grouping_value, has_grouping_sets)
+from ivm.frontend.generators import (
+    MARK,
+    as_derived_table,
+    default_names,
+    fresh_name,
+    is_generator,
+    plain_generator,
+    select_list_generator,
+    written,
+)
+from ivm.frontend.grouping_sets import (
+    GROUPING_ID_TYPE,
+    GROUPING_TYPE,
+    grouping_sets,
+    grouping_value,
+    has_grouping_sets,
+)
 from ivm.frontend.lookups import check_marks_facts, has_lookups, is_lookup
 from ivm.frontend.positions import position_of
 from ivm.frontend.subqueries import SUBQUERY_PREFIX, unnest
 from ivm.frontend.windows import deterministic
+from ivm.ir import (
+    Aggregate,
+    AggregateCall,
+    Distinct,
+    Filter,
+    Generate,
+    Join,
+    JoinKind,
+    Project,
+    Relation,
+    Scan,
+    SetOperation,
+    Subquery,
+    Union,
+    Window,
+    aliases_of,
+    children,
+    columns,
+)
 from ivm.names import join
-from ivm.ir import (Aggregate, AggregateCall, Distinct, Filter, Generate, Join, JoinKind,
-                    Project, Relation, Scan, SetOperation, Subquery, Union, Window, aliases_of,
-                    children, columns)
 from ivm.zset import BOOKKEEPING_PREFIX
 
 WINDOW_PREFIX = f"{BOOKKEEPING_PREFIX}win"
@@ -55,15 +83,29 @@ AVERAGED_DECIMALS = (24, 2)
 the accumulators, its sum cast to DECIMAL(34, s), rounds once to scale s + 4, as Spark's AVG
 does (a division's scale is at least 6, and a wider sum leaves it fewer than s + 4 digits)."""
 
-NONDETERMINISTIC = {"rand", "random", "randn", "uuid", "shuffle", "current_timestamp", "now",
-                    "current_date", "curdate", "localtimestamp", "unix_timestamp",
-                    "monotonically_increasing_id", "spark_partition_id", "input_file_name"}
+NONDETERMINISTIC = {
+    "rand",
+    "random",
+    "randn",
+    "uuid",
+    "shuffle",
+    "current_timestamp",
+    "now",
+    "current_date",
+    "curdate",
+    "localtimestamp",
+    "unix_timestamp",
+    "monotonically_increasing_id",
+    "spark_partition_id",
+    "input_file_name",
+}
 
 
 def function_name(function: exp.Func) -> str:
     """A function's name, lower case (an unknown function by the name it was called by)."""
-    return (function.sql_name() if not isinstance(function, exp.Anonymous)
-            else function.name).lower()
+    return (
+        function.sql_name() if not isinstance(function, exp.Anonymous) else function.name
+    ).lower()
 
 
 def nondeterministic(function: exp.Func) -> bool:
@@ -73,18 +115,33 @@ def nondeterministic(function: exp.Func) -> bool:
     >>> [nondeterministic(exp.maybe_parse(f, dialect=DIALECT)) for f in ("rand()", "abs(x)")]
     [True, False]
     """
-    return function_name(function) in NONDETERMINISTIC or isinstance(function, (
-        exp.Rand, exp.Randn, exp.Uuid, exp.CurrentTimestamp, exp.CurrentDate))
+    return function_name(function) in NONDETERMINISTIC or isinstance(
+        function, (exp.Rand, exp.Randn, exp.Uuid, exp.CurrentTimestamp, exp.CurrentDate)
+    )
 
 
-SESSION_DEPENDENT = {"current_user", "user", "session_user", "current_database",
-                     "current_schema", "current_catalog"}
+SESSION_DEPENDENT = {
+    "current_user",
+    "user",
+    "session_user",
+    "current_database",
+    "current_schema",
+    "current_catalog",
+}
 """Functions whose value is the session's: a refresh runs in another session."""
 
 COLLECTIONS = {"collect_list", "array_agg", "collect_set", "array_unique_agg"}
 """Aggregates that collect values into an array, in the order rows arrive in."""
-ORDER_DEPENDENT_AGGREGATES = {"first", "last", "first_value", "last_value", "any_value",
-                              "string_agg", "listagg", "group_concat"} | COLLECTIONS
+ORDER_DEPENDENT_AGGREGATES = {
+    "first",
+    "last",
+    "first_value",
+    "last_value",
+    "any_value",
+    "string_agg",
+    "listagg",
+    "group_concat",
+} | COLLECTIONS
 """Aggregates whose value depends on the order rows arrive in: no refresh can reproduce it."""
 
 # Clauses of a SELECT that this version does not maintain, with what to do instead.
@@ -101,13 +158,21 @@ REFUSED_CLAUSES = {
 LOOKUPS = {JoinKind.INNER: JoinKind.LOOKUP, JoinKind.LEFT: JoinKind.LEFT_LOOKUP}
 """The lookup join of each join kind that has one."""
 
-JOIN_KINDS = {("", ""): JoinKind.INNER, ("", "INNER"): JoinKind.INNER,
-              ("", "CROSS"): JoinKind.INNER,
-              ("LEFT", ""): JoinKind.LEFT, ("LEFT", "OUTER"): JoinKind.LEFT,
-              ("RIGHT", ""): JoinKind.RIGHT, ("RIGHT", "OUTER"): JoinKind.RIGHT,
-              ("FULL", ""): JoinKind.FULL, ("FULL", "OUTER"): JoinKind.FULL,
-              ("LEFT", "SEMI"): JoinKind.SEMI, ("", "SEMI"): JoinKind.SEMI,
-              ("LEFT", "ANTI"): JoinKind.ANTI, ("", "ANTI"): JoinKind.ANTI}
+JOIN_KINDS = {
+    ("", ""): JoinKind.INNER,
+    ("", "INNER"): JoinKind.INNER,
+    ("", "CROSS"): JoinKind.INNER,
+    ("LEFT", ""): JoinKind.LEFT,
+    ("LEFT", "OUTER"): JoinKind.LEFT,
+    ("RIGHT", ""): JoinKind.RIGHT,
+    ("RIGHT", "OUTER"): JoinKind.RIGHT,
+    ("FULL", ""): JoinKind.FULL,
+    ("FULL", "OUTER"): JoinKind.FULL,
+    ("LEFT", "SEMI"): JoinKind.SEMI,
+    ("", "SEMI"): JoinKind.SEMI,
+    ("LEFT", "ANTI"): JoinKind.ANTI,
+    ("", "ANTI"): JoinKind.ANTI,
+}
 
 
 def lower(query: exp.Expr, sql: str):
@@ -178,8 +243,9 @@ class _Lowering:
         if select.meta.get(MARK):
             return self.generated(select)
         # a later branch of a set operation takes its column names from the first one
-        named = not (isinstance(select.parent, exp.SetOperation)
-                     and select is select.parent.expression)
+        named = not (
+            isinstance(select.parent, exp.SetOperation) and select is select.parent.expression
+        )
         select = select_list_generator(select, self.refuse)
         if select.args.get("laterals") or has_lookups(select, self.sql):
             select = as_derived_table(select)
@@ -189,30 +255,42 @@ class _Lowering:
         self.refuse_expressions(select)
         relation = self.from_clause(select, unnested.expressions())
         for crossed in unnested.crossed:  # one-row subqueries, read by WHERE and beyond
-            relation = Join(relation.inputs + (crossed,), relation.condition) if isinstance(
-                relation, Join) and relation.kind is JoinKind.INNER else Join((relation, crossed))
+            relation = (
+                Join(relation.inputs + (crossed,), relation.condition)
+                if isinstance(relation, Join) and relation.kind is JoinKind.INNER
+                else Join((relation, crossed))
+            )
         where = select.args.get("where")
         if where is not None:
             relation = Filter(relation, where.this.copy())
         for kind, right, condition in unnested.steps:  # EXISTS, IN, correlated subqueries
-            relation = Filter(relation, condition) if right is None else Join(
-                (relation, right), condition, kind)
+            relation = (
+                Filter(relation, condition)
+                if right is None
+                else Join((relation, right), condition, kind)
+            )
 
         outputs = self.output_columns(select, named)
         visible = [name for name, _ in outputs]
         ordered = self.ordering(select, outputs)  # may add hidden outputs to sort by
         distinct = select.args.get("distinct")
         if distinct is not None and len(outputs) > len(visible):
-            self.refuse("ORDER BY a column not in the SELECT DISTINCT list",
-                        select.args["order"], "order by the selected columns only")
+            self.refuse(
+                "ORDER BY a column not in the SELECT DISTINCT list",
+                select.args["order"],
+                "order by the selected columns only",
+            )
         outputs, windows, qualify = _extract_windows(
-            outputs, select.args["qualify"].this if select.args.get("qualify") else None)
+            outputs, select.args["qualify"].this if select.args.get("qualify") else None
+        )
         group, having = select.args.get("group"), select.args.get("having")
-        if group is not None or having is not None or any(
-                e.find(exp.AggFunc) for _, e in outputs) or any(
-                _window_inside(w).find(exp.AggFunc) for _, w in windows):
-            relation, outputs, windows = self.aggregate(relation, group, having, outputs,
-                                                        windows)
+        if (
+            group is not None
+            or having is not None
+            or any(e.find(exp.AggFunc) for _, e in outputs)
+            or any(_window_inside(w).find(exp.AggFunc) for _, w in windows)
+        ):
+            relation, outputs, windows = self.aggregate(relation, group, having, outputs, windows)
         if windows or qualify is not None:
             relation, outputs = self.windowed(relation, outputs, windows, qualify)
         plan = Project(relation, tuple(outputs))
@@ -229,31 +307,48 @@ class _Lowering:
         if order is None and limit is None:
             return None
         if limit is None:
-            self.refuse("ORDER BY without LIMIT", order,
-                        "a view has no order: order the rows when you query the view "
-                        "(ORDER BY is kept with LIMIT, as a top-N view)")
+            self.refuse(
+                "ORDER BY without LIMIT",
+                order,
+                "a view has no order: order the rows when you query the view "
+                "(ORDER BY is kept with LIMIT, as a top-N view)",
+            )
         if order is None:
-            self.refuse("LIMIT without ORDER BY", limit,
-                        reason="which rows LIMIT keeps is arbitrary",
-                        hint="add an ORDER BY that decides which rows to keep")
+            self.refuse(
+                "LIMIT without ORDER BY",
+                limit,
+                reason="which rows LIMIT keeps is arbitrary",
+                hint="add an ORDER BY that decides which rows to keep",
+            )
         keys = []
         for item in order.expressions:
             key = item.this
             name = next((n for n, e in outputs if e == key), None)
-            if isinstance(key, exp.Column) and not key.table and any(
-                    key.name == n for n, _ in outputs):
+            if (
+                isinstance(key, exp.Column)
+                and not key.table
+                and any(key.name == n for n, _ in outputs)
+            ):
                 name = key.name
             elif isinstance(key, exp.Literal) and not key.is_string:
                 position = int(key.this)
                 if not 1 <= position <= len(outputs):
-                    self.refuse(f"ORDER BY position {position}", key,
-                                f"the query has {len(outputs)} columns")
+                    self.refuse(
+                        f"ORDER BY position {position}",
+                        key,
+                        f"the query has {len(outputs)} columns",
+                    )
                 name = outputs[position - 1][0]
             if name is None:
                 name = f"{ORDER_PREFIX}{len(keys)}"
                 outputs.append((name, key.copy()))
-            keys.append(exp.Ordered(this=exp.column(name), desc=bool(item.args.get("desc")),
-                                    nulls_first=item.args.get("nulls_first")))
+            keys.append(
+                exp.Ordered(
+                    this=exp.column(name),
+                    desc=bool(item.args.get("desc")),
+                    nulls_first=item.args.get("nulls_first"),
+                )
+            )
         return keys
 
     def top_n(self, query: exp.Query, plan, keys: list[exp.Ordered], visible: list[str]):
@@ -277,19 +372,22 @@ class _Lowering:
         """
         used: list[exp.Column] = []
         for expression in [e for _, e in outputs] + [w for _, w in windows] + [qualify]:
-            for column in (expression.find_all(exp.Column) if expression is not None else ()):
+            for column in expression.find_all(exp.Column) if expression is not None else ():
                 placeholder = not column.table and column.name.startswith(WINDOW_PREFIX)
                 if not placeholder and column not in used:
                     used.append(column)
-        names = {c: c.name if not c.table else f"{BOOKKEEPING_PREFIX}c{i}"
-                 for i, c in enumerate(used)}
+        names = {
+            c: c.name if not c.table else f"{BOOKKEEPING_PREFIX}c{i}" for i, c in enumerate(used)
+        }
 
         def rename(expression):
             return expression.copy().transform(
-                lambda n: exp.column(names[n]) if isinstance(n, exp.Column) and n in names
-                else n)
+                lambda n: exp.column(names[n]) if isinstance(n, exp.Column) and n in names else n
+            )
+
         named = tuple((names[c], c.copy()) for c in used) or (
-            (f"{BOOKKEEPING_PREFIX}c0", exp.Literal.number(1)),)
+            (f"{BOOKKEEPING_PREFIX}c0", exp.Literal.number(1)),
+        )
         relation = Project(relation, named)
         order_by = [name for name, _ in named]
         partitions: dict[tuple, list] = {}
@@ -311,50 +409,79 @@ class _Lowering:
         then a :class:`Generate` per lateral view."""
         self.refuse_expressions(select)
         relation = self.from_clause(select, [])
-        names = {(item.this.table, item.this.name): item.alias for item in select.expressions
-                 if isinstance(item.this, exp.Column)}
+        names = {
+            (item.this.table, item.this.name): item.alias
+            for item in select.expressions
+            if isinstance(item.this, exp.Column)
+        }
         taken = {name.lower() for name in names.values()}
         joined = set(aliases_of(relation))
-        read = {(c.table, c.name): c for item in select.expressions for c in item.find_all(
-            exp.Column) if c.table in joined}
+        read = {
+            (c.table, c.name): c
+            for item in select.expressions
+            for c in item.find_all(exp.Column)
+            if c.table in joined
+        }
         laterals = select.args.get("laterals") or []
         # a lookup join's state is keyed by the fact columns its condition reads too
-        lookups = [j.args["on"] for j in select.args.get("joins") or []
-                   if is_lookup(j, self.sql) and j.args.get("on") is not None]
+        lookups = [
+            j.args["on"]
+            for j in select.args.get("joins") or []
+            if is_lookup(j, self.sql) and j.args.get("on") is not None
+        ]
         for read_by in [lateral.this for lateral in laterals] + lookups:
-            read |= {(c.table, c.name): c for c in read_by.find_all(exp.Column)
-                     if c.table in joined and (c.table, c.name) not in read}
+            read |= {
+                (c.table, c.name): c
+                for c in read_by.find_all(exp.Column)
+                if c.table in joined and (c.table, c.name) not in read
+            }
         for key in read:
             names.setdefault(key, fresh_name(key[1], taken))
-        relation = Project(relation, tuple((names[key], column.copy())
-                                           for key, column in read.items())
-                           or ((fresh_name(f"{BOOKKEEPING_PREFIX}row", taken), exp.true()),))
+        relation = Project(
+            relation,
+            tuple((names[key], column.copy()) for key, column in read.items())
+            or ((fresh_name(f"{BOOKKEEPING_PREFIX}row", taken), exp.true()),),
+        )
         for lateral in laterals:
             if not is_generator(lateral.this):
-                self.refuse(f"LATERAL VIEW {_spelled(lateral.this)}", lateral.this,
-                            "explode, posexplode or inline (or their _outer forms) are "
-                            "maintained")
+                self.refuse(
+                    f"LATERAL VIEW {_spelled(lateral.this)}",
+                    lateral.this,
+                    "explode, posexplode or inline (or their _outer forms) are maintained",
+                )
             generator, outer = plain_generator(lateral.this)
             alias = lateral.args.get("alias")
             expected = default_names(generator)
-            given = [c.name for c in alias.columns] if alias is not None and alias.columns \
-                else expected
+            given = (
+                [c.name for c in alias.columns] if alias is not None and alias.columns else expected
+            )
             if given is None:
-                self.refuse("a LATERAL VIEW whose columns cannot be named", lateral,
-                            "name its columns: LATERAL VIEW explode(x) alias AS name")
+                self.refuse(
+                    "a LATERAL VIEW whose columns cannot be named",
+                    lateral,
+                    "name its columns: LATERAL VIEW explode(x) alias AS name",
+                )
             if expected is not None and len(given) != len(expected):
-                self.refuse(f"a LATERAL VIEW naming {len(given)} of the {len(expected)} "
-                            f"columns of {_spelled(generator)}", lateral,
-                            f"name each: AS {', '.join(expected)}")
+                self.refuse(
+                    f"a LATERAL VIEW naming {len(given)} of the {len(expected)} "
+                    f"columns of {_spelled(generator)}",
+                    lateral,
+                    f"name each: AS {', '.join(expected)}",
+                )
             generator = generator.transform(
-                lambda n: exp.column(names[(n.table, n.name)]) if isinstance(n, exp.Column)
-                and (n.table, n.name) in names else n)
+                lambda n: (
+                    exp.column(names[(n.table, n.name)])
+                    if isinstance(n, exp.Column) and (n.table, n.name) in names
+                    else n
+                )
+            )
             outputs = []
             for name in given:
                 names.setdefault((lateral.alias_or_name, name), fresh_name(name, taken))
                 outputs.append(names[(lateral.alias_or_name, name)])
-            relation = Generate(relation, generator, tuple(outputs),
-                                outer or bool(lateral.args.get("outer")))
+            relation = Generate(
+                relation, generator, tuple(outputs), outer or bool(lateral.args.get("outer"))
+            )
         return relation
 
     def refuse_clauses(self, select: exp.Select) -> None:
@@ -366,52 +493,69 @@ class _Lowering:
     def refuse_expressions(self, select: exp.Select) -> None:
         for node in _own_nodes(select):
             if isinstance(node, exp.Window):
-                clause = node.find_ancestor(exp.Where, exp.Group, exp.Having, exp.Join,
-                                            exp.AggFunc, exp.Window)
+                clause = node.find_ancestor(
+                    exp.Where, exp.Group, exp.Having, exp.Join, exp.AggFunc, exp.Window
+                )
                 if clause is not None:
-                    self.refuse(f"window function in {_clause_name(clause)}", node,
-                                "compute it in a subquery and filter on its result, "
-                                "or filter with QUALIFY")
+                    self.refuse(
+                        f"window function in {_clause_name(clause)}",
+                        node,
+                        "compute it in a subquery and filter on its result, or filter with QUALIFY",
+                    )
             if isinstance(node, (exp.Exists, exp.In)) and node.find(exp.Select):
                 what = "EXISTS" if isinstance(node, exp.Exists) else "IN (subquery)"
-                self.refuse(f"{what} other than as a condition of WHERE", node,
-                            "test it in a conjunct of WHERE (… AND EXISTS (…)), or join the "
-                            "subquery's table")
+                self.refuse(
+                    f"{what} other than as a condition of WHERE",
+                    node,
+                    "test it in a conjunct of WHERE (… AND EXISTS (…)), or join the "
+                    "subquery's table",
+                )
             if isinstance(node, exp.Subquery) and not isinstance(
-                    node.parent, (exp.From, exp.Join, exp.In, exp.Exists)):
-                clause = node.find_ancestor(exp.Group, exp.Order, exp.Join, exp.AggFunc,
-                                            exp.Window)
-                where = {exp.Group: "GROUP BY", exp.Order: "ORDER BY",
-                         exp.Join: "a join condition"}.get(type(clause), "an aggregate")
-                self.refuse(f"subquery in {where}", node,
-                            "compute it in a subquery in FROM, then refer to its column")
+                node.parent, (exp.From, exp.Join, exp.In, exp.Exists)
+            ):
+                clause = node.find_ancestor(exp.Group, exp.Order, exp.Join, exp.AggFunc, exp.Window)
+                where = {
+                    exp.Group: "GROUP BY",
+                    exp.Order: "ORDER BY",
+                    exp.Join: "a join condition",
+                }.get(type(clause), "an aggregate")
+                self.refuse(
+                    f"subquery in {where}",
+                    node,
+                    "compute it in a subquery in FROM, then refer to its column",
+                )
             if isinstance(node, exp.Func):
                 name = function_name(node)
                 if nondeterministic(node):
                     self.refuse(
-                        f"non-deterministic function {name}()", node,
+                        f"non-deterministic function {name}()",
+                        node,
                         reason="its value changes between refreshes, so no change of the "
                         "sources explains a change of the view",
-                        hint="compute the value into a source column when the row is written")
+                        hint="compute the value into a source column when the row is written",
+                    )
                 if name in SESSION_DEPENDENT:
                     self.refuse(
-                        f"session-dependent function {name}()", node,
+                        f"session-dependent function {name}()",
+                        node,
                         reason="its value is that of the session running the query, and "
                         "refreshes run in other sessions",
-                        hint="write the value as a literal, or into a source column")
+                        hint="write the value as a literal, or into a source column",
+                    )
 
     def from_clause(self, select: exp.Select, conditions: list[exp.Expr]):
         """The FROM clause's relation; ``conditions`` (of subqueries' joins) read it too."""
         from_ = select.args.get("from_")
         if from_ is None:
-            self.refuse("SELECT without FROM", select,
-                        "a materialized view reads at least one table")
+            self.refuse(
+                "SELECT without FROM", select, "a materialized view reads at least one table"
+            )
         used = _used_columns(select, conditions)
         relation = self.table(from_.this, used)
         inner: list = [relation]
         conditions = []
         looked_up = False
-        facts = [from_.this.alias_or_name]   # the tables a lookup join enriches the rows of
+        facts = [from_.this.alias_or_name]  # the tables a lookup join enriches the rows of
         for clause in select.args.get("joins") or []:
             side = (clause.args.get("side") or "").upper()
             kind = JOIN_KINDS.get((side, (clause.args.get("kind") or "").upper()))
@@ -420,12 +564,17 @@ class _Lowering:
             lookup = is_lookup(clause, self.sql)
             if lookup:
                 kind = LOOKUPS.get(kind) or self.refuse(
-                    f"{kind.value.upper()} lookup join", clause,
-                    "a lookup join is an inner or a LEFT join")
+                    f"{kind.value.upper()} lookup join",
+                    clause,
+                    "a lookup join is an inner or a LEFT join",
+                )
                 check_marks_facts(clause, facts, self.sql)
             elif looked_up:
-                self.refuse("a join after a lookup join", clause,
-                            "join the other tables first: lookup joins come last in FROM")
+                self.refuse(
+                    "a join after a lookup join",
+                    clause,
+                    "join the other tables first: lookup joins come last in FROM",
+                )
             else:
                 facts.append(clause.this.alias_or_name)
             looked_up = looked_up or lookup
@@ -436,8 +585,11 @@ class _Lowering:
                 if on is not None:
                     conditions.append(on.copy())
                 continue
-            left = inner[0] if len(inner) == 1 else Join(
-                tuple(inner), exp.and_(*conditions) if conditions else None)
+            left = (
+                inner[0]
+                if len(inner) == 1
+                else Join(tuple(inner), exp.and_(*conditions) if conditions else None)
+            )
             inner, conditions = [Join((left, right), on.copy() if on else None, kind)], []
         if len(inner) == 1 and not conditions:
             return inner[0]
@@ -453,43 +605,63 @@ class _Lowering:
         if not isinstance(source, exp.Table):
             self.refuse(f"{source.key.upper()} in FROM", source)
         if source.args.get("version") is not None and not lookup:
-            self.refuse("time travel (VERSION/TIMESTAMP AS OF)", source,
-                        "a view follows its sources' latest version (for Flink's lookup "
-                        "join, write JOIN t FOR SYSTEM_TIME AS OF fact.column)")
+            self.refuse(
+                "time travel (VERSION/TIMESTAMP AS OF)",
+                source,
+                "a view follows its sources' latest version (for Flink's lookup "
+                "join, write JOIN t FOR SYSTEM_TIME AS OF fact.column)",
+            )
         if not source.args.get("db") and source.name in self.ctes:
             return Subquery(self.ctes[source.name], alias)
         table = join(part.name for part in source.parts)
         read = tuple(used.get(alias, ()))
         for column in read:
             if column.lower().startswith(BOOKKEEPING_PREFIX):
-                uses = [(p, c) for c in source.root().find_all(exp.Column)
-                        if c.table == alias and c.name == column and (p := position_of(c))]
-                _, where = min(uses, key=lambda use: (use[0].line, use[0].column),
-                               default=(None, source))
+                uses = [
+                    (p, c)
+                    for c in source.root().find_all(exp.Column)
+                    if c.table == alias and c.name == column and (p := position_of(c))
+                ]
+                _, where = min(
+                    uses, key=lambda use: (use[0].line, use[0].column), default=(None, source)
+                )
                 raise ReservedName(
                     f"column name {column} of {table} is reserved for ivm's bookkeeping "
-                    f"(names starting with {BOOKKEEPING_PREFIX})", self.sql, position_of(where),
+                    f"(names starting with {BOOKKEEPING_PREFIX})",
+                    self.sql,
+                    position_of(where),
                     hint=f"rename it in the source table (ALTER TABLE {table} RENAME COLUMN "
-                         f"{column} TO ..., with Delta column mapping), or leave it unread")
+                    f"{column} TO ..., with Delta column mapping), or leave it unread",
+                )
         return Scan(table, alias, read, position=position_of(source))
 
-    def output_columns(self, select: exp.Select, named: bool = True
-                       ) -> list[tuple[str, exp.Expr]]:
+    def output_columns(self, select: exp.Select, named: bool = True) -> list[tuple[str, exp.Expr]]:
         """(name, expression) per SELECT item; names must be unique, valid and not ours."""
         outputs = []
         for item in select.expressions:
             name = item.alias_or_name
             expression = item.this if isinstance(item, exp.Alias) else item
             if named and not isinstance(expression, exp.Column) and name.startswith("_col_"):
-                raise InvalidQuery("a computed column of a materialized view needs a name",
-                                   self.sql, position_of(item),
-                                   hint=f"name it: {expression.sql('spark')} AS some_name")
+                raise InvalidQuery(
+                    "a computed column of a materialized view needs a name",
+                    self.sql,
+                    position_of(item),
+                    hint=f"name it: {expression.sql('spark')} AS some_name",
+                )
             if name.startswith(BOOKKEEPING_PREFIX):
-                raise ReservedName(f"column name {name} is reserved for ivm's bookkeeping",
-                                   self.sql, position_of(item), hint="rename the column")
+                raise ReservedName(
+                    f"column name {name} is reserved for ivm's bookkeeping",
+                    self.sql,
+                    position_of(item),
+                    hint="rename the column",
+                )
             if any(name.lower() == seen.lower() for seen, _ in outputs):  # Delta ignores case
-                raise InvalidQuery(f"the view would have two columns named {name}", self.sql,
-                                   position_of(item), hint="give one of them an alias")
+                raise InvalidQuery(
+                    f"the view would have two columns named {name}",
+                    self.sql,
+                    position_of(item),
+                    hint="give one of them an alias",
+                )
             outputs.append((name, expression.copy()))
         return outputs
 
@@ -497,12 +669,18 @@ class _Lowering:
         """Aggregate(keys, calls) [→ Filter(HAVING)] under a Project naming keys and calls;
         window functions (evaluated after grouping) read the keys and calls too."""
         analytics = has_grouping_sets(group)
-        expressions, sets = grouping_sets(group) if analytics else (
-            list(group.expressions) if group is not None else [], [])
+        expressions, sets = (
+            grouping_sets(group)
+            if analytics
+            else (list(group.expressions) if group is not None else [], [])
+        )
         # A one-row subquery's column is the same in every group: group by it as well.
-        constants = [c for e in [e for _, e in outputs] + ([having.this] if having else [])
-                     for c in e.find_all(exp.Column)
-                     if c.table.startswith(SUBQUERY_PREFIX) and not c.find_ancestor(exp.AggFunc)]
+        constants = [
+            c
+            for e in [e for _, e in outputs] + ([having.this] if having else [])
+            for c in e.find_all(exp.Column)
+            if c.table.startswith(SUBQUERY_PREFIX) and not c.find_ancestor(exp.AggFunc)
+        ]
         keys: list[tuple[str, exp.Expr]] = []
         for expression in expressions + constants:
             if expression.find(exp.AggFunc):
@@ -529,16 +707,20 @@ class _Lowering:
                 calls.append((name, call))
                 return exp.column(name)
             if isinstance(node, exp.Column) and not (
-                    not node.table and node.name.startswith(WINDOW_PREFIX)):
+                not node.table and node.name.startswith(WINDOW_PREFIX)
+            ):
                 raise InvalidQuery(
-                    f"column {written(node)} is neither in GROUP BY nor inside an "
-                    "aggregate", self.sql, position_of(node),
-                    hint="add it to GROUP BY or aggregate it")
+                    f"column {written(node)} is neither in GROUP BY nor inside an aggregate",
+                    self.sql,
+                    position_of(node),
+                    hint="add it to GROUP BY or aggregate it",
+                )
             return node
 
         projected = [(name, e.copy().transform(replace)) for name, e in outputs]
-        over_groups = [(name, _window_inside(w, lambda e: e.transform(replace)))
-                       for name, w in windows]
+        over_groups = [
+            (name, _window_inside(w, lambda e: e.transform(replace))) for name, w in windows
+        ]
         predicate = having.this.copy().transform(replace) if having is not None else None
         if analytics:
             relation, keys, calls = _expanded(relation, keys, calls, len(expressions), sets)
@@ -551,46 +733,70 @@ class _Lowering:
         """``grouping(e)`` or ``grouping_id(…)`` as a function of the grouping set's tag."""
         spelled = "grouping" if isinstance(node, exp.Grouping) else "grouping_id"
         if not sets:
-            self.refuse(f"{spelled}() without GROUPING SETS, ROLLUP or CUBE", node,
-                        "group by ROLLUP, CUBE or GROUPING SETS, or remove it")
+            self.refuse(
+                f"{spelled}() without GROUPING SETS, ROLLUP or CUBE",
+                node,
+                "group by ROLLUP, CUBE or GROUPING SETS, or remove it",
+            )
         arguments = list(node.expressions)
         if isinstance(node, exp.Grouping) and len(arguments) != 1:
             self.refuse("grouping() of other than one column", node, "write grouping(column)")
-        positions = [next((i for i, e in enumerate(expressions) if e == a), -1)
-                     for a in arguments]
+        positions = [next((i for i, e in enumerate(expressions) if e == a), -1) for a in arguments]
         if -1 in positions:
-            self.refuse(f"{spelled}() of an expression not in GROUP BY", node,
-                        "pass it expressions of the GROUP BY, as written there")
-        if isinstance(node, exp.GroupingId) and arguments and \
-                positions != list(range(len(expressions))):
-            self.refuse("grouping_id() of other than all GROUP BY expressions", node,
-                        "write grouping_id() (over all of them, in order)")
+            self.refuse(
+                f"{spelled}() of an expression not in GROUP BY",
+                node,
+                "pass it expressions of the GROUP BY, as written there",
+            )
+        if (
+            isinstance(node, exp.GroupingId)
+            and arguments
+            and positions != list(range(len(expressions)))
+        ):
+            self.refuse(
+                "grouping_id() of other than all GROUP BY expressions",
+                node,
+                "write grouping_id() (over all of them, in order)",
+            )
         if isinstance(node, exp.GroupingId):
-            return grouping_value(sets, exp.column(SET_TAG), list(range(len(expressions))),
-                                  GROUPING_ID_TYPE)
+            return grouping_value(
+                sets, exp.column(SET_TAG), list(range(len(expressions))), GROUPING_ID_TYPE
+            )
         return grouping_value(sets, exp.column(SET_TAG), positions, GROUPING_TYPE)
 
     def aggregate_call(self, node: exp.Expr) -> AggregateCall:
-        if _sorted_collection(node):     # array_sort(collect_set(x)): recomputed per group
+        if _sorted_collection(node):  # array_sort(collect_set(x)): recomputed per group
             collection = node.this.this if isinstance(node.this, exp.Filter) else node.this
             return AggregateCall(function_name(collection), None, node.copy())
         assert isinstance(node, exp.AggFunc)
         name = function_name(node)
         if name in ORDER_DEPENDENT_AGGREGATES:
             spelled = node.sql("spark").split("(", 1)[0]  # as Spark spells it
-            self.refuse(f"aggregate function {spelled}", node,
-                        reason="its value depends on the order rows arrive in",
-                        hint=f"sort it: array_sort({node.sql('spark')}), or take its size"
-                        if name in COLLECTIONS else
-                        "use MIN or MAX, or an aggregate that does not depend on order")
+            self.refuse(
+                f"aggregate function {spelled}",
+                node,
+                reason="its value depends on the order rows arrive in",
+                hint=f"sort it: array_sort({node.sql('spark')}), or take its size"
+                if name in COLLECTIONS
+                else "use MIN or MAX, or an aggregate that does not depend on order",
+            )
         argument = node.this
-        if argument is not None and not isinstance(argument, exp.Star) and \
-                argument.find(exp.AggFunc):
-            self.refuse("aggregate of an aggregate", node,
-                        "aggregate in a subquery, then aggregate its result")
+        if (
+            argument is not None
+            and not isinstance(argument, exp.Star)
+            and argument.find(exp.AggFunc)
+        ):
+            self.refuse(
+                "aggregate of an aggregate",
+                node,
+                "aggregate in a subquery, then aggregate its result",
+            )
         function = INVERTIBLE.get(type(node))
-        if function is None or isinstance(argument, exp.Distinct) or \
-                isinstance(node.parent, exp.Filter):
+        if (
+            function is None
+            or isinstance(argument, exp.Distinct)
+            or isinstance(node.parent, exp.Filter)
+        ):
             whole = node.parent if isinstance(node.parent, exp.Filter) else node
             return AggregateCall(name, None, _ties_broken(whole.copy()))
         if isinstance(argument, exp.Star) or argument is None:
@@ -600,8 +806,11 @@ class _Lowering:
         exact, decimal = _exact_argument(argument)
         if exact and decimal is not None and function == "avg":
             precision, scale = decimal
-            exact = precision <= AVERAGED_DECIMALS[0] and scale >= AVERAGED_DECIMALS[1] and \
-                self.typed_from_schema(argument)
+            exact = (
+                precision <= AVERAGED_DECIMALS[0]
+                and scale >= AVERAGED_DECIMALS[1]
+                and self.typed_from_schema(argument)
+            )
         if not exact:
             return AggregateCall(name, None, node.copy())
         return AggregateCall(function, argument.copy(), decimal=decimal)
@@ -624,9 +833,14 @@ def _ties_broken(call: exp.Expr) -> exp.Expr:
     """
     for by in list(call.find_all(exp.ArgMax, exp.ArgMin)):
         order, value = by.expression, by.this
-        by.set("expression", exp.If(
-            this=exp.Is(this=order.copy(), expression=exp.Null()), true=exp.Null(),
-            false=exp.Struct(expressions=[order.copy(), value.copy()])))
+        by.set(
+            "expression",
+            exp.If(
+                this=exp.Is(this=order.copy(), expression=exp.Null()),
+                true=exp.Null(),
+                false=exp.Struct(expressions=[order.copy(), value.copy()]),
+            ),
+        )
     return call
 
 
@@ -640,7 +854,8 @@ def _sorted_collection(node: exp.Expr) -> bool:
     value does not depend on the order rows arrive in: ``array_sort(collect_set(x))``,
     ``sort_array(collect_list(x) FILTER (WHERE …))``, ``size(collect_set(x))``."""
     wraps = isinstance(node, (exp.ArraySort, exp.ArraySize)) or (
-        isinstance(node, exp.Anonymous) and node.name.lower() == "cardinality")
+        isinstance(node, exp.Anonymous) and node.name.lower() == "cardinality"
+    )
     inner = node.this if wraps else None
     if isinstance(inner, exp.Filter):
         inner = inner.this
@@ -663,22 +878,39 @@ def _expanded(relation, keys, calls, grouped: int, sets: list[tuple[int, ...]]):
 
     def renamed(expression: exp.Expr | None) -> exp.Expr | None:
         return expression.copy().transform(plain) if expression is not None else None
+
     tag = exp.column(SET_TAG)
     new_keys = []
     for position, (name, expression) in enumerate(keys):
         holding = [i for i, held in enumerate(sets) if position in held]
         value = renamed(expression)
         if position < grouped and len(holding) < len(sets):
-            value = exp.Case(ifs=[exp.If(this=exp.In(this=tag.copy(), expressions=[
-                exp.Literal.number(i) for i in holding]), true=value)])
+            value = exp.Case(
+                ifs=[
+                    exp.If(
+                        this=exp.In(
+                            this=tag.copy(), expressions=[exp.Literal.number(i) for i in holding]
+                        ),
+                        true=value,
+                    )
+                ]
+            )
         new_keys.append((name, value))
-    new_calls = [(name, AggregateCall(call.function, renamed(call.argument),
-                                      renamed(call.call), call.decimal))
-                 for name, call in calls]
-    named = Project(relation, tuple(read.values()) or (
-        (f"{BOOKKEEPING_PREFIX}c0", exp.Literal.number(1)),))
-    expansion = Generate(named, exp.Explode(this=exp.Array(expressions=[
-        exp.Literal.number(i) for i in range(len(sets))])), (SET_TAG,))
+    new_calls = [
+        (
+            name,
+            AggregateCall(call.function, renamed(call.argument), renamed(call.call), call.decimal),
+        )
+        for name, call in calls
+    ]
+    named = Project(
+        relation, tuple(read.values()) or ((f"{BOOKKEEPING_PREFIX}c0", exp.Literal.number(1)),)
+    )
+    expansion = Generate(
+        named,
+        exp.Explode(this=exp.Array(expressions=[exp.Literal.number(i) for i in range(len(sets))])),
+        (SET_TAG,),
+    )
     return expansion, new_keys + [(SET_TAG, tag)], new_calls
 
 
@@ -697,9 +929,9 @@ def _exact_type(data_type: exp.DataType | None) -> tuple[bool, tuple[int, int] |
         return False, None
     if data_type.this.name != "DECIMAL":
         return True, None
-    params = [int(p.name) for p in data_type.expressions] + [10, 0][len(data_type.expressions):]
+    params = [int(p.name) for p in data_type.expressions] + [10, 0][len(data_type.expressions) :]
     precision, scale = params[0], params[1] if len(data_type.expressions) != 1 else 0
-    return scale < 38, (precision, scale)   # no + of two DECIMAL(38, 38) keeps every digit
+    return scale < 38, (precision, scale)  # no + of two DECIMAL(38, 38) keeps every digit
 
 
 def _exact_argument(argument: exp.Expr) -> tuple[bool, tuple[int, int] | None]:
@@ -712,8 +944,11 @@ def _exact_argument(argument: exp.Expr) -> tuple[bool, tuple[int, int] | None]:
         if isinstance(node, exp.Literal):
             if node.is_number and "e" in node.this.lower():
                 return False, None
-        elif node.type is not None and node.type.this in exp.DataType.NUMERIC_TYPES and \
-                not _exact_type(node.type)[0]:
+        elif (
+            node.type is not None
+            and node.type.this in exp.DataType.NUMERIC_TYPES
+            and not _exact_type(node.type)[0]
+        ):
             return False, None
     return _exact_type(argument.type)
 
@@ -732,8 +967,12 @@ def _clause_name(node: exp.Expr) -> str:
         return "an aggregate"
     if isinstance(node, exp.Window):
         return "a window function"
-    return {exp.Where: "WHERE", exp.Group: "GROUP BY", exp.Having: "HAVING",
-            exp.Join: "a join condition"}[type(node)]
+    return {
+        exp.Where: "WHERE",
+        exp.Group: "GROUP BY",
+        exp.Having: "HAVING",
+        exp.Join: "a join condition",
+    }[type(node)]
 
 
 def _extract_windows(outputs, qualify):
@@ -751,6 +990,7 @@ def _extract_windows(outputs, qualify):
         name = f"{WINDOW_PREFIX}{len(windows)}"
         windows.append((name, node.copy()))
         return exp.column(name)
+
     outputs = [(name, e.transform(replace)) for name, e in outputs]
     qualify = qualify.copy().transform(replace) if qualify is not None else None
     return outputs, windows, qualify
@@ -767,19 +1007,22 @@ def _window_inside(window: exp.Window, transform=None) -> exp.Expr:
     while isinstance(function, (exp.IgnoreNulls, exp.RespectNulls)):
         function = function.this
     parts = [(function, key) for key in function.args] + [
-        (window, key) for key in ("partition_by", "order")]
+        (window, key) for key in ("partition_by", "order")
+    ]
     if transform is None:
         found = []
         for owner, key in parts:
             value = owner.args.get(key)
-            found += [v for v in (value if isinstance(value, list) else [value])
-                      if isinstance(v, exp.Expr)]
+            found += [
+                v
+                for v in (value if isinstance(value, list) else [value])
+                if isinstance(v, exp.Expr)
+            ]
         return exp.Tuple(expressions=found)
     for owner, key in parts:
         value = owner.args.get(key)
         if isinstance(value, list):
-            owner.set(key, [transform(v) if isinstance(v, exp.Expr) else v
-                            for v in value])
+            owner.set(key, [transform(v) if isinstance(v, exp.Expr) else v for v in value])
         elif isinstance(value, exp.Expr):
             owner.set(key, transform(value))
     return window
@@ -787,8 +1030,10 @@ def _window_inside(window: exp.Window, transform=None) -> exp.Expr:
 
 def _own_nodes(root: exp.Expr):
     """The nodes of ``root`` outside its nested queries (those are lowered on their own)."""
+
     def prune(node):
         return node is not root and isinstance(node, (exp.Select, exp.SetOperation))
+
     return root.walk(prune=prune)
 
 
@@ -814,8 +1059,11 @@ def _renamed(plan, names: list[str], lowering: _Lowering, query: exp.SetOperatio
     own = _output_names(plan)
     if len(own) != len(names):
         name = {exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT"}[type(query)]
-        lowering.refuse(f"{name} of queries with different numbers of columns", query.right,
-                        "select the same number of columns in every branch")
+        lowering.refuse(
+            f"{name} of queries with different numbers of columns",
+            query.right,
+            "select the same number of columns in every branch",
+        )
     if own == names:
         return plan
     return Project(plan, tuple((n, exp.column(o)) for n, o in zip(names, own)))

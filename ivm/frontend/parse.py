@@ -38,8 +38,9 @@ def parse_query(sql: str) -> exp.Expr:
         if "line" in detail and "col" in detail:
             position = Position(detail["line"], max(1, detail["col"] - len(highlight) + 1))
         message = detail.get("description") or str(error)
-        raise SqlSyntaxError(f"syntax error: {message}", sql, position,
-                             hint="check the SQL near the marked position") from None
+        raise SqlSyntaxError(
+            f"syntax error: {message}", sql, position, hint="check the SQL near the marked position"
+        ) from None
     except TokenError as error:
         raise SqlSyntaxError(f"syntax error: {error}", sql) from None
     if len(statements) != 1:
@@ -47,13 +48,30 @@ def parse_query(sql: str) -> exp.Expr:
     query = statements[0]
     _refuse_keyword_aliases(query, sql)
     if not isinstance(query, exp.Query):
-        raise UnsupportedQuery(f"{query.key.upper()} statement", sql, position_of(query),
-                               hint="a materialized view is defined by a SELECT query")
+        raise UnsupportedQuery(
+            f"{query.key.upper()} statement",
+            sql,
+            position_of(query),
+            hint="a materialized view is defined by a SELECT query",
+        )
     return query
 
 
-CLAUSE_KEYWORDS = {"GROUP", "ORDER", "SORT", "CLUSTER", "DISTRIBUTE", "PARTITION", "BY",
-                   "PIVOT", "OFFSET", "LIMIT", "WINDOW", "HAVING", "WHERE"}
+CLAUSE_KEYWORDS = {
+    "GROUP",
+    "ORDER",
+    "SORT",
+    "CLUSTER",
+    "DISTRIBUTE",
+    "PARTITION",
+    "BY",
+    "PIVOT",
+    "OFFSET",
+    "LIMIT",
+    "WINDOW",
+    "HAVING",
+    "WHERE",
+}
 """Words that start a clause: where sqlglot reads one as a table alias (``FROM t GROUP``),
 the clause was left unfinished."""
 
@@ -75,22 +93,31 @@ def _refuse_keyword_aliases(query: exp.Expr, sql: str) -> None:
     for alias in query.find_all(exp.TableAlias):
         name = alias.this
         word = name.name.upper() if isinstance(name, exp.Identifier) else ""
-        if word not in CLAUSE_KEYWORDS or name.quoted or \
-                sql[:name.meta.get("start", 0)].rstrip()[-2:].upper() == "AS":
+        if (
+            word not in CLAUSE_KEYWORDS
+            or name.quoted
+            or sql[: name.meta.get("start", 0)].rstrip()[-2:].upper() == "AS"
+        ):
             continue
-        what = f"{word} must be followed by BY" if word in (
-            "GROUP", "ORDER", "SORT", "CLUSTER", "DISTRIBUTE", "PARTITION") \
+        what = (
+            f"{word} must be followed by BY"
+            if word in ("GROUP", "ORDER", "SORT", "CLUSTER", "DISTRIBUTE", "PARTITION")
             else f"unexpected {word}"
-        raise SqlSyntaxError(f"syntax error: {what}", sql, position_of(name),
-                             hint="finish the clause, or quote a name that is a keyword: "
-                                  f"`{name.name.lower()}`")
+        )
+        raise SqlSyntaxError(
+            f"syntax error: {what}",
+            sql,
+            position_of(name),
+            hint=f"finish the clause, or quote a name that is a keyword: `{name.name.lower()}`",
+        )
 
 
 def referenced_tables(query: exp.Expr) -> list[exp.Table]:
     """The base tables ``query`` reads (not CTE names), in order of appearance."""
     cte_names = {cte.alias_or_name for cte in query.find_all(exp.CTE)}
-    return [t for t in query.find_all(exp.Table)
-            if t.name and not (not t.db and t.name in cte_names)]
+    return [
+        t for t in query.find_all(exp.Table) if t.name and not (not t.db and t.name in cte_names)
+    ]
 
 
 def canonical_name(table: exp.Table, database: str) -> str:
@@ -119,15 +146,15 @@ def replace_tables(sql: str, database: str, names: Mapping[str, str]) -> str:
         if key in names and (table.db or canonical(names[key]) != canonical(table.name)):
             parts = table.parts
             alias = "" if table.alias else f" AS {join([table.name])}"
-            spans.append((parts[0].meta["start"], parts[-1].meta["end"] + 1,
-                          names[key] + alias))
+            spans.append((parts[0].meta["start"], parts[-1].meta["end"] + 1, names[key] + alias))
     for start, end, text in sorted(spans, reverse=True):
         sql = sql[:start] + text + sql[end:]
     return sql
 
 
-def qualify_query(query: exp.Expr, sql: str, schema: Mapping,
-                  default_db: str | None = None) -> exp.Expr:
+def qualify_query(
+    query: exp.Expr, sql: str, schema: Mapping, default_db: str | None = None
+) -> exp.Expr:
     """Qualify tables and columns of ``query`` against ``schema``; expand ``*``; give every
     expression its type (``expression.type``) as far as sqlglot can infer it.
 
@@ -139,12 +166,21 @@ def qualify_query(query: exp.Expr, sql: str, schema: Mapping,
         if default_db and not lookup.args.get("db"):
             lookup.set("db", exp.to_identifier(default_db))
         if mapping.find(lookup) is None:
-            raise CatalogError(f"table or view not found: {table.sql(DIALECT)}", sql,
-                               position_of(table),
-                               hint="check the name, or create the source table first")
+            raise CatalogError(
+                f"table or view not found: {table.sql(DIALECT)}",
+                sql,
+                position_of(table),
+                hint="check the name, or create the source table first",
+            )
     try:
-        qualified = qualify(query.copy(), schema=mapping, db=default_db, dialect=DIALECT,
-                            quote_identifiers=False, validate_qualify_columns=True)
+        qualified = qualify(
+            query.copy(),
+            schema=mapping,
+            db=default_db,
+            dialect=DIALECT,
+            quote_identifiers=False,
+            validate_qualify_columns=True,
+        )
     except OptimizeError as error:
         raise _catalog_error(str(error), query, sql) from None
     return annotate_types(qualified, schema=mapping, dialect=DIALECT)
@@ -163,6 +199,10 @@ def _catalog_error(text: str, query: exp.Expr, sql: str) -> CatalogError:
                 position = position_of(column)
                 break
     if name:
-        return CatalogError(f"column not found: {name}", sql, position,
-                            hint="check the column name and the table it comes from")
+        return CatalogError(
+            f"column not found: {name}",
+            sql,
+            position,
+            hint="check the column name and the table it comes from",
+        )
     return CatalogError(f"cannot resolve the query's names: {text}", sql, position)

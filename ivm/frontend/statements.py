@@ -59,20 +59,20 @@ from ivm.names import DIALECT, join
 
 @dataclass(frozen=True)
 class Statement:
-    action: str     # create | explain | refresh | refresh_all | alter | drop | describe |
-                    # history | verify
+    action: str  # create | explain | refresh | refresh_all | alter | drop | describe |
+    # history | verify
     name: str | None
     query: str | None = None
     replace: bool = False
-    if_exists: bool = False     # IF NOT EXISTS for create, IF EXISTS for drop
+    if_exists: bool = False  # IF NOT EXISTS for create, IF EXISTS for drop
     full: bool = False
-    freshness: int | None = None    # seconds
-    retention: int | None = None    # seconds (see ivm.runtime.refresh.upkeep)
+    freshness: int | None = None  # seconds
+    retention: int | None = None  # seconds (see ivm.runtime.refresh.upkeep)
     partitioned_by: tuple[str, ...] = ()
-    partition: dict | None = None   # REFRESH ... PARTITION: {column: literal}
-    suspended: bool | None = None   # ALTER ... SUSPEND / RESUME
-    policy: str | None = None       # REFRESH POLICY: AUTO | INCREMENTAL | INCREMENTAL STRICT |
-                                    # FULL
+    partition: dict | None = None  # REFRESH ... PARTITION: {column: literal}
+    suspended: bool | None = None  # ALTER ... SUSPEND / RESUME
+    policy: str | None = None  # REFRESH POLICY: AUTO | INCREMENTAL | INCREMENTAL STRICT |
+    # FULL
 
 
 _EXPLAIN = re.compile(r"\s*EXPLAIN\b", re.IGNORECASE)
@@ -84,7 +84,7 @@ class _Tokens:
         self.sql, self.tokens, self.i = sql, tokens, 0
 
     def peek(self, *words: str) -> bool:
-        ahead = self.tokens[self.i:self.i + len(words)]
+        ahead = self.tokens[self.i : self.i + len(words)]
         return len(ahead) == len(words) and all(t.text.upper() == w for t, w in zip(ahead, words))
 
     def accept(self, *words: str) -> bool:
@@ -109,8 +109,11 @@ class _Tokens:
 
     def identifier(self, what: str = "a name") -> str:
         """One name, plain or in backticks."""
-        if self.i >= len(self.tokens) or self.tokens[self.i].token_type not in (
-                TokenType.VAR, TokenType.IDENTIFIER) and not self.tokens[self.i].text.isidentifier():
+        if (
+            self.i >= len(self.tokens)
+            or self.tokens[self.i].token_type not in (TokenType.VAR, TokenType.IDENTIFIER)
+            and not self.tokens[self.i].text.isidentifier()
+        ):
             self.fail(f"expected {what}")
         self.i += 1
         return self.tokens[self.i - 1].text
@@ -160,8 +163,9 @@ class _Tokens:
             token = self.tokens[self.i] if self.i < len(self.tokens) else None
             if token is None or token.token_type not in (TokenType.STRING, TokenType.NUMBER):
                 self.fail("expected a string or number literal as the partition value")
-            spec[column] = exp.Literal(this=token.text,
-                                       is_string=token.token_type == TokenType.STRING)
+            spec[column] = exp.Literal(
+                this=token.text, is_string=token.token_type == TokenType.STRING
+            )
             self.i += 1
             if not self.accept(","):
                 break
@@ -179,7 +183,7 @@ def parse_statement(sql: str) -> Statement | None:
     """The materialized-view statement in ``sql``, or None if it is not one."""
     explain = _EXPLAIN.match(sql)
     if explain:  # Spark's tokenizer takes the rest of an EXPLAIN for one string
-        sql = " " * explain.end() + sql[explain.end():]
+        sql = " " * explain.end() + sql[explain.end() :]
     try:  # Spark's tokenizer: backslash escapes in literals, backquoted names
         tokens = _Tokens(sql, DIALECT.tokenize(sql))
     except TokenError:
@@ -198,28 +202,41 @@ def parse_statement(sql: str) -> Statement | None:
             elif retention is None and tokens.accept("RETENTION"):
                 tokens.expect("= after RETENTION", "=")
                 retention = tokens.interval()
-            elif not partitioned_by and (tokens.accept("PARTITIONED BY")   # one token
-                                         or tokens.accept("PARTITIONED", "BY")):
+            elif not partitioned_by and (
+                tokens.accept("PARTITIONED BY")  # one token
+                or tokens.accept("PARTITIONED", "BY")
+            ):
                 partitioned_by = tokens.columns()
             elif policy is None and tokens.accept("REFRESH", "POLICY"):
                 policy = tokens.policy()
             else:
-                tokens.fail("expected PARTITIONED BY, FRESHNESS, RETENTION, REFRESH POLICY or "
-                            "AS before the query")
+                tokens.fail(
+                    "expected PARTITIONED BY, FRESHNESS, RETENTION, REFRESH POLICY or "
+                    "AS before the query"
+                )
         tokens.expect("AS before the query", "AS")
         if tokens.i >= len(tokens.tokens):
             tokens.fail("expected the view's query")
         start = tokens.tokens[tokens.i].start
         # Blank out the statement's head so positions in the query stay the statement's own.
         query = "".join(c if c == "\n" else " " for c in sql[:start]) + sql[start:]
-        return Statement("explain" if explain else "create", name, query, replace=replace,
-                         if_exists=if_not_exists, freshness=freshness, retention=retention,
-                         partitioned_by=partitioned_by, policy=policy)
+        return Statement(
+            "explain" if explain else "create",
+            name,
+            query,
+            replace=replace,
+            if_exists=if_not_exists,
+            freshness=freshness,
+            retention=retention,
+            partitioned_by=partitioned_by,
+            policy=policy,
+        )
     if explain:
         return None
     if tokens.accept("REFRESH"):
-        if tokens.accept("ALL", "MATERIALIZED", "VIEWS") or \
-                tokens.accept("ALL", "MATERIALIZED", "TABLES"):
+        if tokens.accept("ALL", "MATERIALIZED", "VIEWS") or tokens.accept(
+            "ALL", "MATERIALIZED", "TABLES"
+        ):
             tokens.end()
             return Statement("refresh_all", None)
         if not _materialized(tokens):
@@ -242,11 +259,14 @@ def parse_statement(sql: str) -> Statement | None:
         elif tokens.accept("SET", "REFRESH", "POLICY"):
             statement = Statement("alter", name, policy=tokens.policy())
         elif tokens.accept("SUSPEND") or tokens.accept("RESUME"):
-            statement = Statement("alter", name,
-                                  suspended=tokens.tokens[tokens.i - 1].text.upper() == "SUSPEND")
+            statement = Statement(
+                "alter", name, suspended=tokens.tokens[tokens.i - 1].text.upper() == "SUSPEND"
+            )
         else:
-            tokens.fail("expected SET FRESHNESS = INTERVAL ..., SET RETENTION = INTERVAL ..., "
-                        "SET REFRESH POLICY ..., SUSPEND or RESUME")
+            tokens.fail(
+                "expected SET FRESHNESS = INTERVAL ..., SET RETENTION = INTERVAL ..., "
+                "SET REFRESH POLICY ..., SUSPEND or RESUME"
+            )
         tokens.end()
         return statement
     if tokens.accept("DROP"):
@@ -291,7 +311,7 @@ def split_script(text: str) -> list[str]:
     for token in tokens:
         if token.token_type == TokenType.SEMICOLON:
             if has_token:
-                statements.append(text[start:token.start].strip())
+                statements.append(text[start : token.start].strip())
             start, has_token = token.end + 1, False
         else:
             has_token = True

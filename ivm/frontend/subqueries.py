@@ -62,8 +62,11 @@ class Unnested:
 def sources_of(select: exp.Select) -> set[str]:
     """The aliases a SELECT's FROM clause defines, its lateral views' among them."""
     from_ = select.args.get("from_")
-    items = ([from_.this] if from_ is not None else []) + [
-        j.this for j in select.args.get("joins") or []] + list(select.args.get("laterals") or [])
+    items = (
+        ([from_.this] if from_ is not None else [])
+        + [j.this for j in select.args.get("joins") or []]
+        + list(select.args.get("laterals") or [])
+    )
     return {item.alias_or_name for item in items}
 
 
@@ -96,15 +99,22 @@ class _Unnesting:
                     kept.append(conjunct)
         late = []  # conjuncts that read a correlated scalar: filtered after its join
         for conjunct in kept:
-            compared = [s for s in _scalars(conjunct) if isinstance(s.parent, COMPARISONS)
-                        and s.parent is conjunct]
+            compared = [
+                s
+                for s in _scalars(conjunct)
+                if isinstance(s.parent, COMPARISONS) and s.parent is conjunct
+            ]
             before = len(self.result.steps)
             for scalar in _scalars(conjunct):
                 self.scalar(scalar, inner_join=any(scalar is c for c in compared))
             if len(self.result.steps) > before:
                 late.append(conjunct)
-        select.set("where", exp.Where(this=exp.and_(*(c for c in kept if not any(
-            c is l for l in late)))) if len(kept) > len(late) else None)
+        select.set(
+            "where",
+            exp.Where(this=exp.and_(*(c for c in kept if not any(c is l for l in late))))
+            if len(kept) > len(late)
+            else None,
+        )
         for conjunct in late:
             self.result.steps.append((None, None, conjunct))
         for item in select.expressions:
@@ -114,8 +124,11 @@ class _Unnesting:
         if having is not None:
             for scalar in _scalars(having):
                 if self.correlation(scalar.this)[0]:
-                    self.refuse("correlated subquery in HAVING", scalar,
-                                "join the subquery's table and group it in a subquery")
+                    self.refuse(
+                        "correlated subquery in HAVING",
+                        scalar,
+                        "join the subquery's table and group it in a subquery",
+                    )
                 self.scalar(scalar, inner_join=False)
         return self.result
 
@@ -140,13 +153,14 @@ class _Unnesting:
         correlated, local = self.correlation(query)
         if not correlated:
             counted = exp.select(exp.alias_(exp.Count(this=exp.Star()), "n")).from_(
-                exp.Subquery(this=query.copy(), alias=exp.TableAlias(
-                    this=exp.to_identifier("e"))))
+                exp.Subquery(this=query.copy(), alias=exp.TableAlias(this=exp.to_identifier("e")))
+            )
             alias = self.alias()
             self.result.crossed.append(Subquery(self.lowering.query(counted), alias))
             test = exp.EQ if negated else exp.GT
-            self.result.steps.append((None, None, test(
-                this=exp.column("n", alias), expression=exp.Literal.number(0))))
+            self.result.steps.append(
+                (None, None, test(this=exp.column("n", alias), expression=exp.Literal.number(0)))
+            )
             return
         self.refuse_grouped(query, "EXISTS")
         alias = self.alias()
@@ -161,8 +175,11 @@ class _Unnesting:
         correlated, local = self.correlation(query) if selected is not None else ([], [])
         width = len(selected) if selected is not None else len(query.named_selects)
         if width != len(probe):
-            self.refuse(f"IN with {len(probe)} column(s) against a subquery of {width}", node,
-                        "select as many columns in the subquery as you compare")
+            self.refuse(
+                f"IN with {len(probe)} column(s) against a subquery of {width}",
+                node,
+                "select as many columns in the subquery as you compare",
+            )
         alias = self.alias()
         if correlated:
             assert selected is not None  # only a SELECT is searched for correlation
@@ -171,15 +188,19 @@ class _Unnesting:
             self.refuse_grouped(query, "IN")
             names = [f"{VALUE}{i}" for i in range(width)]
             inner, condition = self.correlated_inner(
-                query, local, correlated, alias,
-                list(zip(names, (s.this if isinstance(s, exp.Alias) else s
-                                 for s in selected))))
+                query,
+                local,
+                correlated,
+                alias,
+                list(zip(names, (s.this if isinstance(s, exp.Alias) else s for s in selected))),
+            )
         else:
             names = [f"{VALUE}{i}" for i in range(width)]
             inner = self.lowering.query(_renamed(query, names))
             condition = None
-        equal = [exp.EQ(this=x.copy(), expression=exp.column(n, alias))
-                 for x, n in zip(probe, names)]
+        equal = [
+            exp.EQ(this=x.copy(), expression=exp.column(n, alias)) for x, n in zip(probe, names)
+        ]
         condition = exp.and_(*equal, *([condition] if condition is not None else []))
         kind = JoinKind.ANTI if negated else JoinKind.SEMI
         self.result.steps.append((kind, Subquery(inner, alias), condition))
@@ -191,20 +212,28 @@ class _Unnesting:
     def not_in_nulls(self, query, probe: exp.Expr, name: str) -> None:
         """The rows ``x NOT IN (S)`` keeps beyond the anti join: ``S`` empty, or ``x`` and
         every value of ``S`` not NULL."""
-        source = exp.Subquery(this=_renamed(query, [name]), alias=exp.TableAlias(
-            this=exp.to_identifier("e")))
+        source = exp.Subquery(
+            this=_renamed(query, [name]), alias=exp.TableAlias(this=exp.to_identifier("e"))
+        )
         counts = exp.select(
             exp.alias_(exp.Count(this=exp.Star()), "n"),
-            exp.alias_(exp.Sub(this=exp.Count(this=exp.Star()),
-                               expression=exp.Count(this=exp.column(name, "e"))), "nulls"),
+            exp.alias_(
+                exp.Sub(
+                    this=exp.Count(this=exp.Star()),
+                    expression=exp.Count(this=exp.column(name, "e")),
+                ),
+                "nulls",
+            ),
         ).from_(source)
         alias = self.alias()
-        self.result.steps.append((JoinKind.INNER, Subquery(self.lowering.query(counts), alias),
-                                  None))
+        self.result.steps.append(
+            (JoinKind.INNER, Subquery(self.lowering.query(counts), alias), None)
+        )
         empty = exp.EQ(this=exp.column("n", alias), expression=exp.Literal.number(0))
-        known = exp.and_(exp.Not(this=exp.Is(this=probe.copy(), expression=exp.Null())),
-                         exp.EQ(this=exp.column("nulls", alias),
-                                expression=exp.Literal.number(0)))
+        known = exp.and_(
+            exp.Not(this=exp.Is(this=probe.copy(), expression=exp.Null())),
+            exp.EQ(this=exp.column("nulls", alias), expression=exp.Literal.number(0)),
+        )
         self.result.steps.append((None, None, exp.or_(empty, known)))
 
     # -- scalar subqueries ------------------------------------------------------------------
@@ -212,18 +241,26 @@ class _Unnesting:
     def scalar(self, node: exp.Subquery, inner_join: bool) -> None:
         """Replace a scalar subquery by a column of a joined one-row (per key) relation."""
         query = node.this
-        if not isinstance(query, exp.Select) or len(query.selects) != 1 or \
-                query.args.get("group") is not None or not query.selects[0].find(exp.AggFunc):
-            self.refuse("scalar subquery that is not one aggregate", node,
-                        reason="only an aggregate without GROUP BY is sure to return one row",
-                        hint="aggregate it, e.g. (SELECT MAX(x) FROM …)")
+        if (
+            not isinstance(query, exp.Select)
+            or len(query.selects) != 1
+            or query.args.get("group") is not None
+            or not query.selects[0].find(exp.AggFunc)
+        ):
+            self.refuse(
+                "scalar subquery that is not one aggregate",
+                node,
+                reason="only an aggregate without GROUP BY is sure to return one row",
+                hint="aggregate it, e.g. (SELECT MAX(x) FROM …)",
+            )
         correlated, local = self.correlation(query)
         alias = self.alias()
         value = query.selects[0]
         value = value.this if isinstance(value, exp.Alias) else value
         if not correlated:
-            self.result.crossed.append(Subquery(self.lowering.query(
-                _renamed(query, [VALUE])), alias))
+            self.result.crossed.append(
+                Subquery(self.lowering.query(_renamed(query, [VALUE])), alias)
+            )
             node.replace(exp.column(VALUE, alias))
             return
         if query.args.get("having") is not None:
@@ -231,15 +268,22 @@ class _Unnesting:
         empty = _over_no_rows(value)
         inner_join = inner_join and isinstance(empty, exp.Null)
         columns = [(VALUE, value)] + ([] if inner_join else [(FOUND, exp.Literal.number(1))])
-        inner, condition = self.correlated_inner(query, local, correlated, alias, columns,
-                                                 grouped=True)
+        inner, condition = self.correlated_inner(
+            query, local, correlated, alias, columns, grouped=True
+        )
         kind = JoinKind.INNER if inner_join else JoinKind.LEFT
         self.result.steps.append((kind, Subquery(inner, alias), condition))
         found = exp.column(VALUE, alias)
         if not inner_join:
-            found = exp.Case(ifs=[exp.If(this=exp.Is(this=exp.column(FOUND, alias),
-                                                    expression=exp.Null()), true=empty)],
-                             default=found)
+            found = exp.Case(
+                ifs=[
+                    exp.If(
+                        this=exp.Is(this=exp.column(FOUND, alias), expression=exp.Null()),
+                        true=empty,
+                    )
+                ],
+                default=found,
+            )
         node.replace(found)
 
     # -- correlation ------------------------------------------------------------------------
@@ -252,15 +296,19 @@ class _Unnesting:
         inner = sources_of(query)
         where = query.args.get("where")
         correlated, local = [], []
-        for conjunct in (_conjuncts(where.this) if where is not None else []):
+        for conjunct in _conjuncts(where.this) if where is not None else []:
             outer = self.outer_columns(conjunct, inner)
             (correlated if outer else local).append(conjunct)
         for part in [e for e in query.expressions] + [
-                query.args.get(a) for a in ("group", "having", "joins") if query.args.get(a)]:
+            query.args.get(a) for a in ("group", "having", "joins") if query.args.get(a)
+        ]:
             for piece in part if isinstance(part, list) else [part]:
                 if self.outer_columns(piece, inner):
-                    self.refuse("correlated reference outside the subquery's WHERE", piece,
-                                "correlate the subquery in its WHERE clause")
+                    self.refuse(
+                        "correlated reference outside the subquery's WHERE",
+                        piece,
+                        "correlate the subquery in its WHERE clause",
+                    )
         return correlated, local
 
     def outer_columns(self, expression: exp.Expr, inner: set[str]) -> list[exp.Column]:
@@ -269,13 +317,17 @@ class _Unnesting:
         for column in expression.find_all(exp.Column):
             if column.table and column.table not in inner and not _nested(column, expression):
                 if column.table not in self.outer:
-                    self.lowering.refuse("subquery correlated with a query two levels out",
-                                         column, "join the tables one level at a time")
+                    self.lowering.refuse(
+                        "subquery correlated with a query two levels out",
+                        column,
+                        "join the tables one level at a time",
+                    )
                 found.append(column)
         return found
 
-    def correlated_inner(self, query: exp.Select, local, correlated, alias, columns=(),
-                         grouped: bool = False):
+    def correlated_inner(
+        self, query: exp.Select, local, correlated, alias, columns=(), grouped: bool = False
+    ):
         """The subquery without its correlated conjuncts, selecting ``columns`` and the
         inner sides of the correlation (grouped by them when ``grouped``); returns its
         plan and the join condition over ``alias``."""
@@ -292,9 +344,11 @@ class _Unnesting:
                     elif not self.outer_columns(right, inner_aliases):
                         sides = (right, left)
                 if sides is None or not sides[0].find(exp.Column):
-                    self.refuse("correlated scalar subquery with a condition other than "
-                                "column equality", conjunct,
-                                "correlate with equalities (inner.column = outer.column)")
+                    self.refuse(
+                        "correlated scalar subquery with a condition other than column equality",
+                        conjunct,
+                        "correlate with equalities (inner.column = outer.column)",
+                    )
                 keys.append(sides[0])
                 continue
 
@@ -304,14 +358,22 @@ class _Unnesting:
                         keys.append(node.copy())
                     return exp.column(f"key{[k == node for k in keys].index(True)}", alias)
                 return node
+
             condition.append(conjunct.copy().transform(to_inner))
         if grouped:
-            condition = [exp.EQ(this=exp.column(f"key{i}", alias),
-                                expression=next(c for c in (conjunct.this, conjunct.expression)
-                                                if c is not key).copy())
-                         for i, (key, conjunct) in enumerate(zip(keys, correlated))]
-        body = exp.Select(expressions=[exp.alias_(e.copy(), n) for n, e in columns] + [
-            exp.alias_(k.copy(), f"key{i}") for i, k in enumerate(keys)])
+            condition = [
+                exp.EQ(
+                    this=exp.column(f"key{i}", alias),
+                    expression=next(
+                        c for c in (conjunct.this, conjunct.expression) if c is not key
+                    ).copy(),
+                )
+                for i, (key, conjunct) in enumerate(zip(keys, correlated))
+            ]
+        body = exp.Select(
+            expressions=[exp.alias_(e.copy(), n) for n, e in columns]
+            + [exp.alias_(k.copy(), f"key{i}") for i, k in enumerate(keys)]
+        )
         body.set("from_", query.args["from_"].copy())
         for clause in ("joins", "laterals"):
             if query.args.get(clause):
@@ -327,11 +389,17 @@ class _Unnesting:
     def refuse_grouped(self, query: exp.Select, what: str) -> None:
         for arg in ("group", "having", "limit", "distinct"):
             if query.args.get(arg):
-                self.refuse(f"correlated {what} subquery with {arg.upper()}", query.args[arg],
-                            "compute the grouped relation in a CTE and correlate with it")
+                self.refuse(
+                    f"correlated {what} subquery with {arg.upper()}",
+                    query.args[arg],
+                    "compute the grouped relation in a CTE and correlate with it",
+                )
         if any(s.find(exp.AggFunc) for s in query.selects) and what == "IN":
-            self.refuse(f"correlated {what} subquery with an aggregate", query,
-                        "compute the aggregate in a CTE and join it")
+            self.refuse(
+                f"correlated {what} subquery with an aggregate",
+                query,
+                "compute the aggregate in a CTE and join it",
+            )
 
 
 def _renamed(query: exp.Query, names: list[str]) -> exp.Query:
@@ -340,8 +408,13 @@ def _renamed(query: exp.Query, names: list[str]) -> exp.Query:
     first = query
     while isinstance(first, exp.SetOperation):
         first = first.this
-    first.set("expressions", [exp.alias_(s.this if isinstance(s, exp.Alias) else s, n)
-                              for s, n in zip(first.selects, names)])
+    first.set(
+        "expressions",
+        [
+            exp.alias_(s.this if isinstance(s, exp.Alias) else s, n)
+            for s, n in zip(first.selects, names)
+        ],
+    )
     return query
 
 
@@ -364,11 +437,14 @@ def _conjuncts(condition: exp.Expr) -> list[exp.Expr]:
 def _scalars(expression: exp.Expr) -> list[exp.Subquery]:
     """The scalar subqueries of ``expression`` (not those under EXISTS, IN or another
     subquery, which their own query lowers)."""
-    return [s for s in expression.find_all(exp.Subquery)
-            if isinstance(s.this, exp.Query)
-            and not isinstance(s.parent, (exp.In, exp.Exists, exp.From, exp.Join))
-            and s.parent is not None
-            and not s.parent.find_ancestor(exp.Subquery, exp.Exists, exp.In)]
+    return [
+        s
+        for s in expression.find_all(exp.Subquery)
+        if isinstance(s.this, exp.Query)
+        and not isinstance(s.parent, (exp.In, exp.Exists, exp.From, exp.Join))
+        and s.parent is not None
+        and not s.parent.find_ancestor(exp.Subquery, exp.Exists, exp.In)
+    ]
 
 
 def _over_no_rows(value: exp.Expr) -> exp.Expr:
@@ -376,11 +452,18 @@ def _over_no_rows(value: exp.Expr) -> exp.Expr:
     other aggregate NULL. NULL itself where nothing else can come of it."""
     if isinstance(value, exp.AggFunc) and not isinstance(value, exp.Count):
         return exp.Null()
-    if not value.find(exp.Count) and isinstance(value, (exp.Binary, exp.Paren, exp.Neg)) and \
-            not value.find(exp.Coalesce, exp.Case, exp.If, exp.Is):
+    if (
+        not value.find(exp.Count)
+        and isinstance(value, (exp.Binary, exp.Paren, exp.Neg))
+        and not value.find(exp.Coalesce, exp.Case, exp.If, exp.Is)
+    ):
         return exp.Null()
     return value.copy().transform(
-        lambda n: exp.Literal.number(0) if isinstance(n, exp.Count)
-        else exp.Null() if isinstance(n, exp.AggFunc) else n)
-
-
+        lambda n: (
+            exp.Literal.number(0)
+            if isinstance(n, exp.Count)
+            else exp.Null()
+            if isinstance(n, exp.AggFunc)
+            else n
+        )
+    )

@@ -36,7 +36,10 @@ def deterministic(window: exp.Window, columns) -> exp.Window:
         return window
     window = window.copy()
     order = window.args.get("order") or exp.Order(expressions=[])
-    order.set("expressions", list(order.expressions) + [
-        exp.Ordered(this=exp.column(c), desc=False, nulls_first=True) for c in columns])
+    order.set(
+        "expressions",
+        list(order.expressions)
+        + [exp.Ordered(this=exp.column(c), desc=False, nulls_first=True) for c in columns],
+    )
     window.set("order", order)
     return window

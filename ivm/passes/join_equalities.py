@@ -24,8 +24,11 @@ def join_on_equalities(plan: Relation) -> Relation:
     ('a.x = 1', 'a.k = b.k')
     """
     plan = with_children(plan, tuple(join_on_equalities(child) for child in children(plan)))
-    if isinstance(plan, Filter) and isinstance(plan.input, Join) \
-            and plan.input.kind is JoinKind.INNER:
+    if (
+        isinstance(plan, Filter)
+        and isinstance(plan.input, Join)
+        and plan.input.kind is JoinKind.INNER
+    ):
         return _joined(plan.input, plan.predicate)
     return plan
 
@@ -36,10 +39,12 @@ def _joined(join: Join, predicate: exp.Expr) -> Relation:
     def relates_inputs(conjunct) -> bool:
         if not isinstance(conjunct, exp.EQ) or conjunct.find(exp.Subquery, exp.AggFunc):
             return False
-        sides = [{owners.get(c.table) for c in side.find_all(exp.Column)}
-                 for side in (conjunct.this, conjunct.expression)]
-        return all(len(side) == 1 and None not in side for side in sides) \
-            and sides[0] != sides[1]
+        sides = [
+            {owners.get(c.table) for c in side.find_all(exp.Column)}
+            for side in (conjunct.this, conjunct.expression)
+        ]
+        return all(len(side) == 1 and None not in side for side in sides) and sides[0] != sides[1]
+
     conjuncts = list(predicate.flatten()) if isinstance(predicate, exp.And) else [predicate]
     equalities = [c.copy() for c in conjuncts if relates_inputs(c)]
     rest = [c.copy() for c in conjuncts if not relates_inputs(c)]

@@ -69,9 +69,27 @@ from typing import assert_never
 from sqlglot import exp
 
 from ivm.frontend.lower import nondeterministic
-from ivm.ir import (Aggregate, Distinct, Filter, Generate, Join, JoinKind, Project, Relation,
-                    Restrict, Scan, SetOperation, Subquery, Union, Weighted, Window, aliases_of,
-                    children, columns, with_children)
+from ivm.ir import (
+    Aggregate,
+    Distinct,
+    Filter,
+    Generate,
+    Join,
+    JoinKind,
+    Project,
+    Relation,
+    Restrict,
+    Scan,
+    SetOperation,
+    Subquery,
+    Union,
+    Weighted,
+    Window,
+    aliases_of,
+    children,
+    columns,
+    with_children,
+)
 from ivm.store import parenthesized
 
 Move = Callable[[exp.Expr], "exp.Expr | None"]
@@ -113,17 +131,23 @@ def _pushed(node: Relation, conjuncts: list[exp.Expr]) -> Relation:
             return _filtered(Aggregate(_pushed(node.input, moved), node.keys, node.calls), kept)
         case Window():
             types = _types(node.input)
-            partition = {e.name: exp.column(e.name) for e in node.partition
-                         if isinstance(e, exp.Column) and not e.table
-                         and _grouped_by_value(types.get(e.name))}
+            partition = {
+                e.name: exp.column(e.name)
+                for e in node.partition
+                if isinstance(e, exp.Column)
+                and not e.table
+                and _grouped_by_value(types.get(e.name))
+            }
             moved, kept = _split(conjuncts, lambda c: _substituted(c, partition))
-            return _filtered(Window(_pushed(node.input, moved), node.partition, node.functions),
-                             kept)
+            return _filtered(
+                Window(_pushed(node.input, moved), node.partition, node.functions), kept
+            )
         case Generate():
             own = {name: exp.column(name) for name in columns(node.input)}
             moved, kept = _split(conjuncts, lambda c: _substituted(c, own))
-            return _filtered(Generate(_pushed(node.input, moved), node.generator, node.names,
-                                      node.outer), kept)
+            return _filtered(
+                Generate(_pushed(node.input, moved), node.generator, node.names, node.outer), kept
+            )
         case Distinct():
             types = _types(node.input)
             rows = {name: exp.column(name) for name, t in types.items() if _grouped_by_value(t)}
@@ -131,19 +155,31 @@ def _pushed(node: Relation, conjuncts: list[exp.Expr]) -> Relation:
             return _filtered(Distinct(_pushed(node.input, moved)), kept)
         case Union():
             moved, kept = _split(conjuncts, _into_branches(node.inputs, _typed_alike))
-            return _filtered(Union(tuple(_pushed(b, [c.copy() for c in moved])
-                                         for b in node.inputs)), kept)
+            return _filtered(
+                Union(tuple(_pushed(b, [c.copy() for c in moved]) for b in node.inputs)), kept
+            )
         case SetOperation():
-            moved, kept = _split(conjuncts, _into_branches(
-                (node.left, node.right), lambda t: _typed_alike(t) and _grouped_by_value(t)))
-            return _filtered(SetOperation(_pushed(node.left, moved),
-                                          _pushed(node.right, [c.copy() for c in moved]),
-                                          node.kind, node.all), kept)
+            moved, kept = _split(
+                conjuncts,
+                _into_branches(
+                    (node.left, node.right), lambda t: _typed_alike(t) and _grouped_by_value(t)
+                ),
+            )
+            return _filtered(
+                SetOperation(
+                    _pushed(node.left, moved),
+                    _pushed(node.right, [c.copy() for c in moved]),
+                    node.kind,
+                    node.all,
+                ),
+                kept,
+            )
         case Scan():
             return _filtered(node, conjuncts)
-        case Restrict() | Weighted():   # built by rules, inside deltas: nothing to move
-            return _filtered(with_children(node, tuple(_pushed(c, []) for c in children(node))),
-                             conjuncts)
+        case Restrict() | Weighted():  # built by rules, inside deltas: nothing to move
+            return _filtered(
+                with_children(node, tuple(_pushed(c, []) for c in children(node))), conjuncts
+            )
         case _:
             assert_never(node)
 
@@ -156,7 +192,7 @@ def _join(join: Join, above: list[exp.Expr]) -> Relation:
     for conjunct in on:
         i = _on_target(join, conjunct)
         (targets[i] if i is not None else kept_on).append(conjunct)
-    if join.kind is not JoinKind.INNER and not kept_on:   # it keeps an ON to match rows by
+    if join.kind is not JoinKind.INNER and not kept_on:  # it keeps an ON to match rows by
         targets, kept_on = [[] for _ in join.inputs], on
     kept_above = []
     for conjunct in above:
@@ -234,20 +270,24 @@ def _into_subquery(node: Subquery, conjunct: exp.Expr) -> exp.Expr | None:
     names = set(columns(node.input))
     if not all(c.table == node.alias and c.name in names for c in conjunct.find_all(exp.Column)):
         return None
-    return conjunct.transform(lambda n: exp.Column(this=n.this.copy())
-                              if isinstance(n, exp.Column) else n)
+    return conjunct.transform(
+        lambda n: exp.Column(this=n.this.copy()) if isinstance(n, exp.Column) else n
+    )
 
 
-def _substituted(conjunct: exp.Expr,
-                 names: Mapping[str, exp.Expr]) -> exp.Expr | None:
+def _substituted(conjunct: exp.Expr, names: Mapping[str, exp.Expr]) -> exp.Expr | None:
     """``conjunct`` with each column it reads replaced by its expression in ``names``; None if
     it reads another column, or it or a replacement may not move."""
     read = list(conjunct.find_all(exp.Column))
-    if not _movable(conjunct) or not all(not c.table and c.name in names for c in read) or \
-            not all(_movable(names[c.name]) for c in read):
+    if (
+        not _movable(conjunct)
+        or not all(not c.table and c.name in names for c in read)
+        or not all(_movable(names[c.name]) for c in read)
+    ):
         return None
-    return conjunct.transform(lambda n: parenthesized(names[n.name].copy())
-                              if isinstance(n, exp.Column) else n)
+    return conjunct.transform(
+        lambda n: parenthesized(names[n.name].copy()) if isinstance(n, exp.Column) else n
+    )
 
 
 def _into_branches(branches, alike: Callable[[exp.DataType | None], bool]) -> Move:
@@ -262,10 +302,15 @@ def _into_branches(branches, alike: Callable[[exp.DataType | None], bool]) -> Mo
         read = [c.name for c in conjunct.find_all(exp.Column)]
         if not _movable(conjunct) or any(c.table for c in conjunct.find_all(exp.Column)):
             return None
-        if not all(name in types[0] and alike(types[0][name])
-                   and all(t.get(name) == types[0][name] for t in types) for name in read):
+        if not all(
+            name in types[0]
+            and alike(types[0][name])
+            and all(t.get(name) == types[0][name] for t in types)
+            for name in read
+        ):
             return None
         return conjunct.copy()
+
     return move
 
 
@@ -273,13 +318,18 @@ def _types(node: Relation) -> dict[str, exp.DataType | None]:
     """The type sqlglot inferred for each named output column of ``node``, None if unknown;
     empty for a relation whose columns a table alias qualifies."""
     match node:
-        case Project():   # a column renamed has its input's type
+        case Project():  # a column renamed has its input's type
             inner = _types(node.input)
-            return {name: inner.get(e.name) if _known(e.type) is None and isinstance(
-                e, exp.Column) and not e.table else _known(e.type) for name, e in node.columns}
+            return {
+                name: inner.get(e.name)
+                if _known(e.type) is None and isinstance(e, exp.Column) and not e.table
+                else _known(e.type)
+                for name, e in node.columns
+            }
         case Aggregate():
             return {name: _known(e.type) for name, e in node.keys} | {
-                name: None for name, _ in node.calls}
+                name: None for name, _ in node.calls
+            }
         case Window():
             return _types(node.input) | {name: None for name, _ in node.functions}
         case Generate():
@@ -288,8 +338,10 @@ def _types(node: Relation) -> dict[str, exp.DataType | None]:
             return _types(node.input)
         case Union() | SetOperation():
             branches = [_types(b) for b in children(node)]
-            return {name: t if all(b.get(name) == t for b in branches) else None
-                    for name, t in branches[0].items()}
+            return {
+                name: t if all(b.get(name) == t for b in branches) else None
+                for name, t in branches[0].items()
+            }
         case Scan() | Subquery() | Join() | Restrict() | Weighted():
             return {}
         case _:
@@ -297,8 +349,10 @@ def _types(node: Relation) -> dict[str, exp.DataType | None]:
 
 
 def _known(data_type: exp.DataType | None) -> exp.DataType | None:
-    unknown = data_type is None or data_type.this in (exp.DataType.Type.UNKNOWN,
-                                                       exp.DataType.Type.NULL)
+    unknown = data_type is None or data_type.this in (
+        exp.DataType.Type.UNKNOWN,
+        exp.DataType.Type.NULL,
+    )
     return None if unknown else data_type
 
 
@@ -306,7 +360,8 @@ def _known_without(data_type: exp.DataType | None, kinds) -> bool:
     """``data_type`` is known, and neither it nor a type nested in it is one of ``kinds``."""
     known = _known(data_type)
     return known is not None and not any(
-        isinstance(t, exp.DataType) and t.this in kinds for t in known.walk())
+        isinstance(t, exp.DataType) and t.this in kinds for t in known.walk()
+    )
 
 
 def _grouped_by_value(data_type: exp.DataType | None) -> bool:
@@ -324,12 +379,12 @@ def _typed_alike(data_type: exp.DataType | None) -> bool:
 def _movable(expression: exp.Expr) -> bool:
     """``expression`` gives the same answer wherever, and however often, it is evaluated on a
     row: no subquery, aggregate, window or non-deterministic function."""
-    return expression.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window) is None and \
-        not any(nondeterministic(f) for f in expression.find_all(exp.Func))
+    return expression.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window) is None and not any(
+        nondeterministic(f) for f in expression.find_all(exp.Func)
+    )
 
 
-def _split(conjuncts: list[exp.Expr], move: Move
-           ) -> tuple[list[exp.Expr], list[exp.Expr]]:
+def _split(conjuncts: list[exp.Expr], move: Move) -> tuple[list[exp.Expr], list[exp.Expr]]:
     """The conjuncts that move (as ``move`` rewrites them), and those that stay."""
     moved, kept = [], []
     for conjunct in conjuncts:

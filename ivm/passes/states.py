@@ -43,9 +43,24 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from ivm.ir import (Aggregate, Distinct, Filter, Join, JoinKind, Project, Relation, Scan,
-                    SetOperation, Subquery, Window, aliases_of, children, columns,
-                    lookup_chain, with_children)
+from ivm.ir import (
+    Aggregate,
+    Distinct,
+    Filter,
+    Join,
+    JoinKind,
+    Project,
+    Relation,
+    Scan,
+    SetOperation,
+    Subquery,
+    Window,
+    aliases_of,
+    children,
+    columns,
+    lookup_chain,
+    with_children,
+)
 from ivm.names import internal_table
 from ivm.zset import BOOKKEEPING_PREFIX
 
@@ -73,7 +88,8 @@ class StatePlan:
 def _costly(node: Relation) -> bool:
     """Computing ``node`` reads more than its result: it joins, groups or compares rows."""
     return isinstance(node, (Join, Aggregate, Distinct, SetOperation, Window)) or any(
-        _costly(child) for child in children(node))
+        _costly(child) for child in children(node)
+    )
 
 
 def _stored_name(name: str, taken: set[str]) -> str:
@@ -81,7 +97,7 @@ def _stored_name(name: str, taken: set[str]) -> str:
     adds to a store (a window's input names its columns so when they came from a join)."""
     if not name.startswith(BOOKKEEPING_PREFIX):
         return name
-    stored = name[len(BOOKKEEPING_PREFIX):]
+    stored = name[len(BOOKKEEPING_PREFIX) :]
     while stored in taken:
         stored += "_"
     return stored
@@ -99,8 +115,9 @@ def _stored_names(names: list[str]) -> list[str]:
     return stored
 
 
-def split_lookups(plan: Relation, view: str, legacy_layout: bool = False
-                  ) -> tuple[Relation, tuple[StatePlan, ...]]:
+def split_lookups(
+    plan: Relation, view: str, legacy_layout: bool = False
+) -> tuple[Relation, tuple[StatePlan, ...]]:
     """``plan`` reading a state table of ``view`` in place of each projection of lookup joins
     (numbered from 1; ``legacy_layout``: see :func:`state_name`), and those state tables.
 
@@ -108,26 +125,32 @@ def split_lookups(plan: Relation, view: str, legacy_layout: bool = False
     :data:`FOUND` per dimension; the view drops the rows an inner lookup did not match.
     """
     states: list[StatePlan] = []
-    done: dict[Relation, Relation] = {}     # a CTE read twice is one state
+    done: dict[Relation, Relation] = {}  # a CTE read twice is one state
 
     def visit(node: Relation) -> Relation:
         if node not in done:
-            done[node] = lookups_read(with_children(node, tuple(visit(c)
-                                                                for c in children(node))))
+            done[node] = lookups_read(with_children(node, tuple(visit(c) for c in children(node))))
         return done[node]
 
     def lookups_read(new: Relation) -> Relation:
-        if not (isinstance(new, Project) and isinstance(new.input, Join)
-                and new.input.kind.lookup):
+        if not (isinstance(new, Project) and isinstance(new.input, Join) and new.input.kind.lookup):
             return new
         fact, chain = lookup_chain(new.input)
         joined, found, inner = fact, [], []
         for number, lookup in enumerate(chain):
             dimension = lookup.inputs[1]
             (alias,) = aliases_of(dimension)
-            flagged = Subquery(Project(dimension, tuple(
-                (c.split(".", 1)[1], exp.column(c.split(".", 1)[1], alias))
-                for c in columns(dimension)) + ((FOUND, exp.true()),)), alias)
+            flagged = Subquery(
+                Project(
+                    dimension,
+                    tuple(
+                        (c.split(".", 1)[1], exp.column(c.split(".", 1)[1], alias))
+                        for c in columns(dimension)
+                    )
+                    + ((FOUND, exp.true()),),
+                ),
+                alias,
+            )
             joined = Join((joined, flagged), lookup.condition, JoinKind.LEFT_LOOKUP)
             found.append((f"{FOUND}{number}", exp.column(FOUND, alias)))
             if lookup.kind is JoinKind.LOOKUP:
@@ -136,22 +159,40 @@ def split_lookups(plan: Relation, view: str, legacy_layout: bool = False
         table = state_name(view, number, legacy_layout)
         names = [name for name, _ in new.columns] + [name for name, _ in found]
         stored = _stored_names(names)
-        states.append(StatePlan(table, Project(joined, tuple(
-            (s, e) for s, (_, e) in zip(stored, new.columns + tuple(found))))))
+        states.append(
+            StatePlan(
+                table,
+                Project(
+                    joined, tuple((s, e) for s, (_, e) in zip(stored, new.columns + tuple(found)))
+                ),
+            )
+        )
         alias = f"state{number}"
         read: Relation = Scan(table, alias, tuple(stored))
         if inner:
             kept = dict(zip(names, stored))
-            read = Filter(read, exp.and_(*(exp.Not(this=exp.Is(
-                this=exp.column(kept[f], alias), expression=exp.Null())) for f in inner)))
-        return Project(read, tuple((n, exp.column(s, alias))
-                                   for n, s in zip(names, stored) if n in dict(new.columns)))
+            read = Filter(
+                read,
+                exp.and_(
+                    *(
+                        exp.Not(this=exp.Is(this=exp.column(kept[f], alias), expression=exp.Null()))
+                        for f in inner
+                    )
+                ),
+            )
+        return Project(
+            read,
+            tuple(
+                (n, exp.column(s, alias)) for n, s in zip(names, stored) if n in dict(new.columns)
+            ),
+        )
 
     return visit(plan), tuple(states)
 
 
-def split_states(plan: Relation, view: str, first: int = 1, legacy_layout: bool = False
-                 ) -> tuple[Relation, tuple[StatePlan, ...]]:
+def split_states(
+    plan: Relation, view: str, first: int = 1, legacy_layout: bool = False
+) -> tuple[Relation, tuple[StatePlan, ...]]:
     """``plan`` reading state tables of ``view`` (numbered from ``first``; ``legacy_layout``:
     see :func:`state_name`) in place of the inputs of its global windows that are costly to
     compute, and those state tables, each before any that reads it."""
@@ -162,8 +203,12 @@ def split_states(plan: Relation, view: str, first: int = 1, legacy_layout: bool 
         if node in done:
             return done[node]
         new = with_children(node, tuple(visit(c) for c in children(node)))
-        if isinstance(new, Window) and not new.partition and isinstance(new.input, Project) \
-                and _costly(new.input):
+        if (
+            isinstance(new, Window)
+            and not new.partition
+            and isinstance(new.input, Project)
+            and _costly(new.input)
+        ):
             new = Window(_read_state(new.input), new.partition, new.functions)
         done[node] = new
         return new
@@ -173,10 +218,16 @@ def split_states(plan: Relation, view: str, first: int = 1, legacy_layout: bool 
         names = list(columns(named))
         stored = _stored_names(names)
         table = state_name(view, number, legacy_layout)
-        states.append(StatePlan(table, Project(named.input, tuple(
-            (s, e) for s, (_, e) in zip(stored, named.columns)))))
+        states.append(
+            StatePlan(
+                table,
+                Project(named.input, tuple((s, e) for s, (_, e) in zip(stored, named.columns))),
+            )
+        )
         alias = f"state{number}"
-        return Project(Scan(table, alias, tuple(stored)),
-                       tuple((n, exp.column(s, alias)) for n, s in zip(names, stored)))
+        return Project(
+            Scan(table, alias, tuple(stored)),
+            tuple((n, exp.column(s, alias)) for n, s in zip(names, stored)),
+        )
 
     return visit(plan), tuple(states)

@@ -7,17 +7,41 @@ An operator without a rule is refused with :class:`~ivm.errors.UnsupportedQuery`
 
 from __future__ import annotations
 
-from ivm.ir import (Aggregate, Distinct, Join, JoinKind, Project, Relation, Restrict, Union,
-                    Weighted)
-from ivm.rules import (aggregate, distinct, filter, generate, integrate, join, lookup, project,
-                       scan, set_operation, subquery, union, window)
+from ivm.ir import Aggregate, Distinct, Join, JoinKind, Project, Relation, Restrict, Union, Weighted
+from ivm.rules import (
+    aggregate,
+    distinct,
+    filter,
+    generate,
+    integrate,
+    join,
+    lookup,
+    project,
+    scan,
+    set_operation,
+    subquery,
+    union,
+    window,
+)
 from ivm.rules.base import Kind, Rule
 from ivm.rules.maintenance import Maintenance
 
-RULES: dict[type, Rule] = {r.operator: r for r in (
-    scan.RULE, filter.RULE, project.RULE, join.RULE, subquery.RULE, union.RULE,
-    aggregate.KEYED_RULE, distinct.KEYED_RULE, set_operation.RULE, window.RULE,
-    generate.RULE)}
+RULES: dict[type, Rule] = {
+    r.operator: r
+    for r in (
+        scan.RULE,
+        filter.RULE,
+        project.RULE,
+        join.RULE,
+        subquery.RULE,
+        union.RULE,
+        aggregate.KEYED_RULE,
+        distinct.KEYED_RULE,
+        set_operation.RULE,
+        window.RULE,
+        generate.RULE,
+    )
+}
 """Rules whose delta is a Z-set, usable anywhere in a plan (the cheapest that is correct)."""
 
 VIEW_RULES = (aggregate.RULE, distinct.RULE, integrate.RULE, lookup.RULE)
@@ -44,8 +68,11 @@ def maintain(plan, name: str | None = None) -> Maintenance:
         return lookup.maintain_lookup(plan, differentiate, name)
     if isinstance(plan, Distinct):
         return distinct.maintain_distinct(plan, differentiate)
-    if isinstance(plan, Project) and isinstance(plan.input, Aggregate) and all(
-            call.invertible for _, call in plan.input.calls):
+    if (
+        isinstance(plan, Project)
+        and isinstance(plan.input, Aggregate)
+        and all(call.invertible for _, call in plan.input.calls)
+    ):
         return aggregate.maintain_aggregate(plan, differentiate)
     return integrate.maintain_rows(plan, differentiate, name=name)
 
@@ -64,5 +91,13 @@ def rule_for(node: Relation) -> Rule | None:
             return RULES[type(node)]
 
 
-__all__ = ["Kind", "Maintenance", "RULES", "Rule", "VIEW_RULES", "differentiate", "maintain",
-           "rule_for"]
+__all__ = [
+    "Kind",
+    "Maintenance",
+    "RULES",
+    "Rule",
+    "VIEW_RULES",
+    "differentiate",
+    "maintain",
+    "rule_for",
+]

@@ -52,8 +52,9 @@ class _Accumulators:
         self.arguments.append(argument)
         return len(self.arguments) - 1
 
-    def get(self, kind: str, argument: exp.Expr,
-            decimal: tuple[int, int] | None = None) -> Accumulator:
+    def get(
+        self, kind: str, argument: exp.Expr, decimal: tuple[int, int] | None = None
+    ) -> Accumulator:
         i = self._index(argument)
         name = f"{BOOKKEEPING_PREFIX}{kind}{i}"
         for acc in self.all:
@@ -71,31 +72,46 @@ class _Accumulators:
 def _value(call, accs: _Accumulators) -> exp.Expr:
     """The aggregate's value as an expression over accumulator columns."""
     if call.function == "count":
-        return exp.column((ROWS if call.argument is None else
-                           accs.get("nonnull", call.argument)).name)
+        return exp.column(
+            (ROWS if call.argument is None else accs.get("nonnull", call.argument)).name
+        )
     total = accs.get("sum", call.argument, call.decimal)
     if call.function == "sum":
         return exp.column(total.name)
     assert total.guard is not None  # every sum is guarded by its nonnull count
     count = exp.column(total.guard)
     numerator, denominator = exp.column(total.name), count.copy()
-    if call.decimal is not None:    # as Spark's AVG divides (see ivm.frontend.lower)
-        numerator = exp.Cast(this=numerator, to=exp.DataType.build(
-            f"DECIMAL(34, {call.decimal[1]})"))
+    if call.decimal is not None:  # as Spark's AVG divides (see ivm.frontend.lower)
+        numerator = exp.Cast(
+            this=numerator, to=exp.DataType.build(f"DECIMAL(34, {call.decimal[1]})")
+        )
         denominator = exp.Cast(this=denominator, to=exp.DataType.build("DECIMAL(20, 0)"))
-    return exp.Case(ifs=[exp.If(this=exp.GT(this=count, expression=exp.Literal.number(0)),
-                                true=exp.Div(this=numerator, expression=denominator,
-                                             typed=False, safe=False))])
+    return exp.Case(
+        ifs=[
+            exp.If(
+                this=exp.GT(this=count, expression=exp.Literal.number(0)),
+                true=exp.Div(this=numerator, expression=denominator, typed=False, safe=False),
+            )
+        ]
+    )
 
 
 def _unit_weights(change, names: tuple[str, ...]) -> Project:
     """``change`` with each row of weight w repeated |w| times at weight sign(w)."""
     weight = exp.column(WEIGHT)
-    sign = exp.If(this=exp.GT(this=weight.copy(), expression=exp.Literal.number(0)),
-                  true=exp.Literal.number(1), false=exp.Literal.number(-1))
-    return Project(change, tuple((n, exp.column(n)) for n in names) + (
-        copies(exp.Abs(this=weight.copy())),
-        (WEIGHT, exp.Cast(this=sign, to=exp.DataType.build("BIGINT")))))
+    sign = exp.If(
+        this=exp.GT(this=weight.copy(), expression=exp.Literal.number(0)),
+        true=exp.Literal.number(1),
+        false=exp.Literal.number(-1),
+    )
+    return Project(
+        change,
+        tuple((n, exp.column(n)) for n in names)
+        + (
+            copies(exp.Abs(this=weight.copy())),
+            (WEIGHT, exp.Cast(this=sign, to=exp.DataType.build("BIGINT"))),
+        ),
+    )
 
 
 def maintain_aggregate(plan: Project, differentiate) -> Maintenance:
@@ -108,8 +124,13 @@ def maintain_aggregate(plan: Project, differentiate) -> Maintenance:
     key_columns = {}
     for key_name, _ in aggregate.keys:
         key_columns[key_name] = next(
-            (name for name, e in plan.columns
-             if e == exp.column(key_name) and name not in key_columns.values()), key_name)
+            (
+                name
+                for name, e in plan.columns
+                if e == exp.column(key_name) and name not in key_columns.values()
+            ),
+            key_name,
+        )
 
     def over_store(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and not node.table:
@@ -120,52 +141,88 @@ def maintain_aggregate(plan: Project, differentiate) -> Maintenance:
         return node
 
     visible = tuple((name, e.copy().transform(over_store)) for name, e in plan.columns)
-    store = Store(keys=tuple(key_columns.values()), visible=visible,
-                  accumulators=tuple(accs.all), single_row=not aggregate.keys)
+    store = Store(
+        keys=tuple(key_columns.values()),
+        visible=visible,
+        accumulators=tuple(accs.all),
+        single_row=not aggregate.keys,
+    )
 
     full_calls = aggregate.calls + tuple((acc.name, acc.full_call()) for acc in accs.all)
-    full = Project(Aggregate(aggregate.input, aggregate.keys, full_calls),
-                   plan.columns
-                   + tuple((k, exp.column(k)) for k in store.hidden_keys)
-                   + tuple((acc.name, exp.column(acc.name)) for acc in accs.all))
+    full = Project(
+        Aggregate(aggregate.input, aggregate.keys, full_calls),
+        plan.columns
+        + tuple((k, exp.column(k)) for k in store.hidden_keys)
+        + tuple((acc.name, exp.column(acc.name)) for acc in accs.all),
+    )
 
-    change_columns = (tuple((key_columns[name], e) for name, e in aggregate.keys)
-                      + tuple((accs.argument_name(a), a) for a in accs.arguments))
-    change = Union(tuple(weighted_project(term, change_columns)
-                         for term in terms(differentiate(aggregate.input))))
+    change_columns = tuple((key_columns[name], e) for name, e in aggregate.keys) + tuple(
+        (accs.argument_name(a), a) for a in accs.arguments
+    )
+    change = Union(
+        tuple(
+            weighted_project(term, change_columns) for term in terms(differentiate(aggregate.input))
+        )
+    )
     if any(acc.decimal is not None for acc in accs.all):
         change = _unit_weights(change, tuple(name for name, _ in change_columns))
     weight = exp.column(WEIGHT)
     change_calls = tuple(
-        (acc.name, acc.change_call(
-            None if acc.argument is None else exp.column(accs.argument_name(acc.argument)),
-            weight))
-        for acc in accs.all)
+        (
+            acc.name,
+            acc.change_call(
+                None if acc.argument is None else exp.column(accs.argument_name(acc.argument)),
+                weight,
+            ),
+        )
+        for acc in accs.all
+    )
     grouped = Aggregate(change, tuple((k, exp.column(k)) for k in store.keys), change_calls)
     # A group's count changed, or, in a change that has rows (an empty change of a view
     # without GROUP BY is one row of NULLs), another accumulator did: a change's sum is NULL
     # only where it overflowed, and the fold must see it to fail.
     rows = exp.column(ROWS.name)
     touched = exp.NEQ(this=rows, expression=exp.Literal.number(0))
-    others = [exp.Not(this=exp.paren(exp.NullSafeEQ(this=exp.column(acc.name),
-                                                     expression=exp.Literal.number(0))))
-              for acc in accs.all if acc is not ROWS]
+    others = [
+        exp.Not(
+            this=exp.paren(
+                exp.NullSafeEQ(this=exp.column(acc.name), expression=exp.Literal.number(0))
+            )
+        )
+        for acc in accs.all
+        if acc is not ROWS
+    ]
     if others:
-        touched = exp.or_(touched, exp.and_(exp.Not(this=exp.Is(this=rows, expression=exp.Null())),
-                                            exp.or_(*others)))
+        touched = exp.or_(
+            touched,
+            exp.and_(exp.Not(this=exp.Is(this=rows, expression=exp.Null())), exp.or_(*others)),
+        )
     return Maintenance(store, full, Filter(grouped, touched), RULE)
 
 
 def derive_keyed_aggregate(node: Aggregate, differentiate) -> Union:
     """Δ of a GROUP BY inside a plan: recompute the groups the change touches."""
-    return recompute([(node.input, [e for _, e in node.keys])],
-                     lambda rows: Aggregate(rows, node.keys, node.calls), differentiate)
+    return recompute(
+        [(node.input, [e for _, e in node.keys])],
+        lambda rows: Aggregate(rows, node.keys, node.calls),
+        differentiate,
+    )
 
 
-KEYED_RULE = Rule(Aggregate, "aggregate", Kind.KEYED,
-                  "ΔAgg(R) = Agg(R' ⋉ K) − Agg(R ⋉ K), K = groups of ΔR",
-                  "input snapshots at the affected groups", derive_keyed_aggregate)
+KEYED_RULE = Rule(
+    Aggregate,
+    "aggregate",
+    Kind.KEYED,
+    "ΔAgg(R) = Agg(R' ⋉ K) − Agg(R ⋉ K), K = groups of ΔR",
+    "input snapshots at the affected groups",
+    derive_keyed_aggregate,
+)
 
-RULE = Rule(Aggregate, "aggregate", Kind.INVERTIBLE,
-            "acc'(g) = acc(g) + Σ_{ΔR, key = g} weight · contribution",
-            "the view's own rows (group accumulators)", maintain_aggregate)
+RULE = Rule(
+    Aggregate,
+    "aggregate",
+    Kind.INVERTIBLE,
+    "acc'(g) = acc(g) + Σ_{ΔR, key = g} weight · contribution",
+    "the view's own rows (group accumulators)",
+    maintain_aggregate,
+)

@@ -45,8 +45,20 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ivm.ir import (Aggregate, AggregateCall, Filter, Project, Relation, Scan, Subquery, Union,
-                    Window, children, columns, with_children)
+from ivm.ir import (
+    Aggregate,
+    AggregateCall,
+    Filter,
+    Project,
+    Relation,
+    Scan,
+    Subquery,
+    Union,
+    Window,
+    children,
+    columns,
+    with_children,
+)
 from ivm.rules.base import COPY, Kind, Rule, copies, terms, weighted_project
 from ivm.rules.join import reads_only_change
 from ivm.rules.keyed import affected_keys, restricted
@@ -83,19 +95,27 @@ def appended(plan: Relation, differentiate, view: str) -> Relation | None:
     change = differentiate(operator.input)
     affected = affected_keys([(change, keys)])
     names = columns(plan)
-    stored = restricted(Scan(view, STORED, names + (COUNT,), Read.STORE), Read.STORE,
-                        [_over_store(k, operator, exposed) for k in keys], affected)
+    stored = restricted(
+        Scan(view, STORED, names + (COUNT,), Read.STORE),
+        Read.STORE,
+        [_over_store(k, operator, exposed) for k in keys],
+        affected,
+    )
     if isinstance(operator, Window):
-        rebuilt: Relation = Window(_window_input(operator, stored, change, exposed),
-                                   operator.partition, operator.functions)
+        rebuilt: Relation = Window(
+            _window_input(operator, stored, change, exposed), operator.partition, operator.functions
+        )
     else:
         rebuilt = _combined(operator, stored, change, exposed)
     after = _replaced(plan, operator, rebuilt)
-    if not keys:    # a global aggregate has its one row over no input: only where K is
+    if not keys:  # a global aggregate has its one row over no input: only where K is
         after = restricted(after, Read.STORE, [], affected)
     weighted = ((n, exp.column(n)) for n in names)
-    before = Project(stored, tuple((n, exp.column(n, STORED)) for n in names)
-                     + ((WEIGHT, exp.Neg(this=exp.column(COUNT, STORED))),))
+    before = Project(
+        stored,
+        tuple((n, exp.column(n, STORED)) for n in names)
+        + ((WEIGHT, exp.Neg(this=exp.column(COUNT, STORED))),),
+    )
     return Union((Project(after, (*weighted, (WEIGHT, exp.Literal.number(1)))), before))
 
 
@@ -145,7 +165,7 @@ def _window_applies(window: Window, ranks: list[exp.Expr]) -> bool:
     """One ranking function, which every filter above bounds from above."""
     if len(window.functions) != 1:
         return False
-    (name, function), = window.functions
+    ((name, function),) = window.functions
     if not isinstance(function.this, RANKS):
         return False
     conjuncts = [c for p in ranks for c in (p.flatten() if isinstance(p, exp.And) else [p])]
@@ -174,8 +194,11 @@ def _combinable(call: AggregateCall) -> bool:
     """An aggregate whose value over ``R + ΔR`` follows from its value over ``R`` and the
     rows of ``ΔR``: MIN, MAX, COUNT, and SUM of an exact type."""
     if call.function in ("min", "max"):
-        return isinstance(call.call, (exp.Min, exp.Max)) and not call.call.expressions \
+        return (
+            isinstance(call.call, (exp.Min, exp.Max))
+            and not call.call.expressions
             and not isinstance(call.call.this, exp.Distinct)
+        )
     if call.function == "count":
         return call.call is None
     if call.function == "sum" and call.call is None and call.argument is not None:
@@ -184,8 +207,7 @@ def _combinable(call: AggregateCall) -> bool:
     return False
 
 
-def _over_store(key: exp.Expr, operator: Window | Aggregate, exposed: dict[str, str]
-                ) -> exp.Expr:
+def _over_store(key: exp.Expr, operator: Window | Aggregate, exposed: dict[str, str]) -> exp.Expr:
     """A key of the operator as the store's column that holds it."""
     if isinstance(operator, Aggregate):
         name = next(n for n, e in operator.keys if e == key)
@@ -201,21 +223,28 @@ def _as_rows(change: Union, named: list[tuple[str, exp.Expr]]) -> list[Relation]
     for term in terms(change):
         weighted = weighted_project(term, named)
         weight = exp.column(WEIGHT)
-        count = exp.If(this=exp.GT(this=weight.copy(), expression=exp.Literal.number(0)),
-                       true=weight,
-                       false=exp.func("RAISE_ERROR", exp.Literal.string(NOT_INSERTS)))
-        rows.append(Project(weighted, tuple((n, exp.column(n)) for n, _ in named)
-                            + (copies(count),)))
+        count = exp.If(
+            this=exp.GT(this=weight.copy(), expression=exp.Literal.number(0)),
+            true=weight,
+            false=exp.func("RAISE_ERROR", exp.Literal.string(NOT_INSERTS)),
+        )
+        rows.append(
+            Project(weighted, tuple((n, exp.column(n)) for n, _ in named) + (copies(count),))
+        )
     return rows
 
 
-def _window_input(window: Window, stored: Relation, change: Union,
-                  exposed: dict[str, str]) -> Union:
+def _window_input(
+    window: Window, stored: Relation, change: Union, exposed: dict[str, str]
+) -> Union:
     """The window's input at ``K``: its stored rows, each as often as the store counts it,
     and the inserted rows."""
     names = columns(window.input)
-    old = Project(stored, tuple((n, exp.column(exposed[n], STORED)) for n in names)
-                  + (copies(exp.column(COUNT, STORED)),))
+    old = Project(
+        stored,
+        tuple((n, exp.column(exposed[n], STORED)) for n in names)
+        + (copies(exp.column(COUNT, STORED)),),
+    )
     return Union((old, *_as_rows(change, [(n, exp.column(n)) for n in names])))
 
 
@@ -225,8 +254,11 @@ def _partial(call: AggregateCall) -> exp.Expr:
     if call.function == "count":
         if call.argument is None:
             return exp.Literal.number(1)
-        return exp.If(this=exp.Is(this=call.argument.copy(), expression=exp.Null()),
-                      true=exp.Literal.number(0), false=exp.Literal.number(1))
+        return exp.If(
+            this=exp.Is(this=call.argument.copy(), expression=exp.Null()),
+            true=exp.Literal.number(0),
+            false=exp.Literal.number(1),
+        )
     if call.function == "sum":
         assert call.argument is not None  # _combinable
         return call.argument.copy()
@@ -234,13 +266,15 @@ def _partial(call: AggregateCall) -> exp.Expr:
     return call.call.this.copy()
 
 
-def _combined(aggregate: Aggregate, stored: Relation, change: Union,
-              exposed: dict[str, str]) -> Aggregate:
+def _combined(
+    aggregate: Aggregate, stored: Relation, change: Union, exposed: dict[str, str]
+) -> Aggregate:
     """The GROUP BY at ``K`` over the stored groups' values and the inserted rows' parts,
     each aggregate combining the two (a count by summing them)."""
     names = [n for n, _ in aggregate.keys] + [n for n, _ in aggregate.calls]
-    old = Project(stored, tuple((n, exp.column(exposed[n], STORED)) for n in names)
-                  + ((COPY, exp.true()),))
+    old = Project(
+        stored, tuple((n, exp.column(exposed[n], STORED)) for n in names) + ((COPY, exp.true()),)
+    )
     parts = list(aggregate.keys) + [(n, _partial(call)) for n, call in aggregate.calls]
 
     def combine(name: str, call: AggregateCall) -> AggregateCall:
@@ -248,9 +282,12 @@ def _combined(aggregate: Aggregate, stored: Relation, change: Union,
             function = exp.Min if call.function == "min" else exp.Max
             return AggregateCall(call.function, call=function(this=exp.column(name)))
         return AggregateCall("sum", exp.column(name))
-    return Aggregate(Union((old, *_as_rows(change, parts))),
-                     tuple((n, exp.column(n)) for n, _ in aggregate.keys),
-                     tuple((n, combine(n, call)) for n, call in aggregate.calls))
+
+    return Aggregate(
+        Union((old, *_as_rows(change, parts))),
+        tuple((n, exp.column(n)) for n, _ in aggregate.keys),
+        tuple((n, combine(n, call)) for n, call in aggregate.calls),
+    )
 
 
 def _replaced(node: Relation, old: Relation, new: Relation) -> Relation:
@@ -260,7 +297,11 @@ def _replaced(node: Relation, old: Relation, new: Relation) -> Relation:
     return with_children(node, tuple(_replaced(c, old, new) for c in children(node)))
 
 
-RULE = Rule(Project, "inserts only", Kind.KEYED,
-            "ΔV = V(V ⋉ K + ΔR) − V ⋉ K, K = keys of ΔR, ΔR ≥ 0",
-            "the change and the view's own rows at the affected keys (a top-N, MIN, MAX)",
-            appended)
+RULE = Rule(
+    Project,
+    "inserts only",
+    Kind.KEYED,
+    "ΔV = V(V ⋉ K + ΔR) − V ⋉ K, K = keys of ΔR, ΔR ≥ 0",
+    "the change and the view's own rows at the affected keys (a top-N, MIN, MAX)",
+    appended,
+)

@@ -8,26 +8,42 @@ least one ``DELTA`` scan. The weight of a row of a term is the product of the we
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, assert_never
+from typing import assert_never
 
 from sqlglot import exp
 
-from ivm.ir import (Aggregate, Distinct, Filter, Generate, Join, Project, Relation, Restrict,
-                    Scan, SetOperation, Subquery, Union, Weighted, Window, columns)
+from ivm.ir import (
+    Aggregate,
+    Distinct,
+    Filter,
+    Generate,
+    Join,
+    Project,
+    Relation,
+    Restrict,
+    Scan,
+    SetOperation,
+    Subquery,
+    Union,
+    Weighted,
+    Window,
+    columns,
+)
 from ivm.zset import BOOKKEEPING_PREFIX, WEIGHT, Read
 
 
 class Kind(Enum):
     """How a rule's cost and state relate to the change (cheapest first)."""
 
-    LINEAR = "linear"              # Δop(R) = op(ΔR); no state
-    BILINEAR = "bilinear"          # Δ(R ⋈ S) = ΔR ⋈ S + R' ⋈ ΔS; snapshots of the inputs
-    INVERTIBLE = "invertible"      # group state ⊕ aggregate of ΔR; the view's own rows
-    COUNTING = "counting"          # a count per row; the view's own rows
+    LINEAR = "linear"  # Δop(R) = op(ΔR); no state
+    BILINEAR = "bilinear"  # Δ(R ⋈ S) = ΔR ⋈ S + R' ⋈ ΔS; snapshots of the inputs
+    INVERTIBLE = "invertible"  # group state ⊕ aggregate of ΔR; the view's own rows
+    COUNTING = "counting"  # a count per row; the view's own rows
     KEYED = "affected-key recompute"  # Op(R' ⋉ K) − Op(R ⋉ K); snapshots at affected keys
-    LOOKUP = "lookup"              # ΔF enriched once; its state's rows at the changed facts
+    LOOKUP = "lookup"  # ΔF enriched once; its state's rows at the changed facts
 
 
 @dataclass(frozen=True)
@@ -97,5 +113,8 @@ COPY = f"{BOOKKEEPING_PREFIX}copy"
 def copies(count: exp.Expr) -> tuple[str, exp.Expr]:
     """The projected column that repeats a row ``count`` times (an integer): ``EXPLODE`` of
     an array of that many elements."""
-    return COPY, exp.Explode(this=exp.func("ARRAY_REPEAT", exp.true(), exp.Cast(
-        this=count, to=exp.DataType.build("INT"))))
+    return COPY, exp.Explode(
+        this=exp.func(
+            "ARRAY_REPEAT", exp.true(), exp.Cast(this=count, to=exp.DataType.build("INT"))
+        )
+    )

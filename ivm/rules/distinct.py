@@ -33,15 +33,26 @@ def maintain_distinct(plan: Distinct, differentiate) -> Maintenance:
 
 def derive_keyed_distinct(node: Distinct, differentiate) -> Union:
     """Δ of a DISTINCT inside a plan: recompute the rows the change touches."""
-    return recompute([(node.input, [exp.column(name) for name in columns(node.input)])],
-                     Distinct, differentiate)
+    return recompute(
+        [(node.input, [exp.column(name) for name in columns(node.input)])], Distinct, differentiate
+    )
 
 
-KEYED_RULE = Rule(Distinct, "distinct", Kind.KEYED,
-                  "Δdistinct(R) = distinct(R' ⋉ K) − distinct(R ⋉ K), K = rows of ΔR",
-                  "input snapshots at the affected rows", derive_keyed_distinct)
+KEYED_RULE = Rule(
+    Distinct,
+    "distinct",
+    Kind.KEYED,
+    "Δdistinct(R) = distinct(R' ⋉ K) − distinct(R ⋉ K), K = rows of ΔR",
+    "input snapshots at the affected rows",
+    derive_keyed_distinct,
+)
 
 
-RULE = Rule(Distinct, "distinct", Kind.COUNTING,
-            "count'(r) = count(r) + ΔR(r); r shown while count'(r) > 0",
-            "the view's own rows and their hidden counts", maintain_distinct)
+RULE = Rule(
+    Distinct,
+    "distinct",
+    Kind.COUNTING,
+    "count'(r) = count(r) + ΔR(r); r shown while count'(r) > 0",
+    "the view's own rows and their hidden counts",
+    maintain_distinct,
+)

@@ -18,5 +18,6 @@ def derive_filter(node: Filter, differentiate) -> Union:
     return Union(tuple(Filter(term, node.predicate) for term in terms(differentiate(node.input))))
 
 
-RULE = Rule(Filter, "filter", Kind.LINEAR, "Δ σ(R) = σ(ΔR)", "nothing but the change",
-            derive_filter)
+RULE = Rule(
+    Filter, "filter", Kind.LINEAR, "Δ σ(R) = σ(ΔR)", "nothing but the change", derive_filter
+)

@@ -25,5 +25,11 @@ def derive_generate(node: Generate, differentiate) -> Union:
     return Union(tuple(replace(node, input=term) for term in terms(differentiate(node.input))))
 
 
-RULE = Rule(Generate, "generate", Kind.LINEAR, "Δ gen(R) = gen(ΔR)", "nothing but the change",
-            derive_generate)
+RULE = Rule(
+    Generate,
+    "generate",
+    Kind.LINEAR,
+    "Δ gen(R) = gen(ΔR)",
+    "nothing but the change",
+    derive_generate,
+)

@@ -26,8 +26,9 @@ from ivm.store import ROWS, Store
 from ivm.zset import COUNT, WEIGHT
 
 
-def maintain_rows(plan, differentiate, repeat_rows: bool = True,
-                  name: str | None = None) -> Maintenance:
+def maintain_rows(
+    plan, differentiate, repeat_rows: bool = True, name: str | None = None
+) -> Maintenance:
     """``name``: the view's, whose store the rules for changes that insert rows only read
     (:mod:`ivm.rules.append`); without it, they are not derived."""
     names = columns(plan)
@@ -35,8 +36,13 @@ def maintain_rows(plan, differentiate, repeat_rows: bool = True,
     store = Store(keys=names, visible=keys, accumulators=(ROWS,), repeat_rows=repeat_rows)
     full = Aggregate(plan, keys, ((COUNT, ROWS.full_call()),))
     appended = None if name is None else append.appended(plan, differentiate, name)
-    return Maintenance(store, full, _consolidated(differentiate(plan), keys), RULE,
-                       None if appended is None else _consolidated(appended, keys))
+    return Maintenance(
+        store,
+        full,
+        _consolidated(differentiate(plan), keys),
+        RULE,
+        None if appended is None else _consolidated(appended, keys),
+    )
 
 
 def _consolidated(change, keys) -> Filter:
@@ -45,5 +51,11 @@ def _consolidated(change, keys) -> Filter:
     return Filter(counted, exp.NEQ(this=exp.column(COUNT), expression=exp.Literal.number(0)))
 
 
-RULE = Rule(Project, "integrate", Kind.LINEAR, "count'(r) = count(r) + Σ ΔV(r)",
-            "the view's own rows (MERGE on every column)", maintain_rows)
+RULE = Rule(
+    Project,
+    "integrate",
+    Kind.LINEAR,
+    "count'(r) = count(r) + Σ ΔV(r)",
+    "the view's own rows (MERGE on every column)",
+    maintain_rows,
+)

@@ -54,15 +54,26 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ivm.ir import (Filter, Join, JoinKind, Project, Scan, Subquery, Union, aliases_of, columns,
-                    equalities, reading)
+from ivm.ir import (
+    Filter,
+    Join,
+    JoinKind,
+    Project,
+    Scan,
+    Subquery,
+    Union,
+    aliases_of,
+    columns,
+    equalities,
+    reading,
+)
 from ivm.rules.base import Kind, Rule, terms, weight_of
 from ivm.rules.keyed import affected_keys, recompute, restricted
 from ivm.zset import WEIGHT, Read
 
 
 def derive_join(node: Join, differentiate) -> Union:
-    if node.kind.lookup:    # never differentiated: its state is split off (ivm.passes.states)
+    if node.kind.lookup:  # never differentiated: its state is split off (ivm.passes.states)
         raise TypeError("a lookup join is maintained by its state table")
     if node.kind is not JoinKind.INNER:
         return derive_keyed_join(node, differentiate)
@@ -87,18 +98,31 @@ def derive_join(node: Join, differentiate) -> Union:
         names = [c.split(".", 1)[1] for c in columns(x)]
 
         def weighing(relation, weight: exp.Expr) -> Project:
-            return Project(relation, tuple((n, exp.column(n, alias)) for n in names)
-                           + ((WEIGHT, weight),))
+            return Project(
+                relation, tuple((n, exp.column(n, alias)) for n in names) + ((WEIGHT, weight),)
+            )
+
         after = weighing(snapshot(x, Read.AFTER, term, changed), exp.Literal.number(1))
         change = [weighing(t, exp.Neg(this=weight_of(t))) for t in terms(differentiate(x))]
         return Subquery(Union((after, *change)), alias)
 
-    return Union(tuple(
-        Join(tuple(snapshot(x, Read.AFTER, term, changed) if j < i else term if j == i
-                   else before(x, term, changed)
-                   for j, x in enumerate(inputs)), node.condition)
-        for i, changed in enumerate(inputs)
-        for term in terms(differentiate(changed))))
+    return Union(
+        tuple(
+            Join(
+                tuple(
+                    snapshot(x, Read.AFTER, term, changed)
+                    if j < i
+                    else term
+                    if j == i
+                    else before(x, term, changed)
+                    for j, x in enumerate(inputs)
+                ),
+                node.condition,
+            )
+            for i, changed in enumerate(inputs)
+            for term in terms(differentiate(changed))
+        )
+    )
 
 
 def reads_only_change(node) -> bool:
@@ -117,15 +141,29 @@ def derive_keyed_join(node: Join, differentiate) -> Union:
     left, right = node.inputs
     # Without an equality there is no key: K is "everything" whenever an input changed.
     pairs = equalities(node.condition, left, right) if node.condition is not None else []
-    return recompute([(left, [l for l, _ in pairs]), (right, [r for _, r in pairs])],
-                     lambda l, r: Join((l, r), node.condition, node.kind), differentiate)
+    return recompute(
+        [(left, [l for l, _ in pairs]), (right, [r for _, r in pairs])],
+        lambda l, r: Join((l, r), node.condition, node.kind),
+        differentiate,
+    )
 
 
-RULE = Rule(Join, "join", Kind.BILINEAR, "Δ(R ⋈ S) = ΔR ⋈ S + R' ⋈ ΔS, S = S' − ΔS",
-            "snapshots of the other inputs after the change (before it, for an input whose "
-            "change reads snapshots), at the change's join keys where an equality relates "
-            "them", derive_join)
+RULE = Rule(
+    Join,
+    "join",
+    Kind.BILINEAR,
+    "Δ(R ⋈ S) = ΔR ⋈ S + R' ⋈ ΔS, S = S' − ΔS",
+    "snapshots of the other inputs after the change (before it, for an input whose "
+    "change reads snapshots), at the change's join keys where an equality relates "
+    "them",
+    derive_join,
+)
 
-KEYED_RULE = Rule(Join, "outer/semi/anti join", Kind.KEYED,
-                  "Δ(R ⟕ S) = (R' ⋉ K ⟕ S' ⋉ K) − (R ⋉ K ⟕ S ⋉ K), K = keys(ΔR) ∪ keys(ΔS)",
-                  "snapshots of both inputs at the affected join keys", derive_keyed_join)
+KEYED_RULE = Rule(
+    Join,
+    "outer/semi/anti join",
+    Kind.KEYED,
+    "Δ(R ⟕ S) = (R' ⋉ K ⟕ S' ⋉ K) − (R ⋉ K ⟕ S ⋉ K), K = keys(ΔR) ∪ keys(ΔS)",
+    "snapshots of both inputs at the affected join keys",
+    derive_keyed_join,
+)

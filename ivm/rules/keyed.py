@@ -39,8 +39,9 @@ def affected_keys(deltas_and_keys) -> Distinct:
     projected = []
     for delta, keys in deltas_and_keys:
         keys = _keys(keys)
-        projected += [Project(term, tuple(zip(key_names(len(keys)), keys)))
-                      for term in terms(delta)]
+        projected += [
+            Project(term, tuple(zip(key_names(len(keys)), keys))) for term in terms(delta)
+        ]
     return Distinct(Union(tuple(projected)))
 
 
@@ -56,11 +57,16 @@ def signed(before, after) -> Union:
     alias qualifies (a join) as a :class:`~ivm.ir.Weighted` wrapper. Which one it is the
     relation says, not its names: a named column may contain a dot (``AS `a.b```).
     """
+
     def weigh(node, weight):
         if not aliases_of(node):
-            return Project(node, tuple((n, exp.column(n)) for n in columns(node))
-                           + ((WEIGHT, exp.Literal.number(weight)),))
+            return Project(
+                node,
+                tuple((n, exp.column(n)) for n in columns(node))
+                + ((WEIGHT, exp.Literal.number(weight)),),
+            )
         return Weighted(node, weight)
+
     return Union((weigh(after, 1), weigh(before, -1)))
 
 
@@ -72,6 +78,6 @@ def recompute(inputs_and_keys, rebuild, differentiate) -> Union:
     affected = affected_keys([(differentiate(node), keys) for node, keys in inputs_and_keys])
 
     def at(read: Read):
-        return rebuild(*(restricted(node, read, keys, affected)
-                         for node, keys in inputs_and_keys))
+        return rebuild(*(restricted(node, read, keys, affected) for node, keys in inputs_and_keys))
+
     return signed(at(Read.BEFORE), at(Read.AFTER))

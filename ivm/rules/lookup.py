@@ -22,9 +22,25 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ivm.ir import (Aggregate, AggregateCall, Distinct, Filter, Join, JoinKind, Project,
-                    Relation, Restrict, Scan, Subquery, Union, aliases_of, columns,
-                    equalities, lookup_chain, reading)
+from ivm.ir import (
+    Aggregate,
+    AggregateCall,
+    Distinct,
+    Filter,
+    Join,
+    JoinKind,
+    Project,
+    Relation,
+    Restrict,
+    Scan,
+    Subquery,
+    Union,
+    aliases_of,
+    columns,
+    equalities,
+    lookup_chain,
+    reading,
+)
 from ivm.rules.base import Kind, Rule, terms, weighted_project
 from ivm.rules.join import derive_join
 from ivm.rules.keyed import affected_keys, key_names
@@ -44,16 +60,25 @@ def is_lookup_state(plan: Relation) -> bool:
 
 def _same(names, left: str, right: str) -> exp.Expr:
     """Null-safe equality of the columns ``names`` of two aliases."""
-    return exp.and_(*(exp.NullSafeEQ(this=exp.column(n, left), expression=exp.column(n, right))
-                      for n in names)) if names else exp.true()
+    return (
+        exp.and_(
+            *(
+                exp.NullSafeEQ(this=exp.column(n, left), expression=exp.column(n, right))
+                for n in names
+            )
+        )
+        if names
+        else exp.true()
+    )
 
 
 def maintain_lookup(plan: Project, differentiate, table: str) -> Maintenance:
     """The store and refresh of the lookup state ``plan`` (named ``table``)."""
     fact, chain = lookup_chain(plan.input)
     own = set(aliases_of(fact))
-    facts = [(name, e) for name, e in plan.columns
-             if {c.table for c in e.find_all(exp.Column)} <= own]
+    facts = [
+        (name, e) for name, e in plan.columns if {c.table for c in e.find_all(exp.Column)} <= own
+    ]
     fact_names = [name for name, _ in facts]
     names = columns(plan)
     keys = tuple((n, exp.column(n)) for n in names)
@@ -62,35 +87,57 @@ def maintain_lookup(plan: Project, differentiate, table: str) -> Maintenance:
 
     change = Union(tuple(weighted_project(term, facts) for term in terms(differentiate(fact))))
     stored = Scan(table, STORED, names + (COUNT,), Read.STORE)
-    affected = Distinct(Project(change, tuple(zip(key_names(len(fact_names)),
-                                                  (exp.column(n) for n in fact_names)))))
+    affected = Distinct(
+        Project(change, tuple(zip(key_names(len(fact_names)), (exp.column(n) for n in fact_names))))
+    )
     counted = Aggregate(
-        Restrict(Project(reading(fact, Read.BEFORE), tuple(facts)),
-                 tuple(exp.column(n) for n in fact_names), affected),
-        tuple((n, exp.column(n)) for n in fact_names), ((FACTS, AggregateCall("count")),))
-    present = Join((Subquery(change, CHANGE), stored, Subquery(counted, COUNTED)),
-                   exp.and_(_same(fact_names, CHANGE, STORED), _same(fact_names, CHANGE, COUNTED)))
-    share = exp.IntDiv(this=exp.Mul(this=exp.column(WEIGHT, CHANGE), expression=exp.column(
-        COUNT, STORED)), expression=exp.column(FACTS, COUNTED))
+        Restrict(
+            Project(reading(fact, Read.BEFORE), tuple(facts)),
+            tuple(exp.column(n) for n in fact_names),
+            affected,
+        ),
+        tuple((n, exp.column(n)) for n in fact_names),
+        ((FACTS, AggregateCall("count")),),
+    )
+    present = Join(
+        (Subquery(change, CHANGE), stored, Subquery(counted, COUNTED)),
+        exp.and_(_same(fact_names, CHANGE, STORED), _same(fact_names, CHANGE, COUNTED)),
+    )
+    share = exp.IntDiv(
+        this=exp.Mul(this=exp.column(WEIGHT, CHANGE), expression=exp.column(COUNT, STORED)),
+        expression=exp.column(FACTS, COUNTED),
+    )
     kept = Project(present, tuple((n, exp.column(n, STORED)) for n in names) + ((WEIGHT, share),))
 
     by_expression = {e: name for name, e in facts}
 
     def over_change(expression: exp.Expr, alias: str | None = CHANGE) -> exp.Expr:
         return expression.copy().transform(
-            lambda n: exp.column(by_expression[n], alias) if n in by_expression else n)
-    enriched: Relation = Join((Subquery(change, CHANGE), stored),
-                              _same(fact_names, CHANGE, STORED), JoinKind.ANTI)
+            lambda n: exp.column(by_expression[n], alias) if n in by_expression else n
+        )
+
+    enriched: Relation = Join(
+        (Subquery(change, CHANGE), stored), _same(fact_names, CHANGE, STORED), JoinKind.ANTI
+    )
     for lookup in chain:
         condition = over_change(lookup.condition) if lookup.condition is not None else None
-        enriched = Join((enriched, _at_keys(lookup, change, own, lambda e: over_change(e, None))),
-                        condition, JoinKind.LEFT)
-    new = Project(enriched, tuple((n, exp.column(n, CHANGE) if n in fact_names
-                                   else over_change(e)) for n, e in plan.columns)
-                  + ((WEIGHT, exp.column(WEIGHT, CHANGE)),))
+        enriched = Join(
+            (enriched, _at_keys(lookup, change, own, lambda e: over_change(e, None))),
+            condition,
+            JoinKind.LEFT,
+        )
+    new = Project(
+        enriched,
+        tuple(
+            (n, exp.column(n, CHANGE) if n in fact_names else over_change(e))
+            for n, e in plan.columns
+        )
+        + ((WEIGHT, exp.column(WEIGHT, CHANGE)),),
+    )
 
-    grouped = Aggregate(Union((kept, new)), keys,
-                        ((COUNT, ROWS.change_call(None, exp.column(WEIGHT))),))
+    grouped = Aggregate(
+        Union((kept, new)), keys, ((COUNT, ROWS.change_call(None, exp.column(WEIGHT))),)
+    )
     delta = Filter(grouped, exp.NEQ(this=exp.column(COUNT), expression=exp.Literal.number(0)))
     return Maintenance(store, full, delta, RULE)
 
@@ -100,25 +147,39 @@ def _at_keys(lookup: Join, change: Union, facts: set[str], over_change) -> Relat
     condition's equalities take from the fact values in ``change`` (where it has such
     equalities): the rows the new fact values can meet, and files Delta can skip."""
     dimension = lookup.inputs[1]
-    pairs = [(f, d) for f, d in equalities(lookup.condition, lookup.inputs[0], dimension)
-             if {c.table for c in f.find_all(exp.Column)} <= facts] \
-        if lookup.condition is not None else []
-    if not pairs or not (isinstance(dimension, Subquery)
-                         and isinstance(dimension.input, Project)):
+    pairs = (
+        [
+            (f, d)
+            for f, d in equalities(lookup.condition, lookup.inputs[0], dimension)
+            if {c.table for c in f.find_all(exp.Column)} <= facts
+        ]
+        if lookup.condition is not None
+        else []
+    )
+    if not pairs or not (isinstance(dimension, Subquery) and isinstance(dimension.input, Project)):
         return reading(dimension, Read.AFTER)
-    flagged = dimension.input   # the dimension's columns and its found flag (ivm.passes.states)
+    flagged = dimension.input  # the dimension's columns and its found flag (ivm.passes.states)
     affected = affected_keys([(change, [over_change(f) for f, _ in pairs])])
-    restricted = Restrict(reading(flagged.input, Read.AFTER), tuple(d for _, d in pairs),
-                          affected)
+    restricted = Restrict(reading(flagged.input, Read.AFTER), tuple(d for _, d in pairs), affected)
     return Subquery(Project(restricted, flagged.columns), dimension.alias)
 
 
-RULE = Rule(Project, "lookup", Kind.LOOKUP,
-            "ΔE = Σ_{ΔF, f ∈ E} w·E(f)/n_f + Σ_{ΔF, f ∉ E} w·(f ⟕ D')",
-            "the change of the facts, the state's own rows and the facts before the change "
-            "at the changed facts, and the dimension's latest snapshot at their join keys",
-            maintain_lookup)
+RULE = Rule(
+    Project,
+    "lookup",
+    Kind.LOOKUP,
+    "ΔE = Σ_{ΔF, f ∈ E} w·E(f)/n_f + Σ_{ΔF, f ∉ E} w·(f ⟕ D')",
+    "the change of the facts, the state's own rows and the facts before the change "
+    "at the changed facts, and the dimension's latest snapshot at their join keys",
+    maintain_lookup,
+)
 
 
-JOIN_RULE = Rule(Join, "lookup join", Kind.LOOKUP, "Δ(F ⋈ₗ D) = ΔF ⋈ D as of first consumption",
-                 "its state table (a change of the dimension costs nothing)", derive_join)
+JOIN_RULE = Rule(
+    Join,
+    "lookup join",
+    Kind.LOOKUP,
+    "Δ(F ⋈ₗ D) = ΔF ⋈ D as of first consumption",
+    "its state table (a change of the dimension costs nothing)",
+    derive_join,
+)

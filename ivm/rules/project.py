@@ -17,9 +17,11 @@ from ivm.rules.base import Kind, Rule, terms, weighted_project
 
 
 def derive_project(node: Project, differentiate) -> Union:
-    return Union(tuple(weighted_project(term, node.columns)
-                       for term in terms(differentiate(node.input))))
+    return Union(
+        tuple(weighted_project(term, node.columns) for term in terms(differentiate(node.input)))
+    )
 
 
-RULE = Rule(Project, "project", Kind.LINEAR, "Δ π(R) = π(ΔR)", "nothing but the change",
-            derive_project)
+RULE = Rule(
+    Project, "project", Kind.LINEAR, "Δ π(R) = π(ΔR)", "nothing but the change", derive_project
+)

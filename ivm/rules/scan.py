@@ -21,5 +21,6 @@ def derive_scan(node: Scan, differentiate) -> Union:
     return Union((node.reading(Read.DELTA),))
 
 
-RULE = Rule(Scan, "scan", Kind.LINEAR, "Δ scan(R) = ΔR", "the source's change data feed",
-            derive_scan)
+RULE = Rule(
+    Scan, "scan", Kind.LINEAR, "Δ scan(R) = ΔR", "the source's change data feed", derive_scan
+)

@@ -15,11 +15,18 @@ from ivm.rules.keyed import recompute
 
 def derive_set_operation(node: SetOperation, differentiate) -> Union:
     keys = [exp.column(name) for name in columns(node.left)]
-    return recompute([(node.left, keys), (node.right, keys)],
-                     lambda left, right: SetOperation(left, right, node.kind, node.all),
-                     differentiate)
+    return recompute(
+        [(node.left, keys), (node.right, keys)],
+        lambda left, right: SetOperation(left, right, node.kind, node.all),
+        differentiate,
+    )
 
 
-RULE = Rule(SetOperation, "intersect/except", Kind.KEYED,
-            "ΔOp(R, S) = Op(R' ⋉ K, S' ⋉ K) − Op(R ⋉ K, S ⋉ K), K = rows of ΔR ∪ ΔS",
-            "snapshots of both sides at the affected rows", derive_set_operation)
+RULE = Rule(
+    SetOperation,
+    "intersect/except",
+    Kind.KEYED,
+    "ΔOp(R, S) = Op(R' ⋉ K, S' ⋉ K) − Op(R ⋉ K, S ⋉ K), K = rows of ΔR ∪ ΔS",
+    "snapshots of both sides at the affected rows",
+    derive_set_operation,
+)

@@ -12,5 +12,11 @@ def derive_subquery(node: Subquery, differentiate) -> Union:
     return Union(tuple(Subquery(term, node.alias) for term in terms(differentiate(node.input))))
 
 
-RULE = Rule(Subquery, "subquery", Kind.LINEAR, "Δ(Q AS a) = ΔQ AS a", "nothing but the change",
-            derive_subquery)
+RULE = Rule(
+    Subquery,
+    "subquery",
+    Kind.LINEAR,
+    "Δ(Q AS a) = ΔQ AS a",
+    "nothing but the change",
+    derive_subquery,
+)

@@ -13,5 +13,6 @@ def derive_union(node: Union, differentiate) -> Union:
     return Union(tuple(t for branch in node.inputs for t in terms(differentiate(branch))))
 
 
-RULE = Rule(Union, "union all", Kind.LINEAR, "Δ(R ∪ S) = ΔR ∪ ΔS", "nothing but the change",
-            derive_union)
+RULE = Rule(
+    Union, "union all", Kind.LINEAR, "Δ(R ∪ S) = ΔR ∪ ΔS", "nothing but the change", derive_union
+)

@@ -24,10 +24,18 @@ from ivm.rules.keyed import recompute
 
 
 def derive_window(node: Window, differentiate) -> Union:
-    return recompute([(node.input, list(node.partition))],
-                     lambda rows: Window(rows, node.partition, node.functions), differentiate)
+    return recompute(
+        [(node.input, list(node.partition))],
+        lambda rows: Window(rows, node.partition, node.functions),
+        differentiate,
+    )
 
 
-RULE = Rule(Window, "window", Kind.KEYED,
-            "ΔWindow(R) = Window(R' ⋉ K) − Window(R ⋉ K), K = partitions of ΔR",
-            "input snapshots at the affected partitions", derive_window)
+RULE = Rule(
+    Window,
+    "window",
+    Kind.KEYED,
+    "ΔWindow(R) = Window(R' ⋉ K) − Window(R ⋉ K), K = partitions of ΔR",
+    "input snapshots at the affected partitions",
+    derive_window,
+)

@@ -38,28 +38,36 @@ class _Parser(argparse.ArgumentParser):
 
 def arguments(view: str) -> argparse.ArgumentParser:
     parser = _Parser(description=f"Refresh the materialized view {view}, or create it.")
-    parser.add_argument("--home", help="directory of the embedded catalog and warehouse "
-                        "(default: $IVM_HOME, else ./ivm_home)")
+    parser.add_argument(
+        "--home",
+        help="directory of the embedded catalog and warehouse "
+        "(default: $IVM_HOME, else ./ivm_home)",
+    )
     parser.add_argument("--warehouse", help="spark.sql.warehouse.dir, for a cluster")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--full", action="store_true", help="recompute the view from scratch")
-    mode.add_argument("--partition", metavar="\"COL = 'VALUE'\"",
-                      help="recompute one partition of a partitioned view")
-    mode.add_argument("--loop", action="store_true",
-                      help="keep the view within its FRESHNESS until stopped")
-    parser.add_argument("--tick", type=float, default=1.0,
-                        help="with --loop: seconds between checks (default 1)")
+    mode.add_argument(
+        "--partition",
+        metavar="\"COL = 'VALUE'\"",
+        help="recompute one partition of a partitioned view",
+    )
+    mode.add_argument(
+        "--loop", action="store_true", help="keep the view within its FRESHNESS until stopped"
+    )
+    parser.add_argument(
+        "--tick", type=float, default=1.0, help="with --loop: seconds between checks (default 1)"
+    )
     return parser
 
 
 def _check_steps(compiled, steps: dict[str, str]) -> None:
-    differing = [step for step, text in compiled_steps(compiled).items()
-                 if steps.get(step) != text]
+    differing = [step for step, text in compiled_steps(compiled).items() if steps.get(step) != text]
     if differing:
         raise StaleJob(
             f"the SQL of step(s) {', '.join(differing)} in this job is not what the "
             "definition compiles to now (another ivm version, or the sources changed)",
-            hint="regenerate the job with `ivm compile <view.sql> --emit job`")
+            hint="regenerate the job with `ivm compile <view.sql> --emit job`",
+        )
 
 
 def _check_classpath(spark) -> None:
@@ -77,26 +85,34 @@ def _check_classpath(spark) -> None:
             return False
 
     if not loadable(DELTA_EXTENSION):
-        raise SetupError("Delta Lake is not on the driver's classpath",
-                         hint=f"spark-submit --packages {','.join(delta_packages())} ...")
+        raise SetupError(
+            "Delta Lake is not on the driver's classpath",
+            hint=f"spark-submit --packages {','.join(delta_packages())} ...",
+        )
     if os.environ.get(ENVIRONMENT) and not loadable(CLIENT_DRIVER):
-        raise SetupError(f"the catalog is served (${ENVIRONMENT}) but Derby's client driver "
-                         "is not on the driver's classpath",
-                         hint=f"spark-submit --driver-class-path {client_classpath()} ...")
+        raise SetupError(
+            f"the catalog is served (${ENVIRONMENT}) but Derby's client driver "
+            "is not on the driver's classpath",
+            hint=f"spark-submit --driver-class-path {client_classpath()} ...",
+        )
 
 
 def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
     from ivm.compiler import compile
     from ivm.frontend.statements import parse_statement
-    from ivm.runtime.catalog.catalog import (FRESHNESS, catalog_schema, qualified_name,
-                                             store_properties)
+    from ivm.runtime.catalog.catalog import (
+        FRESHNESS,
+        catalog_schema,
+        qualified_name,
+        store_properties,
+    )
     from ivm.runtime.catalog.definition import compile_definition
     from ivm.runtime.commands.scheduler import run
     from ivm.runtime.commands.statements import sql
     from ivm.runtime.spark.session import quiet_query_error_logs, spark_session
 
     conf = {"spark.sql.warehouse.dir": args.warehouse} if args.warehouse else None
-    quiet_query_error_logs()    # main() reports an error once, as error: ...
+    quiet_query_error_logs()  # main() reports an error once, as error: ...
     spark = spark_session(args.home, app_name=f"ivm refresh {view}", conf=conf)
     _check_classpath(spark)
     name = qualified_name(spark, view)
@@ -111,26 +127,35 @@ def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
     if properties is None:
         print(sql(spark, definition), flush=True)
     elif args.partition:
-        print(sql(spark, f"REFRESH MATERIALIZED VIEW {view} PARTITION ({args.partition})"),
-              flush=True)
+        print(
+            sql(spark, f"REFRESH MATERIALIZED VIEW {view} PARTITION ({args.partition})"), flush=True
+        )
     elif not args.loop:
-        print(sql(spark, f"REFRESH MATERIALIZED VIEW {view}{' FULL' if args.full else ''}"),
-              flush=True)
+        print(
+            sql(spark, f"REFRESH MATERIALIZED VIEW {view}{' FULL' if args.full else ''}"),
+            flush=True,
+        )
     if args.loop:
         current = properties or store_properties(spark, name)
         assert current is not None  # the view existed, or the CREATE above made it
         if FRESHNESS not in current:
-            raise CatalogError(f"materialized view {name} has no FRESHNESS to keep",
-                               hint="declare one: CREATE MATERIALIZED VIEW ... FRESHNESS = "
-                                    "INTERVAL '1' MINUTE AS ...")
+            raise CatalogError(
+                f"materialized view {name} has no FRESHNESS to keep",
+                hint="declare one: CREATE MATERIALIZED VIEW ... FRESHNESS = "
+                "INTERVAL '1' MINUTE AS ...",
+            )
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
-        run(spark, tick=args.tick, stop=stop, views=[name],
-            report=lambda line: print(f"{time.strftime('%H:%M:%S')} {line}", flush=True))
+        run(
+            spark,
+            tick=args.tick,
+            stop=stop,
+            views=[name],
+            report=lambda line: print(f"{time.strftime('%H:%M:%S')} {line}", flush=True),
+        )
 
 
-def main(view: str, definition: str, steps: dict[str, str],
-         argv: list[str] | None = None) -> int:
+def main(view: str, definition: str, steps: dict[str, str], argv: list[str] | None = None) -> int:
     """Run the job; the exit status for the scheduler that started it."""
     args = arguments(view).parse_args(argv)
     try:

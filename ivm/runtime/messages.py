@@ -13,6 +13,7 @@ def user_message(error: Exception) -> str | None:
     if isinstance(error, FileNotFoundError):
         return f"{error.strerror}: {error.filename}"
     from pyspark.errors import PySparkException  # not at import: ivm's own errors need no Spark
+
     if isinstance(error, PySparkException):
         return f"Spark: {str(error).strip().splitlines()[0]}"
     return None
@@ -25,8 +26,12 @@ def one_line(error: Exception) -> str:
         text = error.message + (f" (hint: {error.hint})" if error.hint else "")
     else:
         from py4j.protocol import Py4JJavaError
-        text = user_message(error) or (str(error.java_exception) if isinstance(
-            error, Py4JJavaError) else f"{type(error).__name__}: {error}")
+
+        text = user_message(error) or (
+            str(error.java_exception)
+            if isinstance(error, Py4JJavaError)
+            else f"{type(error).__name__}: {error}"
+        )
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 

@@ -19,9 +19,20 @@ differing rows and the reproduction script (also its ``reproduction``).
 
 from ivm.testing.check import Checked, ViewCheckFailed, check_view
 from ivm.testing.data import Scenario, Source, UnsupportedType, scenarios, sources
-from ivm.testing.scenario import (Approximate, Rewritten, ScenarioFailed, check_views,
-                                  run_scenario)
+from ivm.testing.scenario import Approximate, Rewritten, ScenarioFailed, check_views, run_scenario
 
-__all__ = ["Approximate", "Checked", "Rewritten", "Scenario", "ScenarioFailed", "Source",
-           "UnsupportedType", "ViewCheckFailed", "check_view", "check_views", "run_scenario",
-           "scenarios", "sources"]
+__all__ = [
+    "Approximate",
+    "Checked",
+    "Rewritten",
+    "Scenario",
+    "ScenarioFailed",
+    "Source",
+    "UnsupportedType",
+    "ViewCheckFailed",
+    "check_view",
+    "check_views",
+    "run_scenario",
+    "scenarios",
+    "sources",
+]

@@ -24,7 +24,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
-from hypothesis import HealthCheck, Phase, given, reject, seed as seeded, settings
+from hypothesis import HealthCheck, Phase, given, reject, settings
+from hypothesis import seed as seeded
 from hypothesis.errors import Unsatisfiable, UnsatisfiedAssumption
 from pyspark.errors import PySparkException
 
@@ -35,8 +36,13 @@ from ivm.frontend.statements import parse_statement
 from ivm.names import join, split
 from ivm.runtime.catalog.catalog import current_database
 from ivm.testing.data import Scenario, Source, create_table, insert, scenarios, sources
-from ivm.testing.scenario import (Approximate, InvalidScenario, ScenarioFailed, pinned_settings,
-                                  run_scenario)
+from ivm.testing.scenario import (
+    Approximate,
+    InvalidScenario,
+    ScenarioFailed,
+    pinned_settings,
+    run_scenario,
+)
 
 DEFAULT_EXAMPLES = 25
 """Scenarios drawn by default (``ivm check --help`` states it)."""
@@ -69,15 +75,24 @@ class Checked:
 
     def __str__(self) -> str:
         scenarios = "scenario" if self.examples == 1 else "scenarios"
-        return (f"ok: {self.view} equalled its query after every refresh in {self.examples} "
-                f"drawn {scenarios} over {', '.join(s.name for s in self.sources)} "
-                f"(seed {self.seed})")
+        return (
+            f"ok: {self.view} equalled its query after every refresh in {self.examples} "
+            f"drawn {scenarios} over {', '.join(s.name for s in self.sources)} "
+            f"(seed {self.seed})"
+        )
 
 
-def check_view(spark, sql: str, *, schema: Mapping | None = None,
-               examples: int = DEFAULT_EXAMPLES, seed: int | None = None,
-               name: str | None = None, shrink_seconds: float = SHRINK_SECONDS,
-               progress: Callable[[str], None] | None = None) -> Checked:
+def check_view(
+    spark,
+    sql: str,
+    *,
+    schema: Mapping | None = None,
+    examples: int = DEFAULT_EXAMPLES,
+    seed: int | None = None,
+    name: str | None = None,
+    shrink_seconds: float = SHRINK_SECONDS,
+    progress: Callable[[str], None] | None = None,
+) -> Checked:
     """Check the view ``sql`` (a SELECT, or ``CREATE MATERIALIZED VIEW name AS SELECT``)
     over ``examples`` drawn scenarios (see the module's docstring); raise
     :class:`ViewCheckFailed` with a reproduction on the first difference, shrunk.
@@ -102,12 +117,14 @@ def check_view(spark, sql: str, *, schema: Mapping | None = None,
     view_sql = replace_tables(query, database, flat)
     compiled = compile(view_sql, {flat[t]: dict(columns) for t, columns in tables.items()})
     if compiled.semantics is not None:  # what it equals is no query Spark runs
-        raise IvmError(f"check_view compares a view with its query, which this view does not "
-                       f"equal: {compiled.semantics}",
-                       hint="check a lookup view against the definition of its semantics "
-                            "(the README's Lookup joins)")
+        raise IvmError(
+            f"check_view compares a view with its query, which this view does not "
+            f"equal: {compiled.semantics}",
+            hint="check a lookup view against the definition of its semantics "
+            "(the README's Lookup joins)",
+        )
     drawn = sources({flat[t]: columns for t, columns in tables.items()}, view_sql)
-    seed = random.randrange(2 ** 32) if seed is None else seed
+    seed = random.randrange(2**32) if seed is None else seed
     views = {name: Approximate(view_sql)}
     runs = []
     report = progress or (lambda line: None)
@@ -116,14 +133,31 @@ def check_view(spark, sql: str, *, schema: Mapping | None = None,
         doing = doing or f"example {len(runs) + 1}/{examples}"
         refreshed = itertools.count(1)
         report(f"{doing}: creating the sources and the view")
-        run_scenario(spark, scenario, drawn, views, invalid=invalid, log=lambda line: report(
-            f"{doing}: batch {next(refreshed)}/{len(scenario.batches)} refreshed"))
+        run_scenario(
+            spark,
+            scenario,
+            drawn,
+            views,
+            invalid=invalid,
+            log=lambda line: report(
+                f"{doing}: batch {next(refreshed)}/{len(scenario.batches)} refreshed"
+            ),
+        )
         runs.append(scenario)
 
-    @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                     HealthCheck.filter_too_much],
-              print_blob=False, phases=(Phase.generate,))
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.filter_too_much,
+        ],
+        print_blob=False,
+        phases=(Phase.generate,),
+    )
     @seeded(seed)
     @given(scenario=scenarios(drawn, min_batches=1))
     def example(scenario: Scenario) -> None:
@@ -138,20 +172,36 @@ def check_view(spark, sql: str, *, schema: Mapping | None = None,
         started, attempts = time.monotonic(), itertools.count(1)
 
         def attempt(candidate: Scenario, invalid) -> None:
-            run(candidate, invalid, f"shrinking, attempt {next(attempts)} ("
-                f"{time.monotonic() - started:.0f}/{shrink_seconds:.0f} s, {_size(candidate)})")
+            run(
+                candidate,
+                invalid,
+                f"shrinking, attempt {next(attempts)} ("
+                f"{time.monotonic() - started:.0f}/{shrink_seconds:.0f} s, {_size(candidate)})",
+            )
+
         scenario, failure = shrink(found.scenario, found.failure, attempt, shrink_seconds)
-        script = reproduction(name, view_sql, drawn, scenario, failure,
-                              pinned_settings(spark) | scenario.settings, seed)
+        script = reproduction(
+            name,
+            view_sql,
+            drawn,
+            scenario,
+            failure,
+            pinned_settings(spark) | scenario.settings,
+            seed,
+        )
         raise ViewCheckFailed(
             f"{name} differs from its query {failure.when} in a scenario shrunk to "
             f"{_size(scenario)} (seed {seed}):\n{failure.shown}\nA reproduction (run it with "
-            f"`ivm sql -f FILE` in an empty database):\n\n{script}", script) from None
+            f"`ivm sql -f FILE` in an empty database):\n\n{script}",
+            script,
+        ) from None
     except Unsatisfiable:
-        raise IvmError(f"no drawn scenario could run: every one failed a statement on the "
-                       f"sources, or the query of {name} failed on their rows",
-                       hint="run the query on sample data: an error there (a division by "
-                            "zero, an overflow in ANSI mode) fails every scenario") from None
+        raise IvmError(
+            f"no drawn scenario could run: every one failed a statement on the "
+            f"sources, or the query of {name} failed on their rows",
+            hint="run the query on sample data: an error there (a division by "
+            "zero, an overflow in ANSI mode) fails every scenario",
+        ) from None
     return Checked(name, view_sql, drawn, len(runs), seed)
 
 
@@ -164,8 +214,9 @@ class _Found(Exception):
         self.scenario, self.failure = scenario, failure
 
 
-def shrink(scenario: Scenario, failure: ScenarioFailed, run, seconds: float
-           ) -> tuple[Scenario, ScenarioFailed]:
+def shrink(
+    scenario: Scenario, failure: ScenarioFailed, run, seconds: float
+) -> tuple[Scenario, ScenarioFailed]:
     """A smaller scenario that fails still, found greedily within ``seconds``: the batches
     after the failing refresh go, then each batch, each statement and each initial row that
     the failure does not need, and the settings of the CREATE; ``run`` raises
@@ -195,7 +246,7 @@ def _invalid() -> None:
 
 def _up_to(scenario: Scenario, failure: ScenarioFailed) -> Scenario:
     """``scenario`` without the batches after the one whose refresh failed."""
-    return replace(scenario, batches=scenario.batches[:failure.batches])
+    return replace(scenario, batches=scenario.batches[: failure.batches])
 
 
 def _smaller(scenario: Scenario):
@@ -210,7 +261,7 @@ def _smaller(scenario: Scenario):
             yield replace(scenario, tables={**scenario.tables, table: fewer})
     for i, batch in enumerate(batches):
         for fewer in _without_parts(batch):
-            yield replace(scenario, batches=[*batches[:i], fewer, *batches[i + 1:]])
+            yield replace(scenario, batches=[*batches[:i], fewer, *batches[i + 1 :]])
     if scenario.settings:
         yield replace(scenario, settings={})
 
@@ -228,7 +279,7 @@ def _without_parts(items: list) -> Iterator[list]:
             span = (start, min(start + size, len(items)))
             if span not in removed:
                 removed.add(span)
-                yield items[:span[0]] + items[span[1]:]
+                yield items[: span[0]] + items[span[1] :]
         if size == 1:
             return
         size = max(1, size // 2)
@@ -241,12 +292,14 @@ def _size(scenario: Scenario) -> str:
     """
     rows = sum(len(r) for r in scenario.tables.values())
     statements = sum(len(b) for b in scenario.batches)
-    return (f"{rows} initial row{'s' * (rows != 1)} and {statements} "
-            f"statement{'s' * (statements != 1)}")
+    return (
+        f"{rows} initial row{'s' * (rows != 1)} and {statements} statement{'s' * (statements != 1)}"
+    )
 
 
-def _source_tables(spark, query: str, schema: Mapping | None, database: str
-                   ) -> dict[str, tuple[tuple[str, str], ...]]:
+def _source_tables(
+    spark, query: str, schema: Mapping | None, database: str
+) -> dict[str, tuple[tuple[str, str], ...]]:
     """``{canonical name: ((column, type), …)}`` of the tables ``query`` reads (those
     without a database in ``database``), from ``schema`` or the catalog."""
     found: dict[str, tuple[tuple[str, str], ...]] = {}
@@ -260,11 +313,14 @@ def _source_tables(spark, query: str, schema: Mapping | None, database: str
             try:
                 fields = spark.table(key).schema.fields
             except PySparkException:
-                raise CatalogError(f"table or view not found: {key}",
-                                   hint="create the source table first, or give its schema "
-                                        "with --schema") from None
-            columns = {f.name: f.dataType.simpleString() + ("" if f.nullable else " NOT NULL")
-                       for f in fields}
+                raise CatalogError(
+                    f"table or view not found: {key}",
+                    hint="create the source table first, or give its schema with --schema",
+                ) from None
+            columns = {
+                f.name: f.dataType.simpleString() + ("" if f.nullable else " NOT NULL")
+                for f in fields
+            }
         found[key] = tuple(columns.items())
     return found
 
@@ -278,14 +334,20 @@ def _database(spark, schema: Mapping | None) -> str:
 def _in_schema(schema: Mapping, db: str, table: str) -> Mapping[str, str]:
     """The columns of ``db.table`` (``db`` empty: the default) in a flat or nested
     ``schema``, names compared in any case."""
+
     def get(mapping: Mapping, key: str):
         return next((v for k, v in mapping.items() if k.lower() == key.lower()), None)
-    nested = all(isinstance(v, Mapping) and all(isinstance(c, Mapping) for c in v.values())
-                 for v in schema.values())
+
+    nested = all(
+        isinstance(v, Mapping) and all(isinstance(c, Mapping) for c in v.values())
+        for v in schema.values()
+    )
     found = get(get(schema, db or "default") or {}, table) if nested else get(schema, table)
     if not found:
-        raise CatalogError(f"table not found in the schema: {join([p for p in (db, table) if p])}",
-                           hint="add it to the schema's JSON: {table: {column: type}}")
+        raise CatalogError(
+            f"table not found in the schema: {join([p for p in (db, table) if p])}",
+            hint="add it to the schema's JSON: {table: {column: type}}",
+        )
     return found
 
 
@@ -298,33 +360,48 @@ def _flat_names(tables: Mapping[str, object]) -> dict[str, str]:
     """
     names = {key: split(key)[-1] for key in tables}
     clashing = {n for n in names.values() if list(names.values()).count(n) > 1}
-    return {key: join(["_".join(split(key))]) if name in clashing else join([name])
-            for key, name in names.items()}
+    return {
+        key: join(["_".join(split(key))]) if name in clashing else join([name])
+        for key, name in names.items()
+    }
 
 
-def reproduction(name: str, view_sql: str, drawn, scenario: Scenario, failure,
-                 created: Mapping[str, str], seed: int) -> str:
+def reproduction(
+    name: str,
+    view_sql: str,
+    drawn,
+    scenario: Scenario,
+    failure,
+    created: Mapping[str, str],
+    seed: int,
+) -> str:
     """A SQL script that replays ``scenario`` up to the ``failure`` and shows the rows the
     view and its query hold unequally often (``EXCEPT ALL`` both ways)."""
-    lines = [f"-- {name} differs from its query {failure.when} (ivm check, seed {seed}).",
-             "-- Run in an empty database: ivm sql -f FILE", ""]
+    lines = [
+        f"-- {name} differs from its query {failure.when} (ivm check, seed {seed}).",
+        "-- Run in an empty database: ivm sql -f FILE",
+        "",
+    ]
     lines += [f"SET {key} = {value};" for key, value in created.items()]
     for source in drawn:
         lines.append(create_table(source) + ";")
         if scenario.tables.get(source.name):
             lines.append(insert(source, scenario.tables[source.name]) + ";")
     lines.append(f"CREATE MATERIALIZED VIEW {name} AS\n{view_sql};")
-    for i, batch in enumerate(scenario.batches[:failure.batches]):
+    for i, batch in enumerate(scenario.batches[: failure.batches]):
         lines += ["", f"-- batch {i}"] + [f"{statement};" for statement in batch]
         lines.append(f"REFRESH MATERIALIZED VIEW {name};")
     if failure.full:
         lines.append(f"REFRESH MATERIALIZED VIEW {name} FULL;")
     lines += ["", "-- the query runs under the settings of the view's CREATE"]
     lines += [f"SET {key} = {value};" for key, value in created.items()]
-    lines += ["", "-- rows in the view, not in its query:",
-              f"SELECT * FROM {name} EXCEPT ALL ({view_sql});",
-              "-- rows in its query, not in the view:",
-              f"({view_sql}) EXCEPT ALL SELECT * FROM {name};"]
+    lines += [
+        "",
+        "-- rows in the view, not in its query:",
+        f"SELECT * FROM {name} EXCEPT ALL ({view_sql});",
+        "-- rows in its query, not in the view:",
+        f"({view_sql}) EXCEPT ALL SELECT * FROM {name};",
+    ]
     found = "\n".join(f"--   {line}" for line in failure.shown.splitlines())
     lines += ["", f"-- as found:\n{found}"]
     return "\n".join(lines) + "\n"

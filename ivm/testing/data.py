@@ -81,17 +81,31 @@ class Source:
 T = exp.DataType.Type
 
 KINDS = {
-    T.TINYINT: "integral", T.SMALLINT: "integral", T.INT: "integral", T.BIGINT: "integral",
-    T.DECIMAL: "decimal", T.FLOAT: "float", T.DOUBLE: "float",
-    T.TEXT: "string", T.VARCHAR: "string", T.CHAR: "string",
-    T.DATE: "date", T.TIMESTAMPTZ: "timestamp", T.TIMESTAMPLTZ: "timestamp",
-    T.TIMESTAMPNTZ: "timestamp_ntz", T.BOOLEAN: "boolean",
+    T.TINYINT: "integral",
+    T.SMALLINT: "integral",
+    T.INT: "integral",
+    T.BIGINT: "integral",
+    T.DECIMAL: "decimal",
+    T.FLOAT: "float",
+    T.DOUBLE: "float",
+    T.TEXT: "string",
+    T.VARCHAR: "string",
+    T.CHAR: "string",
+    T.DATE: "date",
+    T.TIMESTAMPTZ: "timestamp",
+    T.TIMESTAMPLTZ: "timestamp",
+    T.TIMESTAMPNTZ: "timestamp_ntz",
+    T.BOOLEAN: "boolean",
 }
 """The types values are drawn for, by kind, as sqlglot reads Spark's (its TIMESTAMP is
 sqlglot's TIMESTAMPTZ, STRING its TEXT)."""
 
-INTEGERS = {T.TINYINT: (2**7 - 1, 100), T.SMALLINT: (2**15 - 1, 10_000),
-            T.INT: (2**31 - 1, 10**9), T.BIGINT: (2**63 - 1, 10**15)}
+INTEGERS = {
+    T.TINYINT: (2**7 - 1, 100),
+    T.SMALLINT: (2**15 - 1, 10_000),
+    T.INT: (2**31 - 1, 10**9),
+    T.BIGINT: (2**63 - 1, 10**15),
+}
 """Per integral type, its largest value and a large value of its domain: adding 1 fits, and
 so does a SUM (a BIGINT) of thousands of rows."""
 
@@ -103,8 +117,12 @@ the sum."""
 STRINGS = ("x", "it's", 'dq"x', "", "ß")
 """Strings that need escapes in SQL, the empty one, and one whose upper case is longer."""
 
-TIMES = (datetime(2024, 1, 1, 23, 30), datetime(2024, 1, 2, 0, 15),
-         datetime(2024, 3, 31, 1, 30), datetime(2024, 12, 31, 18, 45))
+TIMES = (
+    datetime(2024, 1, 1, 23, 30),
+    datetime(2024, 1, 2, 0, 15),
+    datetime(2024, 3, 31, 1, 30),
+    datetime(2024, 12, 31, 18, 45),
+)
 """Timestamps whose date or hour differs between UTC and most other zones."""
 
 DATES = tuple(dict.fromkeys(t.date() for t in TIMES))
@@ -139,7 +157,7 @@ def precision_scale(type_: str) -> tuple[int, int]:
     """
     parsed = _parsed(type_)
     params = [int(p.name) for p in parsed.expressions] if parsed is not None else []
-    precision, scale = params + [10, 0][len(params):]
+    precision, scale = params + [10, 0][len(params) :]
     return precision, scale
 
 
@@ -181,12 +199,18 @@ def default_domain(type_: str) -> tuple | None:
     if kind == "decimal":
         p, s = precision_scale(type_)
         unit, large = Decimal(1).scaleb(-s), Decimal(1).scaleb(min(p, 34) - s - 1)
-        return _distinct(_fit(v, type_) for v in (Decimal(1), unit, Decimal("-1.25"),
-                                                   Decimal(2), large))
+        return _distinct(
+            _fit(v, type_) for v in (Decimal(1), unit, Decimal("-1.25"), Decimal(2), large)
+        )
     if kind == "string":
-        return _distinct(v[:_length(type_)] for v in STRINGS)
-    return {"float": DOUBLES, "date": DATES, "timestamp": TIMES, "timestamp_ntz": TIMES,
-            "boolean": (True, False)}.get(kind or "")
+        return _distinct(v[: _length(type_)] for v in STRINGS)
+    return {
+        "float": DOUBLES,
+        "date": DATES,
+        "timestamp": TIMES,
+        "timestamp_ntz": TIMES,
+        "boolean": (True, False),
+    }.get(kind or "")
 
 
 def _distinct(values: Iterable) -> tuple:
@@ -239,16 +263,21 @@ def _step(type_: str) -> Any:
     kind = _kind(type_)
     if kind == "decimal":
         return Decimal(1).scaleb(-precision_scale(type_)[1])
-    return {"integral": 1, "float": 1.0, "date": timedelta(days=1),
-            "timestamp": timedelta(seconds=1),
-            "timestamp_ntz": timedelta(seconds=1)}.get(kind or "")
+    return {
+        "integral": 1,
+        "float": 1.0,
+        "date": timedelta(days=1),
+        "timestamp": timedelta(seconds=1),
+        "timestamp_ntz": timedelta(seconds=1),
+    }.get(kind or "")
 
 
 # --- sources for a view -----------------------------------------------------------------------
 
 
-def sources(schema: Mapping[str, Sequence[tuple[str, str]]],
-            sql: str | None = None) -> tuple[Source, ...]:
+def sources(
+    schema: Mapping[str, Sequence[tuple[str, str]]], sql: str | None = None
+) -> tuple[Source, ...]:
     """A :class:`Source` per table of ``schema`` (table → ``(column, type)`` pairs; a type may
     end in NOT NULL), its columns' values drawn from :func:`default_domain`. Given the view's
     ``sql``, a literal it compares a column with (inside any expression; the column of the
@@ -279,16 +308,19 @@ def sources(schema: Mapping[str, Sequence[tuple[str, str]]],
     return tuple(built)
 
 
-def _column(table: str, name: str, type_text: str, literals: Iterable[tuple[object, int]],
-            key: bool) -> Column:
+def _column(
+    table: str, name: str, type_text: str, literals: Iterable[tuple[object, int]], key: bool
+) -> Column:
     not_null = re.fullmatch(r"(.*?)\s+NOT\s+NULL\s*", type_text, re.IGNORECASE | re.DOTALL)
     type_ = not_null.group(1) if not_null else type_text.strip()
     values = default_domain(type_)
     if values is None:
         raise UnsupportedType(
             f"column {quote(name)} of table {table} has type {type_}, which ivm draws no "
-            f"values for", hint="give the table a column of a supported type, or check the "
-                                "view against your own data")
+            f"values for",
+            hint="give the table a column of a supported type, or check the "
+            "view against your own data",
+        )
     step, extra = _step(type_), []
     for value, toward in literals:
         fitted = _fit(value, type_)
@@ -308,8 +340,15 @@ def _marker(columns: Sequence[Column]) -> tuple[str, object] | None:
     return None
 
 
-NEIGHBOUR = {exp.GT: 1, exp.LTE: 1, exp.LT: -1, exp.GTE: -1, exp.EQ: 0, exp.NEQ: 0,
-             exp.NullSafeEQ: 0}
+NEIGHBOUR = {
+    exp.GT: 1,
+    exp.LTE: 1,
+    exp.LT: -1,
+    exp.GTE: -1,
+    exp.EQ: 0,
+    exp.NEQ: 0,
+    exp.NullSafeEQ: 0,
+}
 """Per comparison ``column op literal``, the side of the literal its neighbour takes so that
 one of the two meets the comparison and the other does not (``> 100``: 101)."""
 
@@ -342,8 +381,11 @@ def _read_view(sql: str) -> tuple[dict[Place, list[tuple[object, int]]], frozens
     for node in query.walk():
         if type(node) in NEIGHBOUR:
             left, right = node.this, node.expression
-            if isinstance(node, exp.EQ) and isinstance(left, exp.Column) \
-                    and isinstance(right, exp.Column):
+            if (
+                isinstance(node, exp.EQ)
+                and isinstance(left, exp.Column)
+                and isinstance(right, exp.Column)
+            ):
                 keys |= {place(left), place(right)}
             elif (value := _value(right)) is not None:
                 note(left, value, NEIGHBOUR[type(node)])
@@ -371,16 +413,18 @@ def _value(node: exp.Expr):
     ``TIMESTAMP '…'``); None for anything else."""
     if isinstance(node, exp.Neg):
         inner = _value(node.this)
-        return -inner if isinstance(inner, (int, Decimal)) and not isinstance(inner, bool) \
-            else None
+        return -inner if isinstance(inner, (int, Decimal)) and not isinstance(inner, bool) else None
     if isinstance(node, exp.Boolean):
         return bool(node.this)
     if isinstance(node, exp.Cast):  # and TRY_CAST, which sqlglot reads 100L as
         inner = _value(node.this)
         if isinstance(inner, str) and node.to.this == T.DATE:
             return _fit(inner, "DATE")
-        if isinstance(inner, str) and node.to.this in (T.TIMESTAMPTZ, T.TIMESTAMPLTZ,
-                                                       T.TIMESTAMPNTZ):
+        if isinstance(inner, str) and node.to.this in (
+            T.TIMESTAMPTZ,
+            T.TIMESTAMPLTZ,
+            T.TIMESTAMPNTZ,
+        ):
             return _fit(inner, "TIMESTAMP")
         return inner if isinstance(inner, (int, Decimal)) else None
     if isinstance(node, exp.Literal):
@@ -416,8 +460,9 @@ def literal(value, type_: str = "") -> str:
         return "NULL"
     if isinstance(value, tuple):
         parsed = _parsed(type_)
-        element = parsed.expressions[0].sql(DIALECT) if parsed is not None and \
-            parsed.expressions else ""
+        element = (
+            parsed.expressions[0].sql(DIALECT) if parsed is not None and parsed.expressions else ""
+        )
         items = ", ".join(literal(v, element) for v in value)
         return f"CAST(array({items}) AS {parsed.sql(DIALECT) if parsed else type_})"
     if isinstance(value, bool):
@@ -467,8 +512,9 @@ def insert_into(source: Source, columns: Sequence[Column], rows: Iterable[tuple]
     "INSERT INTO t (k, was) VALUES (1, 'x')"
     """
     names = ", ".join(quote(c.name) for c in columns)
-    return (f"INSERT INTO {source.name} ({names}) VALUES "
-            + ", ".join(render(r, [c.type for c in columns]) for r in rows))
+    return f"INSERT INTO {source.name} ({names}) VALUES " + ", ".join(
+        render(r, [c.type for c in columns]) for r in rows
+    )
 
 
 def create_table(source: Source) -> str:
@@ -477,10 +523,13 @@ def create_table(source: Source) -> str:
     >>> create_table(Source("t", (Column("order", "INT", (0,), nullable=False),)))
     'CREATE TABLE t (`order` INT NOT NULL) USING DELTA TBLPROPERTIES (delta.enableChangeDataFeed = true)'
     """
-    columns = ", ".join(f"{quote(c.name)} {c.type}" + " NOT NULL" * (not c.nullable)
-                        for c in source.columns)
-    return (f"CREATE TABLE {source.name} ({columns}) USING DELTA "
-            f"TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+    columns = ", ".join(
+        f"{quote(c.name)} {c.type}" + " NOT NULL" * (not c.nullable) for c in source.columns
+    )
+    return (
+        f"CREATE TABLE {source.name} ({columns}) USING DELTA "
+        f"TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+    )
 
 
 # --- rows -------------------------------------------------------------------------------------
@@ -550,7 +599,8 @@ def predicates(source: Source) -> st.SearchStrategy[str]:
         column_tests(source),
         lambda inner: st.one_of(
             st.tuples(inner, st.sampled_from(["AND", "OR"]), inner).map(
-                lambda t: f"({t[0]} {t[1]} {t[2]})"),
+                lambda t: f"({t[0]} {t[1]} {t[2]})"
+            ),
             inner.map(lambda p: f"NOT ({p})"),
         ),
         max_leaves=3,
@@ -614,13 +664,22 @@ def recreate(draw, source: Source, known: list[tuple]) -> list[str]:
     return [f"DROP TABLE {source.name}", create_table(source), *commits]
 
 
-SCHEMA_CHANGES = ("drop_add", "rename_back", "widen", "drop_add", "add_drop", "mapping_on",
-                  "drop_add", "mapping_off")
+SCHEMA_CHANGES = (
+    "drop_add",
+    "rename_back",
+    "widen",
+    "drop_add",
+    "add_drop",
+    "mapping_on",
+    "drop_add",
+    "mapping_off",
+)
 """The column changes :func:`alter` draws; a column dropped and added back, which leaves its
 name and type as they were and its values gone, three times as often as the others."""
 
 WIDER = {"TINYINT": "SMALLINT", "SMALLINT": "INT", "INT": "BIGINT", "FLOAT": "DOUBLE"}
 """A type Delta's type widening turns each of these into."""
+
 
 def _mapping(table: str, mode: str) -> str:
     return f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.columnMapping.mode' = '{mode}')"
@@ -628,8 +687,11 @@ def _mapping(table: str, mode: str) -> str:
 
 def _free(name: str, taken: set[str]) -> str:
     """``name``, or ``name`` with a number, that no column in ``taken`` (lower case) has."""
-    return next(n for i in range(len(taken) + 1)
-                if (n := name if i == 0 else f"{name}{i}").lower() not in taken)
+    return next(
+        n
+        for i in range(len(taken) + 1)
+        if (n := name if i == 0 else f"{name}{i}").lower() not in taken
+    )
 
 
 def _wider(column: Column) -> str | None:
@@ -663,8 +725,10 @@ def alter(draw, source: Source) -> list[str]:
     nullable = [c for c in columns if c.nullable]
     if form == "widen" and widened:
         column, wider = draw(st.sampled_from(widened))
-        return [f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')",
-                f"ALTER TABLE {table} ALTER COLUMN {quote(column.name)} TYPE {wider}"]
+        return [
+            f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')",
+            f"ALTER TABLE {table} ALTER COLUMN {quote(column.name)} TYPE {wider}",
+        ]
     if form == "mapping_off":
         return [_mapping(table, "none")]
     statements = [_mapping(table, "name")]
@@ -675,27 +739,37 @@ def alter(draw, source: Source) -> list[str]:
         column = draw(st.sampled_from(nullable))
         index = columns.index(column)
         place = f" AFTER {quote(columns[index - 1].name)}" if index else " FIRST"
-        before, after = [f"ALTER TABLE {table} DROP COLUMN {quote(column.name)}"], [
-            f"ALTER TABLE {table} ADD COLUMNS ({quote(column.name)} {column.type}{place})"]
-        meanwhile = columns[:index] + columns[index + 1:]
+        before, after = (
+            [f"ALTER TABLE {table} DROP COLUMN {quote(column.name)}"],
+            [f"ALTER TABLE {table} ADD COLUMNS ({quote(column.name)} {column.type}{place})"],
+        )
+        meanwhile = columns[:index] + columns[index + 1 :]
     elif form == "add_drop" or not nullable:
         added = Column(_free("added", taken), "INT", (0, 1))
         before = [f"ALTER TABLE {table} ADD COLUMNS ({added.name} {added.type})"]
         after = [f"ALTER TABLE {table} DROP COLUMN {added.name}"]
         meanwhile = columns + [added]
-    else:   # rename_back
+    else:  # rename_back
         column = draw(st.sampled_from(columns))
-        renamed = Column(_free(f"{column.name}_was", taken), column.type, column.values,
-                         column.nullable)
-        before = [f"ALTER TABLE {table} RENAME COLUMN {quote(column.name)} TO "
-                  f"{quote(renamed.name)}"]
-        after = [f"ALTER TABLE {table} RENAME COLUMN {quote(renamed.name)} TO "
-                 f"{quote(column.name)}"]
+        renamed = Column(
+            _free(f"{column.name}_was", taken), column.type, column.values, column.nullable
+        )
+        before = [
+            f"ALTER TABLE {table} RENAME COLUMN {quote(column.name)} TO {quote(renamed.name)}"
+        ]
+        after = [f"ALTER TABLE {table} RENAME COLUMN {quote(renamed.name)} TO {quote(column.name)}"]
         meanwhile = [renamed if c is column else c for c in columns]
-    inserted = draw(st.lists(st.tuples(*(st.sampled_from(c.domain) for c in meanwhile)),
-                             max_size=2)) if draw(st.booleans()) else []
-    return [*statements, *before, *([insert_into(source, meanwhile, inserted)] * bool(inserted)),
-            *after]
+    inserted = (
+        draw(st.lists(st.tuples(*(st.sampled_from(c.domain) for c in meanwhile)), max_size=2))
+        if draw(st.booleans())
+        else []
+    )
+    return [
+        *statements,
+        *before,
+        *([insert_into(source, meanwhile, inserted)] * bool(inserted)),
+        *after,
+    ]
 
 
 @st.composite
@@ -704,8 +778,11 @@ def changes(draw, source: Source, known: list[tuple], kinds=CHANGE_KINDS) -> lis
 
     ``known`` holds rows the table has had, so an insert can repeat an existing row.
     """
-    kinds = [k for k in kinds if (k != "repeat" or known)
-             and (k != "transient" or source.marker is not None)]
+    kinds = [
+        k
+        for k in kinds
+        if (k != "repeat" or known) and (k != "transient" or source.marker is not None)
+    ]
     kind = draw(st.sampled_from(kinds))
     table, where = source.name, predicates(source)
     if kind == "recreate":
@@ -723,8 +800,11 @@ def changes(draw, source: Source, known: list[tuple], kinds=CHANGE_KINDS) -> lis
     if kind == "clear":
         return [f"DELETE FROM {table}"]
     if kind == "update":
-        sets = draw(st.lists(assignments(source), min_size=1, max_size=2,
-                             unique_by=lambda a: a.split(" = ")[0]))
+        sets = draw(
+            st.lists(
+                assignments(source), min_size=1, max_size=2, unique_by=lambda a: a.split(" = ")[0]
+            )
+        )
         return [f"UPDATE {table} SET {', '.join(sets)} WHERE {draw(where)}"]
     # transient: a row inserted (maybe updated) and deleted again within the batch
     assert source.marker is not None
@@ -735,8 +815,9 @@ def changes(draw, source: Source, known: list[tuple], kinds=CHANGE_KINDS) -> lis
     row[index] = mark
     statements = [insert(source, [tuple(row)])]
     if draw(st.booleans()):
-        statements.append(f"UPDATE {table} SET {draw(assignments(source, exclude=(column,)))} "
-                          f"WHERE {marked}")
+        statements.append(
+            f"UPDATE {table} SET {draw(assignments(source, exclude=(column,)))} WHERE {marked}"
+        )
     statements.append(f"DELETE FROM {table} WHERE {marked}")
     return statements
 
@@ -765,8 +846,9 @@ must be quoted in every statement, ivm's included."""
 
 
 @st.composite
-def scenarios(draw, sources: Sequence[Source], min_batches: int = 2,
-              max_batches: int = 4) -> Scenario:
+def scenarios(
+    draw, sources: Sequence[Source], min_batches: int = 2, max_batches: int = 4
+) -> Scenario:
     """``sources`` with initial rows, and ``min_batches``-``max_batches`` batches of 0-3
     changes each; in most scenarios one batch first sets another session time zone, which the
     later refreshes run under (a view keeps the settings of its CREATE), and one batch only

@@ -30,8 +30,13 @@ from dataclasses import dataclass
 
 from ivm.names import internal_database, quote
 from ivm.runtime.commands.statements import sql as ivm_sql
-from ivm.runtime.observation.compare import (Difference, column_difference, columns_of, difference,
-                                             unequal)
+from ivm.runtime.observation.compare import (
+    Difference,
+    column_difference,
+    columns_of,
+    difference,
+    unequal,
+)
 from ivm.runtime.spark import settings as spark_settings
 from ivm.testing.data import KEYWORDS_RESERVED, Scenario, Source, create_table, insert
 
@@ -122,8 +127,12 @@ def create_sources(spark, sources: Sequence[Source], tables: Mapping[str, list[t
             spark.sql(insert(source, tables[source.name]))
 
 
-def mismatches(spark, views: Mapping[str, View], created: Mapping[str, str] | None = None,
-               few_rows: bool = True) -> dict[str, Difference | str]:
+def mismatches(
+    spark,
+    views: Mapping[str, View],
+    created: Mapping[str, str] | None = None,
+    few_rows: bool = True,
+) -> dict[str, Difference | str]:
     """``{view: its difference from its oracle}`` for every wrong view: how its columns
     differ (names, order, Spark types:
     :func:`~ivm.runtime.observation.compare.column_difference`), or else its rows; the oracles
@@ -145,8 +154,9 @@ def mismatches(spark, views: Mapping[str, View], created: Mapping[str, str] | No
         for name in unequal(spark, pairs, little):
             view = views[name]
             tolerant = view.columns if isinstance(view, Approximate) else ()
-            found[name] = difference(spark, *pairs[name], tolerance=FLOAT_TOLERANCE,
-                                     tolerant=tolerant, settings=little)
+            found[name] = difference(
+                spark, *pairs[name], tolerance=FLOAT_TOLERANCE, tolerant=tolerant, settings=little
+            )
     return {name: diff for name, diff in found.items() if diff is not None}
 
 
@@ -172,10 +182,16 @@ class InvalidScenario(Exception):
     says nothing about the views."""
 
 
-def check_views(spark, views: Mapping[str, View], when: str,
-                created: Mapping[str, str] | None = None, few_rows: bool = True,
-                detail: Callable[[str, View], str] | None = None, batches: int = 0,
-                full: bool = False) -> None:
+def check_views(
+    spark,
+    views: Mapping[str, View],
+    when: str,
+    created: Mapping[str, str] | None = None,
+    few_rows: bool = True,
+    detail: Callable[[str, View], str] | None = None,
+    batches: int = 0,
+    full: bool = False,
+) -> None:
     """Raise :class:`ScenarioFailed` unless every view equals its oracle (run under the
     settings ``created``), showing each wrong view's differing rows and
     ``detail(name, view)``; ``few_rows``: as for :func:`mismatches`; ``batches`` and
@@ -183,31 +199,41 @@ def check_views(spark, views: Mapping[str, View], when: str,
     wrong = mismatches(spark, views, created, few_rows)
     if wrong:
         with session_settings(spark, created or {}):
-            message = "\n".join(describe(spark, name, views[name], wrong[name])
-                                + (detail(name, views[name]) if detail else "")
-                                for name in wrong)
-        raise ScenarioFailed(when, batches, full,
-                             f"{len(wrong)} view(s) differ from recomputation:\n{message}")
+            message = "\n".join(
+                describe(spark, name, views[name], wrong[name])
+                + (detail(name, views[name]) if detail else "")
+                for name in wrong
+            )
+        raise ScenarioFailed(
+            when, batches, full, f"{len(wrong)} view(s) differ from recomputation:\n{message}"
+        )
 
 
 def create_views(spark, views: Mapping[str, View]) -> list:
-    return [ivm_sql(spark, f"CREATE MATERIALIZED VIEW {name} AS {definition(view)}")
-            for name, view in views.items()]
+    return [
+        ivm_sql(spark, f"CREATE MATERIALIZED VIEW {name} AS {definition(view)}")
+        for name, view in views.items()
+    ]
 
 
-def refresh_views(spark, views: Mapping[str, View], full: bool = False,
-                  spelled: Callable[[str], str] = str) -> list:
+def refresh_views(
+    spark, views: Mapping[str, View], full: bool = False, spelled: Callable[[str], str] = str
+) -> list:
     """Refresh each view, by its name as ``spelled`` writes it."""
     suffix = " FULL" if full else ""
-    return [ivm_sql(spark, f"REFRESH MATERIALIZED VIEW {spelled(name)}{suffix}")
-            for name in views]
+    return [ivm_sql(spark, f"REFRESH MATERIALIZED VIEW {spelled(name)}{suffix}") for name in views]
 
 
-def run_scenario(spark, scenario: Scenario, sources: Sequence[Source], views: Mapping[str, View],
-                 log: Callable[[str], None] = lambda line: None,
-                 spelled: Callable[[str], str] = str,
-                 detail: Callable[[str, View], str] | None = None,
-                 invalid: Callable[[], object] | None = None) -> None:
+def run_scenario(
+    spark,
+    scenario: Scenario,
+    sources: Sequence[Source],
+    views: Mapping[str, View],
+    log: Callable[[str], None] = lambda line: None,
+    spelled: Callable[[str], str] = str,
+    detail: Callable[[str, View], str] | None = None,
+    invalid: Callable[[], object] | None = None,
+) -> None:
     """In a scratch database, create the ``sources`` with the scenario's rows and the
     ``views``; after each batch refresh (each view by its name as ``spelled`` writes it) and
     check every view; finally refresh every view FULL and check again. A batch may change
@@ -222,8 +248,9 @@ def run_scenario(spark, scenario: Scenario, sources: Sequence[Source], views: Ma
     data; without it, those errors are raised."""
     created = pinned_settings(spark) | scenario.settings
 
-    def maintain(step: Callable[[], list | None], when: str, batches: int,
-                 full: bool = False) -> list | None:
+    def maintain(
+        step: Callable[[], list | None], when: str, batches: int, full: bool = False
+    ) -> list | None:
         try:
             return step()
         except ScenarioFailed:
@@ -232,8 +259,9 @@ def run_scenario(spark, scenario: Scenario, sources: Sequence[Source], views: Ma
             with session_settings(spark, created):
                 failing = _failing_query(spark, views)
             if failing is None:
-                raise ScenarioFailed(when, batches, full, f"it raised {type(error).__name__}: "
-                                     f"{error}") from error
+                raise ScenarioFailed(
+                    when, batches, full, f"it raised {type(error).__name__}: {error}"
+                ) from error
             if invalid is None:
                 raise
             invalid()
@@ -255,22 +283,35 @@ def run_scenario(spark, scenario: Scenario, sources: Sequence[Source], views: Ma
     with scratch_database(spark), session_settings(spark, created):
         create_sources(spark, sources, scenario.tables)
         maintain(lambda: create_views(spark, views), "at CREATE", 0)
-        maintain(lambda: check_views(spark, views, "after CREATE", created, detail=detail),
-                 "after CREATE", 0)
+        maintain(
+            lambda: check_views(spark, views, "after CREATE", created, detail=detail),
+            "after CREATE",
+            0,
+        )
         for i, batch in enumerate(scenario.batches):
             for statement in batch:
                 apply(statement)
             when = f"after the refresh of batch {i} {batch}"
             results = maintain(lambda: refresh_views(spark, views, spelled=spelled), when, i + 1)
             log(f"batch {i}: " + "; ".join(str(r) for r in results or ()))
-            maintain(lambda: check_views(spark, views, when, created, detail=detail,
-                                         batches=i + 1), when, i + 1)
+            maintain(
+                lambda: check_views(spark, views, when, created, detail=detail, batches=i + 1),
+                when,
+                i + 1,
+            )
         batches = len(scenario.batches)
         when = "after REFRESH ... FULL"
-        maintain(lambda: refresh_views(spark, views, full=True, spelled=spelled), when, batches,
-                 True)
-        maintain(lambda: check_views(spark, views, when, created, detail=detail,
-                                     batches=batches, full=True), when, batches, True)
+        maintain(
+            lambda: refresh_views(spark, views, full=True, spelled=spelled), when, batches, True
+        )
+        maintain(
+            lambda: check_views(
+                spark, views, when, created, detail=detail, batches=batches, full=True
+            ),
+            when,
+            batches,
+            True,
+        )
 
 
 def _failing_query(spark, views: Mapping[str, View]) -> str | None:

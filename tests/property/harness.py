@@ -14,8 +14,21 @@ from hypothesis import note
 
 import ivm
 from ivm.testing import scenario as harness
-from ivm.testing.scenario import (Approximate, Rewritten, View, create_views, definition,
-                                  oracle, pinned_settings, scratch_database, session_settings)
+
+# Approximate, Rewritten, create_views, pinned_settings and session_settings: for the tests,
+# which import them from here
+from ivm.testing.scenario import (  # noqa: F401
+    Approximate,
+    Rewritten,
+    View,
+    create_views,
+    definition,
+    oracle,
+    pinned_settings,
+    scratch_database,
+    session_settings,
+)
+
 from strategies import SOURCES, Scenario
 
 
@@ -38,9 +51,11 @@ def both_sides(spark, name: str, view: View) -> str:
     view_rows = _sorted(spark.table(name).collect())
     oracle_rows = _sorted(spark.sql(oracle(view)).collect())
     delta_sql = ivm.compile(definition(view), spark=spark).delta_sql.replace("\n", "\n    ")
-    return (f"\n  view   ({len(view_rows)} rows): {view_rows}"
-            f"\n  oracle ({len(oracle_rows)} rows): {oracle_rows}"
-            f"\n  delta query:\n    {delta_sql}")
+    return (
+        f"\n  view   ({len(view_rows)} rows): {view_rows}"
+        f"\n  oracle ({len(oracle_rows)} rows): {oracle_rows}"
+        f"\n  delta query:\n    {delta_sql}"
+    )
 
 
 def example_database(spark):
@@ -52,10 +67,21 @@ def create_sources(spark, tables: Mapping[str, list[tuple]]) -> None:
     harness.create_sources(spark, [SOURCES[t] for t in tables], tables)
 
 
-def check_views(spark, views: Mapping[str, View], when: str,
-                created: Mapping[str, str] | None = None, few_rows: bool = True) -> None:
-    harness.check_views(spark, views, when, created, few_rows,
-                        detail=lambda name, view: both_sides(spark, name, view))
+def check_views(
+    spark,
+    views: Mapping[str, View],
+    when: str,
+    created: Mapping[str, str] | None = None,
+    few_rows: bool = True,
+) -> None:
+    harness.check_views(
+        spark,
+        views,
+        when,
+        created,
+        few_rows,
+        detail=lambda name, view: both_sides(spark, name, view),
+    )
 
 
 def refresh_views(spark, views: Mapping[str, View], full: bool = False) -> list:
@@ -64,6 +90,12 @@ def refresh_views(spark, views: Mapping[str, View], full: bool = False) -> list:
 
 def run_scenario(spark, scenario: Scenario, views: Mapping[str, View], log=note) -> None:
     """:func:`ivm.testing.scenario.run_scenario` over the sources of ``scenario``."""
-    harness.run_scenario(spark, scenario, [SOURCES[t] for t in scenario.tables],
-                         views, log=log, spelled=respell,
-                         detail=lambda name, view: both_sides(spark, name, view))
+    harness.run_scenario(
+        spark,
+        scenario,
+        [SOURCES[t] for t in scenario.tables],
+        views,
+        log=log,
+        spelled=respell,
+        detail=lambda name, view: both_sides(spark, name, view),
+    )

@@ -145,10 +145,17 @@ def _lateral_views(query: exp.Expr) -> exp.Expr:
     may read the columns of the one before it; ``explode`` is the same without ``p``."""
     for select in query.find_all(exp.Select):
         laterals = select.args.get("laterals") or []
-        if any(lateral.args.get("outer") or isinstance(lateral.this, exp.Posexplode)
-               for lateral in laterals):
-            select.set("joins", [*(select.args.get("joins") or []),
-                                 *(_lateral_join(lateral) for lateral in laterals)])
+        if any(
+            lateral.args.get("outer") or isinstance(lateral.this, exp.Posexplode)
+            for lateral in laterals
+        ):
+            select.set(
+                "joins",
+                [
+                    *(select.args.get("joins") or []),
+                    *(_lateral_join(lateral) for lateral in laterals),
+                ],
+            )
             select.set("laterals", [])
     return query
 
@@ -156,32 +163,38 @@ def _lateral_views(query: exp.Expr) -> exp.Expr:
 def _lateral_join(lateral: exp.Lateral) -> exp.Join:
     generator = lateral.this
     if not isinstance(generator, exp.Explode):
-        raise Untranslated(f"{generator.sql('spark')} beside a LATERAL VIEW OUTER or "
-                           "posexplode")
+        raise Untranslated(f"{generator.sql('spark')} beside a LATERAL VIEW OUTER or posexplode")
     positional = isinstance(generator, exp.Posexplode)
     alias = lateral.args["alias"]
     names = [c.copy() for c in alias.columns] or [
-        exp.to_identifier(n) for n in (("pos", "col") if positional else ("col",))]
+        exp.to_identifier(n) for n in (("pos", "col") if positional else ("col",))
+    ]
     outputs = [exp.alias_(exp.column(ELEMENT), names[-1])]
     if positional:
-        outputs.insert(0, exp.alias_(exp.Sub(this=exp.column(ORDINAL),
-                                             expression=exp.Literal.number(1)), names[0]))
-    unnest = exp.Unnest(expressions=[generator.this.copy()],
-                        alias=exp.TableAlias(this=exp.to_identifier("u"),
-                                             columns=[exp.to_identifier(ELEMENT)]),
-                        offset=exp.to_identifier(ORDINAL) if positional else None)
+        outputs.insert(
+            0,
+            exp.alias_(
+                exp.Sub(this=exp.column(ORDINAL), expression=exp.Literal.number(1)), names[0]
+            ),
+        )
+    unnest = exp.Unnest(
+        expressions=[generator.this.copy()],
+        alias=exp.TableAlias(this=exp.to_identifier("u"), columns=[exp.to_identifier(ELEMENT)]),
+        offset=exp.to_identifier(ORDINAL) if positional else None,
+    )
     rows = exp.Subquery(this=exp.Select(expressions=outputs, from_=exp.From(this=unnest)))
-    return exp.Join(this=exp.Lateral(this=rows, alias=exp.TableAlias(this=alias.this.copy(),
-                                                                     columns=names)),
-                    side="LEFT" if lateral.args.get("outer") else None, on=exp.true())
+    return exp.Join(
+        this=exp.Lateral(this=rows, alias=exp.TableAlias(this=alias.this.copy(), columns=names)),
+        side="LEFT" if lateral.args.get("outer") else None,
+        on=exp.true(),
+    )
 
 
 def _semi_joins_on_true(query: exp.Expr) -> exp.Expr:
     """Each LEFT SEMI or LEFT ANTI JOIN without ON given ``ON TRUE``, which DuckDB needs (in
     Spark, every left row while the right input has a row, or while it has none)."""
     for join in query.find_all(exp.Join):
-        if join.kind in ("SEMI", "ANTI") and not (join.args.get("on")
-                                                   or join.args.get("using")):
+        if join.kind in ("SEMI", "ANTI") and not (join.args.get("on") or join.args.get("using")):
             join.set("on", exp.true())
     return query
 
@@ -206,8 +219,7 @@ def _no_total_of_no_rows(query: exp.Expr) -> exp.Expr:
         if group and group.find(exp.Rollup, exp.Cube, exp.GroupingSets):
             some = exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0))
             having = select.args.get("having")
-            select.set("having", exp.Having(this=exp.and_(having.this, some) if having
-                                            else some))
+            select.set("having", exp.Having(this=exp.and_(having.this, some) if having else some))
     return query
 
 
@@ -266,22 +278,30 @@ def connect() -> duckdb.DuckDBPyConnection:
     return _connection
 
 
-def load(connection, name: str, columns: Sequence[tuple[str, str]], rows: Sequence[tuple],
-         weights: Sequence[int] | None = None) -> None:
+def load(
+    connection,
+    name: str,
+    columns: Sequence[tuple[str, str]],
+    rows: Sequence[tuple],
+    weights: Sequence[int] | None = None,
+) -> None:
     """Create the table ``name`` of ``columns`` ((name, Spark type) pairs) holding ``rows``,
     each with its weight as :data:`~ivm.zset.WEIGHT` if ``weights`` are given."""
     spec = [f'"{column}" {_type(type_)}' for column, type_ in columns]
     spec += [f"{WEIGHT} BIGINT"] if weights is not None else []
-    if not spec:    # a source of which the view reads no column (COUNT(*) FROM t)
+    if not spec:  # a source of which the view reads no column (COUNT(*) FROM t)
         spec, rows = ["_row BOOLEAN"], [(True,) for _ in rows]
     connection.execute(f'CREATE OR REPLACE TABLE "{name}" ({", ".join(spec)})')
-    data = [tuple(list(v) if isinstance(v, tuple) else v for v in row)  # an ARRAY's values
-            + ((weight,) if weights is not None else ())
-            for row, weight in zip(rows, weights if weights is not None else [None] * len(rows))]
-    if data:    # one statement: DuckDB runs executemany's statement once per row
+    data = [
+        tuple(list(v) if isinstance(v, tuple) else v for v in row)  # an ARRAY's values
+        + ((weight,) if weights is not None else ())
+        for row, weight in zip(rows, weights if weights is not None else [None] * len(rows))
+    ]
+    if data:  # one statement: DuckDB runs executemany's statement once per row
         marks = ", ".join([f"({', '.join('?' * len(data[0]))})"] * len(data))
-        connection.execute(f'INSERT INTO "{name}" VALUES {marks}',
-                           [value for row in data for value in row])
+        connection.execute(
+            f'INSERT INTO "{name}" VALUES {marks}', [value for row in data for value in row]
+        )
 
 
 def _project(table_columns: Sequence[tuple[str, str]], used: Sequence[str], rows):
@@ -289,8 +309,10 @@ def _project(table_columns: Sequence[tuple[str, str]], used: Sequence[str], rows
     compiler's lowercase names), and those columns with their types."""
     names = [name.lower() for name, _ in table_columns]
     at = [names.index(column) for column in used]
-    return ([(column, table_columns[i][1]) for column, i in zip(used, at)],
-            [tuple(row[i] for i in at) for row in rows])
+    return (
+        [(column, table_columns[i][1]) for column, i in zip(used, at)],
+        [tuple(row[i] for i in at) for row in rows],
+    )
 
 
 def _bind(connection, compiled: CompiledView, schema, before, after) -> None:
@@ -303,8 +325,13 @@ def _bind(connection, compiled: CompiledView, schema, before, after) -> None:
         rows = [row for row, weight in change.items() if weight]
         load(connection, relation_name(table, Read.BEFORE), columns, old)
         load(connection, relation_name(table, Read.AFTER), columns, new)
-        load(connection, relation_name(table, Read.DELTA), columns, rows,
-             [change[row] for row in rows])
+        load(
+            connection,
+            relation_name(table, Read.DELTA),
+            columns,
+            rows,
+            [change[row] for row in rows],
+        )
 
 
 def _canonical(value):
@@ -312,8 +339,9 @@ def _canonical(value):
     Float sums added in another order differ in the last bits, a lost retraction
     (1e16 + 1.0 - 1e16 giving 0.0) in the first."""
     if isinstance(value, float):
-        return repr(value) if math.isnan(value) or math.isinf(value) \
-            else float(f"{value:.12g}") + 0.0
+        return (
+            repr(value) if math.isnan(value) or math.isinf(value) else float(f"{value:.12g}") + 0.0
+        )
     return value
 
 
@@ -331,8 +359,11 @@ _sources: duckdb.DuckDBPyConnection | None = None
 _loaded: dict[tuple[str, str], tuple] = {}
 
 
-def _original_rows(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
-                   snapshots: Mapping[str, Mapping[str, Sequence[tuple]]]) -> dict[str, Rows]:
+def _original_rows(
+    sql: str,
+    schema: Mapping[str, Sequence[tuple[str, str]]],
+    snapshots: Mapping[str, Mapping[str, Sequence[tuple]]],
+) -> dict[str, Rows]:
     """The rows of the view's own SQL (:func:`original_query`) over each snapshot of the
     sources (by name), the source tables under their own names, with all their columns. They
     live in a DuckDB of their own, each snapshot in a schema of its name, and a table is
@@ -341,20 +372,24 @@ def _original_rows(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
     try:
         query = original_query(sql)
     except (SqlglotError, Untranslated) as error:
-        return dict.fromkeys(snapshots, Failed(f"no DuckDB translation: "
-                                               f"{str(error).splitlines()[0]}"))
+        return dict.fromkeys(
+            snapshots, Failed(f"no DuckDB translation: {str(error).splitlines()[0]}")
+        )
     if _sources is None:
         _sources = duckdb.connect()
         for statement in SPARK_FUNCTIONS:
             _sources.execute(statement)
     results: dict[str, Rows] = {}
     for snapshot, rows in snapshots.items():
-        _sources.execute(f"CREATE SCHEMA IF NOT EXISTS {snapshot}; SET schema = '{snapshot}'; "
-                         f"SET search_path = '{snapshot},main'")
+        _sources.execute(
+            f"CREATE SCHEMA IF NOT EXISTS {snapshot}; SET schema = '{snapshot}'; "
+            f"SET search_path = '{snapshot},main'"
+        )
         for table, columns in schema.items():
             if _loaded.get((snapshot, table)) != (columns, rows[table]):
-                load(_sources, table, [(name.lower(), type_) for name, type_ in columns],
-                     rows[table])
+                load(
+                    _sources, table, [(name.lower(), type_) for name, type_ in columns], rows[table]
+                )
                 _loaded[snapshot, table] = (columns, rows[table])
         try:
             results[snapshot] = _rows(_sources, query)
@@ -392,14 +427,18 @@ def _inexact_sums(connection, compiled: CompiledView) -> bool:
     """Whether the store keeps a sum the runtime recomputes rather than folds: one of floats,
     or a decimal with no digit to carry (:func:`ivm.store.is_exact`). DuckDB sums integers
     as HUGEINT, which is exact."""
-    types = dict(connection.execute("SELECT column_name, column_type FROM "
-                                    "(DESCRIBE store)").fetchall())
+    types = dict(
+        connection.execute("SELECT column_name, column_type FROM (DESCRIBE store)").fetchall()
+    )
 
     def exact(type_: str) -> bool:
         return type_ == "HUGEINT" or is_exact(
-            exp.DataType.build(type_, dialect="duckdb").sql("spark"))
-    return any(acc.kind == "sum" and not exact(types[acc.name])
-               for acc in compiled.store.accumulators)
+            exp.DataType.build(type_, dialect="duckdb").sql("spark")
+        )
+
+    return any(
+        acc.kind == "sum" and not exact(types[acc.name]) for acc in compiled.store.accumulators
+    )
 
 
 @dataclass(frozen=True)
@@ -408,43 +447,63 @@ class _Statements:
     so made once per process (:func:`_statements`)."""
 
     compiled: CompiledView
-    full: str                   # every store row, over the AFTER relations
-    delta: str                  # the delta query
-    negative: str               # the change's rows that would leave a count below zero
-    merge: str                  # the runtime's MERGE of ``change`` into ``store``, unguarded
-    views: dict[str, str]       # the view's rows, of the stores ``store`` and ``fresh``
-    inserting: tuple[str, str] | None   # the delta query for changes that insert rows only,
-                                        # and the name it reads the store by (None: none)
+    full: str  # every store row, over the AFTER relations
+    delta: str  # the delta query
+    negative: str  # the change's rows that would leave a count below zero
+    merge: str  # the runtime's MERGE of ``change`` into ``store``, unguarded
+    views: dict[str, str]  # the view's rows, of the stores ``store`` and ``fresh``
+    inserting: tuple[str, str] | None  # the delta query for changes that insert rows only,
+    # and the name it reads the store by (None: none)
 
 
 @functools.lru_cache(maxsize=1024)
-def _statements(sql: str, schema: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
-                ) -> tuple[tuple[str | None, _Statements], ...]:
+def _statements(
+    sql: str, schema: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+) -> tuple[tuple[str | None, _Statements], ...]:
     """The statements of each state table of the view (by name), then of the view (None)."""
     compiled = compile(sql, {t: dict(columns) for t, columns in schema})
-    return tuple((table, _part_statements(part))
-                 for table, part in [*compiled.states, (None, compiled)])
+    return tuple(
+        (table, _part_statements(part)) for table, part in [*compiled.states, (None, compiled)]
+    )
 
 
 def _part_statements(compiled: CompiledView) -> _Statements:
-    on = " AND ".join(f'store."{k}" IS NOT DISTINCT FROM change."{k}"'
-                      for k in compiled.store.keys) or "TRUE"
-    merge = codegen.merge_statement(compiled.store, "store", sqlglot.parse_one(
-        "SELECT * FROM change"))
-    whens = merge.args["whens"]     # DuckDB runs every action eagerly: the guard is a query
-    whens.set("expressions", [w for w in whens.expressions if not any(
-        literal.this == NEGATIVE_COUNT for literal in w.find_all(exp.Literal))])
+    on = (
+        " AND ".join(f'store."{k}" IS NOT DISTINCT FROM change."{k}"' for k in compiled.store.keys)
+        or "TRUE"
+    )
+    merge = codegen.merge_statement(
+        compiled.store, "store", sqlglot.parse_one("SELECT * FROM change")
+    )
+    whens = merge.args["whens"]  # DuckDB runs every action eagerly: the guard is a query
+    whens.set(
+        "expressions",
+        [
+            w
+            for w in whens.expressions
+            if not any(literal.this == NEGATIVE_COUNT for literal in w.find_all(exp.Literal))
+        ],
+    )
     inserting = compiled.inserting()
-    stored = None if inserting is None else next(   # the rules read the view's own store
-        relation_name(s.table, s.read) for s in scans(inserting.maintenance.delta)
-        if s.read is Read.STORE)
+    stored = (
+        None
+        if inserting is None
+        else next(  # the rules read the view's own store
+            relation_name(s.table, s.read)
+            for s in scans(inserting.maintenance.delta)
+            if s.read is Read.STORE
+        )
+    )
     return _Statements(
-        compiled, duck(compiled.full_query), duck(compiled.delta_query),
+        compiled,
+        duck(compiled.full_query),
+        duck(compiled.delta_query),
         f"SELECT change.* FROM change LEFT JOIN store ON {on} "
-        f"WHERE COALESCE(store.{COUNT}, 0) + change.{COUNT} < 0", duck(merge),
+        f"WHERE COALESCE(store.{COUNT}, 0) + change.{COUNT} < 0",
+        duck(merge),
         {store: duck(codegen.view_query(compiled.store, store)) for store in ("store", "fresh")},
-        None if inserting is None or stored is None else (duck(inserting.delta_query),
-                                                          stored))
+        None if inserting is None or stored is None else (duck(inserting.delta_query), stored),
+    )
 
 
 def _fold(connection, statements: _Statements, inserts_only: bool) -> bool:
@@ -487,9 +546,13 @@ class _Kept:
     source: tuple[list, list, list] | None = None
 
 
-def check_identity(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
-                   before: Mapping[str, Sequence[tuple]],
-                   after: Mapping[str, Sequence[tuple]], original: str | None = None) -> Outcome:
+def check_identity(
+    sql: str,
+    schema: Mapping[str, Sequence[tuple[str, str]]],
+    before: Mapping[str, Sequence[tuple]],
+    after: Mapping[str, Sequence[tuple]],
+    original: str | None = None,
+) -> Outcome:
     """Whether ``fold(full(before), delta(before, after)) = full(after)`` for the view ``sql``
     over tables of ``schema`` ({table: [(column, Spark type)]}) holding ``before`` and then
     ``after`` rows: for each of its state tables, then for the view, which reads the state
@@ -499,28 +562,57 @@ def check_identity(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
     expected = _original_rows(original or sql, schema, {"before": before, "after": after})
     schema, before, after = dict(schema), dict(before), dict(after)
     *states, (_, statements) = _statements(
-        sql, tuple((t, tuple(columns)) for t, columns in schema.items()))
+        sql, tuple((t, tuple(columns)) for t, columns in schema.items())
+    )
     for table, part in states:
         kept = _check(part, schema, before, after)
-        if kept.source is None:     # the state table's query overflowed: so does the view's
-            return _verdict(kept.how, [
-                ("the view before the change",
-                 kept.before if isinstance(kept.before, Failed) else None,
-                 "its SQL before the change", expected["before"]),
-                ("the view after the change", kept.fresh if isinstance(kept.fresh, Failed)
-                 else None, "its SQL after the change", expected["after"])])
-        outcome = _verdict(kept.how, [(f"the state table {table} folded", kept.folded,
-                                       f"the state table {table} recomputed", kept.fresh)])
+        if kept.source is None:  # the state table's query overflowed: so does the view's
+            return _verdict(
+                kept.how,
+                [
+                    (
+                        "the view before the change",
+                        kept.before if isinstance(kept.before, Failed) else None,
+                        "its SQL before the change",
+                        expected["before"],
+                    ),
+                    (
+                        "the view after the change",
+                        kept.fresh if isinstance(kept.fresh, Failed) else None,
+                        "its SQL after the change",
+                        expected["after"],
+                    ),
+                ],
+            )
+        outcome = _verdict(
+            kept.how,
+            [
+                (
+                    f"the state table {table} folded",
+                    kept.folded,
+                    f"the state table {table} recomputed",
+                    kept.fresh,
+                )
+            ],
+        )
         if not outcome.holds:
             return outcome
         schema[table], before[table], after[table] = kept.source
     kept = _check(statements, schema, before, after)
-    return _verdict(kept.how, [
-        ("the view folded", kept.folded, "the view recomputed", kept.fresh),
-        ("the view before the change", kept.before, "its SQL before the change",
-         expected["before"]),
-        ("the view recomputed", kept.fresh, "its SQL after the change", expected["after"]),
-        ("the view folded", kept.folded, "its SQL after the change", expected["after"])])
+    return _verdict(
+        kept.how,
+        [
+            ("the view folded", kept.folded, "the view recomputed", kept.fresh),
+            (
+                "the view before the change",
+                kept.before,
+                "its SQL before the change",
+                expected["before"],
+            ),
+            ("the view recomputed", kept.fresh, "its SQL after the change", expected["after"]),
+            ("the view folded", kept.folded, "its SQL after the change", expected["after"]),
+        ],
+    )
 
 
 def _check(statements: _Statements, schema, before, after) -> _Kept:
@@ -536,17 +628,22 @@ def _check(statements: _Statements, schema, before, after) -> _Kept:
             return _Kept("the query fails on these rows", Failed(str(error).splitlines()[0]))
         raise
     old = connection.execute(statements.views["store"]).fetchall()
-    columns = [(name, exp.DataType.build(type_, dialect="duckdb").sql("spark"))
-               for name, type_ in connection.execute(
-                   f"SELECT column_name, column_type FROM (DESCRIBE {statements.views['store']})"
-               ).fetchall()]
+    columns = [
+        (name, exp.DataType.build(type_, dialect="duckdb").sql("spark"))
+        for name, type_ in connection.execute(
+            f"SELECT column_name, column_type FROM (DESCRIBE {statements.views['store']})"
+        ).fetchall()
+    ]
     _bind(connection, compiled, schema, before, after)
     try:
         connection.execute(f"CREATE TABLE fresh AS {statements.full}")
     except duckdb.Error as error:
         if _overflow(error):
-            return _Kept("the query fails on these rows", _canonical_rows(old),
-                         Failed(str(error).splitlines()[0]))
+            return _Kept(
+                "the query fails on these rows",
+                _canonical_rows(old),
+                Failed(str(error).splitlines()[0]),
+            )
         raise
     new = connection.execute(statements.views["fresh"]).fetchall()
     connection.execute("DROP TABLE fresh")
@@ -559,12 +656,19 @@ def _check(statements: _Statements, schema, before, after) -> _Kept:
         if _overflow(error):
             return replace(kept, how="recomputed: a sum overflowed")
         raise
-    return replace(kept, how="folded inserts only" if appended else "folded",
-                   folded=_rows(connection, statements.views["store"]))
+    return replace(
+        kept,
+        how="folded inserts only" if appended else "folded",
+        folded=_rows(connection, statements.views["store"]),
+    )
 
 
-def check_passes(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
-                 rows: Mapping[str, Sequence[tuple]], original: str | None = None) -> Outcome:
+def check_passes(
+    sql: str,
+    schema: Mapping[str, Sequence[tuple[str, str]]],
+    rows: Mapping[str, Sequence[tuple]],
+    original: str | None = None,
+) -> Outcome:
     """Whether the passes keep the view's rows: its plan as lowered and as the passes leave
     it give the same multiset over tables of ``schema`` holding ``rows``, that of
     ``original`` (its own SQL, ``sql`` unless given)."""
@@ -585,10 +689,17 @@ def check_passes(sql: str, schema: Mapping[str, Sequence[tuple[str, str]]],
             if not _overflow(error):
                 raise
             results.append(Failed(str(error).splitlines()[0]))
-    how = ("the query fails on these rows" if any(isinstance(r, Failed) for r in results)
-           else "both plans ran")
+    how = (
+        "the query fails on these rows"
+        if any(isinstance(r, Failed) for r in results)
+        else "both plans ran"
+    )
     as_lowered, optimized = results
-    return _verdict(how, [
-        ("the plan the passes leave", optimized, "the plan as lowered", as_lowered),
-        ("the plan as lowered", as_lowered, "its SQL", expected),
-        ("the plan the passes leave", optimized, "its SQL", expected)])
+    return _verdict(
+        how,
+        [
+            ("the plan the passes leave", optimized, "the plan as lowered", as_lowered),
+            ("the plan as lowered", as_lowered, "its SQL", expected),
+            ("the plan the passes leave", optimized, "its SQL", expected),
+        ],
+    )

@@ -29,17 +29,32 @@ from hypothesis import strategies as st
 
 from ivm.names import quote as ident
 from ivm.testing import data
+
 # ANSI_OFF, Scenario, TIMES, ZONES and render: for the tests, which import them from here
-from ivm.testing.data import (ANSI_OFF, CHANGE_KINDS, DATES, TIMES, ZONES, Column, Scenario,
-                              Source, literal, render)
+from ivm.testing.data import (  # noqa: F401
+    ANSI_OFF,
+    CHANGE_KINDS,
+    DATES,
+    TIMES,
+    ZONES,
+    Column,
+    Scenario,
+    Source,
+    literal,
+    render,
+)
 
 KEYS = (0, 1, 2)
 
 SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
-    "r": (("k", "INT"), ("a", "INT"), ("b", "DECIMAL(18,8)"), ("s", "STRING"),
-          ("Rate", "DOUBLE")),
-    "s": (("k", "INT"), ("c", "INT"), ("d", "STRING"), ("order", "TIMESTAMP"),
-          ("tags", "ARRAY<STRING>")),
+    "r": (("k", "INT"), ("a", "INT"), ("b", "DECIMAL(18,8)"), ("s", "STRING"), ("Rate", "DOUBLE")),
+    "s": (
+        ("k", "INT"),
+        ("c", "INT"),
+        ("d", "STRING"),
+        ("order", "TIMESTAMP"),
+        ("tags", "ARRAY<STRING>"),
+    ),
     "t": (("c", "INT"), ("e", "INT"), ("x", "DECIMAL(38,18)"), ("größe", "DECIMAL(38,0)")),
 }
 """The source tables. ``r.k = s.k`` and ``s.c = t.c`` are the join keys. Names are as
@@ -53,8 +68,17 @@ DOMAINS: dict[tuple[str, str], tuple] = {
     ("r", "k"): KEYS,
     ("r", "a"): (-1, 0, 1, 2, 3),
     # the last digit of scale, and a magnitude that doubling in UPDATEs cannot overflow
-    ("r", "b"): tuple(Decimal(v) for v in ("0.12345678", "0.00000001", "-1.50000000", "2.00000000",
-                                           "123456.78901234", "0.12345678")),
+    ("r", "b"): tuple(
+        Decimal(v)
+        for v in (
+            "0.12345678",
+            "0.00000001",
+            "-1.50000000",
+            "2.00000000",
+            "123456.78901234",
+            "0.12345678",
+        )
+    ),
     ("r", "s"): ("it's", "x", "y", "", "it's"),
     ("r", "Rate"): FLOATS,
     ("s", "k"): KEYS,
@@ -66,13 +90,27 @@ DOMAINS: dict[tuple[str, str], tuple] = {
     ("t", "c"): KEYS,
     ("t", "e"): (-1, 0, 1, 2),
     # 18 digits of scale, 13 integer digits: sums over joins of a million rows still fit
-    ("t", "x"): tuple(Decimal(v) for v in (
-        "0.123456789012345678", "0.000000000000000001", "-9999999999999.999999999999999999",
-        "2.5", "0.123456789012345678")),
+    ("t", "x"): tuple(
+        Decimal(v)
+        for v in (
+            "0.123456789012345678",
+            "0.000000000000000001",
+            "-9999999999999.999999999999999999",
+            "2.5",
+            "0.123456789012345678",
+        )
+    ),
     # large magnitudes; the headroom to 10^38 is for sums, not for the values
-    ("t", "größe"): tuple(Decimal(v) for v in (
-        "1000000000000000000000000000000", "-999999999999999999999999999999", "1", "0",
-        "1000000000000000000000000000000")),
+    ("t", "größe"): tuple(
+        Decimal(v)
+        for v in (
+            "1000000000000000000000000000000",
+            "-999999999999999999999999999999",
+            "1",
+            "0",
+            "1000000000000000000000000000000",
+        )
+    ),
 }
 """The non-NULL values of each column (NULL is drawn too); a value listed twice is drawn twice
 as often."""
@@ -84,11 +122,18 @@ MARKER = {"r": ("a", 99), "s": ("c", 99), "t": ("e", 99)}
 
 KEY_COLUMNS = {("r", "k"), ("s", "k"), ("s", "c"), ("t", "c")}
 
-SOURCES = {table: Source(table, tuple(Column(name, type_, DOMAINS[table, name],
-                                             key=(table, name) in KEY_COLUMNS)
-                                      for name, type_ in columns),
-                         MAX_ROWS[table], MARKER[table])
-           for table, columns in SCHEMAS.items()}
+SOURCES = {
+    table: Source(
+        table,
+        tuple(
+            Column(name, type_, DOMAINS[table, name], key=(table, name) in KEY_COLUMNS)
+            for name, type_ in columns
+        ),
+        MAX_ROWS[table],
+        MARKER[table],
+    )
+    for table, columns in SCHEMAS.items()
+}
 
 
 def create_table(table: str) -> str:
@@ -107,14 +152,14 @@ def changes(table: str, known: list[tuple], kinds=CHANGE_KINDS) -> st.SearchStra
     return data.changes(SOURCES[table], known, kinds)
 
 
-def scenarios(tables=("r", "s", "t"), min_batches: int = 2,
-              max_batches: int = 4) -> st.SearchStrategy[Scenario]:
+def scenarios(
+    tables=("r", "s", "t"), min_batches: int = 2, max_batches: int = 4
+) -> st.SearchStrategy[Scenario]:
     return data.scenarios([SOURCES[t] for t in tables], min_batches, max_batches)
 
 
 @st.composite
-def unchanging_dimension_scenarios(draw, min_batches: int = 2,
-                                   max_batches: int = 4) -> Scenario:
+def unchanging_dimension_scenarios(draw, min_batches: int = 2, max_batches: int = 4) -> Scenario:
     """Scenarios whose changes leave t, the dimension of the drawn lookup joins
     (:func:`lookup_joins`), as it was created: r and s change."""
     scenario = draw(scenarios(("r", "s"), min_batches, max_batches))
@@ -154,17 +199,29 @@ def coarse(type_: str) -> str:
 
 def table_columns(table: str, qualified: bool = False) -> list[Expr]:
     """The scalar columns of a source table, with the values of their domains."""
-    return [Expr(f"{table}.{ident(c.name)}" if qualified else ident(c.name), coarse(c.type),
-                 tuple(dict.fromkeys(c.values)))
-            for c in SOURCES[table].columns if not c.type.startswith("ARRAY")]
+    return [
+        Expr(
+            f"{table}.{ident(c.name)}" if qualified else ident(c.name),
+            coarse(c.type),
+            tuple(dict.fromkeys(c.values)),
+        )
+        for c in SOURCES[table].columns
+        if not c.type.startswith("ARRAY")
+    ]
 
 
 def table_arrays(table: str) -> list[Expr]:
     """The ARRAY columns of a source table, typed by their elements' type, with the values
     of their elements."""
-    return [Expr(ident(c.name), c.type[len("ARRAY<"):-1],
-                 tuple(dict.fromkeys(v for a in c.values for v in a if v is not None)))
-            for c in SOURCES[table].columns if c.type.startswith("ARRAY")]
+    return [
+        Expr(
+            ident(c.name),
+            c.type[len("ARRAY<") : -1],
+            tuple(dict.fromkeys(v for a in c.values for v in a if v is not None)),
+        )
+        for c in SOURCES[table].columns
+        if c.type.startswith("ARRAY")
+    ]
 
 
 def _joined(parts) -> frozenset:
@@ -217,10 +274,14 @@ def conditions(columns) -> st.SearchStrategy[Expr]:
         atoms(columns),
         lambda inner: st.one_of(
             st.tuples(inner, st.sampled_from(["AND", "OR"]), inner).map(
-                lambda t: Expr(f"({t[0].sql} {t[1]} {t[2].sql})", "BOOLEAN", (True, False),
-                               t[0].constructs | t[2].constructs)),
-            inner.map(lambda p: Expr(f"NOT ({p.sql})", "BOOLEAN", (True, False),
-                                     p.constructs)),
+                lambda t: Expr(
+                    f"({t[0].sql} {t[1]} {t[2].sql})",
+                    "BOOLEAN",
+                    (True, False),
+                    t[0].constructs | t[2].constructs,
+                )
+            ),
+            inner.map(lambda p: Expr(f"NOT ({p.sql})", "BOOLEAN", (True, False), p.constructs)),
         ),
         max_leaves=3,
     )
@@ -255,14 +316,21 @@ GENERIC_DOMAINS = {
 
 SET_OPERATORS = ("UNION ALL", "UNION", "INTERSECT", "INTERSECT ALL", "EXCEPT", "EXCEPT ALL")
 
-JOINS = ("INNER JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL OUTER JOIN", "LEFT SEMI JOIN",
-         "LEFT ANTI JOIN")
+JOINS = (
+    "INNER JOIN",
+    "LEFT JOIN",
+    "RIGHT JOIN",
+    "FULL OUTER JOIN",
+    "LEFT SEMI JOIN",
+    "LEFT ANTI JOIN",
+)
 
 JOIN_FILTERS = {
-    "INNER JOIN": "WHERE over an inner join", "CROSS JOIN": "WHERE over an inner join",
-    **{join: "WHERE over an outer join"
-       for join in ("LEFT JOIN", "RIGHT JOIN", "FULL OUTER JOIN")},
-    **{join: "WHERE over a semi or anti join" for join in ("LEFT SEMI JOIN", "LEFT ANTI JOIN")}}
+    "INNER JOIN": "WHERE over an inner join",
+    "CROSS JOIN": "WHERE over an inner join",
+    **{join: "WHERE over an outer join" for join in ("LEFT JOIN", "RIGHT JOIN", "FULL OUTER JOIN")},
+    **{join: "WHERE over a semi or anti join" for join in ("LEFT SEMI JOIN", "LEFT ANTI JOIN")},
+}
 """The construct a WHERE over each join is (see :data:`CONSTRUCTS`)."""
 
 CONSTRUCTS: dict[str, str | None] = {
@@ -422,8 +490,10 @@ class Select:
 
     @property
     def columns(self) -> tuple[Expr, ...]:
-        return tuple(Expr(output(i), e.type, e.domain, approximate=e.approximate)
-                     for i, e in enumerate(self.outputs))
+        return tuple(
+            Expr(output(i), e.type, e.domain, approximate=e.approximate)
+            for i, e in enumerate(self.outputs)
+        )
 
     @property
     def joins(self) -> int:
@@ -431,13 +501,21 @@ class Select:
 
     @property
     def constructs(self) -> frozenset:
-        parts = [*self.outputs, *(self.group or ()),
-                 *(e for e in (self.on, self.where, self.having, self.lateral) if e is not None),
-                 *([self.qualify.window] if self.qualify is not None else [])]
-        own = {"WHERE": self.where is not None, "HAVING": self.having is not None,
-               "GROUP BY": bool(self.group), "global aggregate": self.group == (),
-               "SELECT DISTINCT": self.distinct, "QUALIFY": self.qualify is not None,
-               "ORDER BY LIMIT": self.top is not None}
+        parts = [
+            *self.outputs,
+            *(self.group or ()),
+            *(e for e in (self.on, self.where, self.having, self.lateral) if e is not None),
+            *([self.qualify.window] if self.qualify is not None else []),
+        ]
+        own = {
+            "WHERE": self.where is not None,
+            "HAVING": self.having is not None,
+            "GROUP BY": bool(self.group),
+            "global aggregate": self.group == (),
+            "SELECT DISTINCT": self.distinct,
+            "QUALIFY": self.qualify is not None,
+            "ORDER BY LIMIT": self.top is not None,
+        }
         if self.grouping is not None:
             own[self.grouping] = True
         if self.lookup is not None:
@@ -460,9 +538,10 @@ class SetOperation:
     @property
     def columns(self) -> tuple[Expr, ...]:
         pairs = zip(self.left.outputs, self.right.outputs)
-        return tuple(Expr(output(i), wider(a.type, b.type),
-                          tuple(dict.fromkeys(a.domain + b.domain)))
-                     for i, (a, b) in enumerate(pairs))
+        return tuple(
+            Expr(output(i), wider(a.type, b.type), tuple(dict.fromkeys(a.domain + b.domain)))
+            for i, (a, b) in enumerate(pairs)
+        )
 
     @property
     def joins(self) -> int:
@@ -504,10 +583,17 @@ class _Renderer:
     def query(self, relation) -> Query:
         body = self.body(relation)
         if self.ctes:
-            body = "WITH " + ", ".join(f"{name} AS ({sql})"
-                                       for name, sql, _ in self.ctes.values()) + " " + body
-        approximate = (tuple(c.sql.strip("`") for c in relation.columns if c.approximate)
-                       if isinstance(relation, Select) else ())
+            body = (
+                "WITH "
+                + ", ".join(f"{name} AS ({sql})" for name, sql, _ in self.ctes.values())
+                + " "
+                + body
+            )
+        approximate = (
+            tuple(c.sql.strip("`") for c in relation.columns if c.approximate)
+            if isinstance(relation, Select)
+            else ()
+        )
         return Query(body, frozenset(self.constructs), approximate)
 
     def body(self, relation) -> str:
@@ -515,8 +601,10 @@ class _Renderer:
             self.constructs.add(relation.operator)
             if relation.top is not None:
                 self.constructs.add("ORDER BY LIMIT of a set operation")
-            return (f"{self.body(relation.left)} {relation.operator} "
-                    f"{self.body(relation.right)}{_order_limit(relation.top)}")
+            return (
+                f"{self.body(relation.left)} {relation.operator} "
+                f"{self.body(relation.right)}{_order_limit(relation.top)}"
+            )
         self.constructs |= relation.constructs
         items = [self.from_item(source) for source in relation.sources]
         aliases = [alias for _, alias in items]
@@ -537,8 +625,7 @@ class _Renderer:
             joined = items[1][0]
             if relation.lookup is not None and not self.oracle:
                 table, alias = joined.split(" AS ")
-                joined = f"{table} FOR SYSTEM_TIME AS OF {fill(relation.lookup)} " \
-                         f"AS {alias}"
+                joined = f"{table} FOR SYSTEM_TIME AS OF {fill(relation.lookup)} AS {alias}"
             elif relation.lookup is None:
                 self.constructs.add(relation.join)
             sql += f" {relation.join} {joined}"
@@ -612,8 +699,9 @@ def to_sql(relation) -> Query:
     'SELECT x0 FROM (SELECT q1.a AS x0, ROW_NUMBER() OVER (PARTITION BY q1.k ORDER BY q1.a) AS qualify_rank FROM r AS q1) AS qualified WHERE qualify_rank = 1'
     """
     if isinstance(relation, Table):
-        relation = Select((relation,), tuple(Expr(f"{{0}}.{c.sql}", c.type, c.domain)
-                                             for c in relation.columns))
+        relation = Select(
+            (relation,), tuple(Expr(f"{{0}}.{c.sql}", c.type, c.domain) for c in relation.columns)
+        )
     query = _Renderer().query(relation)
     oracle = _Renderer(oracle=True).query(relation).sql
     return query if oracle == query.sql else replace(query, oracle=oracle)
@@ -623,8 +711,9 @@ def _columns_of(relation, side: int | str) -> list[Expr]:
     """``relation``'s output columns as read from FROM item number ``side`` (or, for a
     subquery's relation, ``"s"``), without the approximate ones, which no query reads
     again."""
-    return [Expr(f"{{{side}}}.{c.sql}", c.type, c.domain) for c in relation.columns
-            if not c.approximate]
+    return [
+        Expr(f"{{{side}}}.{c.sql}", c.type, c.domain) for c in relation.columns if not c.approximate
+    ]
 
 
 def _sometimes(draw, one_in: int) -> bool:
@@ -637,8 +726,7 @@ def _text(value) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, float):
-        return {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}.get(str(value),
-                                                                          str(value))
+        return {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}.get(str(value), str(value))
     return str(value)
 
 
@@ -651,13 +739,17 @@ def as_string(c: Expr) -> Expr:
 def _fits_int(domain) -> bool:
     """Every value casts to INT without overflow (ANSI mode raises)."""
     return all(not isinstance(v, float) or math.isfinite(v) for v in domain) and all(
-        abs(v) < 2 ** 31 for v in domain)
+        abs(v) < 2**31 for v in domain
+    )
 
 
 def _differences(a: Expr, b: Expr) -> tuple:
     """A few values of ``a - b``, the largest in magnitude among them."""
-    values = {float(x) - float(y) if isinstance(x, float) or isinstance(y, float) else x - y
-              for x in a.domain for y in b.domain}
+    values = {
+        float(x) - float(y) if isinstance(x, float) or isinstance(y, float) else x - y
+        for x in a.domain
+        for y in b.domain
+    }
     finite = sorted((v for v in values if v == v), key=abs)
     return tuple(finite[:4] + finite[-1:]) or GENERIC_DOMAINS["DOUBLE"]
 
@@ -695,37 +787,50 @@ def scalars(draw, columns) -> Expr:
         if shape == "value":
             return Expr(f"CASE WHEN {p.sql} THEN {c.sql} END", c.type, c.domain, used)
         q = draw(conditions(columns))
-        return Expr(f"CASE WHEN {p.sql} THEN 'lo' WHEN {q.sql} THEN 'mid' ELSE 'hi' END",
-                    "STRING", ("lo", "mid", "hi"), used | q.constructs)
+        return Expr(
+            f"CASE WHEN {p.sql} THEN 'lo' WHEN {q.sql} THEN 'mid' ELSE 'hi' END",
+            "STRING",
+            ("lo", "mid", "hi"),
+            used | q.constructs,
+        )
     if form == "+":
-        return Expr(f"{c.sql} + 1", c.type, tuple(v + 1 for v in c.domain),
-                    used | {"arithmetic"})
+        return Expr(f"{c.sql} + 1", c.type, tuple(v + 1 for v in c.domain), used | {"arithmetic"})
     if form == "*":
-        return Expr(f"{c.sql} * 2", c.type, tuple(v * 2 for v in c.domain),
-                    used | {"arithmetic"})
+        return Expr(f"{c.sql} * 2", c.type, tuple(v * 2 for v in c.domain), used | {"arithmetic"})
     if form == "-":
         d = draw(st.sampled_from([n for n in columns if n.type in NUMBERS]))
         type_ = wider(c.type, d.type)
-        return Expr(f"{c.sql} - {d.sql}", type_, _differences(c, d),
-                    used | d.constructs | {"arithmetic"})
+        return Expr(
+            f"{c.sql} - {d.sql}", type_, _differences(c, d), used | d.constructs | {"arithmetic"}
+        )
     if form == "DATE":
-        return Expr(f"CAST({c.sql} AS DATE)", "DATE", tuple(dict.fromkeys(
-            v.date() for v in c.domain)), used | {"CAST"})
+        return Expr(
+            f"CAST({c.sql} AS DATE)",
+            "DATE",
+            tuple(dict.fromkeys(v.date() for v in c.domain)),
+            used | {"CAST"},
+        )
     if form == "HOUR":
-        return Expr(f"hour({c.sql})", "INT", tuple(dict.fromkeys(v.hour for v in c.domain)),
-                    used | {"hour"})
+        return Expr(
+            f"hour({c.sql})", "INT", tuple(dict.fromkeys(v.hour for v in c.domain)), used | {"hour"}
+        )
     if form == "CAST":
         used = used | {"CAST"}
-        targets = ["STRING"] + (["DECIMAL(12,2)"] if c.type in ("INT", "BIGINT") else
-                                ["INT"] if c.type == "BOOLEAN" or c.type in NUMBERS
-                                and _fits_int(c.domain) else [])
+        targets = ["STRING"] + (
+            ["DECIMAL(12,2)"]
+            if c.type in ("INT", "BIGINT")
+            else ["INT"]
+            if c.type == "BOOLEAN" or c.type in NUMBERS and _fits_int(c.domain)
+            else []
+        )
         target = draw(st.sampled_from(targets))
         if target == "STRING":
             return as_string(c)
         if target == "INT":
             return Expr(f"CAST({c.sql} AS INT)", "INT", GENERIC_DOMAINS["INT"], used)
-        return Expr(f"CAST({c.sql} AS DECIMAL(12,2))", "DECIMAL",
-                    tuple(Decimal(v) for v in c.domain), used)
+        return Expr(
+            f"CAST({c.sql} AS DECIMAL(12,2))", "DECIMAL", tuple(Decimal(v) for v in c.domain), used
+        )
     if form == "CONCAT":
         return Expr(f"CONCAT({c.sql}, '!')", "STRING", tuple(v + "!" for v in c.domain), used)
     if form == "UPPER":
@@ -743,20 +848,25 @@ def numbers(draw, columns) -> Expr:
     if form == "column":
         return c
     if form == "*":
-        return Expr(f"{c.sql} * 2", c.type, tuple(v * 2 for v in c.domain),
-                    c.constructs | {"arithmetic"})
+        return Expr(
+            f"{c.sql} * 2", c.type, tuple(v * 2 for v in c.domain), c.constructs | {"arithmetic"}
+        )
     if form == "COALESCE":
         return Expr(f"COALESCE({c.sql}, 0)", c.type, c.domain + (0,), c.constructs | {"COALESCE"})
     p = draw(conditions(columns))
-    return Expr(f"CASE WHEN {p.sql} THEN {c.sql} ELSE 0 END", c.type, c.domain + (0,),
-                c.constructs | p.constructs | {"CASE"})
+    return Expr(
+        f"CASE WHEN {p.sql} THEN {c.sql} ELSE 0 END",
+        c.type,
+        c.domain + (0,),
+        c.constructs | p.constructs | {"CASE"},
+    )
 
 
 def _sums(type_: str, n: Expr) -> tuple:
     """Values to compare a SUM or AVG of ``n`` with; the last one as large as a sum of many
     rows of ``n`` may be, so that a CAST to INT is not drawn where it would overflow."""
     largest = max((abs(v) for v in n.domain if v == v), default=0)
-    return GENERIC_DOMAINS[type_] + ((largest * 1000,) if largest >= 2 ** 20 else ())
+    return GENERIC_DOMAINS[type_] + ((largest * 1000,) if largest >= 2**20 else ())
 
 
 @st.composite
@@ -764,24 +874,41 @@ def aggregates(draw, columns) -> Expr:
     """An aggregate over ``columns``: COUNT(*), COUNT(x), MIN, MAX, COUNT(DISTINCT x), and
     over numbers SUM, AVG, an expression over two, or ``SUM(x) FILTER (WHERE …)`` (over
     doubles, an approximate column)."""
-    forms = ["COUNT(*)", "COUNT(x)", "MIN", "MAX", "COUNT(DISTINCT x)", "collect_set",
-             "array_sort(collect_list)"]
+    forms = [
+        "COUNT(*)",
+        "COUNT(x)",
+        "MIN",
+        "MAX",
+        "COUNT(DISTINCT x)",
+        "collect_set",
+        "array_sort(collect_list)",
+    ]
     if any(c.type in NUMBERS for c in columns):
         forms[1:1] = ["SUM", "AVG", "SUM + COUNT(*)", "SUM(x) FILTER"]
     form = draw(st.sampled_from(forms))
     counts = GENERIC_DOMAINS["BIGINT"]
     if form == "COUNT(*)":
         return Expr("COUNT(*)", "BIGINT", counts, frozenset({form}))
-    if form in ("COUNT(x)", "MIN", "MAX", "COUNT(DISTINCT x)", "collect_set",
-                "array_sort(collect_list)"):
+    if form in (
+        "COUNT(x)",
+        "MIN",
+        "MAX",
+        "COUNT(DISTINCT x)",
+        "collect_set",
+        "array_sort(collect_list)",
+    ):
         c = draw(scalars(columns))
         used = c.constructs | {form}
         if form == "collect_set":
             return Expr(f"size(collect_set({c.sql}))", "INT", (0, 1, 2), used)
-        if form == "array_sort(collect_list)":   # sorted, so the order rows come in is lost
+        if form == "array_sort(collect_list)":  # sorted, so the order rows come in is lost
             text = as_string(c)
-            return Expr(f"array_join(array_sort(collect_list({text.sql})), ',')", "STRING",
-                        GENERIC_DOMAINS["STRING"], used | text.constructs)
+            return Expr(
+                f"array_join(array_sort(collect_list({text.sql})), ',')",
+                "STRING",
+                GENERIC_DOMAINS["STRING"],
+                used | text.constructs,
+            )
         if form == "COUNT(x)":
             return Expr(f"COUNT({c.sql})", "BIGINT", counts, used)
         if form == "COUNT(DISTINCT x)":
@@ -798,10 +925,20 @@ def aggregates(draw, columns) -> Expr:
         return Expr(f"AVG({n.sql})", mean, _sums(mean, n), n.constructs | {"AVG"}, inexact)
     if form == "SUM(x) FILTER":
         p = draw(conditions(columns))
-        return Expr(f"SUM({n.sql}) FILTER (WHERE {p.sql})", total, _sums(total, n),
-                    n.constructs | p.constructs | {"SUM", form}, inexact)
-    return Expr(f"SUM({n.sql}) + COUNT(*)", total, _sums(total, n),
-                n.constructs | {"SUM", "COUNT(*)", "arithmetic"}, inexact)
+        return Expr(
+            f"SUM({n.sql}) FILTER (WHERE {p.sql})",
+            total,
+            _sums(total, n),
+            n.constructs | p.constructs | {"SUM", form},
+            inexact,
+        )
+    return Expr(
+        f"SUM({n.sql}) + COUNT(*)",
+        total,
+        _sums(total, n),
+        n.constructs | {"SUM", "COUNT(*)", "arithmetic"},
+        inexact,
+    )
 
 
 RANKING = ("ROW_NUMBER", "RANK", "DENSE_RANK")
@@ -823,17 +960,24 @@ def windows(draw, columns, partitions, order, ranking=False, grouped=False) -> E
     ``order``; a function whose value depends on the order of rows tied there (ROW_NUMBER,
     LAG) orders by all of ``order`` too, which tells apart any two rows that differ in an
     output, so that the query's answer is decided (Spark picks any order of tied rows)."""
-    others = [] if ranking or grouped else ["COUNT(*) OVER", "LAG"] + (
-        ["SUM OVER"] if any(c.type in NUMBERS for c in columns) else [])
+    others = (
+        []
+        if ranking or grouped
+        else ["COUNT(*) OVER", "LAG"]
+        + (["SUM OVER"] if any(c.type in NUMBERS for c in columns) else [])
+    )
     forms = list(RANKING) + others * 3
     form = draw(st.sampled_from(forms))
-    keys = draw(st.lists(st.sampled_from(partitions), min_size=1, max_size=2,
-                         unique_by=lambda e: e.sql)
-                if partitions and not _sometimes(draw, 4) else st.just([]))
+    keys = draw(
+        st.lists(st.sampled_from(partitions), min_size=1, max_size=2, unique_by=lambda e: e.sql)
+        if partitions and not _sometimes(draw, 4)
+        else st.just([])
+    )
     if form == "COUNT(*) OVER" and not keys:
         form = "RANK"
-    sorted_by = draw(st.lists(st.sampled_from(order), min_size=1, max_size=2,
-                              unique_by=lambda e: e.sql))
+    sorted_by = draw(
+        st.lists(st.sampled_from(order), min_size=1, max_size=2, unique_by=lambda e: e.sql)
+    )
     used = _joined(keys + sorted_by) | {form}
     if grouped:
         used |= {"window over groups"}
@@ -848,17 +992,22 @@ def windows(draw, columns, partitions, order, ranking=False, grouped=False) -> E
     if form in RANKING:
         return Expr(f"{form}() OVER ({spec})", "INT", (1, 2, 3), frozenset(used))
     if form == "COUNT(*) OVER":
-        return Expr(f"COUNT(*) OVER ({partition})", "BIGINT", GENERIC_DOMAINS["BIGINT"],
-                    frozenset(used))
+        return Expr(
+            f"COUNT(*) OVER ({partition})", "BIGINT", GENERIC_DOMAINS["BIGINT"], frozenset(used)
+        )
     if form == "LAG":
         c = draw(st.sampled_from(columns))
-        return Expr(f"LAG({c.sql}) OVER ({spec})", c.type, c.domain,
-                    frozenset(used | c.constructs))
+        return Expr(f"LAG({c.sql}) OVER ({spec})", c.type, c.domain, frozenset(used | c.constructs))
     n = draw(numbers(columns))
     total = {"INT": "BIGINT"}.get(n.type, n.type)
-    spec = partition if _sometimes(draw, 3) else spec    # the partition's total, or running
-    return Expr(f"SUM({n.sql}) OVER ({spec})", total, _sums(total, n),
-                frozenset(used | n.constructs), n.type == "DOUBLE")
+    spec = partition if _sometimes(draw, 3) else spec  # the partition's total, or running
+    return Expr(
+        f"SUM({n.sql}) OVER ({spec})",
+        total,
+        _sums(total, n),
+        frozenset(used | n.constructs),
+        n.type == "DOUBLE",
+    )
 
 
 @st.composite
@@ -872,8 +1021,12 @@ def subqueries(draw, relations, columns, output=False) -> tuple[object, Expr]:
     source = draw(relations)
     inner = _columns_of(source, "s")
     local = [draw(conditions(inner))] if _sometimes(draw, 3) else []
-    form = draw(st.sampled_from(["EXISTS", "NOT EXISTS", "IN", "NOT IN", "scalar"]
-                                + ["scalar subquery in SELECT"] * 2 * output))
+    form = draw(
+        st.sampled_from(
+            ["EXISTS", "NOT EXISTS", "IN", "NOT IN", "scalar"]
+            + ["scalar subquery in SELECT"] * 2 * output
+        )
+    )
     pairs = [(a, b) for a in inner for b in columns if family(a.type) == family(b.type)]
     correlated = []
     if form in ("EXISTS", "NOT EXISTS") and draw(st.booleans()):
@@ -888,8 +1041,12 @@ def subqueries(draw, relations, columns, output=False) -> tuple[object, Expr]:
     used = _joined(where) | ({"correlated subquery"} if correlated else set())
     if form in ("EXISTS", "NOT EXISTS"):
         negated = "NOT " if form == "NOT EXISTS" else ""
-        return source, Expr(f"{negated}EXISTS (SELECT 1 FROM {{sub}}{condition})", "BOOLEAN",
-                            (True, False), frozenset(used | {form}))
+        return source, Expr(
+            f"{negated}EXISTS (SELECT 1 FROM {{sub}}{condition})",
+            "BOOLEAN",
+            (True, False),
+            frozenset(used | {form}),
+        )
     if form in ("IN", "NOT IN"):
         meeting = [(a, b) for a, b in pairs if set(a.domain) & set(b.domain)]
         if pairs:
@@ -897,19 +1054,21 @@ def subqueries(draw, relations, columns, output=False) -> tuple[object, Expr]:
         else:
             value, probe = (as_string(draw(st.sampled_from(side))) for side in (inner, columns))
         negated = "NOT " if form == "NOT IN" else ""
-        return source, Expr(f"{probe.sql} {negated}IN (SELECT {value.sql} FROM {{sub}}"
-                            f"{condition})", "BOOLEAN", (True, False),
-                            frozenset(used | value.constructs | probe.constructs
-                                      | {f"{form} subquery"}))
+        return source, Expr(
+            f"{probe.sql} {negated}IN (SELECT {value.sql} FROM {{sub}}{condition})",
+            "BOOLEAN",
+            (True, False),
+            frozenset(used | value.constructs | probe.constructs | {f"{form} subquery"}),
+        )
     exact = [c for c in inner if c.type in EXACT or c.type in ("STRING", "BOOLEAN", "DATE")]
-    call = draw(st.sampled_from(["COUNT(*)", "COUNT", "MIN", "MAX", "SUM"]
-                                if exact else ["COUNT(*)"]))
+    call = draw(
+        st.sampled_from(["COUNT(*)", "COUNT", "MIN", "MAX", "SUM"] if exact else ["COUNT(*)"])
+    )
     counts = GENERIC_DOMAINS["BIGINT"]
     if call == "COUNT(*)":
         aggregate = Expr("COUNT(*)", "BIGINT", counts)
     else:
-        c = draw(st.sampled_from([c for c in exact if call != "SUM" or c.type in EXACT]
-                                 or exact))
+        c = draw(st.sampled_from([c for c in exact if call != "SUM" or c.type in EXACT] or exact))
         if call == "SUM" and c.type in EXACT:
             total = {"INT": "BIGINT"}.get(c.type, c.type)
             aggregate = Expr(f"SUM({c.sql})", total, _sums(total, c), c.constructs)
@@ -917,25 +1076,40 @@ def subqueries(draw, relations, columns, output=False) -> tuple[object, Expr]:
             aggregate = Expr(f"{call}({c.sql})", c.type, c.domain, c.constructs)
         else:
             aggregate = Expr(f"COUNT({c.sql})", "BIGINT", counts, c.constructs)
-    scalar = Expr(f"(SELECT {aggregate.sql} FROM {{sub}}{condition})", aggregate.type,
-                  aggregate.domain, frozenset(used | aggregate.constructs
-                                              | {"scalar subquery"}))
+    scalar = Expr(
+        f"(SELECT {aggregate.sql} FROM {{sub}}{condition})",
+        aggregate.type,
+        aggregate.domain,
+        frozenset(used | aggregate.constructs | {"scalar subquery"}),
+    )
     if form == "scalar subquery in SELECT":
         return source, replace(scalar, constructs=scalar.constructs | {form})
     comparable = [c for c in columns if family(c.type) == family(scalar.type)]
     if comparable:
         c = draw(st.sampled_from(comparable))
-        op = draw(st.sampled_from(["=", "<>", "<", ">="] if scalar.type != "BOOLEAN"
-                                  else ["=", "<>"]))
-        return source, Expr(f"{c.sql} {op} {scalar.sql}", "BOOLEAN", (True, False),
-                            scalar.constructs | c.constructs)
+        op = draw(
+            st.sampled_from(["=", "<>", "<", ">="] if scalar.type != "BOOLEAN" else ["=", "<>"])
+        )
+        return source, Expr(
+            f"{c.sql} {op} {scalar.sql}", "BOOLEAN", (True, False), scalar.constructs | c.constructs
+        )
     value = literal(draw(st.sampled_from(scalar.domain)))
     return source, Expr(f"{scalar.sql} >= {value}", "BOOLEAN", (True, False), scalar.constructs)
 
 
 @st.composite
-def selects(draw, sources, columns, join=None, on=None, wheres=None, lateral=None,
-            exploded=None, relations=None, lookup=None) -> Select:
+def selects(
+    draw,
+    sources,
+    columns,
+    join=None,
+    on=None,
+    wheres=None,
+    lateral=None,
+    exploded=None,
+    relations=None,
+    lookup=None,
+) -> Select:
     """A SELECT block over ``sources`` reading ``columns``: rows, DISTINCT rows, groups
     (GROUP BY, maybe by ROLLUP, CUBE or GROUPING SETS, maybe HAVING) or a global aggregate,
     maybe under a WHERE (one of ``wheres``, in one case of two, if given; else of the
@@ -951,14 +1125,22 @@ def selects(draw, sources, columns, join=None, on=None, wheres=None, lateral=Non
     shape = draw(st.sampled_from(["rows", "group", "distinct", "global"]))
     subquery = scalar = None
     if relations is not None and _sometimes(draw, 4):
-        subquery, test = draw(subqueries(relations, columns,
-                                         output=shape == "rows" and exploded is None))
+        subquery, test = draw(
+            subqueries(relations, columns, output=shape == "rows" and exploded is None)
+        )
         if test.type != "BOOLEAN":
             scalar = test
         else:
-            where = test if where is None else Expr(
-                f"{where.sql} AND {test.sql}", "BOOLEAN", (True, False),
-                where.constructs | test.constructs)
+            where = (
+                test
+                if where is None
+                else Expr(
+                    f"{where.sql} AND {test.sql}",
+                    "BOOLEAN",
+                    (True, False),
+                    where.constructs | test.constructs,
+                )
+            )
     qualify = None
     if shape in ("rows", "distinct"):
         outputs = draw(st.lists(scalars(columns), min_size=1, max_size=3))
@@ -973,21 +1155,38 @@ def selects(draw, sources, columns, join=None, on=None, wheres=None, lateral=Non
                 qualify = Qualify(draw(windows(columns, columns, order, ranking=True)), test)
         if scalar is not None:
             outputs.append(scalar)
-        return _limited(draw, Select(sources, tuple(outputs), join, on, where,
-                                     distinct=shape == "distinct", cte=_sometimes(draw, 6),
-                                     lateral=lateral, qualify=qualify, subquery=subquery,
-                                     lookup=lookup))
-    keys = [] if shape == "global" else draw(
-        st.lists(scalars(columns), min_size=1, max_size=2, unique_by=lambda e: e.sql))
-    grouping = draw(st.sampled_from([None, None, None, "ROLLUP", "CUBE", "GROUPING SETS"])) \
-        if keys else None
+        return _limited(
+            draw,
+            Select(
+                sources,
+                tuple(outputs),
+                join,
+                on,
+                where,
+                distinct=shape == "distinct",
+                cte=_sometimes(draw, 6),
+                lateral=lateral,
+                qualify=qualify,
+                subquery=subquery,
+                lookup=lookup,
+            ),
+        )
+    keys = (
+        []
+        if shape == "global"
+        else draw(st.lists(scalars(columns), min_size=1, max_size=2, unique_by=lambda e: e.sql))
+    )
+    grouping = (
+        draw(st.sampled_from([None, None, None, "ROLLUP", "CUBE", "GROUPING SETS"]))
+        if keys
+        else None
+    )
     shown = [k for k in keys if draw(st.booleans())]
     if grouping is not None and draw(st.booleans()):
         shown.append(Expr("grouping_id()", "BIGINT", (0, 1, 2, 3), frozenset({"grouping_id()"})))
     calls = draw(st.lists(aggregates(columns), min_size=1, max_size=3))
     if all(e.approximate for e in shown + calls):  # a column a query over this one can read
-        calls.append(Expr("COUNT(*)", "BIGINT", GENERIC_DOMAINS["BIGINT"],
-                          frozenset({"COUNT(*)"})))
+        calls.append(Expr("COUNT(*)", "BIGINT", GENERIC_DOMAINS["BIGINT"], frozenset({"COUNT(*)"})))
     # under ROLLUP, CUBE or GROUPING SETS Spark resolves a HAVING over a key that is a
     # column, not over one that is an expression (UNRESOLVED_COLUMN)
     havable = [k for k in keys if grouping is None or k in columns]
@@ -1002,10 +1201,24 @@ def selects(draw, sources, columns, join=None, on=None, wheres=None, lateral=Non
             outputs.append(window)
         else:
             qualify = Qualify(window, draw(st.sampled_from(["<= 1", "<= 2", "= 1"])))
-    return _limited(draw, Select(sources, tuple(outputs), join, on, where, group=tuple(keys),
-                                 having=having, cte=_sometimes(draw, 6), lateral=lateral,
-                                 grouping=grouping, qualify=qualify, subquery=subquery,
-                                 lookup=lookup))
+    return _limited(
+        draw,
+        Select(
+            sources,
+            tuple(outputs),
+            join,
+            on,
+            where,
+            group=tuple(keys),
+            having=having,
+            cte=_sometimes(draw, 6),
+            lateral=lateral,
+            grouping=grouping,
+            qualify=qualify,
+            subquery=subquery,
+            lookup=lookup,
+        ),
+    )
 
 
 def _limited(draw, relation):
@@ -1035,8 +1248,9 @@ def ranked(draw, relations) -> Select:
     if draw(st.booleans()):
         kept.append(inner[-1])
     test = draw(st.sampled_from(["<= 1", "<= 2", "= 1"]))
-    where = Expr(f"{inner[-1].sql} {test}", "BOOLEAN", (True, False),
-                 frozenset({"top-N per key", "WHERE"}))
+    where = Expr(
+        f"{inner[-1].sql} {test}", "BOOLEAN", (True, False), frozenset({"top-N per key", "WHERE"})
+    )
     return Select((numbered,), tuple(kept), where=where)
 
 
@@ -1044,14 +1258,20 @@ def ranked(draw, relations) -> Select:
 def arrays(draw, relation, columns) -> Expr:
     """An array to generate rows from: an ARRAY column of a source table, or ``array(c, d)``
     of two of ``columns`` of one type; typed by its elements."""
-    owned = [Expr(f"{{0}}.{a.sql}", a.type, a.domain, frozenset({"array column"}))
-             for a in (table_arrays(relation.name) if isinstance(relation, Table) else ())]
+    owned = [
+        Expr(f"{{0}}.{a.sql}", a.type, a.domain, frozenset({"array column"}))
+        for a in (table_arrays(relation.name) if isinstance(relation, Table) else ())
+    ]
     if owned and draw(st.booleans()):
         return draw(st.sampled_from(owned))
     c = draw(st.sampled_from(columns))
     d = draw(st.sampled_from([d for d in columns if d.type == c.type]))
-    return Expr(f"array({c.sql}, {d.sql})", c.type, tuple(dict.fromkeys(c.domain + d.domain)),
-                c.constructs | d.constructs)
+    return Expr(
+        f"array({c.sql}, {d.sql})",
+        c.type,
+        tuple(dict.fromkeys(c.domain + d.domain)),
+        c.constructs | d.constructs,
+    )
 
 
 @st.composite
@@ -1060,13 +1280,21 @@ def lateral_views(draw, relation, columns) -> tuple[Expr, list[Expr]]:
     and the columns it adds (``gv``, and ``gp`` for the position)."""
     array = draw(arrays(relation, columns))
     outer, positional = draw(st.booleans()), _sometimes(draw, 3)
-    used = array.constructs | {"LATERAL VIEW OUTER" if outer else "LATERAL VIEW"} | (
-        {"posexplode"} if positional else set())
+    used = (
+        array.constructs
+        | {"LATERAL VIEW OUTER" if outer else "LATERAL VIEW"}
+        | ({"posexplode"} if positional else set())
+    )
     generator = "posexplode" if positional else "explode"
-    clause = Expr(f"LATERAL VIEW {'OUTER ' * outer}{generator}({array.sql}) lv AS "
-                  f"{'gp, ' * positional}gv", "", (), frozenset(used))
+    clause = Expr(
+        f"LATERAL VIEW {'OUTER ' * outer}{generator}({array.sql}) lv AS {'gp, ' * positional}gv",
+        "",
+        (),
+        frozenset(used),
+    )
     added = [Expr("gv", array.type, array.domain)] + (
-        [Expr("gp", "INT", (0, 1))] if positional else [])
+        [Expr("gp", "INT", (0, 1))] if positional else []
+    )
     return clause, added
 
 
@@ -1084,8 +1312,12 @@ def one_source(draw, relations) -> Select:
     exploded = None
     if _sometimes(draw, 6):
         array = draw(arrays(source, columns))
-        exploded = Expr(f"explode({array.sql})", array.type, array.domain,
-                        array.constructs | {"explode in SELECT"})
+        exploded = Expr(
+            f"explode({array.sql})",
+            array.type,
+            array.domain,
+            array.constructs | {"explode in SELECT"},
+        )
     return draw(selects((source,), columns, exploded=exploded, relations=relations))
 
 
@@ -1099,16 +1331,21 @@ def equalities(draw, left, right) -> Expr:
         a, b = draw(st.sampled_from(meeting or pairs))
         return Expr(f"{a.sql} = {b.sql}", "BOOLEAN", (True, False))
     a, b = draw(st.sampled_from(left)), draw(st.sampled_from(right))
-    return Expr(f"{as_string(a).sql} = {as_string(b).sql}", "BOOLEAN", (True, False),
-                frozenset({"CAST"}))
+    return Expr(
+        f"{as_string(a).sql} = {as_string(b).sql}", "BOOLEAN", (True, False), frozenset({"CAST"})
+    )
 
 
 @st.composite
 def residuals(draw, left, right) -> Expr:
     """A join condition beyond the equality: a comparison of the two sides' columns, or a
     predicate over them."""
-    pairs = [(a, b) for a in left for b in right
-             if family(a.type) == family(b.type) and a.type != "BOOLEAN"]
+    pairs = [
+        (a, b)
+        for a in left
+        for b in right
+        if family(a.type) == family(b.type) and a.type != "BOOLEAN"
+    ]
     if pairs and draw(st.booleans()):
         a, b = draw(st.sampled_from(pairs))
         op = draw(st.sampled_from(["<=", "<>", ">"] if a.type in NUMBERS else ["<>"]))
@@ -1121,9 +1358,17 @@ def join_filters(left, right) -> st.SearchStrategy[Expr]:
     ANDed (a filter each side's input could apply)."""
     if not right:
         return conditions(left)
-    return st.one_of(conditions(left + right), st.tuples(conditions(left), conditions(right)).map(
-        lambda t: Expr(f"{t[0].sql} AND {t[1].sql}", "BOOLEAN", (True, False),
-                       t[0].constructs | t[1].constructs)))
+    return st.one_of(
+        conditions(left + right),
+        st.tuples(conditions(left), conditions(right)).map(
+            lambda t: Expr(
+                f"{t[0].sql} AND {t[1].sql}",
+                "BOOLEAN",
+                (True, False),
+                t[0].constructs | t[1].constructs,
+            )
+        ),
+    )
 
 
 @st.composite
@@ -1177,8 +1422,17 @@ def lookup_joins(draw, relations) -> Select:
     a, b = _columns_of(facts, 0), _columns_of(dimension, 1)
     on = draw(join_conditions(a, b, kind))
     marked = draw(st.sampled_from(a))
-    return draw(selects((facts, dimension), a + b, kind, on, join_filters(a, b),
-                        relations=relations, lookup=marked))
+    return draw(
+        selects(
+            (facts, dimension),
+            a + b,
+            kind,
+            on,
+            join_filters(a, b),
+            relations=relations,
+            lookup=marked,
+        )
+    )
 
 
 @st.composite
@@ -1192,15 +1446,27 @@ def set_operations(draw, relations) -> SetOperation:
         families = sorted({family(c.type) for c in a} & {family(c.type) for c in b})
         if families:
             f = draw(st.sampled_from(families))
-            picked.append((draw(st.sampled_from([c for c in a if family(c.type) == f])),
-                           draw(st.sampled_from([c for c in b if family(c.type) == f]))))
+            picked.append(
+                (
+                    draw(st.sampled_from([c for c in a if family(c.type) == f])),
+                    draw(st.sampled_from([c for c in b if family(c.type) == f])),
+                )
+            )
         else:  # no family in common: compare as strings
-            picked.append((as_string(draw(st.sampled_from(a))),
-                           as_string(draw(st.sampled_from(b)))))
-    branches = [Select((source,), tuple(side), where=draw(st.none() | conditions(columns))
-                       if _sometimes(draw, 3) else None)
-                for source, side, columns in ((left, [p[0] for p in picked], a),
-                                              (right, [p[1] for p in picked], b))]
+            picked.append(
+                (as_string(draw(st.sampled_from(a))), as_string(draw(st.sampled_from(b))))
+            )
+    branches = [
+        Select(
+            (source,),
+            tuple(side),
+            where=draw(st.none() | conditions(columns)) if _sometimes(draw, 3) else None,
+        )
+        for source, side, columns in (
+            (left, [p[0] for p in picked], a),
+            (right, [p[1] for p in picked], b),
+        )
+    ]
     operator = draw(st.sampled_from(SET_OPERATORS))
     return _limited(draw, SetOperation(operator, *branches, cte=_sometimes(draw, 6)))
 
@@ -1211,9 +1477,9 @@ def relations(max_leaves: int = 5, lookups: bool = False) -> st.SearchStrategy:
     ``lookups``: with lookup joins of t."""
     return st.recursive(
         st.sampled_from(LEAVES),
-        lambda inner: st.one_of(one_source(inner), joins(inner, lookups),
-                                set_operations(inner)),
-        max_leaves=max_leaves)
+        lambda inner: st.one_of(one_source(inner), joins(inner, lookups), set_operations(inner)),
+        max_leaves=max_leaves,
+    )
 
 
 @st.composite

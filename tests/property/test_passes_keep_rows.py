@@ -20,12 +20,12 @@ from views import FAMILIES
 
 pytestmark = pytest.mark.fast
 
+
 def sources():
     return st.fixed_dictionaries({table: table_rows(table) for table in SCHEMAS})
 
 
-def assert_same_rows(tally, name: str, sql: str, rows: dict,
-                     original: str | None = None) -> None:
+def assert_same_rows(tally, name: str, sql: str, rows: dict, original: str | None = None) -> None:
     outcome = check_passes(sql, SCHEMAS, rows, original)
     tally.record(outcome)
     event(outcome.how)

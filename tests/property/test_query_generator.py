@@ -14,8 +14,9 @@ from hypothesis import Phase, event, find, given, settings
 from hypothesis.errors import NoSuchExample
 
 import ivm
-from strategies import CONSTRUCTS, LOOKUP_CONSTRUCTS, SCHEMAS, Query, drawn_queries
 from tests.duck import assert_maintained
+
+from strategies import CONSTRUCTS, LOOKUP_CONSTRUCTS, SCHEMAS, Query, drawn_queries
 
 pytestmark = pytest.mark.fast
 
@@ -61,9 +62,13 @@ def first_uses(queries, constructs: set[str], draws: int = 3000) -> dict[str, Qu
         for construct in query.constructs & constructs:
             found.setdefault(construct, query)
         return found.keys() >= constructs
+
     with suppress(NoSuchExample):
-        find(queries, every_one_found, settings=settings(
-            max_examples=draws, phases=(Phase.generate,), database=None))
+        find(
+            queries,
+            every_one_found,
+            settings=settings(max_examples=draws, phases=(Phase.generate,), database=None),
+        )
     return found
 
 
@@ -71,7 +76,8 @@ def test_generator_draws_every_construct():
     """Each construct of the grammar turns up among a few thousand drawn queries (a lookup
     join among those drawn with lookup joins), and the first query that uses it compiles."""
     found = first_uses(drawn_queries(), set(CONSTRUCTS) - LOOKUP_CONSTRUCTS) | first_uses(
-        drawn_queries(lookups=True), set(LOOKUP_CONSTRUCTS))
+        drawn_queries(lookups=True), set(LOOKUP_CONSTRUCTS)
+    )
     assert found.keys() == CONSTRUCTS.keys(), sorted(CONSTRUCTS.keys() - found.keys())
     for query in {id(q): q for q in found.values()}.values():
         check_drawn(query)
@@ -84,8 +90,21 @@ def test_sum_filter_is_maintained(condition):
     grouped (``a``), and rows of a group that all fail it give NULL, not 0."""
     sql = f"SELECT k, SUM(a) FILTER (WHERE {condition}) AS n FROM r GROUP BY k"
     schema = {"r": SCHEMAS["r"]}
-    before = {"r": [(1, 5, None, "x", 1.0), (1, -2, None, "y", 1.0), (-1, 3, None, "z", 1.0),
-                    (2, -4, None, "w", 1.0)]}
-    after = {"r": [(1, -2, None, "y", 1.0), (-1, 3, None, "z", 1.0), (2, -4, None, "w", 1.0),
-                   (2, 7, None, "v", 1.0), (3, -1, None, "u", 1.0)]}
+    before = {
+        "r": [
+            (1, 5, None, "x", 1.0),
+            (1, -2, None, "y", 1.0),
+            (-1, 3, None, "z", 1.0),
+            (2, -4, None, "w", 1.0),
+        ]
+    }
+    after = {
+        "r": [
+            (1, -2, None, "y", 1.0),
+            (-1, 3, None, "z", 1.0),
+            (2, -4, None, "w", 1.0),
+            (2, 7, None, "v", 1.0),
+            (3, -1, None, "u", 1.0),
+        ]
+    }
     assert_maintained(sql, schema, before, after)

@@ -29,8 +29,16 @@ from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
 
 from harness import Approximate, Rewritten, View, run_scenario
-from strategies import (ANSI_OFF, TIMES, Query, Scenario, create_table, drawn_queries, scenarios,
-                        unchanging_dimension_scenarios)
+from strategies import (
+    ANSI_OFF,
+    TIMES,
+    Query,
+    Scenario,
+    create_table,
+    drawn_queries,
+    scenarios,
+    unchanging_dimension_scenarios,
+)
 from views import FAMILIES
 
 pytestmark = pytest.mark.long
@@ -48,46 +56,64 @@ BIG = "90000000000000000000000000000000000000"
 
 EDGE_CASES = Scenario(
     tables={
-        "r": [(1, 2, Decimal("2.00"), "x", 1e16), (1, 0, Decimal("0.12345678"), "x", 1.0),
-              (1, 2, Decimal("2.00"), "x", 1e16), (None, 3, Decimal("-1.50"), None, -0.0),
-              (2, None, Decimal("0.25"), "", math.nan), (0, 1, Decimal("2.00"), "it's", math.inf),
-              (0, None, Decimal("123456.78901234"), "it's", 0.5)],
-        "s": [(1, 0, "p", TIMES[0], ("p", "q")), (1, 1, None, None, ()),
-              (None, 1, 'dq"x', TIMES[1], None), (2, 2, "p", TIMES[2], ("q", None, "q"))],
+        "r": [
+            (1, 2, Decimal("2.00"), "x", 1e16),
+            (1, 0, Decimal("0.12345678"), "x", 1.0),
+            (1, 2, Decimal("2.00"), "x", 1e16),
+            (None, 3, Decimal("-1.50"), None, -0.0),
+            (2, None, Decimal("0.25"), "", math.nan),
+            (0, 1, Decimal("2.00"), "it's", math.inf),
+            (0, None, Decimal("123456.78901234"), "it's", 0.5),
+        ],
+        "s": [
+            (1, 0, "p", TIMES[0], ("p", "q")),
+            (1, 1, None, None, ()),
+            (None, 1, 'dq"x', TIMES[1], None),
+            (2, 2, "p", TIMES[2], ("q", None, "q")),
+        ],
         "t": [],  # empty when the views are created
     },
     batches=[
         # a row inserted, changed and deleted in the batch; a join key changed; set to NULL;
         # a decimal's last digit of scale; doubles retracted: 1e16 next to 1.0, NaN, Infinity
-        ["INSERT INTO r VALUES (2, 99, 10.10, 'y', 0.5)",
-         "UPDATE r SET s = NULL WHERE a = 99",
-         "DELETE FROM r WHERE a = 99",
-         "UPDATE s SET k = 2 WHERE c = 1",
-         "UPDATE r SET b = NULL WHERE k IS NULL",
-         "INSERT INTO r VALUES (1, 0, 0.00000001, 'x', 1.0)",
-         "DELETE FROM r WHERE Rate > 1e15 OR isnan(Rate)",
-         "INSERT INTO t VALUES (0, 1, 0.123456789012345678, -" + BIG + "), "
-         "(1, NULL, 0.000000000000000001, 1), (1, 2, -9999999999999.999999999999999999, NULL), "
-         "(NULL, 0, NULL, 0)"],
+        [
+            "INSERT INTO r VALUES (2, 99, 10.10, 'y', 0.5)",
+            "UPDATE r SET s = NULL WHERE a = 99",
+            "DELETE FROM r WHERE a = 99",
+            "UPDATE s SET k = 2 WHERE c = 1",
+            "UPDATE r SET b = NULL WHERE k IS NULL",
+            "INSERT INTO r VALUES (1, 0, 0.00000001, 'x', 1.0)",
+            "DELETE FROM r WHERE Rate > 1e15 OR isnan(Rate)",
+            "INSERT INTO t VALUES (0, 1, 0.123456789012345678, -" + BIG + "), "
+            "(1, NULL, 0.000000000000000001, 1), (1, 2, -9999999999999.999999999999999999, NULL), "
+            "(NULL, 0, NULL, 0)",
+        ],
         # refreshed under another time zone from here on; everything deleted, then partly
         # inserted again (with a duplicate); timestamps near midnight inserted and moved; a
         # change whose own sum overflows DECIMAL(38,0) (-9e37 becomes 9e37)
-        ["SET TIME ZONE 'Asia/Kolkata'",
-         "DELETE FROM r",
-         "INSERT INTO r VALUES (1, 2, 2.00, 'x', 1.0), (1, 2, 2.00, 'x', 1.0), "
-         "(0, NULL, NULL, NULL, NULL)",
-         "INSERT INTO s VALUES (0, 2, 'q', TIMESTAMP '2024-01-01 20:00:00', array('q'))",
-         "UPDATE s SET tags = array_union(tags, array('p')) WHERE c = 1",
-         "UPDATE s SET `order` = `order` + INTERVAL 1 HOUR WHERE k = 1",
-         "UPDATE t SET `größe` = " + BIG + " WHERE `größe` < 0"],
+        [
+            "SET TIME ZONE 'Asia/Kolkata'",
+            "DELETE FROM r",
+            "INSERT INTO r VALUES (1, 2, 2.00, 'x', 1.0), (1, 2, 2.00, 'x', 1.0), "
+            "(0, NULL, NULL, NULL, NULL)",
+            "INSERT INTO s VALUES (0, 2, 'q', TIMESTAMP '2024-01-01 20:00:00', array('q'))",
+            "UPDATE s SET tags = array_union(tags, array('p')) WHERE c = 1",
+            "UPDATE s SET `order` = `order` + INTERVAL 1 HOUR WHERE k = 1",
+            "UPDATE t SET `größe` = " + BIG + " WHERE `größe` < 0",
+        ],
         # no change at all
         [],
         # an update that changes nothing; a group emptied; a source emptied; t dropped and
         # created again, back at the version the views consumed last, with other rows
-        ["UPDATE r SET a = a", "DELETE FROM r WHERE k = 1", "DELETE FROM s",
-         "DROP TABLE t", create_table("t"),
-         "INSERT INTO t VALUES (1, 2, 0.5, 7), (2, 1, NULL, NULL)",
-         "INSERT INTO t VALUES (NULL, 1, 1.25, 3)"],
+        [
+            "UPDATE r SET a = a",
+            "DELETE FROM r WHERE k = 1",
+            "DELETE FROM s",
+            "DROP TABLE t",
+            create_table("t"),
+            "INSERT INTO t VALUES (1, 2, 0.5, 7), (2, 1, NULL, NULL)",
+            "INSERT INTO t VALUES (NULL, 1, 1.25, 3)",
+        ],
     ],
 )
 """A hand-written scenario through the classic traps of incremental maintenance, and through
@@ -97,22 +123,31 @@ through :mod:`views`, names in other cases and backticks, string literals with e
 
 NULL_GROUPS = Scenario(
     tables={
-        "r": [(None, None, None, None, None), (None, None, None, None, None),
-              (0, None, Decimal("0.00"), "y", 1e16)],
+        "r": [
+            (None, None, None, None, None),
+            (None, None, None, None, None),
+            (0, None, Decimal("0.00"), "y", 1e16),
+        ],
         "s": [(None, None, None, None, None), (0, None, "q", TIMES[0], (None,))],
         "t": [(None, None, None, None)],
     },
     batches=[
         # groups whose aggregated column is all NULL gain and lose a value
-        ["UPDATE r SET a = 1 WHERE k IS NULL",
-         "INSERT INTO t VALUES (0, NULL, 0.000000000000000001, 1), (0, 1, NULL, -" + BIG + ")"],
+        [
+            "UPDATE r SET a = 1 WHERE k IS NULL",
+            "INSERT INTO t VALUES (0, NULL, 0.000000000000000001, 1), (0, 1, NULL, -" + BIG + ")",
+        ],
         # under another time zone: doubles 1.0 join 1e16, which leaves; timestamps move; a
         # change whose own sum overflows DECIMAL(38,0), which gives NULL without ANSI mode
-        ["SET TIME ZONE 'America/Los_Angeles'", "UPDATE r SET a = NULL",
-         "UPDATE r SET k = 0 WHERE k IS NULL", "UPDATE r SET Rate = 1.0 WHERE Rate IS NULL",
-         "UPDATE r SET Rate = 0.5 WHERE Rate > 1.0",
-         "UPDATE s SET `order` = `order` + INTERVAL 1 HOUR",
-         "UPDATE t SET `größe` = " + BIG + " WHERE `größe` < 0"],
+        [
+            "SET TIME ZONE 'America/Los_Angeles'",
+            "UPDATE r SET a = NULL",
+            "UPDATE r SET k = 0 WHERE k IS NULL",
+            "UPDATE r SET Rate = 1.0 WHERE Rate IS NULL",
+            "UPDATE r SET Rate = 0.5 WHERE Rate > 1.0",
+            "UPDATE s SET `order` = `order` + INTERVAL 1 HOUR",
+            "UPDATE t SET `größe` = " + BIG + " WHERE `größe` < 0",
+        ],
     ],
     settings=ANSI_OFF,
 )
@@ -122,8 +157,12 @@ off (an overflow gives NULL rather than failing)."""
 
 APPENDED = Scenario(
     tables={
-        "r": [(1, 2, Decimal("2.00"), "x", 1.0), (1, 2, Decimal("2.00"), "x", 1.0),
-              (None, 3, None, None, None), (2, None, Decimal("0.25"), "", 0.5)],
+        "r": [
+            (1, 2, Decimal("2.00"), "x", 1.0),
+            (1, 2, Decimal("2.00"), "x", 1.0),
+            (None, 3, None, None, None),
+            (2, None, Decimal("0.25"), "", 0.5),
+        ],
         "s": [],
         "t": [(0, 1, Decimal("0.5"), 1)],
     },
@@ -131,16 +170,20 @@ APPENDED = Scenario(
         # inserts only, in several commits of two sources: rows that lose to the stored ones
         # (k 1, NULL; the low of t), a new best twice over (k 2), ties, NULL keys and values,
         # new keys
-        ["INSERT INTO r VALUES (1, 0, 0.00000001, 'a', 1e16), (NULL, 1, NULL, NULL, NULL), "
-         "(3, -1, 0.5, 'x', 1.0), (2, 7, 0.25, '', 0.5), (2, 7, 0.25, '', 0.5)",
-         "INSERT INTO r VALUES (5, 1, 1.5, 'z', 2.0), (1, 2, 2.00, 'x', 1.0)",
-         "INSERT INTO t VALUES (2, 7, 1.0, 1), (NULL, NULL, NULL, NULL)"],
+        [
+            "INSERT INTO r VALUES (1, 0, 0.00000001, 'a', 1e16), (NULL, 1, NULL, NULL, NULL), "
+            "(3, -1, 0.5, 'x', 1.0), (2, 7, 0.25, '', 0.5), (2, 7, 0.25, '', 0.5)",
+            "INSERT INTO r VALUES (5, 1, 1.5, 'z', 2.0), (1, 2, 2.00, 'x', 1.0)",
+            "INSERT INTO t VALUES (2, 7, 1.0, 1), (NULL, NULL, NULL, NULL)",
+        ],
         # the stored bests deleted: the next refresh reads the source
         ["DELETE FROM r WHERE a = 7", "UPDATE t SET e = -e"],
         # inserts only again, after a refresh that was not
-        ["INSERT INTO r VALUES (1, -5, 4.0, 'w', 4.0), (4, 3, 3.0, 'v', 3.0), "
-         "(NULL, 0, 1.0, 'n', 0.0)",
-         "INSERT INTO t VALUES (3, -9, 0.1, 2)"],
+        [
+            "INSERT INTO r VALUES (1, -5, 4.0, 'w', 4.0), (4, 3, 3.0, 'v', 3.0), "
+            "(NULL, 0, 1.0, 'n', 0.0)",
+            "INSERT INTO t VALUES (3, -9, 0.1, 2)",
+        ],
     ],
 )
 """Changes that insert rows only (an append table), which views whose rules allow it fold into
@@ -160,8 +203,12 @@ def test_appends_equal_recompute(spark):
 def test_edge_cases_equal_recompute(spark):
     """The views of every family over :data:`EDGE_CASES`, all at once: one set of sources and
     changes for all of them."""
-    run_scenario(spark, EDGE_CASES, {name: view for family in FAMILIES.values()
-                                     for name, view in family.items()}, log=print)
+    run_scenario(
+        spark,
+        EDGE_CASES,
+        {name: view for family in FAMILIES.values() for name, view in family.items()},
+        log=print,
+    )
 
 
 FAMILY_BATCHES = 3
@@ -192,17 +239,29 @@ def checkable(query: Query) -> bool:
 
 
 @settings(**examples(5))
-@example(scenario=NULL_GROUPS, drawn=[
-    Approximate("SELECT r.k AS g0, COUNT(r.a) AS x0, SUM(r.a) AS x1, AVG(r.b) AS x2, "
-                "SUM(r.Rate) AS x3 FROM r GROUP BY r.k", ("x3",)),
-    "SELECT DISTINCT COALESCE(s.d, '-') AS x0, hour(s.`order`) AS x1 FROM r JOIN s "
-    "ON r.k = s.k AND r.a IS NULL WHERE s.d <> \"dq\\\"x\" OR r.s = 'it\\'s'",
-    "SELECT q1.c AS x0, SUM(q1.x) AS x1, COUNT(q1.x) AS x2, SUM(q1.`größe`) AS x3 FROM t AS q1 "
-    "GROUP BY q1.c",
-])
-@given(scenario=scenarios(), drawn=st.lists(
-    drawn_queries().filter(checkable).map(as_view), min_size=2, max_size=3,
-    unique_by=lambda view: getattr(view, "definition", view)))
+@example(
+    scenario=NULL_GROUPS,
+    drawn=[
+        Approximate(
+            "SELECT r.k AS g0, COUNT(r.a) AS x0, SUM(r.a) AS x1, AVG(r.b) AS x2, "
+            "SUM(r.Rate) AS x3 FROM r GROUP BY r.k",
+            ("x3",),
+        ),
+        "SELECT DISTINCT COALESCE(s.d, '-') AS x0, hour(s.`order`) AS x1 FROM r JOIN s "
+        "ON r.k = s.k AND r.a IS NULL WHERE s.d <> \"dq\\\"x\" OR r.s = 'it\\'s'",
+        "SELECT q1.c AS x0, SUM(q1.x) AS x1, COUNT(q1.x) AS x2, SUM(q1.`größe`) AS x3 FROM t AS q1 "
+        "GROUP BY q1.c",
+    ],
+)
+@given(
+    scenario=scenarios(),
+    drawn=st.lists(
+        drawn_queries().filter(checkable).map(as_view),
+        min_size=2,
+        max_size=3,
+        unique_by=lambda view: getattr(view, "definition", view),
+    ),
+)
 def test_drawn_queries_equal_recompute(spark, scenario, drawn):
     """Two or three drawn queries, each with up to five table reads, over drawn changes."""
     run_scenario(spark, scenario, {f"q{i}": sql for i, sql in enumerate(drawn)})
@@ -210,9 +269,15 @@ def test_drawn_queries_equal_recompute(spark, scenario, drawn):
 
 @pytest.mark.slow
 @settings(max_examples=max(1, settings().max_examples // 15))
-@given(scenario=unchanging_dimension_scenarios(max_batches=FAMILY_BATCHES), drawn=st.lists(
-    drawn_queries(lookups=True).filter(checkable).map(as_view), min_size=2, max_size=3,
-    unique_by=lambda view: getattr(view, "definition", view)))
+@given(
+    scenario=unchanging_dimension_scenarios(max_batches=FAMILY_BATCHES),
+    drawn=st.lists(
+        drawn_queries(lookups=True).filter(checkable).map(as_view),
+        min_size=2,
+        max_size=3,
+        unique_by=lambda view: getattr(view, "definition", view),
+    ),
+)
 def test_drawn_lookup_queries_equal_recompute(spark, scenario, drawn):
     """Drawn queries with lookup joins over drawn changes of r and s, one example a run (two
     in ``make test-deep``): t, the lookup joins' dimension, stays as created, so each fact row meets what it would meet now, and the

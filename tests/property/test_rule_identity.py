@@ -22,6 +22,7 @@ from views import FAMILIES
 
 pytestmark = pytest.mark.fast
 
+
 @st.composite
 def changes(draw) -> tuple[dict, dict]:
     """Rows of every source before and after a change: some rows deleted, others inserted
@@ -29,13 +30,16 @@ def changes(draw) -> tuple[dict, dict]:
     append table's, which views fold by the rules for inserted rows)."""
     before = {table: draw(table_rows(table)) for table in SCHEMAS}
     appends = draw(st.integers(0, 2)) == 0
-    after = {table: [row for row in rows if appends or draw(st.booleans())]
-             + draw(table_rows(table)) for table, rows in before.items()}
+    after = {
+        table: [row for row in rows if appends or draw(st.booleans())] + draw(table_rows(table))
+        for table, rows in before.items()
+    }
     return before, after
 
 
-def assert_identity(tally, name: str, sql: str, before: dict, after: dict,
-                    original: str | None = None) -> None:
+def assert_identity(
+    tally, name: str, sql: str, before: dict, after: dict, original: str | None = None
+) -> None:
     outcome = check_identity(sql, SCHEMAS, before, after, original)
     tally.record(outcome)
     event(outcome.how)

@@ -24,8 +24,15 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_sta
 
 import ivm
 from ivm.runtime.refresh import faults
-from harness import (check_views, create_sources, definition, example_database, pinned_settings,
-                     refresh_views)
+
+from harness import (
+    check_views,
+    create_sources,
+    definition,
+    example_database,
+    pinned_settings,
+    refresh_views,
+)
 from strategies import SCHEMAS, ZONES, changes, table_rows
 from views import FAMILIES
 
@@ -33,9 +40,15 @@ from views import FAMILIES
 # make test-integration, so that make test stays within 20 minutes.
 pytestmark = [pytest.mark.long, pytest.mark.slow]
 
-VIEWS = {name: FAMILIES[family][name] for family, name in (
-    ("aggregates", "ByKey"), ("joins", "join3_by_d"), ("rows", "distinct_join"),
-    ("windows", "top_groups"))}
+VIEWS = {
+    name: FAMILIES[family][name]
+    for family, name in (
+        ("aggregates", "ByKey"),
+        ("joins", "join3_by_d"),
+        ("rows", "distinct_join"),
+        ("windows", "top_groups"),
+    )
+}
 VIEWS["`order`"] = "SELECT n, COUNT(*) AS groups, SUM(sum_a) AS total FROM bykey GROUP BY n"
 """Refreshed in this order: ``order`` reads ``ByKey``. ``top_groups`` keeps its groups in a
 state table (:mod:`ivm.passes.states`)."""
@@ -85,8 +98,9 @@ class RefreshMachine(RuleBasedStateMachine):
         create_sources(self.spark, initial)
         for name, query in VIEWS.items():
             partitioned = " PARTITIONED BY (k)" if name in PARTITIONED else ""
-            ivm.sql(self.spark,
-                    f"CREATE MATERIALIZED VIEW {name}{partitioned} AS {definition(query)}")
+            ivm.sql(
+                self.spark, f"CREATE MATERIALIZED VIEW {name}{partitioned} AS {definition(query)}"
+            )
 
     def _change(self, table, data, kinds):
         for statement in data.draw(changes(table, self.known[table], kinds), label="DML"):
@@ -140,15 +154,17 @@ class RefreshMachine(RuleBasedStateMachine):
     def refresh_full(self):
         self._refresh(full=True)
 
-    @rule(view=st.sampled_from(sorted(VIEWS)), point=st.sampled_from(REFRESH_POINTS),
-          full=st.booleans())
+    @rule(
+        view=st.sampled_from(sorted(VIEWS)),
+        point=st.sampled_from(REFRESH_POINTS),
+        full=st.booleans(),
+    )
     def crash(self, view, point, full):
         """A refresh of ``view`` dies at ``point`` (or, where :func:`dies_at` says it
         cannot, completes); the next refresh must complete it."""
         try:
             with faults.inject(point, must_fire=False):
-                result = ivm.sql(self.spark,
-                                 f"REFRESH MATERIALIZED VIEW {view}{' FULL' * full}")
+                result = ivm.sql(self.spark, f"REFRESH MATERIALIZED VIEW {view}{' FULL' * full}")
         except Exception as error:  # the injected fault, as Python or as Spark raised it
             assert "injected fault" in str(error), error
         else:
@@ -184,5 +200,9 @@ class RefreshMachine(RuleBasedStateMachine):
 
 def test_any_interleaving_of_changes_and_refreshes(spark):
     RefreshMachine.spark = spark
-    run_state_machine_as_test(RefreshMachine, settings=settings(
-        settings(), max_examples=max(1, settings().max_examples // 5), stateful_step_count=8))
+    run_state_machine_as_test(
+        RefreshMachine,
+        settings=settings(
+            settings(), max_examples=max(1, settings().max_examples // 5), stateful_step_count=8
+        ),
+    )

@@ -12,13 +12,14 @@ them together, so the whole file costs few Spark jobs. A stage can also run alon
 from functools import reduce
 
 import pytest
+import tpch_batches
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 import ivm
-import tpch_batches
 from benchmarks import tpch_data
 from benchmarks.tpch_queries import QUERIES
+
 from harness import check_views, create_views, example_database, refresh_views
 
 pytestmark = [pytest.mark.tpch, pytest.mark.long]
@@ -68,28 +69,41 @@ def views(spark, refusals):
 def test_refused_queries(refusals):
     """Exactly the queries in REFUSED are refused, each for the construct its reason names."""
     assert set(refusals) == set(REFUSED), "\n\n".join(
-        [f"refused, not in REFUSED: {sorted(set(refusals) - set(REFUSED))}",
-         f"in REFUSED, but compiled: {sorted(set(REFUSED) - set(refusals))}"]
-        + [f"{name}: {refusals[name]}" for name in sorted(set(refusals) - set(REFUSED))])
-    wrong = {name: error.construct for name, error in refusals.items()
-             if REFUSED[name].split(":")[0] != error.construct}
+        [
+            f"refused, not in REFUSED: {sorted(set(refusals) - set(REFUSED))}",
+            f"in REFUSED, but compiled: {sorted(set(REFUSED) - set(refusals))}",
+        ]
+        + [f"{name}: {refusals[name]}" for name in sorted(set(refusals) - set(REFUSED))]
+    )
+    wrong = {
+        name: error.construct
+        for name, error in refusals.items()
+        if REFUSED[name].split(":")[0] != error.construct
+    }
     assert not wrong, f"refused for another construct than REFUSED says: {wrong}"
 
 
 def _without_rows(spark, frames: dict[str, DataFrame]) -> set[str]:
     """The names of the frames without a row that has a value other than NULL; one job."""
-    found = [frame.where(" OR ".join(f"`{c}` IS NOT NULL" for c in frame.columns))
-             .select(F.lit(name).alias("name")).limit(1) for name, frame in frames.items()]
+    found = [
+        frame.where(" OR ".join(f"`{c}` IS NOT NULL" for c in frame.columns))
+        .select(F.lit(name).alias("name"))
+        .limit(1)
+        for name, frame in frames.items()
+    ]
     return set(frames) - {row.name for row in reduce(DataFrame.unionAll, found).collect()}
 
 
 def test_views_after_create(spark, views):
     """Every view has rows (as has every refused query), and equals its query."""
-    frames = {name: spark.table(name) if name in views else spark.sql(sql)
-              for name, sql in QUERIES.items()}
+    frames = {
+        name: spark.table(name) if name in views else spark.sql(sql)
+        for name, sql in QUERIES.items()
+    }
     empty = _without_rows(spark, frames)
-    assert empty == EMPTY_AT_SCALE, (f"without rows after CREATE: {sorted(empty)}; "
-                                     f"expected only {sorted(EMPTY_AT_SCALE)}")
+    assert empty == EMPTY_AT_SCALE, (
+        f"without rows after CREATE: {sorted(empty)}; expected only {sorted(EMPTY_AT_SCALE)}"
+    )
     check_views(spark, views, "after CREATE", few_rows=False)
 
 
@@ -102,9 +116,15 @@ def test_views_after_batch(spark, views, batch):
     results = refresh_views(spark, views)
     full = [str(r) for r in results if r.mode not in ("incremental", "noop")]
     assert not full, f"refreshes that were not incremental: {full}"
-    check_views(spark, views, f"after the refresh of batch {batch!r}:\n"
-                + ";\n".join(statements) + "\n" + "\n".join(str(r) for r in results),
-                few_rows=False)
+    check_views(
+        spark,
+        views,
+        f"after the refresh of batch {batch!r}:\n"
+        + ";\n".join(statements)
+        + "\n"
+        + "\n".join(str(r) for r in results),
+        few_rows=False,
+    )
 
 
 def test_verify_at_the_versions_each_view_reflects(spark, views):

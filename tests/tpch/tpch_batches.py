@@ -19,61 +19,61 @@ _INTERESTS = {
     "q1 q4": "o_orderdate >= DATE '1993-07-01' AND o_orderdate < DATE '1993-10-01'",
     # A line of one of the ten orders with the most revenue.
     "q3": "c_mktsegment = 'BUILDING' AND o_orderdate < DATE '1995-03-15'"
-          " AND l_shipdate > DATE '1995-03-15'"
-          " AND l_orderkey IN (SELECT l_orderkey FROM lineitem JOIN orders"
-          " ON l_orderkey = o_orderkey JOIN customer ON o_custkey = c_custkey"
-          " WHERE c_mktsegment = 'BUILDING' AND o_orderdate < DATE '1995-03-15'"
-          " AND l_shipdate > DATE '1995-03-15' GROUP BY l_orderkey"
-          " ORDER BY SUM(l_extendedprice * (1 - l_discount)) DESC LIMIT 10)",
+    " AND l_shipdate > DATE '1995-03-15'"
+    " AND l_orderkey IN (SELECT l_orderkey FROM lineitem JOIN orders"
+    " ON l_orderkey = o_orderkey JOIN customer ON o_custkey = c_custkey"
+    " WHERE c_mktsegment = 'BUILDING' AND o_orderdate < DATE '1995-03-15'"
+    " AND l_shipdate > DATE '1995-03-15' GROUP BY l_orderkey"
+    " ORDER BY SUM(l_extendedprice * (1 - l_discount)) DESC LIMIT 10)",
     "q5": "cr.r_name = 'ASIA' AND c_nationkey = s_nationkey"
-          " AND o_orderdate >= DATE '1994-01-01' AND o_orderdate < DATE '1995-01-01'",
+    " AND o_orderdate >= DATE '1994-01-01' AND o_orderdate < DATE '1995-01-01'",
     "q6": "l_shipdate >= DATE '1994-01-01' AND l_shipdate < DATE '1995-01-01'"
-          " AND l_discount BETWEEN 0.05 AND 0.07 AND l_quantity < 24",
+    " AND l_discount BETWEEN 0.05 AND 0.07 AND l_quantity < 24",
     "q7": "sn.n_name IN ('FRANCE', 'GERMANY') AND cn.n_name IN ('FRANCE', 'GERMANY')"
-          " AND sn.n_name <> cn.n_name"
-          " AND l_shipdate BETWEEN DATE '1995-01-01' AND DATE '1996-12-31'",
+    " AND sn.n_name <> cn.n_name"
+    " AND l_shipdate BETWEEN DATE '1995-01-01' AND DATE '1996-12-31'",
     "q8": "p_type = 'ECONOMY ANODIZED STEEL' AND cr.r_name = 'AMERICA'"
-          " AND o_orderdate BETWEEN DATE '1995-01-01' AND DATE '1996-12-31'",
+    " AND o_orderdate BETWEEN DATE '1995-01-01' AND DATE '1996-12-31'",
     "q9": "p_name LIKE '%green%'",
     # A returned line of one of the twenty customers with the most revenue returned.
     "q10": "l_returnflag = 'R'"
-           " AND o_orderdate >= DATE '1993-10-01' AND o_orderdate < DATE '1994-01-01'"
-           " AND o_custkey IN (SELECT o_custkey FROM lineitem JOIN orders"
-           " ON l_orderkey = o_orderkey WHERE l_returnflag = 'R'"
-           " AND o_orderdate >= DATE '1993-10-01' AND o_orderdate < DATE '1994-01-01'"
-           " GROUP BY o_custkey ORDER BY SUM(l_extendedprice * (1 - l_discount)) DESC"
-           " LIMIT 20)",
+    " AND o_orderdate >= DATE '1993-10-01' AND o_orderdate < DATE '1994-01-01'"
+    " AND o_custkey IN (SELECT o_custkey FROM lineitem JOIN orders"
+    " ON l_orderkey = o_orderkey WHERE l_returnflag = 'R'"
+    " AND o_orderdate >= DATE '1993-10-01' AND o_orderdate < DATE '1994-01-01'"
+    " GROUP BY o_custkey ORDER BY SUM(l_extendedprice * (1 - l_discount)) DESC"
+    " LIMIT 20)",
     "q12": "l_shipmode IN ('MAIL', 'SHIP') AND l_commitdate < l_receiptdate"
-           " AND l_shipdate < l_commitdate"
-           " AND l_receiptdate >= DATE '1994-01-01' AND l_receiptdate < DATE '1995-01-01'",
+    " AND l_shipdate < l_commitdate"
+    " AND l_receiptdate >= DATE '1994-01-01' AND l_receiptdate < DATE '1995-01-01'",
     "q14": "l_shipdate >= DATE '1995-09-01' AND l_shipdate < DATE '1995-10-01'",
     # A line of the supplier with the most revenue in the quarter.
     "q15": "l_shipdate >= DATE '1996-01-01' AND l_shipdate < DATE '1996-04-01'"
-           " AND l_suppkey = (SELECT l_suppkey FROM lineitem"
-           " WHERE l_shipdate >= DATE '1996-01-01' AND l_shipdate < DATE '1996-04-01'"
-           " GROUP BY l_suppkey ORDER BY SUM(l_extendedprice * (1 - l_discount)) DESC,"
-           " l_suppkey LIMIT 1)",
+    " AND l_suppkey = (SELECT l_suppkey FROM lineitem"
+    " WHERE l_shipdate >= DATE '1996-01-01' AND l_shipdate < DATE '1996-04-01'"
+    " GROUP BY l_suppkey ORDER BY SUM(l_extendedprice * (1 - l_discount)) DESC,"
+    " l_suppkey LIMIT 1)",
     "q17": "p_brand = 'Brand#23' AND p_container = 'MED BOX'",
     "q18": "o_orderkey IN (SELECT l_orderkey FROM lineitem GROUP BY l_orderkey"
-           " HAVING SUM(l_quantity) > 300)",
+    " HAVING SUM(l_quantity) > 300)",
     "q19": "l_shipmode IN ('AIR', 'AIR REG') AND l_shipinstruct = 'DELIVER IN PERSON'"
-           " AND ((p_brand = 'Brand#12'"
-           "       AND p_container IN ('SM CASE', 'SM BOX', 'SM PACK', 'SM PKG')"
-           "       AND l_quantity BETWEEN 1 AND 11 AND p_size BETWEEN 1 AND 5)"
-           "   OR (p_brand = 'Brand#23'"
-           "       AND p_container IN ('MED BAG', 'MED BOX', 'MED PKG', 'MED PACK')"
-           "       AND l_quantity BETWEEN 10 AND 20 AND p_size BETWEEN 1 AND 10)"
-           "   OR (p_brand = 'Brand#34'"
-           "       AND p_container IN ('LG CASE', 'LG BOX', 'LG PACK', 'LG PKG')"
-           "       AND l_quantity BETWEEN 20 AND 30 AND p_size BETWEEN 1 AND 15))",
+    " AND ((p_brand = 'Brand#12'"
+    "       AND p_container IN ('SM CASE', 'SM BOX', 'SM PACK', 'SM PKG')"
+    "       AND l_quantity BETWEEN 1 AND 11 AND p_size BETWEEN 1 AND 5)"
+    "   OR (p_brand = 'Brand#23'"
+    "       AND p_container IN ('MED BAG', 'MED BOX', 'MED PKG', 'MED PACK')"
+    "       AND l_quantity BETWEEN 10 AND 20 AND p_size BETWEEN 1 AND 10)"
+    "   OR (p_brand = 'Brand#34'"
+    "       AND p_container IN ('LG CASE', 'LG BOX', 'LG PACK', 'LG PKG')"
+    "       AND l_quantity BETWEEN 20 AND 30 AND p_size BETWEEN 1 AND 15))",
     "q20": "p_name LIKE 'forest%' AND sn.n_name = 'CANADA'"
-           " AND l_shipdate >= DATE '1994-01-01' AND l_shipdate < DATE '1995-01-01'",
+    " AND l_shipdate >= DATE '1994-01-01' AND l_shipdate < DATE '1995-01-01'",
     # The only late line of a finished order with several suppliers.
     "q21": "o_orderstatus = 'F' AND sn.n_name = 'SAUDI ARABIA'"
-           " AND l_receiptdate > l_commitdate"
-           " AND l_orderkey IN (SELECT l_orderkey FROM lineitem GROUP BY l_orderkey"
-           " HAVING COUNT(DISTINCT l_suppkey) > 1"
-           " AND COUNT_IF(l_receiptdate > l_commitdate) = 1)",
+    " AND l_receiptdate > l_commitdate"
+    " AND l_orderkey IN (SELECT l_orderkey FROM lineitem GROUP BY l_orderkey"
+    " HAVING COUNT(DISTINCT l_suppkey) > 1"
+    " AND COUNT_IF(l_receiptdate > l_commitdate) = 1)",
 }
 
 _ORDER_LINES = """lineitem
@@ -93,11 +93,15 @@ def pick_lines(spark, *seeds: int) -> list[list[tuple[int, int]]]:
     columns = ", ".join(
         f"min_by(struct(l_orderkey, l_linenumber),"
         f" IF({predicate}, hash(l_orderkey, l_linenumber, {seed}), NULL))"
-        for seed in seeds for predicate in _INTERESTS.values())
+        for seed in seeds
+        for predicate in _INTERESTS.values()
+    )
     row = list(spark.sql(f"SELECT {columns} FROM {_ORDER_LINES}").first())
     per_seed = len(_INTERESTS)
-    return [sorted({tuple(key) for key in row[i:i + per_seed] if key is not None})
-            for i in range(0, len(row), per_seed)]
+    return [
+        sorted({tuple(key) for key in row[i : i + per_seed] if key is not None})
+        for i in range(0, len(row), per_seed)
+    ]
 
 
 def _orders_of(lines: list[tuple[int, int]]) -> str:
@@ -189,8 +193,7 @@ def delete_and_update(spark) -> list[str]:
     and orders (of orders RF2 keeps)."""
     doomed, lines, orders = pick_lines(spark, 2, 3, 4)
     gone = {order for order, _ in doomed}
-    lines, orders = ([line for line in picked if line[0] not in gone]
-                     for picked in (lines, orders))
+    lines, orders = ([line for line in picked if line[0] not in gone] for picked in (lines, orders))
     return delete_orders(doomed) + update_rows(lines, orders)
 
 

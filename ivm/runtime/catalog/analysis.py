@@ -23,11 +23,19 @@ from ivm.frontend.parse import parse_query, referenced_tables
 from ivm.frontend.positions import position_at_offset, position_of
 from ivm.names import DIALECT
 
-TEMPORARY_REASON = "temporary objects cannot be used in a materialized view, because " \
-                   "refreshes run in other sessions"
+TEMPORARY_REASON = (
+    "temporary objects cannot be used in a materialized view, because "
+    "refreshes run in other sessions"
+)
 
-NAME_CONDITIONS = ("UNRESOLVED_ROUTINE", "UNRESOLVED_COLUMN", "TABLE_OR_VIEW_NOT_FOUND",
-                   "AMBIGUOUS_REFERENCE", "UNRESOLVED_FIELD", "UNRESOLVED_MAP_KEY")
+NAME_CONDITIONS = (
+    "UNRESOLVED_ROUTINE",
+    "UNRESOLVED_COLUMN",
+    "TABLE_OR_VIEW_NOT_FOUND",
+    "AMBIGUOUS_REFERENCE",
+    "UNRESOLVED_FIELD",
+    "UNRESOLVED_MAP_KEY",
+)
 """Spark's error conditions about names: a :class:`CatalogError`; any other is an
 :class:`InvalidQuery`."""
 
@@ -42,23 +50,33 @@ def refuse_temporary(spark, sql: str) -> None:
         except AnalysisException:
             continue  # not found: the frontend says so
         if found.isTemporary:
-            _refuse(f"temporary view {table.sql(DIALECT)}", table, sql,
-                    "create the view's sources as tables (CREATE TABLE … USING DELTA)")
+            _refuse(
+                f"temporary view {table.sql(DIALECT)}",
+                table,
+                sql,
+                "create the view's sources as tables (CREATE TABLE … USING DELTA)",
+            )
     calls = [f for f in query.find_all(exp.Anonymous)]
     if calls:
         # SHOW USER FUNCTIONS names a session's functions bare, the catalog's qualified
-        temporary = {row[0].lower() for row in spark.sql("SHOW USER FUNCTIONS").collect()
-                     if "." not in row[0]}
+        temporary = {
+            row[0].lower()
+            for row in spark.sql("SHOW USER FUNCTIONS").collect()
+            if "." not in row[0]
+        }
         for call in calls:
             if call.name.lower() in temporary:
-                _refuse(f"temporary function {call.name}", call, sql,
-                        "use a built-in function, or a permanent function "
-                        "(CREATE FUNCTION … in the catalog)")
+                _refuse(
+                    f"temporary function {call.name}",
+                    call,
+                    sql,
+                    "use a built-in function, or a permanent function "
+                    "(CREATE FUNCTION … in the catalog)",
+                )
 
 
 def _refuse(construct: str, node: exp.Expr, sql: str, hint: str):
-    raise UnsupportedQuery(construct, sql, position_of(node), hint=hint,
-                           reason=TEMPORARY_REASON)
+    raise UnsupportedQuery(construct, sql, position_of(node), hint=hint, reason=TEMPORARY_REASON)
 
 
 def analyse(spark, sql: str) -> list[str] | None:
@@ -113,11 +131,20 @@ def spark_error(error: AnalysisException, sql: str, located: bool = True) -> Ivm
             position = position_at_offset(sql, context.startIndex())
             break
     if isinstance(error, ParseException):
-        return SqlSyntaxError(f"syntax error: {text}", sql, position,
-                              hint="check the SQL near the marked position")
+        return SqlSyntaxError(
+            f"syntax error: {text}", sql, position, hint="check the SQL near the marked position"
+        )
     if condition.split(".")[0] in NAME_CONDITIONS:
-        return CatalogError(f"Spark cannot resolve the query: {text}", sql, position,
-                            hint="check the name: it must be a built-in function, or a table, "
-                                 "column or function of the catalog")
-    return InvalidQuery(f"Spark refuses the query: {text}", sql, position,
-                        hint="run the SELECT alone and correct it until it works")
+        return CatalogError(
+            f"Spark cannot resolve the query: {text}",
+            sql,
+            position,
+            hint="check the name: it must be a built-in function, or a table, "
+            "column or function of the catalog",
+        )
+    return InvalidQuery(
+        f"Spark refuses the query: {text}",
+        sql,
+        position,
+        hint="run the SELECT alone and correct it until it works",
+    )

@@ -24,22 +24,21 @@ from sqlglot import exp
 
 from ivm.compiler import SchemaLookup
 from ivm.errors import CatalogError
+from ivm.frontend.parse import referenced_tables
+from ivm.frontend.positions import position_of
 from ivm.names import CATALOG_NAME, canonical, internal_table, join, split
 from ivm.passes.states import STATE_SUFFIX
 from ivm.runtime.log.delta_log import DeltaLogReader, once
-from ivm.frontend.parse import referenced_tables
-from ivm.frontend.positions import position_of
-
 
 STORE_SUFFIX = "__ivm_store"
-VIEW = "ivm.view"                 # store property: the view it stores
-DEFINITION = "ivm.definition"     # store property: the view's SELECT
-FRESHNESS = "ivm.freshness"       # store property: the most seconds `ivm run` lets it lag
-SUSPENDED = "ivm.suspended"       # store property: "true" if `ivm run` leaves it alone
-DATABASE = "ivm.database"         # store property: where the definition's names resolve
-SETTINGS = "ivm.settings"         # store property: the session settings pinned at CREATE (JSON)
-COLUMNS = "ivm.columns"           # store property: the view's column names as Spark spells them
-STATE_OF = "ivm.stateOf"          # store property of a state table: the view it is part of
+VIEW = "ivm.view"  # store property: the view it stores
+DEFINITION = "ivm.definition"  # store property: the view's SELECT
+FRESHNESS = "ivm.freshness"  # store property: the most seconds `ivm run` lets it lag
+SUSPENDED = "ivm.suspended"  # store property: "true" if `ivm run` leaves it alone
+DATABASE = "ivm.database"  # store property: where the definition's names resolve
+SETTINGS = "ivm.settings"  # store property: the session settings pinned at CREATE (JSON)
+COLUMNS = "ivm.columns"  # store property: the view's column names as Spark spells them
+STATE_OF = "ivm.stateOf"  # store property of a state table: the view it is part of
 SESSION_CATALOG = "spark_catalog"
 
 
@@ -104,8 +103,9 @@ def view_of_store(spark, store: str) -> str | None:
     """The materialized view (or state table) whose store is the canonical ``store``; None
     if it is no store."""
     *db, table = split(store)
-    if not table.endswith(STORE_SUFFIX) or \
-            table not in once(("stores", *db), lambda: _stores(spark, join(db) or None)):
+    if not table.endswith(STORE_SUFFIX) or table not in once(
+        ("stores", *db), lambda: _stores(spark, join(db) or None)
+    ):
         return None
     view = DeltaLogReader.of(spark, store).properties().get(VIEW)
     if view is None or store_properties(spark, canonical(view)) is None:
@@ -120,7 +120,7 @@ def _stores(spark, database: str | None) -> frozenset[str]:
     where = f" IN {database}" if database else ""
     try:
         rows = spark.sql(f"SHOW TABLES{where} LIKE '*{STORE_SUFFIX}'").collect()
-    except AnalysisException:       # no such database
+    except AnalysisException:  # no such database
         return frozenset()
     return frozenset(row.tableName.lower() for row in rows if not row.isTemporary)
 
@@ -133,10 +133,13 @@ def state_tables(spark, view: str) -> list[str]:
     for legacy_layout in (False, True):
         *db, prefix = split(internal_table(view, STATE_SUFFIX, legacy_layout))
         for store in sorted(_stores(spark, join(db) or None)):
-            state = store[:-len(STORE_SUFFIX)]
+            state = store[: -len(STORE_SUFFIX)]
             qualified = join([*db, state])
-            if state.startswith(prefix) and qualified not in tables and \
-                    (store_properties(spark, qualified) or {}).get(STATE_OF) == view:
+            if (
+                state.startswith(prefix)
+                and qualified not in tables
+                and (store_properties(spark, qualified) or {}).get(STATE_OF) == view
+            ):
                 tables.append(qualified)
     return tables
 
@@ -167,8 +170,10 @@ def qualified_name(spark, name: str) -> str:
     if len(parts) == 3 and parts[0].lower() == SESSION_CATALOG:
         parts = parts[1:]
     if len(parts) > 2:
-        raise CatalogError(f"{name} is not in Spark's session catalog",
-                           hint="name a materialized view as name or database.name")
+        raise CatalogError(
+            f"{name} is not in Spark's session catalog",
+            hint="name a materialized view as name or database.name",
+        )
     if len(parts) == 1:
         parts = [current_database(spark), *parts]
     return canonical(join(parts))
@@ -178,9 +183,12 @@ def check_name(view: str) -> None:
     """Refuse a name the session catalog cannot store (it takes letters, digits and ``_``)."""
     for part in split(view):
         if not CATALOG_NAME.fullmatch(part):
-            raise CatalogError(f"{view} is not a valid name for a materialized view: Spark's "
-                               f"catalog accepts only letters, digits and _ in database and "
-                               f"table names", hint="choose another name")
+            raise CatalogError(
+                f"{view} is not a valid name for a materialized view: Spark's "
+                f"catalog accepts only letters, digits and _ in database and "
+                f"table names",
+                hint="choose another name",
+            )
 
 
 def catalog_schema(spark) -> SchemaLookup:
@@ -188,8 +196,9 @@ def catalog_schema(spark) -> SchemaLookup:
     return partial(source_schema, spark)
 
 
-def source_schema(spark, query: exp.Expr, sql: str,
-                  default_db: str | None = None) -> tuple[dict, str]:
+def source_schema(
+    spark, query: exp.Expr, sql: str, default_db: str | None = None
+) -> tuple[dict, str]:
     """``({db: {table: {column: type}}}, database)`` for the tables ``query`` reads, names
     without a database being in ``default_db`` (default: the current database)."""
     default_db = default_db or current_database(spark)
@@ -197,9 +206,12 @@ def source_schema(spark, query: exp.Expr, sql: str,
     for table in referenced_tables(query):
         db, name = (table.db or default_db).lower(), table.name.lower()
         if not spark.catalog.tableExists(join([db, name])):
-            raise CatalogError(f"table or view not found: {join([db, name])}", sql,
-                               position_of(table),
-                               hint="check the name, or create the source table first")
+            raise CatalogError(
+                f"table or view not found: {join([db, name])}",
+                sql,
+                position_of(table),
+                hint="check the name, or create the source table first",
+            )
         fields = spark.table(join([db, name])).schema.fields
         schema.setdefault(db, {})[name] = {f.name: f.dataType.simpleString() for f in fields}
     return schema, default_db

@@ -30,15 +30,32 @@ from sqlglot import exp
 from ivm.compiler import CompiledView, compile
 from ivm.errors import CatalogError, ViewNotFound
 from ivm.names import DIALECT
-from ivm.runtime.catalog.catalog import (COLUMNS, DATABASE, DEFINITION, SETTINGS, STATE_OF,
-                                         catalog_kind, catalog_schema, current_database,
-                                         has_legacy_layout, store_name, store_properties)
+from ivm.runtime.catalog.catalog import (
+    COLUMNS,
+    DATABASE,
+    DEFINITION,
+    SETTINGS,
+    STATE_OF,
+    catalog_kind,
+    catalog_schema,
+    current_database,
+    has_legacy_layout,
+    store_name,
+    store_properties,
+)
 from ivm.runtime.log.delta_log import DeltaLogReader
 
-PINNED = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled",
-          "spark.sql.decimalOperations.allowPrecisionLoss", "spark.sql.legacy.timeParserPolicy",
-          "spark.sql.parser.escapedStringLiterals", "spark.sql.storeAssignmentPolicy",
-          "spark.sql.timestampType", "spark.sql.caseSensitive", "spark.sql.mapKeyDedupPolicy")
+PINNED = (
+    "spark.sql.session.timeZone",
+    "spark.sql.ansi.enabled",
+    "spark.sql.decimalOperations.allowPrecisionLoss",
+    "spark.sql.legacy.timeParserPolicy",
+    "spark.sql.parser.escapedStringLiterals",
+    "spark.sql.storeAssignmentPolicy",
+    "spark.sql.timestampType",
+    "spark.sql.caseSensitive",
+    "spark.sql.mapKeyDedupPolicy",
+)
 """Settings that change what a query returns; their effective values are pinned."""
 
 PINNED_PREFIXES = ("spark.sql.legacy.",)
@@ -58,7 +75,7 @@ def pinned_settings(spark) -> dict[str, str]:
     for key in PINNED:
         try:
             settings[key] = spark.conf.get(key)
-        except PySparkException:     # a setting this version of Spark does not have
+        except PySparkException:  # a setting this version of Spark does not have
             pass
     settings |= {k: v for k, v in spark.conf.getAll.items() if k.startswith(PINNED_PREFIXES)}
     return dict(sorted(settings.items()))
@@ -66,8 +83,10 @@ def pinned_settings(spark) -> dict[str, str]:
 
 def pin(spark) -> dict[str, str]:
     """The store properties that fix the meaning of a definition created in ``spark``."""
-    return {DATABASE: current_database(spark),
-            SETTINGS: json.dumps(pinned_settings(spark), sort_keys=True)}
+    return {
+        DATABASE: current_database(spark),
+        SETTINGS: json.dumps(pinned_settings(spark), sort_keys=True),
+    }
 
 
 def view_properties(spark, view: str, statement: str | None = None) -> dict[str, str]:
@@ -86,23 +105,29 @@ def not_a_view(spark, name: str, statement: str | None = None) -> ViewNotFound:
     does the same to it, or the store of a view, with the statement on that view."""
     kind, view = catalog_kind(spark, name) or (None, None)
     if kind is None:
-        return ViewNotFound(f"materialized view {name} does not exist",
-                            hint=None if statement == "DROP" else
-                            "create it with CREATE MATERIALIZED VIEW")
+        return ViewNotFound(
+            f"materialized view {name} does not exist",
+            hint=None if statement == "DROP" else "create it with CREATE MATERIALIZED VIEW",
+        )
     if kind == "store":
-        return ViewNotFound(f"{name} is the store of the materialized view {view}, not a "
-                            f"materialized view", hint=f"{statement or 'name'} MATERIALIZED "
-                                                       f"VIEW {view}")
+        return ViewNotFound(
+            f"{name} is the store of the materialized view {view}, not a materialized view",
+            hint=f"{statement or 'name'} MATERIALIZED VIEW {view}",
+        )
     keyword = "TABLE" if kind == "table" else "VIEW"
-    instead = {"DROP": f"DROP {keyword} {name} drops it",
-               "ALTER": f"ALTER {keyword} {name} changes it",
-               "DESCRIBE": f"DESCRIBE TABLE {name} describes it"}
+    instead = {
+        "DROP": f"DROP {keyword} {name} drops it",
+        "ALTER": f"ALTER {keyword} {name} changes it",
+        "DESCRIBE": f"DESCRIBE TABLE {name} describes it",
+    }
     if kind == "table":
         instead["DESCRIBE HISTORY"] = f"DESCRIBE HISTORY {name} shows a Delta table's commits"
     return ViewNotFound(
         f"{name} is a {'table' if kind == 'table' else 'Spark view'}, not a materialized view",
-        hint=instead.get(statement or "") or f"to keep a query over it fresh, CREATE "
-                                             f"MATERIALIZED VIEW name AS SELECT ... FROM {name}")
+        hint=instead.get(statement or "")
+        or f"to keep a query over it fresh, CREATE "
+        f"MATERIALIZED VIEW name AS SELECT ... FROM {name}",
+    )
 
 
 def named_view(spark, view: str, statement: str) -> dict[str, str]:
@@ -112,9 +137,10 @@ def named_view(spark, view: str, statement: str) -> dict[str, str]:
     properties = view_properties(spark, view, statement)
     if STATE_OF in properties:
         owner = properties[STATE_OF]
-        raise CatalogError(f"{view} is a state table of the materialized view {owner}, not a "
-                           f"view of its own", hint=f"{statement} MATERIALIZED VIEW {owner}, "
-                                                    f"which takes its state tables with it")
+        raise CatalogError(
+            f"{view} is a state table of the materialized view {owner}, not a view of its own",
+            hint=f"{statement} MATERIALIZED VIEW {owner}, which takes its state tables with it",
+        )
     return properties
 
 
@@ -148,8 +174,7 @@ _plans: OrderedDict[tuple, tuple[tuple, CompiledView]] = OrderedDict()
 _plans_lock = threading.Lock()
 
 
-def compile_definition(spark, view: str,
-                       properties: dict[str, str] | None = None) -> CompiledView:
+def compile_definition(spark, view: str, properties: dict[str, str] | None = None) -> CompiledView:
     """The stored definition of the materialized view ``view`` compiled as at its CREATE,
     its names resolved in :func:`resolution_database`, its state tables named in the layout
     its store has (:func:`~ivm.runtime.catalog.catalog.has_legacy_layout`). ``properties``: the
@@ -163,16 +188,25 @@ def compile_definition(spark, view: str,
     properties = properties or view_properties(spark, view)
     owner = properties.get(STATE_OF, view)  # a state table is compiled as part of its view
     # a state table has the layout of its view, and was resolved with its properties
-    key = (owner, properties[DEFINITION], resolution_database(owner, properties),
-           has_legacy_layout(view))
+    key = (
+        owner,
+        properties[DEFINITION],
+        resolution_database(owner, properties),
+        has_legacy_layout(view),
+    )
     with _plans_lock:
         kept = _plans.get(key)
     if kept is not None and kept[0] == _sources_fingerprint(spark, kept[1].tables_read):
         with _plans_lock:
             _plans.move_to_end(key)
         return kept[1] if owner == view else kept[1].state(view)
-    compiled = compile(properties[DEFINITION], catalog_schema(spark), default_db=key[2],
-                       name=owner, legacy_layout=key[3])
+    compiled = compile(
+        properties[DEFINITION],
+        catalog_schema(spark),
+        default_db=key[2],
+        name=owner,
+        legacy_layout=key[3],
+    )
     fingerprint = _sources_fingerprint(spark, compiled.tables_read)
     with _plans_lock:
         _plans[key] = (fingerprint, compiled)

@@ -23,13 +23,16 @@ def materialized_views(spark) -> list[str]:
     internal database), which no query can read any more."""
     views = []
     databases = {database.name for database in spark.catalog.listDatabases()}
-    with reading_each_log_once(reuse=True):     # each store's log and each listing once
+    with reading_each_log_once(reuse=True):  # each store's log and each listing once
         for database in sorted(databases):
             for table in spark.catalog.listTables(database):
                 if table.name.endswith(STORE_SUFFIX) and not table.isTemporary:
                     view = view_of_store(spark, join([database, table.name]))
-                    if view is not None and split(view)[0] in databases and \
-                            STATE_OF not in (store_properties(spark, view) or {}):
+                    if (
+                        view is not None
+                        and split(view)[0] in databases
+                        and STATE_OF not in (store_properties(spark, view) or {})
+                    ):
                         views.append(view)
     return views
 
@@ -45,8 +48,9 @@ def dependency_graph(spark, views: list[str]) -> nx.DiGraph:
         view = pending.pop()
         if graph.nodes.get(view, {}).get("materialized"):
             continue
-        graph.add_node(view, materialized=True,
-                       state=STATE_OF in (store_properties(spark, view) or {}))
+        graph.add_node(
+            view, materialized=True, state=STATE_OF in (store_properties(spark, view) or {})
+        )
         for source in latest_consumed(spark, view).sources:
             graph.add_edge(source, view)
             if store_properties(spark, source) is not None:
@@ -57,8 +61,11 @@ def dependency_graph(spark, views: list[str]) -> nx.DiGraph:
 def refresh_order(graph: nx.DiGraph) -> list[str]:
     """The materialized views of ``graph``, each after every view it reads (not the state
     tables: a view's refresh refreshes its own)."""
-    return [v for v in nx.topological_sort(graph)
-            if graph.nodes[v].get("materialized") and not graph.nodes[v].get("state")]
+    return [
+        v
+        for v in nx.topological_sort(graph)
+        if graph.nodes[v].get("materialized") and not graph.nodes[v].get("state")
+    ]
 
 
 def readers(spark, view: str) -> list[str]:
@@ -78,6 +85,7 @@ def check_no_cycle(spark, view: str, sources) -> None:
     except nx.NetworkXNoCycle:
         return
     path = " → ".join([edge[0] for edge in cycle] + [cycle[0][0]])
-    raise DependencyCycle(f"{view} would read itself: {path}",
-                          hint="a materialized view may read other materialized views, but not "
-                               "through a cycle")
+    raise DependencyCycle(
+        f"{view} would read itself: {path}",
+        hint="a materialized view may read other materialized views, but not through a cycle",
+    )

@@ -35,32 +35,37 @@ class RefreshResult:
     """What one CREATE or REFRESH did."""
 
     view: str
-    mode: str                       # create | incremental | full | partition | noop
+    mode: str  # create | incremental | full | partition | noop
     consumed: dict[str, int] = field(default_factory=dict)
     previous: dict[str, int] = field(default_factory=dict)
     rows_inserted: int = 0
     rows_updated: int = 0
     rows_deleted: int = 0
     seconds: float = 0.0
-    reason: str | None = None                   # why a refresh was full
-    rules: str | None = None                    # INSERTS_ONLY where an incremental refresh
-                                                # applied the rules for inserted rows only
+    reason: str | None = None  # why a refresh was full
+    rules: str | None = None  # INSERTS_ONLY where an incremental refresh
+    # applied the rules for inserted rows only
     phases: dict = field(default_factory=dict)  # phase → Phase (ivm.runtime.refresh.phases)
-    states: list["RefreshResult"] = field(default_factory=list)  # its state tables', first
+    states: list[RefreshResult] = field(default_factory=list)  # its state tables', first
     upkeep: list = field(default_factory=list)  # the compactions that followed it
-                                                # (ivm.runtime.refresh.upkeep.Upkeep)
+    # (ivm.runtime.refresh.upkeep.Upkeep)
 
     def __str__(self) -> str:
         versions = ", ".join(
-            f"{t} v{self.previous[t]}→v{v}" if t in self.previous and self.previous[t] != v
-            else f"{t} v{v}" for t, v in self.consumed.items())
+            f"{t} v{self.previous[t]}→v{v}"
+            if t in self.previous and self.previous[t] != v
+            else f"{t} v{v}"
+            for t, v in self.consumed.items()
+        )
         text = f"{self.mode} refresh of {self.view} in {self.seconds:.2f}s"
         if self.reason or self.rules:
             text += f" ({self.reason or self.rules})"
         text += f"; sources: {versions}"
         if self.mode in ("incremental", "full", "create", "partition"):
-            text += (f"; store rows: +{self.rows_inserted} inserted, ~{self.rows_updated} "
-                     f"updated, -{self.rows_deleted} deleted")
+            text += (
+                f"; store rows: +{self.rows_inserted} inserted, ~{self.rows_updated} "
+                f"updated, -{self.rows_deleted} deleted"
+            )
         return "; ".join([text, *map(str, self.upkeep)])
 
 
@@ -73,22 +78,22 @@ into the view's own rows (:mod:`ivm.rules.append`)."""
 class RefreshRecord:
     """The record of one write of a store (a CREATE or a REFRESH)."""
 
-    mode: str                                   # create | incremental | full
-    sources: dict[str, int]                     # the source versions the store now reflects
-    reason: str | None = None                   # why a refresh was full
-    read_bytes: int | None = None               # the bytes of source data or change it read
-    table_ids: dict[str, str] | None = None     # each source's Delta table id (None: unknown,
-                                                # in records written before ids were kept)
+    mode: str  # create | incremental | full
+    sources: dict[str, int]  # the source versions the store now reflects
+    reason: str | None = None  # why a refresh was full
+    read_bytes: int | None = None  # the bytes of source data or change it read
+    table_ids: dict[str, str] | None = None  # each source's Delta table id (None: unknown,
+    # in records written before ids were kept)
     refresh: str = field(default_factory=lambda: uuid.uuid4().hex)
     started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
-    phases: dict[str, dict] | None = None       # phase → {seconds, jobs}, of the phases
-                                                # before the write (ivm.runtime.refresh.phases)
-    planned_bytes: int | None = None            # what it read as the cost model counts it
-    cost: dict | None = None                    # the cost model it was planned with
-    prediction: str | None = None               # the cost model's prediction, where it chose
-    rules: str | None = None                    # as RefreshResult.rules
-    committed_ms: int | None = None             # when it was committed: read from the log,
-                                                # never written
+    phases: dict[str, dict] | None = None  # phase → {seconds, jobs}, of the phases
+    # before the write (ivm.runtime.refresh.phases)
+    planned_bytes: int | None = None  # what it read as the cost model counts it
+    cost: dict | None = None  # the cost model it was planned with
+    prediction: str | None = None  # the cost model's prediction, where it chose
+    rules: str | None = None  # as RefreshResult.rules
+    committed_ms: int | None = None  # when it was committed: read from the log,
+    # never written
 
     @property
     def seconds(self) -> float | None:
@@ -100,16 +105,24 @@ class RefreshRecord:
         return json.dumps({"ivm": written}, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str | None, committed_ms: int | None = None,
-                  ) -> "RefreshRecord | None":
+    def from_json(
+        cls,
+        text: str | None,
+        committed_ms: int | None = None,
+    ) -> RefreshRecord | None:
         """The record in the ``userMetadata`` of a commit made at ``committed_ms``; None if it
         holds none. Fields this version does not know (a later one wrote them) are left
         out, so that a store stays readable by the ivm of an older job."""
         try:
             record = json.loads(text or "")["ivm"]
             known = {k: v for k, v in record.items() if k in _RECORD_FIELDS}
-            return cls(**{**known, "sources": {t: int(v) for t, v in record["sources"].items()},
-                          "committed_ms": committed_ms})
+            return cls(
+                **{
+                    **known,
+                    "sources": {t: int(v) for t, v in record["sources"].items()},
+                    "committed_ms": committed_ms,
+                }
+            )
         except (ValueError, KeyError, TypeError):
             return None
 
@@ -127,9 +140,10 @@ def latest_record(log: DeltaLogReader, upto: int | None = None) -> tuple[int, Re
             return version, record
     properties = log.properties()
     view = properties.get(VIEW, log.table)
-    raise StateError(f"the store of {view} records no consumed source versions",
-                     hint=f"recompute it: REFRESH MATERIALIZED VIEW "
-                          f"{properties.get(STATE_OF, view)} FULL")
+    raise StateError(
+        f"the store of {view} records no consumed source versions",
+        hint=f"recompute it: REFRESH MATERIALIZED VIEW {properties.get(STATE_OF, view)} FULL",
+    )
 
 
 KEPT_RECORDS = 1024
@@ -174,31 +188,57 @@ def history(spark, store: str) -> DataFrame:
     commit, and where that time went: ``phases``, each phase's seconds and Spark jobs (see
     :mod:`ivm.runtime.refresh.phases`), the ``write`` up to its commit included, its jobs uncounted
     (the commit is written before they are known)."""
-    record = F.from_json("userMetadata", "ivm STRUCT<refresh STRING, mode STRING, reason "
-                         "STRING, prediction STRING, rules STRING, sources MAP<STRING, "
-                         "BIGINT>, read_bytes BIGINT, started_ms BIGINT, phases MAP<STRING, "
-                         "STRUCT<seconds DOUBLE, jobs INT>>>").ivm
+    record = F.from_json(
+        "userMetadata",
+        "ivm STRUCT<refresh STRING, mode STRING, reason "
+        "STRING, prediction STRING, rules STRING, sources MAP<STRING, "
+        "BIGINT>, read_bytes BIGINT, started_ms BIGINT, phases MAP<STRING, "
+        "STRUCT<seconds DOUBLE, jobs INT>>>",
+    ).ivm
     metrics = F.col("operationMetrics")
     seconds = (F.unix_millis("timestamp") - F.col("record.started_ms")) / 1000
     # the write of an attempt that fell back to a full recompute is the final write's share
     before_write = F.map_filter("record.phases", lambda name, _: name != "write")
-    write = F.create_map(F.lit("write"), F.struct(
-        F.round(seconds - F.aggregate(F.map_values(before_write), F.lit(0.0),
-                                      lambda total, phase: total + phase.seconds), 3)
-        .alias("seconds"), F.lit(None).cast("int").alias("jobs")))
+    write = F.create_map(
+        F.lit("write"),
+        F.struct(
+            F.round(
+                seconds
+                - F.aggregate(
+                    F.map_values(before_write),
+                    F.lit(0.0),
+                    lambda total, phase: total + phase.seconds,
+                ),
+                3,
+            ).alias("seconds"),
+            F.lit(None).cast("int").alias("jobs"),
+        ),
+    )
 
     def metric(*names):
         # a commit of the record alone (an UPDATE of no row) changed no row
         nothing = F.when(F.col("operation") == "UPDATE", F.lit(0))
         return F.coalesce(*(metrics[n] for n in names), nothing).cast("bigint")
 
-    return (describe_history(spark, store)
-            .withColumn("record", record).where(F.col("record.refresh").isNotNull())
-            .select("version", "timestamp", "record.refresh", "record.mode", "record.reason",
-                    "record.prediction", "record.rules", "record.sources", "record.read_bytes",
-                    metric("numTargetRowsInserted", "numOutputRows").alias("rows_inserted"),
-                    metric("numTargetRowsUpdated").alias("rows_updated"),
-                    metric("numTargetRowsDeleted").alias("rows_deleted"),
-                    seconds.alias("seconds"),
-                    F.map_concat(before_write, write).alias("phases"))
-            .orderBy(F.col("version").desc()))
+    return (
+        describe_history(spark, store)
+        .withColumn("record", record)
+        .where(F.col("record.refresh").isNotNull())
+        .select(
+            "version",
+            "timestamp",
+            "record.refresh",
+            "record.mode",
+            "record.reason",
+            "record.prediction",
+            "record.rules",
+            "record.sources",
+            "record.read_bytes",
+            metric("numTargetRowsInserted", "numOutputRows").alias("rows_inserted"),
+            metric("numTargetRowsUpdated").alias("rows_updated"),
+            metric("numTargetRowsDeleted").alias("rows_deleted"),
+            seconds.alias("seconds"),
+            F.map_concat(before_write, write).alias("phases"),
+        )
+        .orderBy(F.col("version").desc())
+    )

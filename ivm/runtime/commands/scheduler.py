@@ -71,18 +71,21 @@ class Watched:
     """The views the loop keeps, as the latest catalog rescan found them (:func:`watch`), and
     the failing ones."""
 
-    views: list[str]                    # every watched view, qualified
-    freshness: dict[str, float]         # those kept fresh: the seconds each may lag
-    graph: nx.DiGraph                   # those and, transitively, what they read
+    views: list[str]  # every watched view, qualified
+    freshness: dict[str, float]  # those kept fresh: the seconds each may lag
+    graph: nx.DiGraph  # those and, transitively, what they read
     failing: dict[str, Failing] = field(default_factory=dict)
-    rank: dict[str, int] = field(init=False)        # each node's place, upstream first
-    known: dict[str, bool] = field(init=False)      # whether each node is a materialized view
+    rank: dict[str, int] = field(init=False)  # each node's place, upstream first
+    known: dict[str, bool] = field(init=False)  # whether each node is a materialized view
 
     def __post_init__(self):
-        self.rank = {node: i for i, node in
-                     enumerate(nx.lexicographical_topological_sort(self.graph))}
-        self.known = {node: bool(materialized) for node, materialized
-                      in self.graph.nodes(data="materialized", default=False)}
+        self.rank = {
+            node: i for i, node in enumerate(nx.lexicographical_topological_sort(self.graph))
+        }
+        self.known = {
+            node: bool(materialized)
+            for node, materialized in self.graph.nodes(data="materialized", default=False)
+        }
 
     def backing_off(self, view: str, now: float) -> bool:
         return view in self.failing and self.failing[view].retry_at > now
@@ -93,14 +96,16 @@ class Failure:
     """A refresh that failed, and when its view is tried again."""
 
     view: str
-    message: str                        # one line
-    failures: int                       # in a row
-    retry_in: float                     # seconds
+    message: str  # one line
+    failures: int  # in a row
+    retry_in: float  # seconds
 
     def __str__(self) -> str:
         again = f", {self.failures} times in a row" if self.failures > 1 else ""
-        return (f"refresh of {self.view} failed{again}: {self.message}; "
-                f"trying again in {self.retry_in:g}s")
+        return (
+            f"refresh of {self.view} failed{again}: {self.message}; "
+            f"trying again in {self.retry_in:g}s"
+        )
 
 
 @dataclass
@@ -149,16 +154,20 @@ def watch(spark, views: list[str] | None = None, before: Watched | None = None) 
     failing views of ``before`` that still exist stay failing."""
     with reading_each_log_once():
         names = list(views) if views is not None else materialized_views(spark)
-        freshness = {view: seconds for view in names
-                     if (seconds := _freshness(spark, view)) is not None}
+        freshness = {
+            view: seconds for view in names if (seconds := _freshness(spark, view)) is not None
+        }
         graph = nx.DiGraph()
         for view in freshness:
             try:
                 graph.update(dependency_graph(spark, [view]))
-            except Exception:   # a store without a record, say: its refresh will say so
+            except Exception:  # a store without a record, say: its refresh will say so
                 graph.add_node(view, materialized=True)
-        failing = {view: failing for view, failing in (before.failing if before else {}).items()
-                   if store_properties(spark, view) is not None}
+        failing = {
+            view: failing
+            for view, failing in (before.failing if before else {}).items()
+            if store_properties(spark, view) is not None
+        }
     return Watched(names, freshness, graph, failing)
 
 
@@ -174,19 +183,18 @@ def _freshness(spark, view: str) -> float | None:
 class _Plan:
     """What a pass read before refreshing anything."""
 
-    slack: dict[str, float]     # each view read: its freshness minus its lag
+    slack: dict[str, float]  # each view read: its freshness minus its lag
     due: list[str]
-    behind: set[str]            # what due views read: the materialized views that lag
+    behind: set[str]  # what due views read: the materialized views that lag
 
 
-def run_pass(spark, watched: Watched, *, tick: float = 1.0,
-             now: float | None = None) -> Pass:
+def run_pass(spark, watched: Watched, *, tick: float = 1.0, now: float | None = None) -> Pass:
     """One pass at ``now`` (seconds since the epoch; default: the present): refresh the
     views of ``watched`` that are due, most urgent first, each just after the lagging
     materialized views it reads; a view that fails is tried again after a backoff from
     ``tick`` seconds up (``watched.failing``)."""
     now = time.time() if now is None else now
-    with reading_each_log_once():       # every read before the first refresh: none is stale
+    with reading_each_log_once():  # every read before the first refresh: none is stale
         plan = _plan(spark, watched, now)
     done, attempted = Pass(), set()
     queue = [(plan.slack[view], watched.rank[view], view) for view in plan.due]
@@ -196,14 +204,14 @@ def run_pass(spark, watched: Watched, *, tick: float = 1.0,
         attempted.add(view)
         try:
             result = refresh_view(spark, view)
-        except Py4JNetworkError:    # Spark's driver is gone: no view can be refreshed
+        except Py4JNetworkError:  # Spark's driver is gone: no view can be refreshed
             raise
-        except Exception as error:     # the others go on; KeyboardInterrupt stops the loop
+        except Exception as error:  # the others go on; KeyboardInterrupt stops the loop
             done.outcomes.append(_failed(watched, view, error, now, tick, backoff_cap))
             return
         watched.failing.pop(view, None)
         done.outcomes.append(result)
-        if result.mode != "noop":      # its readers kept fresh follow it in this pass
+        if result.mode != "noop":  # its readers kept fresh follow it in this pass
             for reader in _readers(watched.graph, view):
                 if reader in plan.slack and reader not in attempted:
                     heapq.heappush(queue, (plan.slack[reader], watched.rank[reader], reader))
@@ -213,8 +221,11 @@ def run_pass(spark, watched: Watched, *, tick: float = 1.0,
         if view in attempted:
             continue
         for upstream in sorted(nx.ancestors(watched.graph, view), key=watched.rank.__getitem__):
-            if upstream in plan.behind and upstream not in attempted \
-                    and not watched.backing_off(upstream, now):
+            if (
+                upstream in plan.behind
+                and upstream not in attempted
+                and not watched.backing_off(upstream, now)
+            ):
                 attempt(upstream, watched.freshness[view])
         attempt(view, watched.freshness[view])
     return done
@@ -227,15 +238,19 @@ def _plan(spark, watched: Watched, now: float) -> _Plan:
             continue
         try:
             lag = lag_seconds(spark, view, now, watched.known)
-        except Exception:   # a source dropped, say: due after every other, and its refresh
-            slack[view] = math.inf      # will say what is wrong
+        except Exception:  # a source dropped, say: due after every other, and its refresh
+            slack[view] = math.inf  # will say what is wrong
             due.append(view)
             continue
         slack[view] = freshness - lag
         if lag >= freshness / 2:
             due.append(view)
-    behind = {node for view in due for node in nx.ancestors(watched.graph, view)
-              if _lags(spark, watched, node)}
+    behind = {
+        node
+        for view in due
+        for node in nx.ancestors(watched.graph, view)
+        if _lags(spark, watched, node)
+    }
     return _Plan(slack, due, behind)
 
 
@@ -246,7 +261,7 @@ def _lags(spark, watched: Watched, node: str) -> bool:
         return False
     try:
         return oldest_unconsumed_ms(spark, node, watched.known) is not None
-    except Exception:   # its refresh will say what is wrong
+    except Exception:  # its refresh will say what is wrong
         return True
 
 
@@ -259,8 +274,9 @@ def _readers(graph: nx.DiGraph, view: str) -> set[str]:
     return found
 
 
-def _failed(watched: Watched, view: str, error: Exception, now: float, tick: float,
-            backoff_cap: float) -> Failure:
+def _failed(
+    watched: Watched, view: str, error: Exception, now: float, tick: float, backoff_cap: float
+) -> Failure:
     """Record the failed refresh of ``view`` in a pass started at ``now``: tried again
     ``tick`` seconds after, twice as long after each failure in a row, at most
     ``backoff_cap`` (and at least ``tick``)."""
@@ -270,9 +286,15 @@ def _failed(watched: Watched, view: str, error: Exception, now: float, tick: flo
     return Failure(view, one_line(error), failures, delay)
 
 
-def run(spark, *, tick: float = 1.0, stop: threading.Event | None = None,
-        report: Callable[[str], None] = print, views: list[str] | None = None,
-        vacuum_every: float = VACUUM_EVERY_SECONDS) -> None:
+def run(
+    spark,
+    *,
+    tick: float = 1.0,
+    stop: threading.Event | None = None,
+    report: Callable[[str], None] = print,
+    views: list[str] | None = None,
+    vacuum_every: float = VACUUM_EVERY_SECONDS,
+) -> None:
     """Refresh views as their freshness requires until ``stop`` is set or Ctrl-C: those of
     ``views`` (qualified names), else every materialized view of the catalog; between
     passes, vacuum each one's stores every ``vacuum_every`` seconds."""
@@ -288,9 +310,11 @@ def run(spark, *, tick: float = 1.0, stop: threading.Event | None = None,
                     report(f"reading the catalog failed: {one_line(error)}")
                 else:
                     vacuums.watch(watched.views, time.monotonic())
-                    report(f"keeping {len(watched.freshness)} of {len(watched.views)} "
-                           f"materialized views fresh: "
-                           f"{', '.join(watched.freshness) or 'none has a FRESHNESS'}")
+                    report(
+                        f"keeping {len(watched.freshness)} of {len(watched.views)} "
+                        f"materialized views fresh: "
+                        f"{', '.join(watched.freshness) or 'none has a FRESHNESS'}"
+                    )
             if watched is not None:
                 done = run_pass(spark, watched, tick=tick)
                 for outcome in done.outcomes:
@@ -310,7 +334,7 @@ def _keep_up(spark, view: str, report: Callable[[str], None]) -> None:
     try:
         for step in upkeep(spark, view):
             report(str(step))
-    except Py4JNetworkError:    # Spark's driver is gone
+    except Py4JNetworkError:  # Spark's driver is gone
         raise
     except Exception as error:  # a view dropped meanwhile, say
         report(f"upkeep of {view} failed: {one_line(error)}")

@@ -26,10 +26,17 @@ def sql(spark, statement: str):
     assert parsed.name is not None  # every statement but REFRESH ALL names its view
     if parsed.action == "create":
         assert parsed.query is not None  # a CREATE always carries its query
-        return create_view(spark, parsed.name, parsed.query, replace=parsed.replace,
-                           if_not_exists=parsed.if_exists, freshness=parsed.freshness,
-                           retention=parsed.retention, partitioned_by=parsed.partitioned_by,
-                           policy=parsed.policy)
+        return create_view(
+            spark,
+            parsed.name,
+            parsed.query,
+            replace=parsed.replace,
+            if_not_exists=parsed.if_exists,
+            freshness=parsed.freshness,
+            retention=parsed.retention,
+            partitioned_by=parsed.partitioned_by,
+            policy=parsed.policy,
+        )
     if parsed.action == "explain":
         assert parsed.query is not None  # so is an EXPLAIN CREATE
         return explain_create(spark, parsed.name, parsed.query, policy=parsed.policy)
@@ -38,9 +45,14 @@ def sql(spark, statement: str):
     if parsed.action == "refresh":
         return refresh_view(spark, parsed.name, full=parsed.full)
     if parsed.action == "alter":
-        return alter_view(spark, parsed.name, freshness=parsed.freshness,
-                          retention=parsed.retention, suspended=parsed.suspended,
-                          policy=parsed.policy)
+        return alter_view(
+            spark,
+            parsed.name,
+            freshness=parsed.freshness,
+            retention=parsed.retention,
+            suspended=parsed.suspended,
+            policy=parsed.policy,
+        )
     if parsed.action == "describe":
         return describe_view(spark, parsed.name)
     if parsed.action == "history":

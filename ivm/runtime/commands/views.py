@@ -34,24 +34,49 @@ from ivm.compiler import CompiledView, compile
 from ivm.errors import CatalogError, UnsupportedQuery, ViewExists, ViewInUse
 from ivm.names import DIALECT, internal_database, is_internal_database, quote, split
 from ivm.runtime.catalog.analysis import analyse, refuse_temporary
-from ivm.runtime.catalog.catalog import (COLUMNS, DEFINITION, FRESHNESS, STATE_OF, SUSPENDED, VIEW,
-                                         catalog_schema, check_name, has_legacy_layout,
-                                         is_legacy_view, qualified_name, state_tables, store_name,
-                                         store_properties)
+from ivm.runtime.catalog.catalog import (
+    COLUMNS,
+    DEFINITION,
+    FRESHNESS,
+    STATE_OF,
+    SUSPENDED,
+    VIEW,
+    catalog_schema,
+    check_name,
+    has_legacy_layout,
+    is_legacy_view,
+    qualified_name,
+    state_tables,
+    store_name,
+    store_properties,
+)
 from ivm.runtime.catalog.definition import compile_definition, named_view, not_a_view, pin
 from ivm.runtime.catalog.graph import check_no_cycle, readers
 from ivm.runtime.catalog.history import RefreshRecord, RefreshResult
 from ivm.runtime.log.delta_log import CDF_PROPERTY, rows_written
 from ivm.runtime.observation.describe import consumed_versions
 from ivm.runtime.refresh import faults
-from ivm.runtime.refresh.commit import (committed_write, execute, isolated, session_settings,
-                                        write_catalog_view)
+from ivm.runtime.refresh.commit import (
+    committed_write,
+    execute,
+    isolated,
+    session_settings,
+    write_catalog_view,
+)
 from ivm.runtime.refresh.policy import DEFAULT_POLICY, POLICY, check_policy, never_incremental
 from ivm.runtime.refresh.read_estimate import read_estimate
-from ivm.runtime.refresh.sources import (bind, check_source, latest_sources, total_source_bytes,
-                                         unbind)
-from ivm.runtime.refresh.upkeep import (DEFAULT_RETENTION_SECONDS, check_retention,
-                                        retention_properties)
+from ivm.runtime.refresh.sources import (
+    bind,
+    check_source,
+    latest_sources,
+    total_source_bytes,
+    unbind,
+)
+from ivm.runtime.refresh.upkeep import (
+    DEFAULT_RETENTION_SECONDS,
+    check_retention,
+    retention_properties,
+)
 from ivm.runtime.spark.settings import apply_settings, evaluation_settings, plan_settings
 from ivm.zset import Read, relation_name
 
@@ -60,10 +85,18 @@ def _is_materialized_view(spark, view: str) -> bool:
     return store_properties(spark, view) is not None
 
 
-def create_view(spark, name: str, sql: str, *, replace: bool = False,
-                if_not_exists: bool = False, freshness: int | None = None,
-                retention: int | None = None, partitioned_by: tuple[str, ...] = (),
-                policy: str | None = None) -> RefreshResult:
+def create_view(
+    spark,
+    name: str,
+    sql: str,
+    *,
+    replace: bool = False,
+    if_not_exists: bool = False,
+    freshness: int | None = None,
+    retention: int | None = None,
+    partitioned_by: tuple[str, ...] = (),
+    policy: str | None = None,
+) -> RefreshResult:
     """Create the materialized view ``name`` defined by the SELECT ``sql``, computed in full.
 
     ``replace`` redefines an existing view: its store is replaced in one commit, then its
@@ -89,7 +122,7 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
         existing = store_properties(work, view)
         if existing is None:
             _check_user_database(view)
-        legacy_layout = has_legacy_layout(view)    # a view replaced keeps its layout
+        legacy_layout = has_legacy_layout(view)  # a view replaced keeps its layout
         compiled = compile(sql, catalog_schema(work), name=view, legacy_layout=legacy_layout)
         spelled = analyse(work, sql)
         apply_settings(work, plan_settings(compiled))
@@ -99,15 +132,18 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
             check_source(work, table)
         for column in partitioned_by:
             if column not in compiled.store.view_columns:
-                raise CatalogError(f"PARTITIONED BY {column}: {view} has no column {column}",
-                                   hint=f"partition by columns of the view: "
-                                        f"{', '.join(compiled.store.view_columns)}")
+                raise CatalogError(
+                    f"PARTITIONED BY {column}: {view} has no column {column}",
+                    hint=f"partition by columns of the view: "
+                    f"{', '.join(compiled.store.view_columns)}",
+                )
         if existing is not None and STATE_OF in existing:
-            raise ViewExists(f"{view} is a state table of the materialized view "
-                             f"{existing[STATE_OF]}",
-                             hint=f"choose another name (CREATE OR REPLACE MATERIALIZED VIEW "
-                                  f"{existing[STATE_OF]} redefines that view and its state "
-                                  f"tables)")
+            raise ViewExists(
+                f"{view} is a state table of the materialized view {existing[STATE_OF]}",
+                hint=f"choose another name (CREATE OR REPLACE MATERIALIZED VIEW "
+                f"{existing[STATE_OF]} redefines that view and its state "
+                f"tables)",
+            )
         is_view = existing is not None
         has_catalog_view = work.catalog.tableExists(view)
         if has_catalog_view and not is_view:
@@ -116,19 +152,26 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
             if if_not_exists:
                 return RefreshResult(view, "noop", consumed_versions(work, view))
             if not replace:
-                raise ViewExists(f"{view} already exists",
-                                 hint="use CREATE OR REPLACE MATERIALIZED VIEW to redefine it")
+                raise ViewExists(
+                    f"{view} already exists",
+                    hint="use CREATE OR REPLACE MATERIALIZED VIEW to redefine it",
+                )
         for table in [view, *states]:
-            if not _is_materialized_view(work, table) and \
-                    work.catalog.tableExists(store_name(table)):
-                raise ViewExists(f"{store_name(table)} already exists and is not the store of "
-                                 f"{table}", hint="choose another view name")
+            if not _is_materialized_view(work, table) and work.catalog.tableExists(
+                store_name(table)
+            ):
+                raise ViewExists(
+                    f"{store_name(table)} already exists and is not the store of {table}",
+                    hint="choose another view name",
+                )
         check_no_cycle(work, view, read)
         if not legacy_layout:
             _create_internal_database(work, view)
-        shared = {DEFINITION: sql.strip(), **pin(work)} | (
-            {} if policy is None else {POLICY: policy}) | retention_properties(
-            DEFAULT_RETENTION_SECONDS if retention is None else retention)
+        shared = (
+            {DEFINITION: sql.strip(), **pin(work)}
+            | ({} if policy is None else {POLICY: policy})
+            | retention_properties(DEFAULT_RETENTION_SECONDS if retention is None else retention)
+        )
         for table, state in compiled.states:
             _create_store(work, table, state, shared | {STATE_OF: view}, policy)
         properties = shared | {VIEW: view}
@@ -138,52 +181,70 @@ def create_view(spark, name: str, sql: str, *, replace: bool = False,
             properties[FRESHNESS] = str(freshness)
         versions = _create_store(work, view, compiled, properties, policy, partitioned_by)
         for table in state_tables(work, view):
-            if table not in states:     # a state of the definition this one replaced
+            if table not in states:  # a state of the definition this one replaced
                 _drop(work, table)
         faults.reach("create.after_write")
         rows = rows_written(work, store_name(view))
-    return RefreshResult(view, "create", versions, {}, rows_inserted=rows,
-                         seconds=time.perf_counter() - start)
+    return RefreshResult(
+        view, "create", versions, {}, rows_inserted=rows, seconds=time.perf_counter() - start
+    )
 
 
 def _check_user_database(view: str) -> None:
     """Refuse a new view in a database of ivm's own tables."""
     database = split(view)[0]
     if is_internal_database(database):
-        raise CatalogError(f"{view} cannot be created: {database} is named as a database of "
-                           f"ivm's own tables (stores and state tables), which ivm keeps in "
-                           f"<database>__ivm for the views of <database>",
-                           hint="create the view in a database whose name does not end in "
-                                "__ivm")
+        raise CatalogError(
+            f"{view} cannot be created: {database} is named as a database of "
+            f"ivm's own tables (stores and state tables), which ivm keeps in "
+            f"<database>__ivm for the views of <database>",
+            hint="create the view in a database whose name does not end in __ivm",
+        )
 
 
 def _create_internal_database(spark, view: str) -> None:
     """Create the internal database of the database of ``view``, if it does not exist."""
     database = split(view)[0]
-    execute(spark, codegen.create_database_statement(
-        internal_database(database),
-        f"ivm: the stores and state tables of the materialized views in {database}"))
+    execute(
+        spark,
+        codegen.create_database_statement(
+            internal_database(database),
+            f"ivm: the stores and state tables of the materialized views in {database}",
+        ),
+    )
 
 
-def _create_store(spark, view: str, compiled: CompiledView, properties: dict[str, str],
-                  policy: str | None, partitioned_by: tuple[str, ...] = ()) -> dict[str, int]:
+def _create_store(
+    spark,
+    view: str,
+    compiled: CompiledView,
+    properties: dict[str, str],
+    policy: str | None,
+    partitioned_by: tuple[str, ...] = (),
+) -> dict[str, int]:
     """Write the store of ``view`` (a view, or a state table) computed in full, with
     ``properties``, replacing the store of an earlier definition, then its catalog view; the
     source versions it reflects."""
     store = store_name(view)
     versions, ids = latest_sources(spark, compiled.sources)
     total = total_source_bytes(spark, compiled.sources)
-    record = RefreshRecord("create", versions, read_bytes=total, table_ids=ids,
-                           planned_bytes=total)
+    record = RefreshRecord("create", versions, read_bytes=total, table_ids=ids, planned_bytes=total)
     properties = {CDF_PROPERTY: "true", VIEW: view, **properties}
-    with session_settings(spark, evaluation_settings(spark, total)), \
-            committed_write(spark, view, compiled, record, stage="create") as commit:
+    with (
+        session_settings(spark, evaluation_settings(spark, total)),
+        committed_write(spark, view, compiled, record, stage="create") as commit,
+    ):
         if policy is not None:
-            check_policy(view, policy, compiled,
-                         spark.sql(compiled.full_query.sql(DIALECT)).schema)
-        commit(codegen.create_table_statement(
-            store, compiled.full_query, properties,
-            replace=_is_materialized_view(spark, view), partitioned_by=partitioned_by))
+            check_policy(view, policy, compiled, spark.sql(compiled.full_query.sql(DIALECT)).schema)
+        commit(
+            codegen.create_table_statement(
+                store,
+                compiled.full_query,
+                properties,
+                replace=_is_materialized_view(spark, view),
+                partitioned_by=partitioned_by,
+            )
+        )
     write_catalog_view(spark, view, compiled, properties)
     return versions
 
@@ -195,8 +256,10 @@ def explain_create(spark, name: str, sql: str, *, policy: str | None = None) -> 
     cannot maintain is no error here: the verdict names what stands in the way."""
     view = qualified_name(spark, name)
     chosen = policy or DEFAULT_POLICY
-    lines = [f"materialized view {view}",
-             f"refresh policy: {chosen}{'' if policy else ' (the default)'}"]
+    lines = [
+        f"materialized view {view}",
+        f"refresh policy: {chosen}{'' if policy else ' (the default)'}",
+    ]
     with isolated(spark) as work:
         try:
             lines += _maintenance(work, view, sql, chosen)
@@ -209,11 +272,18 @@ def _maintenance(spark, view: str, sql: str, policy: str) -> list[str]:
     """How the view ``view`` defined by ``sql`` is maintained under ``policy``, as lines:
     the verdict, the delta circuit and what a refresh reads. Raises
     :class:`UnsupportedQuery` for SQL that ivm cannot maintain."""
-    compiled = compile(sql, catalog_schema(spark), name=view,
-                       legacy_layout=is_legacy_view(spark, view))
+    compiled = compile(
+        sql, catalog_schema(spark), name=view, legacy_layout=is_legacy_view(spark, view)
+    )
     analyse(spark, sql)
-    never = next((reason for part, schema in _store_schemas(spark, compiled)
-                  if (reason := never_incremental(part, schema))), None)
+    never = next(
+        (
+            reason
+            for part, schema in _store_schemas(spark, compiled)
+            if (reason := never_incremental(part, schema))
+        ),
+        None,
+    )
     if policy == "FULL":
         verdict = "maintained: by a full recompute on every refresh (REFRESH POLICY FULL)"
     elif never and policy.startswith("INCREMENTAL"):
@@ -222,9 +292,9 @@ def _maintenance(spark, view: str, sql: str, policy: str) -> list[str]:
         verdict = f"maintained: by a full recompute on every refresh: {never}"
     else:
         verdict = "maintained: incrementally" + (
-            ", unless a refresh predicts a full recompute cheaper" if policy == "AUTO" else "")
-    return [verdict, *compiled.explain().splitlines(),
-            *read_estimate(spark, compiled).splitlines()]
+            ", unless a refresh predicts a full recompute cheaper" if policy == "AUTO" else ""
+        )
+    return [verdict, *compiled.explain().splitlines(), *read_estimate(spark, compiled).splitlines()]
 
 
 def _store_schemas(spark, compiled: CompiledView) -> list[tuple[CompiledView, StructType]]:
@@ -250,9 +320,15 @@ def _store_schemas(spark, compiled: CompiledView) -> list[tuple[CompiledView, St
     return schemas
 
 
-def alter_view(spark, name: str, *, freshness: int | None = None,
-               retention: int | None = None, suspended: bool | None = None,
-               policy: str | None = None) -> None:
+def alter_view(
+    spark,
+    name: str,
+    *,
+    freshness: int | None = None,
+    retention: int | None = None,
+    suspended: bool | None = None,
+    policy: str | None = None,
+) -> None:
     """Set the freshness, the retention or the refresh policy of the view ``name`` (the
     last two of its state tables too), or suspend or resume its refreshes by ``ivm run``."""
     view = qualified_name(spark, name)
@@ -260,8 +336,12 @@ def alter_view(spark, name: str, *, freshness: int | None = None,
     shared = {}
     if policy is not None:
         for table in [*state_tables(spark, view), view]:
-            check_policy(table, policy, compile_definition(spark, table),
-                         spark.table(store_name(table)).schema)
+            check_policy(
+                table,
+                policy,
+                compile_definition(spark, table),
+                spark.table(store_name(table)).schema,
+            )
         shared[POLICY] = policy
     if retention is not None:
         check_retention(view, retention)
@@ -287,12 +367,15 @@ def drop_view(spark, name: str, *, if_exists: bool = False) -> None:
             return
         raise not_a_view(spark, view, "DROP")
     if STATE_OF in properties:
-        raise ViewInUse(f"{view} is a state table of the materialized view "
-                        f"{properties[STATE_OF]}", hint=f"DROP MATERIALIZED VIEW "
-                                                        f"{properties[STATE_OF]} drops it")
+        raise ViewInUse(
+            f"{view} is a state table of the materialized view {properties[STATE_OF]}",
+            hint=f"DROP MATERIALIZED VIEW {properties[STATE_OF]} drops it",
+        )
     if downstream := readers(spark, view):
-        raise ViewInUse(f"materialized view {view} is read by {', '.join(downstream)}",
-                        hint="drop the views that read it first")
+        raise ViewInUse(
+            f"materialized view {view} is read by {', '.join(downstream)}",
+            hint="drop the views that read it first",
+        )
     execute(spark, codegen.drop_statement("VIEW", view))
     faults.reach("drop.after_view")
     for state in state_tables(spark, view):

@@ -11,10 +11,11 @@ for the exact Delta version ivm pins; should it ever fail, and in a Spark Connec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException
@@ -28,12 +29,23 @@ from ivm.runtime.spark.connect import is_connect
 CDF_PROPERTY = "delta.enableChangeDataFeed"
 MAPPING_PROPERTY = "delta.columnMapping.mode"
 
-REPLACING_OPERATIONS = ("CREATE OR REPLACE TABLE", "REPLACE TABLE", "TRUNCATE",
-                        "CREATE OR REPLACE TABLE AS SELECT", "REPLACE TABLE AS SELECT")
+REPLACING_OPERATIONS = (
+    "CREATE OR REPLACE TABLE",
+    "REPLACE TABLE",
+    "TRUNCATE",
+    "CREATE OR REPLACE TABLE AS SELECT",
+    "REPLACE TABLE AS SELECT",
+)
 """Operations after which a table's earlier rows are not what its change data feed deletes."""
 
-SCHEMA_OPERATIONS = ("ADD COLUMNS", "DROP COLUMNS", "RENAME COLUMN", "CHANGE COLUMN",
-                     "REPLACE COLUMNS", "REMOVE COLUMN MAPPING")
+SCHEMA_OPERATIONS = (
+    "ADD COLUMNS",
+    "DROP COLUMNS",
+    "RENAME COLUMN",
+    "CHANGE COLUMN",
+    "REPLACE COLUMNS",
+    "REMOVE COLUMN MAPPING",
+)
 """Operations that change a table's columns, as ``DESCRIBE HISTORY`` names them."""
 
 _read_once: ContextVar[dict | None] = ContextVar("ivm_read_once", default=None)
@@ -46,8 +58,7 @@ def reading_each_log_once(reuse: bool = False):
     :func:`once` answers each question once: the state a refresh plans from. (A reader made
     directly reads the log anew, as the check of a refresh's own commit must.) ``reuse``:
     the answers of an enclosing block stand in this one too (nothing was written since)."""
-    token = _read_once.set(_read_once.get() if reuse and _read_once.get() is not None
-                           else {})
+    token = _read_once.set(_read_once.get() if reuse and _read_once.get() is not None else {})
     try:
         yield
     finally:
@@ -72,16 +83,16 @@ class Commit:
     version: int
     timestamp_ms: int
     operation: str
-    metadata_changed: bool          # its schema or properties were set
-    change_bytes: int | None        # what a change data feed read of it scans, if known
-    change_data_feed: bool | None = None    # whether its metadata, if it set any, keeps
-                                            # the change data feed on
-    inserts_only: bool | None = None        # it added rows and removed none: no data file
-                                            # removed and no change data file written
-    schema: str | None = None               # the schema its metadata set (Delta's JSON, with
-                                            # column mapping's physical names), where the
-                                            # log was read directly
-    column_mapping: str | None = None       # the column mapping mode its metadata set
+    metadata_changed: bool  # its schema or properties were set
+    change_bytes: int | None  # what a change data feed read of it scans, if known
+    change_data_feed: bool | None = None  # whether its metadata, if it set any, keeps
+    # the change data feed on
+    inserts_only: bool | None = None  # it added rows and removed none: no data file
+    # removed and no change data file written
+    schema: str | None = None  # the schema its metadata set (Delta's JSON, with
+    # column mapping's physical names), where the
+    # log was read directly
+    column_mapping: str | None = None  # the column mapping mode its metadata set
 
     @property
     def replaces_table(self) -> bool:
@@ -100,23 +111,25 @@ class DeltaLogReader:
     def __init__(self, spark, table: str):
         self.spark, self.table = spark, table
         self._detail: Row | None = None
-        if is_connect(spark):   # no JVM here: the log is read through SQL
+        if is_connect(spark):  # no JVM here: the log is read through SQL
             self._log = self._snapshot = None
             return
         try:
             jvm = spark._jvm
             db, name = split(table)
             ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
-                name, jvm.scala.Some(db))
+                name, jvm.scala.Some(db)
+            )
             self._log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
-                spark._jsparkSession, ident)
+                spark._jsparkSession, ident
+            )
             empty = jvm.scala.Option.empty()
             self._snapshot = self._log.update(False, empty, empty)
         except Exception:  # internal API unavailable: fall back to the public one
             self._log = self._snapshot = None
 
     @classmethod
-    def of(cls, spark, table: str) -> "DeltaLogReader":
+    def of(cls, spark, table: str) -> DeltaLogReader:
         """A reader of ``table``'s log, the same one for every call in a block of
         :func:`reading_each_log_once`."""
         return once(("log", table), lambda: cls(spark, table))
@@ -204,8 +217,9 @@ class DeltaLogReader:
 
     def schema_at(self, version: int):
         """The table's schema at ``version``."""
-        return (self.spark.read.format("delta").option("versionAsOf", version)
-                .table(self.table).schema)
+        return (
+            self.spark.read.format("delta").option("versionAsOf", version).table(self.table).schema
+        )
 
     def schema_changes(self, after: int, commits: list[Commit]) -> list[str]:
         """The commits among ``commits``, the ones after version ``after``, that changed a
@@ -218,16 +232,21 @@ class DeltaLogReader:
             none = _scala_none(self.spark)
             try:
                 metadata = self._log.getSnapshotAt(after, none, none).metadata()
-            except Py4JJavaError:   # the log no longer holds what version ``after`` was
+            except Py4JJavaError:  # the log no longer holds what version ``after`` was
                 first = next(c for c in commits if c.metadata_changed)
-                return [f"version {first.version} ({first.operation}) set the table's "
-                        f"metadata, and its schema before is no longer in the log"]
+                return [
+                    f"version {first.version} ({first.operation}) set the table's "
+                    f"metadata, and its schema before is no longer in the log"
+                ]
             mode = metadata.configuration().get(MAPPING_PROPERTY)
             return schema_changes(
-                (metadata.schemaString(), mode.get() if mode.isDefined() else MAPPING_OFF),
-                commits)
-        found = [f"version {c.version} ({c.operation})" for c in commits
-                 if c.operation in SCHEMA_OPERATIONS]
+                (metadata.schemaString(), mode.get() if mode.isDefined() else MAPPING_OFF), commits
+            )
+        found = [
+            f"version {c.version} ({c.operation})"
+            for c in commits
+            if c.operation in SCHEMA_OPERATIONS
+        ]
         if not found and self.schema_at(after) != self.schema_at(commits[-1].version):
             found = [f"after version {after}"]
         return found
@@ -278,8 +297,7 @@ class DeltaLogReader:
         """The actions of the commit file of ``version`` (read with the Hadoop settings
         ``conf``); None if there is no such file."""
         jvm = self.spark._jvm
-        path = jvm.org.apache.spark.sql.delta.util.FileNames.unsafeDeltaFile(
-            log.logPath(), version)
+        path = jvm.org.apache.spark.sql.delta.util.FileNames.unsafeDeltaFile(log.logPath(), version)
         try:
             lines = log.store().read(path, conf)
         except Py4JJavaError as error:
@@ -311,20 +329,38 @@ class DeltaLogReader:
                 size = action.size()
                 file_bytes += int(size.get()) if size.isDefined() else 0
                 removes = True
-        return Commit(version, timestamp, operation, metadata,
-                      cdc_bytes if has_cdc else file_bytes, feed, not (has_cdc or removes),
-                      schema, mapping)
+        return Commit(
+            version,
+            timestamp,
+            operation,
+            metadata,
+            cdc_bytes if has_cdc else file_bytes,
+            feed,
+            not (has_cdc or removes),
+            schema,
+            mapping,
+        )
 
     def _commits_from_history(self, after: int, upto: int) -> list[Commit] | None:
-        rows = (describe_history(self.spark, self.table)
-                .where((F.col("version") > after) & (F.col("version") <= upto))
-                .orderBy("version").collect())
+        rows = (
+            describe_history(self.spark, self.table)
+            .where((F.col("version") > after) & (F.col("version") <= upto))
+            .orderBy("version")
+            .collect()
+        )
         if [r.version for r in rows] != list(range(after + 1, upto + 1)):
             return None
-        return [Commit(r.version, int(r.timestamp.timestamp() * 1000), r.operation,
-                       r.operation in (*SCHEMA_OPERATIONS, "SET TBLPROPERTIES",
-                                       "UNSET TBLPROPERTIES")
-                       or r.operation in REPLACING_OPERATIONS, None) for r in rows]
+        return [
+            Commit(
+                r.version,
+                int(r.timestamp.timestamp() * 1000),
+                r.operation,
+                r.operation in (*SCHEMA_OPERATIONS, "SET TBLPROPERTIES", "UNSET TBLPROPERTIES")
+                or r.operation in REPLACING_OPERATIONS,
+                None,
+            )
+            for r in rows
+        ]
 
     def _commit_info(self, version: int):
         """The JVM's ``CommitInfo`` action of the commit that made ``version``; None where
@@ -343,10 +379,16 @@ class DeltaLogReader:
             if (action := self._commit_info(version)) is None:
                 return None, None
             metadata = action.userMetadata()
-            return (metadata.get() if metadata.isDefined() else None,
-                    int(action.timestamp().getTime()))
-        row = (describe_history(self.spark, self.table)
-               .where(F.col("version") == version).select("userMetadata", "timestamp").first())
+            return (
+                metadata.get() if metadata.isDefined() else None,
+                int(action.timestamp().getTime()),
+            )
+        row = (
+            describe_history(self.spark, self.table)
+            .where(F.col("version") == version)
+            .select("userMetadata", "timestamp")
+            .first()
+        )
         return (row.userMetadata, int(row.timestamp.timestamp() * 1000)) if row else (None, None)
 
     def operation_metrics(self, version: int) -> dict[str, str]:
@@ -362,8 +404,12 @@ class DeltaLogReader:
                 entry = entries.next()
                 found[str(entry._1())] = str(entry._2())
             return found
-        row = (describe_history(self.spark, self.table)
-               .where(F.col("version") == version).select("operationMetrics").first())
+        row = (
+            describe_history(self.spark, self.table)
+            .where(F.col("version") == version)
+            .select("operationMetrics")
+            .first()
+        )
         return dict(row.operationMetrics or {}) if row else {}
 
     def first_missing_change(self, after: int, upto: int) -> int | None:
@@ -404,9 +450,11 @@ def _change_files(actions: list) -> list[str]:
     """The paths of the files a change data feed reads for a commit of ``actions``: its
     change data files, or where it wrote none, the data files it added and removed."""
     written = [a.path() for a in actions if a.getClass().getSimpleName() == "AddCDCFile"]
-    return written or [a.path() for a in actions
-                       if a.getClass().getSimpleName() in ("AddFile", "RemoveFile")
-                       and a.dataChange()]
+    return written or [
+        a.path()
+        for a in actions
+        if a.getClass().getSimpleName() in ("AddFile", "RemoveFile") and a.dataChange()
+    ]
 
 
 def _scala_none(spark):

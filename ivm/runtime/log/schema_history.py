@@ -39,8 +39,10 @@ def _shape(type_: Any) -> Any:
     if not isinstance(type_, dict):
         return type_
     if type_["type"] == "struct":
-        return ("struct", tuple((f["name"], _physical(f), _shape(f["type"]))
-                                for f in type_["fields"]))
+        return (
+            "struct",
+            tuple((f["name"], _physical(f), _shape(f["type"])) for f in type_["fields"]),
+        )
     if type_["type"] == "array":
         return ("array", _shape(type_["elementType"]))
     if type_["type"] == "map":
@@ -79,10 +81,8 @@ def column_changes(before: str, after: str) -> list[str]:
         if now["name"] != field["name"]:
             changes.append(f"{field['name']} renamed to {now['name']}")
         if _shape(now["type"]) != _shape(field["type"]):
-            changes.append(f"{now['name']} changed from {_type_name(field)} to "
-                           f"{_type_name(now)}")
-    changes += [f"{field['name']} added" for physical, field in new.items()
-                if physical not in old]
+            changes.append(f"{now['name']} changed from {_type_name(field)} to {_type_name(now)}")
+    changes += [f"{field['name']} added" for physical, field in new.items() if physical not in old]
     return changes
 
 
@@ -109,10 +109,11 @@ def schema_changes(start: tuple[str, str], commits: Iterable) -> list[str]:
         now = commit.column_mapping or MAPPING_OFF
         if changes and now != mode:
             renamed = sorted({c.split(" ")[0] for c in changes})
-            changes = [f"column mapping turned {'off' if now == MAPPING_OFF else 'on'}, "
-                       f"which stored {', '.join(renamed)} anew"]
+            changes = [
+                f"column mapping turned {'off' if now == MAPPING_OFF else 'on'}, "
+                f"which stored {', '.join(renamed)} anew"
+            ]
         if changes:
-            found.append(f"version {commit.version} ({commit.operation}): "
-                         f"{', '.join(changes)}")
+            found.append(f"version {commit.version} ({commit.operation}): {', '.join(changes)}")
         schema, mode = commit.schema, now
     return found

@@ -18,28 +18,40 @@ from ivm.runtime.catalog.catalog import qualified_name, store_name
 from ivm.runtime.catalog.definition import compile_definition
 from ivm.zset import COUNT
 
-OPERATIONS = {"insert": "+I", "update_preimage": "-U", "update_postimage": "+U",
-              "delete": "-D"}
+OPERATIONS = {"insert": "+I", "update_preimage": "-U", "update_postimage": "+U", "delete": "-D"}
 """Delta's change types, as changelog operations."""
 
 
-def view_changes(spark, name: str, starting_version: int,
-                 ending_version: int | None = None) -> DataFrame:
+def view_changes(
+    spark, name: str, starting_version: int, ending_version: int | None = None
+) -> DataFrame:
     """The changes of the view ``name`` made by its store's commits from
     ``starting_version`` (to ``ending_version``): its columns, then ``_op`` (``+I``, ``-U``,
     ``+U``, ``-D``), ``_commit_version`` and ``_commit_timestamp``, in commit order."""
     view = qualified_name(spark, name)
     store = compile_definition(spark, view).store
-    reader = (spark.read.format("delta").option("readChangeFeed", "true")
-              .option("startingVersion", starting_version))
+    reader = (
+        spark.read.format("delta")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", starting_version)
+    )
     if ending_version is not None:
         reader = reader.option("endingVersion", ending_version)
     feed = reader.table(store_name(view))
     if store.repeat_rows:
         feed = feed.withColumn("_copy", F.explode(F.sequence(F.lit(1), F.col(COUNT))))
     op = F.create_map(*(F.lit(x) for pair in OPERATIONS.items() for x in pair))[
-        F.col("_change_type")]
+        F.col("_change_type")
+    ]
     order = F.when(F.col("_change_type").isin("update_preimage", "delete"), 0).otherwise(1)
-    return (feed.select(*store.view_columns, op.alias("_op"), "_commit_version",
-                        "_commit_timestamp", order.alias("_order"))
-            .orderBy("_commit_version", "_order").drop("_order"))
+    return (
+        feed.select(
+            *store.view_columns,
+            op.alias("_op"),
+            "_commit_version",
+            "_commit_timestamp",
+            order.alias("_order"),
+        )
+        .orderBy("_commit_version", "_order")
+        .drop("_order")
+    )

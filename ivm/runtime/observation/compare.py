@@ -61,8 +61,9 @@ class Difference:
         header = ("(" + ", ".join(self.columns) + ")", left, right)
         lines = [(_render(row), str(a), str(b)) for row, a, b in self.rows]
         widths = [max(len(line[i]) for line in [header, *lines]) for i in range(3)]
-        text = "\n".join(f"{r:<{widths[0]}}  {a:>{widths[1]}}  {b:>{widths[2]}}"
-                         for r, a, b in [header, *lines])
+        text = "\n".join(
+            f"{r:<{widths[0]}}  {a:>{widths[1]}}  {b:>{widths[2]}}" for r, a, b in [header, *lines]
+        )
         more = self.total - len(self.rows)
         return text + (f"\n… and {more} more differing row{'s' * (more > 1)}" if more else "")
 
@@ -75,8 +76,11 @@ def columns_of(frame: DataFrame) -> list[tuple[str, str]]:
     return [(f.name, f.dataType.simpleString()) for f in frame.schema.fields]
 
 
-def column_difference(left: Sequence[tuple[str, str]], right: Sequence[tuple[str, str]],
-                      sides: tuple[str, str] = ("the view", "its query")) -> str | None:
+def column_difference(
+    left: Sequence[tuple[str, str]],
+    right: Sequence[tuple[str, str]],
+    sides: tuple[str, str] = ("the view", "its query"),
+) -> str | None:
     """How the columns ``left`` and ``right`` (:func:`columns_of`) differ: in number, or
     column by column in name (whatever the case, as Spark resolves names) or type; None if
     they do not. ``sides`` names the two in the answer.
@@ -90,17 +94,22 @@ def column_difference(left: Sequence[tuple[str, str]], right: Sequence[tuple[str
     'the view has 1 column (k int), its query 2 (k int, n bigint)'
     """
     if len(left) != len(right):
+
         def listed(columns):
             return ", ".join(f"{name} {type_}" for name, type_ in columns)
-        return (f"{sides[0]} has {len(left)} column{'s' * (len(left) != 1)} ({listed(left)}), "
-                f"{sides[1]} {len(right)} ({listed(right)})")
+
+        return (
+            f"{sides[0]} has {len(left)} column{'s' * (len(left) != 1)} ({listed(left)}), "
+            f"{sides[1]} {len(right)} ({listed(right)})"
+        )
     found = []
     for i, ((name, type_), (other, other_type)) in enumerate(zip(left, right), 1):
         if name.lower() != other.lower():
             found.append(f"column {i} is {name} in {sides[0]}, {other} in {sides[1]}")
         elif type_ != other_type:
-            found.append(f"column {i} ({name}) is {type_} in {sides[0]}, {other_type} in "
-                         f"{sides[1]}")
+            found.append(
+                f"column {i} ({name}) is {type_} in {sides[0]}, {other_type} in {sides[1]}"
+            )
     return "; ".join(found) or None
 
 
@@ -110,12 +119,14 @@ def _render(row: tuple) -> str:
     >>> _render((1, None, "it's", 2.5))
     "(1, NULL, 'it\\\\'s', 2.5)"
     """
+
     def value(v) -> str:
         if v is None:
             return "NULL"
         if isinstance(v, str):
             return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
         return str(v)
+
     return "(" + ", ".join(value(v) for v in row) + ")"
 
 
@@ -123,29 +134,46 @@ def counted(left: DataFrame, right: DataFrame) -> DataFrame:
     """Every row whose count differs between ``left`` and ``right`` (compared by position,
     named as in ``left``), with both counts as ``_ivm_left`` and ``_ivm_right``."""
     columns = [f"`{c}`" for c in left.columns]
-    both = (left.withColumn(SIDE, F.lit(1))
-            .unionAll(right.toDF(*left.columns).withColumn(SIDE, F.lit(-1))))
-    return (both.groupBy(*columns)
-            .agg(F.count(F.when(F.col(SIDE) == 1, 1)).alias(LEFT),
-                 F.count(F.when(F.col(SIDE) == -1, 1)).alias(RIGHT))
-            .where(F.col(LEFT) != F.col(RIGHT)))
+    both = left.withColumn(SIDE, F.lit(1)).unionAll(
+        right.toDF(*left.columns).withColumn(SIDE, F.lit(-1))
+    )
+    return (
+        both.groupBy(*columns)
+        .agg(
+            F.count(F.when(F.col(SIDE) == 1, 1)).alias(LEFT),
+            F.count(F.when(F.col(SIDE) == -1, 1)).alias(RIGHT),
+        )
+        .where(F.col(LEFT) != F.col(RIGHT))
+    )
 
 
-def unequal(spark, pairs: Mapping[str, tuple[DataFrame, DataFrame]],
-            settings: Mapping[str, str] | None = None) -> set[str]:
+def unequal(
+    spark,
+    pairs: Mapping[str, tuple[DataFrame, DataFrame]],
+    settings: Mapping[str, str] | None = None,
+) -> set[str]:
     """The names of the ``pairs`` whose two relations differ as multisets, asked in one
     Spark job for all of them; under ``settings`` besides :data:`COMPARE_SETTINGS`."""
     if not pairs:
         return set()
-    probes = [counted(left, right).select(F.lit(name).alias("name")).limit(1)
-              for name, (left, right) in pairs.items()]
+    probes = [
+        counted(left, right).select(F.lit(name).alias("name")).limit(1)
+        for name, (left, right) in pairs.items()
+    ]
     with session_settings(spark, COMPARE_SETTINGS | dict(settings or {})):
         return {row.name for row in reduce(DataFrame.unionAll, probes).collect()}
 
 
-def difference(spark, left: DataFrame, right: DataFrame, *, shown: int = 10,
-               tolerance: float = 0.0, tolerant: Collection[str] | None = None,
-               settings: Mapping[str, str] | None = None) -> Difference | None:
+def difference(
+    spark,
+    left: DataFrame,
+    right: DataFrame,
+    *,
+    shown: int = 10,
+    tolerance: float = 0.0,
+    tolerant: Collection[str] | None = None,
+    settings: Mapping[str, str] | None = None,
+) -> Difference | None:
     """The rows ``left`` and ``right`` hold unequally often, the first ``shown`` of them
     collected; None when they are equal, exactly or with the columns ``tolerant`` (None:
     every float column) within the relative ``tolerance`` (see the module's docstring)."""
@@ -154,9 +182,15 @@ def difference(spark, left: DataFrame, right: DataFrame, *, shown: int = 10,
         total = differing.count()
         if total == 0:
             return None
-        floats = [i for i, field in enumerate(left.schema.fields)
-                  if (field.name in tolerant if tolerant is not None
-                      else isinstance(field.dataType, (FloatType, DoubleType)))]
+        floats = [
+            i
+            for i, field in enumerate(left.schema.fields)
+            if (
+                field.name in tolerant
+                if tolerant is not None
+                else isinstance(field.dataType, (FloatType, DoubleType))
+            )
+        ]
         if tolerance > 0 and floats and total <= MATCHED_AT_MOST:
             rows = [(tuple(r)[:-2], r[LEFT], r[RIGHT]) for r in differing.collect()]
             if _match_within(rows, set(floats), tolerance):
@@ -167,8 +201,9 @@ def difference(spark, left: DataFrame, right: DataFrame, *, shown: int = 10,
     return Difference(tuple(left.columns), tuple(rows[:shown]), total)
 
 
-def _match_within(rows: Sequence[tuple[tuple, int, int]], tolerant: set[int],
-                  tolerance: float) -> bool:
+def _match_within(
+    rows: Sequence[tuple[tuple, int, int]], tolerant: set[int], tolerance: float
+) -> bool:
     """Whether every surplus row of the left side takes a surplus row of the right side that
     equals it, within ``tolerance`` in the columns numbered ``tolerant``, and none is left.
 
@@ -182,9 +217,17 @@ def _match_within(rows: Sequence[tuple[tuple, int, int]], tolerant: set[int],
     if len(surplus_left) != len(surplus_right):
         return False
     for row in surplus_left:
-        match = next((i for i, other in enumerate(surplus_right) if all(
-            _same(x, y, n in tolerant, tolerance) for n, (x, y) in enumerate(zip(row, other)))),
-            None)
+        match = next(
+            (
+                i
+                for i, other in enumerate(surplus_right)
+                if all(
+                    _same(x, y, n in tolerant, tolerance)
+                    for n, (x, y) in enumerate(zip(row, other))
+                )
+            ),
+            None,
+        )
         if match is None:
             return False
         surplus_right.pop(match)

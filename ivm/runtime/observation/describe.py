@@ -6,16 +6,26 @@ import time
 
 from pyspark.sql import DataFrame
 
-from ivm.runtime.catalog.catalog import (DEFINITION, FRESHNESS, STATE_OF, SUSPENDED, qualified_name,
-                                         store_name)
-from ivm.runtime.catalog.definition import (compile_definition, resolution_database, settings,
-                                            view_properties)
+from ivm.runtime.catalog.catalog import (
+    DEFINITION,
+    FRESHNESS,
+    STATE_OF,
+    SUSPENDED,
+    qualified_name,
+    store_name,
+)
+from ivm.runtime.catalog.definition import (
+    compile_definition,
+    resolution_database,
+    settings,
+    view_properties,
+)
 from ivm.runtime.catalog.history import history, latest_consumed, latest_record
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.messages import size
 from ivm.runtime.observation.lag import lag_seconds
-from ivm.runtime.refresh.policy import DEFAULT_POLICY, POLICY, Obstacle
-from ivm.runtime.refresh.refresh_plan import RefreshPlan, predict, verdict
+from ivm.runtime.refresh.policy import DEFAULT_POLICY, POLICY
+from ivm.runtime.refresh.refresh_plan import predict
 from ivm.runtime.refresh.retention import Assessment, Unconsumed, assess, retentions, unconsumed
 from ivm.runtime.refresh.upkeep import COMPACT_AT
 
@@ -47,25 +57,39 @@ def _describe_view(spark, view: str) -> DataFrame:
     assert last is not None  # the record read above is in the history
     freshness = properties.get(FRESHNESS)
     compiled = compile_definition(spark, view, properties)
-    facts = [("view", view), ("definition", properties[DEFINITION]), ("store", store),
-             *([("state table of", properties[STATE_OF])] if STATE_OF in properties else []),
-             *([("semantics", compiled.semantics)] if compiled.semantics else []),
-             ("freshness seconds", freshness or ""),
-             ("refreshed by ivm run", "suspended" if properties.get(SUSPENDED) == "true"
-              else "yes" if freshness else "no (no FRESHNESS)"),
-             ("refresh policy", properties.get(POLICY, DEFAULT_POLICY)),
-             ("last refresh", str(last.timestamp)), ("last refresh mode", last.mode),
-             ("last refresh reason", last.reason or ""),
-             ("last refresh prediction", last.prediction or ""),
-             ("last refresh read bytes", "" if last.read_bytes is None else str(last.read_bytes)),
-             ("last refresh rows written", f"+{last.rows_inserted or 0} ~{last.rows_updated or 0}"
-                                           f" -{last.rows_deleted or 0}"),
-             ("database", resolution_database(view, properties)),
-             ("store files", _files(DeltaLogReader.of(spark, store))),
-             ("store retention", "; ".join(
-                 map(str, retentions(DeltaLogReader.of(spark, store).properties()))))]
-    facts += [(f"setting {key}", value)
-              for key, value in (settings(properties) or {}).items()]
+    facts = [
+        ("view", view),
+        ("definition", properties[DEFINITION]),
+        ("store", store),
+        *([("state table of", properties[STATE_OF])] if STATE_OF in properties else []),
+        *([("semantics", compiled.semantics)] if compiled.semantics else []),
+        ("freshness seconds", freshness or ""),
+        (
+            "refreshed by ivm run",
+            "suspended"
+            if properties.get(SUSPENDED) == "true"
+            else "yes"
+            if freshness
+            else "no (no FRESHNESS)",
+        ),
+        ("refresh policy", properties.get(POLICY, DEFAULT_POLICY)),
+        ("last refresh", str(last.timestamp)),
+        ("last refresh mode", last.mode),
+        ("last refresh reason", last.reason or ""),
+        ("last refresh prediction", last.prediction or ""),
+        ("last refresh read bytes", "" if last.read_bytes is None else str(last.read_bytes)),
+        (
+            "last refresh rows written",
+            f"+{last.rows_inserted or 0} ~{last.rows_updated or 0} -{last.rows_deleted or 0}",
+        ),
+        ("database", resolution_database(view, properties)),
+        ("store files", _files(DeltaLogReader.of(spark, store))),
+        (
+            "store retention",
+            "; ".join(map(str, retentions(DeltaLogReader.of(spark, store).properties()))),
+        ),
+    ]
+    facts += [(f"setting {key}", value) for key, value in (settings(properties) or {}).items()]
     for table, state in compiled.states:
         log = DeltaLogReader.of(spark, store_name(table))
         keys = f"keyed by ({', '.join(state.store.keys)})" if state.store.keys else "one row"
@@ -73,16 +97,20 @@ def _describe_view(spark, view: str) -> DataFrame:
     for change in sorted(unconsumed(spark, record), key=lambda c: c.source):
         facts.append((f"source {change.source}", f"version {change.consumed} of {change.latest}"))
     assessed = retention_assessments(spark, view, compiled, record, freshness)
-    facts += [(f"change data of {source} kept", a.kept_until)
-              for source, a in assessed if a.kept_until is not None]
+    facts += [
+        (f"change data of {source} kept", a.kept_until)
+        for source, a in assessed
+        if a.kept_until is not None
+    ]
     facts.append(("lag seconds", f"{lag_seconds(spark, view):.1f}"))
     facts.append(("next refresh", str(predict(spark, view))))
     facts += [("warning", warning) for _, a in assessed for warning in a.warnings]
     return spark.createDataFrame(facts, "property STRING, value STRING")
 
 
-def retention_assessments(spark, view: str, compiled, record, freshness: str | None
-                          ) -> list[tuple[str, Assessment]]:
+def retention_assessments(
+    spark, view: str, compiled, record, freshness: str | None
+) -> list[tuple[str, Assessment]]:
     """Per source of ``view`` (compiled as ``compiled``, its store's latest ``record``, its
     FRESHNESS in seconds): until when the source keeps the change the view has not consumed,
     and the warnings due (see :mod:`ivm.runtime.refresh.retention`). A refresh of the view refreshes
@@ -90,25 +118,37 @@ def retention_assessments(spark, view: str, compiled, record, freshness: str | N
     changes = unconsumed(spark, record)
     for table, _ in compiled.states:
         changes += unconsumed(spark, latest_consumed(spark, table))
-    freshness_seconds, now_ms = None if freshness is None else float(freshness), \
-        int(time.time() * 1000)
-    return [(change.source, assess(view, change, freshness_seconds, now_ms))
-            for change in _earliest_per_source(changes)]
+    freshness_seconds, now_ms = (
+        None if freshness is None else float(freshness),
+        int(time.time() * 1000),
+    )
+    return [
+        (change.source, assess(view, change, freshness_seconds, now_ms))
+        for change in _earliest_per_source(changes)
+    ]
 
 
 def _files(log: DeltaLogReader) -> str:
     """A store's data files and their size, and when a refresh compacts them."""
-    return (f"{log.file_count()} files, {size(log.size_in_bytes())}; compacted at {COMPACT_AT} "
-            f"files more than its size needs")
+    return (
+        f"{log.file_count()} files, {size(log.size_in_bytes())}; compacted at {COMPACT_AT} "
+        f"files more than its size needs"
+    )
 
 
 def _earliest_per_source(changes: list[Unconsumed]) -> list[Unconsumed]:
     """One change per source, sorted by source: where the view and a state table of it both
     read a source, the one with the older pending commit (one no longer in the log first,
     then one whose files are gone)."""
+
     def earliest(change: Unconsumed) -> tuple:
-        return (not change.pending, not change.lost, change.gone_from is None,
-                change.oldest_ms or 0)
+        return (
+            not change.pending,
+            not change.lost,
+            change.gone_from is None,
+            change.oldest_ms or 0,
+        )
+
     chosen: dict[str, Unconsumed] = {}
     for change in changes:
         if change.source not in chosen or earliest(change) < earliest(chosen[change.source]):

@@ -23,8 +23,9 @@ from ivm.runtime.log.delta_log import DeltaLogReader, once
 from ivm.runtime.refresh.obstacles import replaced_source
 
 
-def lag_seconds(spark, view: str, now: float | None = None,
-                known: Mapping[str, bool] | None = None) -> float:
+def lag_seconds(
+    spark, view: str, now: float | None = None, known: Mapping[str, bool] | None = None
+) -> float:
     """How long the oldest source commit that ``view`` does not reflect has been waiting at
     ``now`` (seconds since the epoch; default: the present), through the materialized
     views it reads; 0 when the view is up to date. ``known``: whether each of some tables
@@ -34,13 +35,13 @@ def lag_seconds(spark, view: str, now: float | None = None,
     return 0.0 if oldest is None else max(0.0, now - oldest / 1000)
 
 
-def oldest_unconsumed_ms(spark, view: str, known: Mapping[str, bool] | None = None
-                         ) -> int | None:
+def oldest_unconsumed_ms(spark, view: str, known: Mapping[str, bool] | None = None) -> int | None:
     """The commit time of the oldest source commit ``view`` does not reflect, through the
     materialized views it reads (0 where the log no longer holds it); None if there is
     none."""
-    return once(("oldest unconsumed", view),
-                lambda: _oldest_unconsumed_ms(spark, view, known or {}))
+    return once(
+        ("oldest unconsumed", view), lambda: _oldest_unconsumed_ms(spark, view, known or {})
+    )
 
 
 def _oldest_unconsumed_ms(spark, view: str, known: Mapping[str, bool]) -> int | None:
@@ -50,7 +51,7 @@ def _oldest_unconsumed_ms(spark, view: str, known: Mapping[str, bool]) -> int | 
         upstream = known[table] if table in known else store_properties(spark, table) is not None
         log = DeltaLogReader.of(spark, store_name(table) if upstream else table)
         if replaced_source(last.table_ids, {table: log.table_id()}):
-            consumed = -1       # another table of that name: none of its commits is reflected
+            consumed = -1  # another table of that name: none of its commits is reflected
         if log.version() > consumed:
             times.append(_commit_ms(log, consumed + 1))
         if upstream:
@@ -61,5 +62,4 @@ def _oldest_unconsumed_ms(spark, view: str, known: Mapping[str, bool]) -> int | 
 def _commit_ms(log: DeltaLogReader, version: int) -> int:
     """When ``version`` of ``log``'s table was committed; 0 where the log no longer holds
     it (as if it had waited since ever)."""
-    return once(("commit time", log.table, version),
-                lambda: log.commit_info(version)[1] or 0)
+    return once(("commit time", log.table, version), lambda: log.commit_info(version)[1] or 0)

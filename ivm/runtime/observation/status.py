@@ -50,15 +50,23 @@ def view_status(spark, view: str) -> ViewStatus:
         freshness = properties.get(FRESHNESS)
         record = latest_consumed(spark, view)
         try:
-            assessed = retention_assessments(spark, view, compile_definition(spark, view),
-                                             record, freshness)
+            assessed = retention_assessments(
+                spark, view, compile_definition(spark, view), record, freshness
+            )
             upcoming = str(predict(spark, view))
         except Exception as error:  # what the refresh would meet, on one line
             upcoming, assessed = f"fails: {one_line(error)}", []
-        return ViewStatus(view, None if freshness is None else float(freshness),
-                          properties.get(SUSPENDED) == "true", lag_seconds(spark, view),
-                          record.mode, record.committed_ms, record.seconds, upcoming,
-                          tuple(w for _, a in assessed for w in a.warnings))
+        return ViewStatus(
+            view,
+            None if freshness is None else float(freshness),
+            properties.get(SUSPENDED) == "true",
+            lag_seconds(spark, view),
+            record.mode,
+            record.committed_ms,
+            record.seconds,
+            upcoming,
+            tuple(w for _, a in assessed for w in a.warnings),
+        )
 
 
 def duration(seconds: float) -> str:
@@ -87,12 +95,18 @@ def status_table(statuses: list[ViewStatus], now_ms: int | None = None) -> str:
         ago = [] if s.last_ms is None else [f"{duration(max(0, now_ms - s.last_ms) / 1000)} ago"]
         took = [] if s.last_seconds is None else [f"{s.last_seconds:.1f} s"]
         return ", ".join([*ago, s.last_mode, *took])
-    rows = [HEADER] + [(
-        s.view,
-        "suspended" if s.suspended else "-" if s.freshness is None else duration(s.freshness),
-        duration(s.lag), last(s), s.next) for s in statuses]
+
+    rows = [HEADER] + [
+        (
+            s.view,
+            "suspended" if s.suspended else "-" if s.freshness is None else duration(s.freshness),
+            duration(s.lag),
+            last(s),
+            s.next,
+        )
+        for s in statuses
+    ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER) - 1)]
-    lines = ["  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[-1]])
-             for row in rows]
+    lines = ["  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[-1]]) for row in rows]
     lines += [f"warning: {s.view}: {w}" for s in statuses for w in s.warnings]
     return "\n".join(lines)

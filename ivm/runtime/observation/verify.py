@@ -31,13 +31,22 @@ from pyspark.errors import PySparkException
 
 from ivm.codegen import view_query
 from ivm.errors import StateError
-from ivm.frontend.parse import (canonical_name, parse_query, referenced_tables,
-                                replace_tables)
+from ivm.frontend.parse import canonical_name, parse_query, referenced_tables, replace_tables
 from ivm.names import DIALECT
-from ivm.runtime.catalog.catalog import (DEFINITION, STATE_OF, qualified_name, store_name,
-                                         store_properties)
-from ivm.runtime.catalog.definition import (compile_definition, resolution_database, settings,
-                                            spelled_columns, view_properties)
+from ivm.runtime.catalog.catalog import (
+    DEFINITION,
+    STATE_OF,
+    qualified_name,
+    store_name,
+    store_properties,
+)
+from ivm.runtime.catalog.definition import (
+    compile_definition,
+    resolution_database,
+    settings,
+    spelled_columns,
+    view_properties,
+)
 from ivm.runtime.catalog.history import RefreshRecord, latest_record
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.observation.compare import Difference, column_difference, columns_of, difference
@@ -58,11 +67,11 @@ class Verification:
     """The verdict of :func:`verify` on one view."""
 
     view: str
-    sources: dict[str, int]         # the source versions the view reflects
+    sources: dict[str, int]  # the source versions the view reflects
     store_version: int
-    rows: int                       # the view's rows
-    difference: Difference | None   # None: equal
-    schema_difference: str | None = None    # how the columns differ; None: they do not
+    rows: int  # the view's rows
+    difference: Difference | None  # None: equal
+    schema_difference: str | None = None  # how the columns differ; None: they do not
 
     @property
     def equal(self) -> bool:
@@ -76,17 +85,20 @@ class Verification:
         if self.difference is None:
             return f"ok: {self.view} equals {where}; {self.rows} rows"
         total = self.difference.total
-        return (f"DIFFERENT: {self.view} differs from {where}: {total} distinct row"
-                f"{'s' * (total > 1)} occur a different number of times\n"
-                + _indent(self.difference.table("in view", "in query")))
+        return (
+            f"DIFFERENT: {self.view} differs from {where}: {total} distinct row"
+            f"{'s' * (total > 1)} occur a different number of times\n"
+            + _indent(self.difference.table("in view", "in query"))
+        )
 
 
 def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines())
 
 
-def verify(spark, view: str, *, shown: int = 10,
-           float_tolerance: float = FLOAT_TOLERANCE) -> Verification:
+def verify(
+    spark, view: str, *, shown: int = 10, float_tolerance: float = FLOAT_TOLERANCE
+) -> Verification:
     """Compare the materialized view ``view`` with its query run on its sources as of the
     versions the view reflects (see the module's docstring); ``shown``: how many differing
     rows the verdict holds; ``float_tolerance``: the relative difference allowed in float
@@ -94,13 +106,17 @@ def verify(spark, view: str, *, shown: int = 10,
     name = qualified_name(spark, view)
     properties = view_properties(spark, name, "VERIFY")
     if STATE_OF in properties:
-        raise StateError(f"{name} is a state table of the materialized view "
-                         f"{properties[STATE_OF]}", hint=f"verify {properties[STATE_OF]}")
+        raise StateError(
+            f"{name} is a state table of the materialized view {properties[STATE_OF]}",
+            hint=f"verify {properties[STATE_OF]}",
+        )
     compiled = compile_definition(spark, name, properties)
     if compiled.semantics is not None:
-        raise StateError(f"{name} cannot be verified against its query: {compiled.semantics}",
-                         hint="check it against the definition of its semantics (the README's "
-                              "Lookup joins), or refresh it FULL to enrich every row anew")
+        raise StateError(
+            f"{name} cannot be verified against its query: {compiled.semantics}",
+            hint="check it against the definition of its semantics (the README's "
+            "Lookup joins), or refresh it FULL to enrich every row anew",
+        )
     log = DeltaLogReader(spark, store_name(name))
     store_version = log.version()
     sources, table_ids = _reflected(spark, latest_record(log)[1])
@@ -111,29 +127,47 @@ def verify(spark, view: str, *, shown: int = 10,
     try:
         for table, version in sources.items():
             columns = spark.table(table).columns
-            (snapshot(spark, table, columns, version, upstream_repeats_rows(spark, table))
-             .createOrReplaceTempView(snapshots[table]))
+            (
+                snapshot(
+                    spark, table, columns, version, upstream_repeats_rows(spark, table)
+                ).createOrReplaceTempView(snapshots[table])
+            )
             views.append(snapshots[table])
         store = SNAPSHOT.format(run, "store")
-        (spark.read.format("delta").option("versionAsOf", store_version)
-         .table(store_name(name)).createOrReplaceTempView(store))
+        (
+            spark.read.format("delta")
+            .option("versionAsOf", store_version)
+            .table(store_name(name))
+            .createOrReplaceTempView(store)
+        )
         views.append(store)
-        got = spark.sql(view_query(compiled.store, store,
-                                   spelled_columns(compiled, properties)).sql(DIALECT))
+        got = spark.sql(
+            view_query(compiled.store, store, spelled_columns(compiled, properties)).sql(DIALECT)
+        )
         query = replace_tables(properties[DEFINITION], database, snapshots)
         with session_settings(spark, settings(properties) or {}):
             want = spark.sql(query)
             schema_difference = column_difference(columns_of(got), columns_of(want))
-            found = None if schema_difference else difference(
-                spark, got, want, shown=shown, tolerance=float_tolerance,
-                settings=settings(properties))
+            found = (
+                None
+                if schema_difference
+                else difference(
+                    spark,
+                    got,
+                    want,
+                    shown=shown,
+                    tolerance=float_tolerance,
+                    settings=settings(properties),
+                )
+            )
             rows = got.count()
     except PySparkException as error:
-        raise StateError(f"cannot read {name} or its sources as of the versions it reflects "
-                         f"({', '.join(f'{t} v{v}' for t, v in sources.items())}): "
-                         f"{str(error).splitlines()[0]}",
-                         hint="a VACUUM may have removed them: refresh the view, then verify "
-                              "it") from None
+        raise StateError(
+            f"cannot read {name} or its sources as of the versions it reflects "
+            f"({', '.join(f'{t} v{v}' for t, v in sources.items())}): "
+            f"{str(error).splitlines()[0]}",
+            hint="a VACUUM may have removed them: refresh the view, then verify it",
+        ) from None
     finally:
         for temporary in views:
             spark.catalog.dropTempView(temporary)
@@ -159,22 +193,30 @@ def _reflected(spark, record: RefreshRecord) -> tuple[dict[str, int], dict[str, 
 
 def _read_by(definition: str, database: str) -> list[str]:
     """The canonical names of the tables ``definition`` reads (not its CTEs)."""
-    return list(dict.fromkeys(canonical_name(t, database)
-                              for t in referenced_tables(parse_query(definition))))
+    return list(
+        dict.fromkeys(
+            canonical_name(t, database) for t in referenced_tables(parse_query(definition))
+        )
+    )
 
 
-def _check_sources(spark, view: str, tables: list[str], reflected: dict[str, int],
-                   table_ids: dict[str, str]) -> None:
+def _check_sources(
+    spark, view: str, tables: list[str], reflected: dict[str, int], table_ids: dict[str, str]
+) -> None:
     """Raise :class:`StateError` unless the store records a version of every table its
     definition reads, and each is still the table it recorded."""
     missing = [t for t in tables if t not in reflected]
     if missing:
-        raise StateError(f"the store of {view} records no version of {', '.join(missing)}",
-                         hint=f"refresh it: REFRESH MATERIALIZED VIEW {view} FULL")
+        raise StateError(
+            f"the store of {view} records no version of {', '.join(missing)}",
+            hint=f"refresh it: REFRESH MATERIALIZED VIEW {view} FULL",
+        )
     ids = latest_sources(spark, tables)[1]
     replaced = [t for t in tables if table_ids.get(t) not in (None, ids[t])]
     if replaced:
-        raise StateError(f"{', '.join(replaced)} was dropped and created again since {view} "
-                         f"was last refreshed: the versions the view reflects are gone with "
-                         f"the table", hint=f"refresh it (REFRESH MATERIALIZED VIEW {view}), "
-                         f"then verify it")
+        raise StateError(
+            f"{', '.join(replaced)} was dropped and created again since {view} "
+            f"was last refreshed: the versions the view reflects are gone with "
+            f"the table",
+            hint=f"refresh it (REFRESH MATERIALIZED VIEW {view}), then verify it",
+        )

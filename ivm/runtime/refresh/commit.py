@@ -69,9 +69,15 @@ def isolated(spark, pinned: dict[str, str] | None = None):
     (see :mod:`ivm.runtime.catalog.definition`), which replace ``spark``'s own."""
     with session_of_its_own(spark) as own:
         inherited = own.conf.getAll
-        set_settings(own, {key: value for key, value in spark.conf.getAll.items()
-                           if inherited.get(key) != value
-                           and (pinned is None or not is_pinned(key))} | (pinned or {}))
+        set_settings(
+            own,
+            {
+                key: value
+                for key, value in spark.conf.getAll.items()
+                if inherited.get(key) != value and (pinned is None or not is_pinned(key))
+            }
+            | (pinned or {}),
+        )
         own.catalog.setCurrentDatabase(spark.catalog.currentDatabase())
         yield own
 
@@ -81,21 +87,32 @@ def execute(spark, statement) -> list:
     return spark.sql(statement.sql(DIALECT)).collect()
 
 
-def write_catalog_view(spark, view: str, compiled: CompiledView,
-                        properties: dict[str, str]) -> None:
+def write_catalog_view(
+    spark, view: str, compiled: CompiledView, properties: dict[str, str]
+) -> None:
     """(Re)create the catalog view of ``view`` over its store."""
-    execute(spark, codegen.create_view_statement(
-        view, codegen.view_query(compiled.store, store_name(view),
-                                 spelled_columns(compiled, properties)),
-        {STORE: store_name(view)}, replace=True))
+    execute(
+        spark,
+        codegen.create_view_statement(
+            view,
+            codegen.view_query(
+                compiled.store, store_name(view), spelled_columns(compiled, properties)
+            ),
+            {STORE: store_name(view)},
+            replace=True,
+        ),
+    )
 
 
-def repair_catalog_view(spark, view: str, compiled: CompiledView,
-                         properties: dict[str, str], store: StructType) -> None:
+def repair_catalog_view(
+    spark, view: str, compiled: CompiledView, properties: dict[str, str], store: StructType
+) -> None:
     """Recreate the catalog view if a CREATE died before writing it, or wrote it for an
     earlier definition or for other types of the store's columns (``store``: its schema)."""
-    wanted = [(name, store[column].dataType) for name, column in
-              zip(spelled_columns(compiled, properties), compiled.store.view_columns)]
+    wanted = [
+        (name, store[column].dataType)
+        for name, column in zip(spelled_columns(compiled, properties), compiled.store.view_columns)
+    ]
     try:
         shown = [(f.name, f.dataType) for f in spark.table(view).schema]
     except PySparkException:
@@ -117,14 +134,24 @@ def retrying(spark, view: str, write):
                     return write(work, view, properties)
         except LostRace:
             continue
-    raise ConcurrentRefresh(f"{view} was refreshed by another refresh {ATTEMPTS} times while "
-                            f"this one ran", hint="refresh it again later")
+    raise ConcurrentRefresh(
+        f"{view} was refreshed by another refresh {ATTEMPTS} times while this one ran",
+        hint="refresh it again later",
+    )
 
 
 @contextmanager
-def committed_write(spark, view: str, compiled: CompiledView, record: RefreshRecord, *,
-                    stage: str, before: dict[str, int] | None = None,
-                    read_version: int | None = None, clock: PhaseClock | None = None):
+def committed_write(
+    spark,
+    view: str,
+    compiled: CompiledView,
+    record: RefreshRecord,
+    *,
+    stage: str,
+    before: dict[str, int] | None = None,
+    read_version: int | None = None,
+    clock: PhaseClock | None = None,
+):
     """A block that writes the store of ``view`` in one commit carrying ``record``, with the
     sources of ``compiled`` bound at ``record.sources`` (and at ``before`` for a change);
     ``stage`` (``create`` or ``refresh``) names its fault points. The block receives
@@ -136,11 +163,16 @@ def committed_write(spark, view: str, compiled: CompiledView, record: RefreshRec
     before the write."""
     timer = clock or PhaseClock(None)
     with spark_errors(view), timer.phase("change"):
-        bound = bind(spark, compiled.sources, before, record.sources, compiled.delta_reads,
-                     wrap=lambda frame: faults.during(f"{stage}.during_write", frame),
-                     change_bytes=record.read_bytes,
-                     store=None if read_version is None else (
-                         view, compiled.store.columns, read_version))
+        bound = bind(
+            spark,
+            compiled.sources,
+            before,
+            record.sources,
+            compiled.delta_reads,
+            wrap=lambda frame: faults.during(f"{stage}.during_write", frame),
+            change_bytes=record.read_bytes,
+            store=None if read_version is None else (view, compiled.store.columns, read_version),
+        )
 
     def commit(statement, **amend) -> list:
         with timer.phase("write"):
@@ -149,6 +181,7 @@ def committed_write(spark, view: str, compiled: CompiledView, record: RefreshRec
                 final = replace(final, phases=clock.summary())
             with spark_errors(view), _commit_settings(spark, view, final, read_version):
                 return execute(spark, statement)
+
     try:
         faults.reach(f"{stage}.before_write")
         yield commit
@@ -183,23 +216,38 @@ def spark_errors(view: str):
         if is_lost_race(error):
             raise LostRace() from error
         if _change_data_unavailable(error):
-            raise SourceError(f"{CHANGE_DATA_UNAVAILABLE} for {view}",
-                              hint=f"run REFRESH MATERIALIZED VIEW {view} FULL") from None
+            raise SourceError(
+                f"{CHANGE_DATA_UNAVAILABLE} for {view}",
+                hint=f"run REFRESH MATERIALIZED VIEW {view} FULL",
+            ) from None
         if NEGATIVE_COUNT in str(error):
-            raise StateError(f"the store of {view} disagrees with its sources",
-                             hint=f"run REFRESH MATERIALIZED VIEW {view} FULL") from None
+            raise StateError(
+                f"the store of {view} disagrees with its sources",
+                hint=f"run REFRESH MATERIALIZED VIEW {view} FULL",
+            ) from None
         raise
 
 
 def is_lost_race(error: Exception) -> bool:
     """Whether ``error`` is Delta's: another write of the table committed first."""
     text = str(error)
-    return "io.delta.exceptions.Concurrent" in text or "DELTA_CONCURRENT" in text \
-        or "ConcurrentTransactionException" in text or "MetadataChangedException" in text
+    return (
+        "io.delta.exceptions.Concurrent" in text
+        or "DELTA_CONCURRENT" in text
+        or "ConcurrentTransactionException" in text
+        or "MetadataChangedException" in text
+    )
 
 
 def _change_data_unavailable(error: Exception) -> bool:
     text = str(error)
-    return any(code in text for code in ("DELTA_MISSING_CHANGE_DATA", "DELTA_CHANGE_DATA_FEED",
-                                         "VersionNotFound", "DELTA_FILE_NOT_FOUND",
-                                         "FileNotFoundException"))
+    return any(
+        code in text
+        for code in (
+            "DELTA_MISSING_CHANGE_DATA",
+            "DELTA_CHANGE_DATA_FEED",
+            "VersionNotFound",
+            "DELTA_FILE_NOT_FOUND",
+            "FileNotFoundException",
+        )
+    )

@@ -55,8 +55,10 @@ def replaced_source(consumed: dict[str, str] | None, current: dict[str, str]) ->
     for table, table_id in current.items():
         before = (consumed or {}).get(table)
         if before is not None and before != table_id:
-            return (f"{table} was replaced or dropped and re-created since the view read it "
-                    f"(Delta table id {before}, now {table_id})")
+            return (
+                f"{table} was replaced or dropped and re-created since the view read it "
+                f"(Delta table id {before}, now {table_id})"
+            )
     return None
 
 
@@ -69,7 +71,7 @@ class Estimate:
     change_bytes: int | None
     source_bytes: int | None
     obstacle: Obstacle | None = None
-    inserts_only: bool = False      # every source's change inserts rows and removes none
+    inserts_only: bool = False  # every source's change inserts rows and removes none
 
 
 def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estimate:
@@ -83,28 +85,62 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
     for table, upto in current.items():
         after = previous[table]
         if upto < after:
-            return Estimate(None, None, Obstacle("reinitialize", (
-                f"{table} is at version {upto}, before version {after} that the view "
-                f"consumed")))
+            return Estimate(
+                None,
+                None,
+                Obstacle(
+                    "reinitialize",
+                    (
+                        f"{table} is at version {upto}, before version {after} that the view "
+                        f"consumed"
+                    ),
+                ),
+            )
         log = DeltaLogReader.of(spark, delta_table(spark, table))
         commits = log.commits(after, upto)
         if commits is None:
-            return Estimate(None, None, Obstacle("unavailable", (
-                f"the log of {table} no longer holds every commit after version {after} "
-                f"(log retention or VACUUM)")))
+            return Estimate(
+                None,
+                None,
+                Obstacle(
+                    "unavailable",
+                    (
+                        f"the log of {table} no longer holds every commit after version {after} "
+                        f"(log retention or VACUUM)"
+                    ),
+                ),
+            )
         for commit in commits:
             if commit.replaces_table:
-                return Estimate(None, None, Obstacle("reinitialize", (
-                    f"{table} was replaced at version {commit.version} "
-                    f"({commit.operation})")))
+                return Estimate(
+                    None,
+                    None,
+                    Obstacle(
+                        "reinitialize",
+                        (f"{table} was replaced at version {commit.version} ({commit.operation})"),
+                    ),
+                )
         if off := next((c for c in commits if c.change_data_feed is False), None):
-            return Estimate(None, None, Obstacle("unavailable", (
-                f"the change data feed of {table} was turned off at version "
-                f"{off.version}")))
+            return Estimate(
+                None,
+                None,
+                Obstacle(
+                    "unavailable",
+                    (f"the change data feed of {table} was turned off at version {off.version}"),
+                ),
+            )
         if changed := log.schema_changes(after, commits):
-            return Estimate(None, None, Obstacle("reinitialize", (
-                f"the schema of {table} changed after version {after}, which the view "
-                f"consumed: {'; '.join(changed)}")))
+            return Estimate(
+                None,
+                None,
+                Obstacle(
+                    "reinitialize",
+                    (
+                        f"the schema of {table} changed after version {after}, which the view "
+                        f"consumed: {'; '.join(changed)}"
+                    ),
+                ),
+            )
         inserts_only = inserts_only and all(c.inserts_only for c in commits)
         sizes = [c.change_bytes for c in commits if c.change_bytes is not None]
         if len(sizes) < len(commits):
@@ -123,7 +159,16 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
         return Estimate(change_bytes, None, inserts_only=inserts_only)
     source_bytes = sum(sizes)
     if source_bytes >= min_bytes and change_bytes > ratio * source_bytes:
-        return Estimate(change_bytes, source_bytes, Obstacle("cost", (
-            f"the change ({change_bytes} bytes) is over {ratio:g} of the sources' "
-            f"{source_bytes} bytes ({RATIO})")), inserts_only)
+        return Estimate(
+            change_bytes,
+            source_bytes,
+            Obstacle(
+                "cost",
+                (
+                    f"the change ({change_bytes} bytes) is over {ratio:g} of the sources' "
+                    f"{source_bytes} bytes ({RATIO})"
+                ),
+            ),
+            inserts_only,
+        )
     return Estimate(change_bytes, source_bytes, inserts_only=inserts_only)

@@ -38,7 +38,7 @@ stays busy longer leaves the count short by the jobs it has not delivered."""
 @dataclass
 class Phase:
     seconds: float
-    jobs: int | None            # None: not counted (no Spark context to ask)
+    jobs: int | None  # None: not counted (no Spark context to ask)
     started_ms: int = 0
 
 
@@ -86,7 +86,7 @@ class PhaseClock:
         context = self._context._jsc.sc()
         try:
             context.listenerBus().waitUntilEmpty(LISTENER_WAIT_MS)
-        except Py4JJavaError:   # a TimeoutException: count what Spark has seen
+        except Py4JJavaError:  # a TimeoutException: count what Spark has seen
             pass
         tracker, store = context.statusTracker(), context.statusStore()
         submitted = []
@@ -102,5 +102,7 @@ class PhaseClock:
         """``{phase: {seconds, jobs}}`` of the phases run so far, as a refresh record keeps
         them."""
         self.count_jobs()
-        return {name: {"seconds": round(p.seconds, 3), "jobs": p.jobs}
-                for name, p in self.phases.items()}
+        return {
+            name: {"seconds": round(p.seconds, 3), "jobs": p.jobs}
+            for name, p in self.phases.items()
+        }

@@ -83,10 +83,16 @@ def never_incremental(compiled: CompiledView, schema) -> str | None:
     change, if none can: a sum stored as a type whose addition is inexact (floating
     point)."""
     types = {f.name: f.dataType.simpleString() for f in schema}
-    inexact = [f"{acc.name} {types[acc.name].upper()}" for acc in compiled.store.accumulators
-               if acc.kind == "sum" and not is_exact(types[acc.name])]
-    return f"sums stored as types that cannot be added exactly ({', '.join(inexact)})" \
-        if inexact else None
+    inexact = [
+        f"{acc.name} {types[acc.name].upper()}"
+        for acc in compiled.store.accumulators
+        if acc.kind == "sum" and not is_exact(types[acc.name])
+    ]
+    return (
+        f"sums stored as types that cannot be added exactly ({', '.join(inexact)})"
+        if inexact
+        else None
+    )
 
 
 def check_policy(view: str, policy: str, compiled: CompiledView, schema) -> None:
@@ -95,8 +101,9 @@ def check_policy(view: str, policy: str, compiled: CompiledView, schema) -> None
     reason = never_incremental(compiled, schema)
     if reason is not None and policy.startswith("INCREMENTAL"):
         raise NotIncrementalizable(
-            f"{view} cannot be refreshed incrementally under REFRESH POLICY {policy}: "
-            f"{reason}", hint="use REFRESH POLICY AUTO or FULL, or change the query")
+            f"{view} cannot be refreshed incrementally under REFRESH POLICY {policy}: {reason}",
+            hint="use REFRESH POLICY AUTO or FULL, or change the query",
+        )
 
 
 @dataclass(frozen=True)
@@ -113,19 +120,22 @@ class CostModel:
     recomputed_in_a_row: int = 0
 
     @classmethod
-    def from_record(cls, stored: dict | None) -> "CostModel":
+    def from_record(cls, stored: dict | None) -> CostModel:
         stored = stored or {}
         planned = stored.get("planned")
-        return cls(stored.get("bytes_per_second"),
-                   tuple((int(c), float(t)) for c, t in stored.get("incremental") or ()),
-                   None if planned is None else (int(planned[0]), int(planned[1])),
-                   int(stored.get("recomputed_in_a_row") or 0))
+        return cls(
+            stored.get("bytes_per_second"),
+            tuple((int(c), float(t)) for c, t in stored.get("incremental") or ()),
+            None if planned is None else (int(planned[0]), int(planned[1])),
+            int(stored.get("recomputed_in_a_row") or 0),
+        )
 
     def to_record(self) -> dict:
         return asdict(self)
 
-    def observed(self, mode: str, planned_bytes: int | None, change_bytes: int | None,
-                 seconds: float | None) -> "CostModel":
+    def observed(
+        self, mode: str, planned_bytes: int | None, change_bytes: int | None, seconds: float | None
+    ) -> CostModel:
         """The model after a refresh of ``mode`` that took ``seconds``: a full one (or a
         CREATE) that read ``planned_bytes``, an incremental one of ``change_bytes``.
 
@@ -137,15 +147,16 @@ class CostModel:
         if not seconds or seconds <= 0:
             return self
         if mode in ("create", "full") and planned_bytes is not None:
-            return replace(self, bytes_per_second=_mean(self.bytes_per_second,
-                                                        planned_bytes / seconds))
+            return replace(
+                self, bytes_per_second=_mean(self.bytes_per_second, planned_bytes / seconds)
+            )
         if mode == "incremental" and change_bytes is not None:
-            return replace(self, incremental=((change_bytes, seconds),
-                                              *self.incremental)[:KEPT])
+            return replace(self, incremental=((change_bytes, seconds), *self.incremental)[:KEPT])
         return self
 
-    def before_reading(self, change_bytes: int | None, full_bytes: int | None,
-                       min_bytes: float = 0) -> tuple[Obstacle | None, str]:
+    def before_reading(
+        self, change_bytes: int | None, full_bytes: int | None, min_bytes: float = 0
+    ) -> tuple[Obstacle | None, str]:
         """An obstacle of kind ``cost`` if, before a change of ``change_bytes`` is read, the
         view's record shows recomputing sources of ``full_bytes`` cheaper (rule 1 of the
         module's docstring); and the prediction in words.
@@ -158,24 +169,31 @@ class CostModel:
         if (reason := self._unpredicted(full_bytes, min_bytes)) or change_bytes is None:
             return None, reason or "the change's size is not known: incremental"
         assert full_bytes is not None
-        like = SIMILAR * change_bytes   # changes no larger than this, give or take
+        like = SIMILAR * change_bytes  # changes no larger than this, give or take
         if self.planned and self.planned[0] <= like and self.planned[1] >= full_bytes:
-            return _cheaper(f"the latest delta query, for a change of {size(self.planned[0])}, "
-                            f"read {size(self.planned[1])}, a full recompute reads "
-                            f"{size(full_bytes)}")
+            return _cheaper(
+                f"the latest delta query, for a change of {size(self.planned[0])}, "
+                f"read {size(self.planned[1])}, a full recompute reads "
+                f"{size(full_bytes)}"
+            )
         full = self.full_seconds(full_bytes)
         latest = next(((c, t) for c, t in self.incremental if c <= like), None)
         if full is not None and latest is not None and latest[1] > full:
             c, t = latest
-            return _cheaper(f"an incremental refresh of a change of {size(c)} took {t:.2f} s, "
-                            f"a full recompute is predicted {full:.2f} s ({size(full_bytes)} "
-                            f"at {size(int(self.bytes_per_second or 0))}/s)")
-        return None, (f"no incremental refresh of a change up to {size(change_bytes)} took "
-                      f"longer than a full recompute is predicted to take"
-                      + ("" if full is None else f" ({full:.2f} s)"))
+            return _cheaper(
+                f"an incremental refresh of a change of {size(c)} took {t:.2f} s, "
+                f"a full recompute is predicted {full:.2f} s ({size(full_bytes)} "
+                f"at {size(int(self.bytes_per_second or 0))}/s)"
+            )
+        return None, (
+            f"no incremental refresh of a change up to {size(change_bytes)} took "
+            f"longer than a full recompute is predicted to take"
+            + ("" if full is None else f" ({full:.2f} s)")
+        )
 
-    def after_planning(self, planned_bytes: int | None, full_bytes: int | None,
-                       min_bytes: float = 0) -> tuple[Obstacle | None, str]:
+    def after_planning(
+        self, planned_bytes: int | None, full_bytes: int | None, min_bytes: float = 0
+    ) -> tuple[Obstacle | None, str]:
         """An obstacle of kind ``cost`` if the delta query, planned, reads ``planned_bytes``,
         at least the ``full_bytes`` of recomputing (rule 2); and the prediction in words.
 
@@ -201,12 +219,13 @@ class CostModel:
         if full_bytes < min_bytes:
             return f"the sources ({size(full_bytes)}) are under {size(int(min_bytes))}: incremental"
         if self.recomputed_in_a_row >= REMEASURE_AFTER:
-            return (f"incremental, to measure its cost again after {self.recomputed_in_a_row} "
-                    f"recomputes in a row")
+            return (
+                f"incremental, to measure its cost again after {self.recomputed_in_a_row} "
+                f"recomputes in a row"
+            )
         return None
 
-    def after(self, mode: str, by_cost: bool,
-              planned: tuple[int, int] | None = None) -> "CostModel":
+    def after(self, mode: str, by_cost: bool, planned: tuple[int, int] | None = None) -> CostModel:
         """The model carried into the record of a refresh of ``mode`` (``by_cost``: chosen
         by the cost model) that planned a delta query for (change bytes, bytes read)
         ``planned``."""

@@ -57,21 +57,29 @@ def prune(spark, delta, change_bytes: int | None):
     restriction are read in one Spark job (``change_bytes``: the size of the sources' change
     data it reads, None if unknown)."""
     wanted = {}
-    _visit(delta, lambda node: wanted.update(
-        {found: None} if (found := _pruned_key(node)) is not None else {}))
+    _visit(
+        delta,
+        lambda node: wanted.update(
+            {found: None} if (found := _pruned_key(node)) is not None else {}
+        ),
+    )
     keys = _distinct_keys(spark, list(wanted), change_bytes)
-    rewritten: dict = {}    # equal subtrees stay equal, so the SQL still shares them
+    rewritten: dict = {}  # equal subtrees stay equal, so the SQL still shares them
 
     def rewrite(node):
         if node not in rewritten:
-            new = with_children(node, tuple(rewrite(c) for c in children(node))) \
-                if children(node) else node
+            new = (
+                with_children(node, tuple(rewrite(c) for c in children(node)))
+                if children(node)
+                else node
+            )
             found = _pruned_key(new)
             values = keys.get(found) if found is not None else None
             if isinstance(new, Restrict) and values is not None:
                 new = _filtered(new, *values)
             rewritten[node] = new
         return rewritten[node]
+
     return rewrite(delta)
 
 
@@ -93,8 +101,10 @@ def _scan_keys(node: Restrict) -> tuple[Scan, tuple] | None:
     while isinstance(inner, (Filter, Project)):
         if isinstance(inner, Project):
             named = dict(inner.columns)
-            keys = tuple(named.get(k.name) if isinstance(k, exp.Column) and not k.table
-                         else None for k in keys)
+            keys = tuple(
+                named.get(k.name) if isinstance(k, exp.Column) and not k.table else None
+                for k in keys
+            )
         inner = inner.input
     if not isinstance(inner, Scan) or inner.read not in (Read.BEFORE, Read.AFTER):
         return None
@@ -107,8 +117,14 @@ def _pruned(node) -> tuple[Scan, exp.Column, int] | None:
     if not isinstance(node, Restrict) or (found := _scan_keys(node)) is None:
         return None
     scan, keys = found
-    position = next((i for i, key in enumerate(keys) if isinstance(key, exp.Column)
-                     and key.table == scan.alias and key.name in scan.columns), None)
+    position = next(
+        (
+            i
+            for i, key in enumerate(keys)
+            if isinstance(key, exp.Column) and key.table == scan.alias and key.name in scan.columns
+        ),
+        None,
+    )
     return None if position is None else (scan, keys[position], position)
 
 
@@ -136,6 +152,7 @@ def _filtered(node: Restrict, values: list, has_null: bool):
         if inner == scan:
             return Filter(inner, predicate)
         return with_children(inner, (filtered(inner.input),))
+
     return filtered(node.input) if listed else replace(node, input=filtered(node.input))
 
 
@@ -154,16 +171,20 @@ def _key_ranges(column: exp.Column, values: list, has_null: bool) -> exp.Expr:
     """A predicate on the scanned ``column`` that every key satisfies, given the keys'
     sorted non-NULL ``values``. A NULL key is a key (the restriction matches null-safely):
     IS NULL admits it."""
-    admitted: list[exp.Expr] = [column.copy().eq(low) if low == high else
-                                exp.Between(this=column.copy(), low=low, high=high)
-                                for low, high in _ranges(values)]
+    admitted: list[exp.Expr] = [
+        column.copy().eq(low)
+        if low == high
+        else exp.Between(this=column.copy(), low=low, high=high)
+        for low, high in _ranges(values)
+    ]
     if has_null:
         admitted.append(exp.Is(this=column.copy(), expression=exp.null()))
     return exp.or_(*admitted) if admitted else exp.false()
 
 
-def _distinct_keys(spark, wanted: list[tuple], change_bytes: int | None
-                   ) -> dict[tuple, tuple[list, bool] | None]:
+def _distinct_keys(
+    spark, wanted: list[tuple], change_bytes: int | None
+) -> dict[tuple, tuple[list, bool] | None]:
     """For each ``(affected, column)`` of ``wanted``: the sorted non-NULL values of the
     column and whether it holds a NULL; None if it has more than :data:`MAX_KEYS` distinct
     values or a value without a literal form. One Spark job reads them all: the distinct
@@ -171,9 +192,12 @@ def _distinct_keys(spark, wanted: list[tuple], change_bytes: int | None
     order), at most ``MAX_KEYS + 1`` of a set sent back."""
     if not wanted:
         return {}
-    frames = [spark.sql(codegen.to_sql(affected, pretty=False))
-              .select(F.lit(i).alias(SET), F.col(name).alias(f"{KEY}{i}")).distinct()
-              for i, (affected, name) in enumerate(wanted)]
+    frames = [
+        spark.sql(codegen.to_sql(affected, pretty=False))
+        .select(F.lit(i).alias(SET), F.col(name).alias(f"{KEY}{i}"))
+        .distinct()
+        for i, (affected, name) in enumerate(wanted)
+    ]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
     in_set = Window.partitionBy(SET)
     rank = F.row_number().over(in_set.orderBy(*(f"{KEY}{i}" for i in range(len(wanted)))))
@@ -205,13 +229,14 @@ def _ranges(values: list) -> list[tuple[exp.Expr, exp.Expr]]:
     else:
         try:
             gaps = [(values[i] - values[i - 1], i) for i in range(1, len(values))]
-            cuts = sorted(i for _, i in sorted(gaps, reverse=True)[:MAX_RANGES - 1])
-        except TypeError:                    # strings: no distance between values
+            cuts = sorted(i for _, i in sorted(gaps, reverse=True)[: MAX_RANGES - 1])
+        except TypeError:  # strings: no distance between values
             step = len(values) / MAX_RANGES
             cuts = [round(step * k) for k in range(1, MAX_RANGES)]
     bounds = [0, *cuts, len(values)]
-    return [(_literal_of(values[a]), _literal_of(values[b - 1]))
-            for a, b in zip(bounds, bounds[1:])]
+    return [
+        (_literal_of(values[a]), _literal_of(values[b - 1])) for a, b in zip(bounds, bounds[1:])
+    ]
 
 
 def _literal_of(value) -> exp.Expr:
@@ -231,6 +256,5 @@ def _literal(value) -> exp.Expr | None:
     # A timestamp comes back in the Python process's time zone, its literal is read in the
     # session's: they may differ, so timestamps are not pruned on. A date has no zone.
     if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
-        return exp.Cast(this=exp.Literal.string(value.isoformat()),
-                        to=exp.DataType.build("DATE"))
+        return exp.Cast(this=exp.Literal.string(value.isoformat()), to=exp.DataType.build("DATE"))
     return None

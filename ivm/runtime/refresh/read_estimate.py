@@ -33,9 +33,13 @@ def _snapshot_bytes(kinds: frozenset[Read], table_bytes: int | None) -> int | No
 def read_estimate(spark, compiled: CompiledView, view: str | None = None) -> str:
     """The estimate as explain lines, for each state table of the view and then the view;
     ``view`` (qualified) adds their pending change."""
-    parts = [f"state table {table}:\n" + "\n".join(
-        "  " + line for line in _estimate(spark, state, table if view else None).splitlines())
-        for table, state in compiled.states]
+    parts = [
+        f"state table {table}:\n"
+        + "\n".join(
+            "  " + line for line in _estimate(spark, state, table if view else None).splitlines()
+        )
+        for table, state in compiled.states
+    ]
     return "\n".join([*parts, _estimate(spark, compiled, view)])
 
 
@@ -44,7 +48,7 @@ def _estimate(spark, compiled: CompiledView, view: str | None) -> str:
     sizes = source_bytes(spark, compiled.sources)
     lines = ["estimate of what a refresh reads (from the sources' Delta logs):"]
     for table, kinds in sorted(reads.items()):
-        if table not in sizes:      # the view's own store (a lookup join's state)
+        if table not in sizes:  # the view's own store (a lookup join's state)
             lines.append(f"  {table}: its own rows at the changed fact rows")
             continue
         parts = ["its change (Δ)"] if Read.DELTA in kinds else []
@@ -54,10 +58,15 @@ def _estimate(spark, compiled: CompiledView, view: str | None) -> str:
         if Read.TABLE in kinds:
             parts.append(f"all of it ({size(sizes[table])})")
         lines.append(f"  {table} ({size(sizes[table])}): {'; '.join(parts)}")
-    snapshot_bytes = sum(_snapshot_bytes(kinds, sizes[table]) or 0
-                         for table, kinds in reads.items() if table in sizes)
-    lines.append(f"  a refresh: the change + up to {size(snapshot_bytes)} of snapshots; "
-                 f"a full recompute: {size(sum(s or 0 for s in sizes.values()))}")
+    snapshot_bytes = sum(
+        _snapshot_bytes(kinds, sizes[table]) or 0
+        for table, kinds in reads.items()
+        if table in sizes
+    )
+    lines.append(
+        f"  a refresh: the change + up to {size(snapshot_bytes)} of snapshots; "
+        f"a full recompute: {size(sum(s or 0 for s in sizes.values()))}"
+    )
     if view is not None and store_properties(spark, view) is not None:
         lines.append(f"  the next refresh of {view}: {predict(spark, view)}")
     return "\n".join(lines)

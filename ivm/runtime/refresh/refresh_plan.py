@@ -36,10 +36,21 @@ from ivm.runtime.catalog.definition import compile_definition, view_properties
 from ivm.runtime.catalog.history import latest_consumed, latest_record
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.messages import size
-from ivm.runtime.refresh.obstacles import (DEFAULT_MIN_BYTES, MIN_BYTES, Estimate, estimate,
-                                           replaced_source)
-from ivm.runtime.refresh.policy import (DEFAULT_POLICY, POLICY, CostModel, NotIncrementalizable,
-                                        Obstacle, never_incremental)
+from ivm.runtime.refresh.obstacles import (
+    DEFAULT_MIN_BYTES,
+    MIN_BYTES,
+    Estimate,
+    estimate,
+    replaced_source,
+)
+from ivm.runtime.refresh.policy import (
+    DEFAULT_POLICY,
+    POLICY,
+    CostModel,
+    NotIncrementalizable,
+    Obstacle,
+    never_incremental,
+)
 from ivm.runtime.refresh.retention import unconsumed, unreadable_change
 from ivm.runtime.refresh.sources import latest_sources, total_source_bytes
 from ivm.runtime.spark.settings import number_setting
@@ -102,11 +113,11 @@ class RefreshPlan:
         if self.mode == "noop":
             return "nothing to do (no source changed)"
         if self.mode == "incremental":
-            return "incremental" + ("" if self.change_bytes is None
-                                    else f", a change of {size(self.change_bytes)}")
-        assert self.obstacle is not None    # a full or failing plan says why
-        return f"{'a full recompute' if self.mode == 'full' else 'fails'}: " \
-               f"{self.obstacle.reason}"
+            return "incremental" + (
+                "" if self.change_bytes is None else f", a change of {size(self.change_bytes)}"
+            )
+        assert self.obstacle is not None  # a full or failing plan says why
+        return f"{'a full recompute' if self.mode == 'full' else 'fails'}: {self.obstacle.reason}"
 
     def error(self, view: str) -> NotIncrementalizable:
         """The error a refresh of ``view`` that this plan fails raises."""
@@ -120,8 +131,9 @@ def not_incremental(view: str, obstacle: Obstacle) -> NotIncrementalizable:
     return NotIncrementalizable(
         f"{view} cannot be refreshed incrementally: {obstacle.reason}",
         hint=f"its REFRESH POLICY is {STRICT}: run REFRESH MATERIALIZED VIEW {view} FULL, "
-             f"or ALTER MATERIALIZED VIEW {view} SET REFRESH POLICY INCREMENTAL to let "
-             f"refreshes recompute when they must")
+        f"or ALTER MATERIALIZED VIEW {view} SET REFRESH POLICY INCREMENTAL to let "
+        f"refreshes recompute when they must",
+    )
 
 
 def verdict(policy: str, obstacle: Obstacle) -> str:
@@ -156,8 +168,9 @@ def plan_refresh(known: Known) -> RefreshPlan:
     """
     obstacle = known.requested
     if obstacle is None and set(known.previous) != set(known.current):
-        obstacle = Obstacle("reinitialize", "the store records other sources than the "
-                                            "definition reads")
+        obstacle = Obstacle(
+            "reinitialize", "the store records other sources than the definition reads"
+        )
     if obstacle is None and (replaced := replaced_source(known.consumed_ids, known.ids)):
         obstacle = Obstacle("reinitialize", replaced)
     if obstacle is None and known.previous == known.current:
@@ -174,16 +187,24 @@ def plan_refresh(known: Known) -> RefreshPlan:
     if obstacle is not None and (mode := verdict(known.policy, obstacle)) != "incremental":
         return RefreshPlan(mode, obstacle)
     if known.policy == "AUTO":
-        cheaper, words = known.model.before_reading(estimate.change_bytes, known.full_bytes,
-                                                    known.min_bytes)
+        cheaper, words = known.model.before_reading(
+            estimate.change_bytes, known.full_bytes, known.min_bytes
+        )
         if cheaper is not None:
             return RefreshPlan("full", cheaper, words)
-    return RefreshPlan("incremental", change_bytes=estimate.change_bytes,
-                       inserts_only=estimate.inserts_only)
+    return RefreshPlan(
+        "incremental", change_bytes=estimate.change_bytes, inserts_only=estimate.inserts_only
+    )
 
 
-def what_is_known(spark, view: str, compiled: CompiledView, properties: dict[str, str],
-                  store_schema, requested: Obstacle | None = None) -> Known:
+def what_is_known(
+    spark,
+    view: str,
+    compiled: CompiledView,
+    properties: dict[str, str],
+    store_schema,
+    requested: Obstacle | None = None,
+) -> Known:
     """What is known of a refresh of ``view`` (a view, or a state table; ``compiled``, its
     store's ``properties`` and schema) before any of its change is read: its latest record,
     the sources' logs. The sources' logs are read for the change only where the plan can use
@@ -193,18 +214,35 @@ def what_is_known(spark, view: str, compiled: CompiledView, properties: dict[str
         policy = "INCREMENTAL"  # a recompute enriches every row anew: never for cost
     last = latest_record(DeltaLogReader.of(spark, store_name(view)))[1]
     model = CostModel.from_record(last.cost).observed(
-        last.mode, last.planned_bytes, last.read_bytes, last.seconds)
+        last.mode, last.planned_bytes, last.read_bytes, last.seconds
+    )
     previous = last.sources
     current, ids = latest_sources(spark, compiled.sources)
     inexact = never_incremental(compiled, store_schema)
     replaced = replaced_source(last.table_ids, ids) is not None
-    readable = (requested is None and policy != "FULL" and inexact is None and not replaced
-                and set(previous) == set(current) and previous != current)
+    readable = (
+        requested is None
+        and policy != "FULL"
+        and inexact is None
+        and not replaced
+        and set(previous) == set(current)
+        and previous != current
+    )
     noop = requested is None and not replaced and previous == current
-    return Known(view, policy, previous, current, last.table_ids, ids, requested, inexact,
-                 estimate=estimate(spark, previous, current) if readable else None,
-                 model=model, full_bytes=None if noop else total_source_bytes(spark, current),
-                 min_bytes=number_setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES))
+    return Known(
+        view,
+        policy,
+        previous,
+        current,
+        last.table_ids,
+        ids,
+        requested,
+        inexact,
+        estimate=estimate(spark, previous, current) if readable else None,
+        model=model,
+        full_bytes=None if noop else total_source_bytes(spark, current),
+        min_bytes=number_setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES),
+    )
 
 
 def predict(spark, view: str) -> RefreshPlan:
@@ -218,8 +256,11 @@ def predict(spark, view: str) -> RefreshPlan:
         if failing := next((plan for _, plan in plans if plan.mode == "fails"), None):
             return failing
         recomputed = [table for table, plan in plans if plan.mode == "full"]
-        requested = Obstacle("reinitialize", f"its state table {recomputed[0]} is recomputed"
-                             ) if recomputed else None
+        requested = (
+            Obstacle("reinitialize", f"its state table {recomputed[0]} is recomputed")
+            if recomputed
+            else None
+        )
         plan = _predict_one(spark, view, requested)
         if plan.mode == "noop" and plans and any(p.mode != "noop" for _, p in plans):
             return RefreshPlan("incremental")  # the change of its state tables

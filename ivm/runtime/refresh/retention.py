@@ -66,8 +66,15 @@ DEFAULTS = {DELETED_FILE_RETENTION: "interval 1 week", LOG_RETENTION: "interval 
 
 EXPIRED, AT_RISK = "expired", "at risk"
 
-_UNIT_SECONDS = {"week": 7 * 86400, "day": 86400, "hour": 3600, "minute": 60, "second": 1,
-                 "millisecond": 1e-3, "microsecond": 1e-6}
+_UNIT_SECONDS = {
+    "week": 7 * 86400,
+    "day": 86400,
+    "hour": 3600,
+    "minute": 60,
+    "second": 1,
+    "millisecond": 1e-3,
+    "microsecond": 1e-6,
+}
 _SHOWN_UNITS = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
 
 
@@ -125,9 +132,15 @@ def retentions(properties: Mapping[str, str]) -> tuple[Retention, ...]:
     ["delta.deletedFileRetentionDuration interval 1 week, Delta's default", \
 'delta.logRetentionDuration interval 2 days']
     """
-    return tuple(Retention(key, properties.get(key, default), key not in properties,
-                           interval_seconds(properties.get(key, default)))
-                 for key, default in DEFAULTS.items())
+    return tuple(
+        Retention(
+            key,
+            properties.get(key, default),
+            key not in properties,
+            interval_seconds(properties.get(key, default)),
+        )
+        for key, default in DEFAULTS.items()
+    )
 
 
 def governing(kept: Sequence[Retention]) -> Retention | None:
@@ -136,8 +149,9 @@ def governing(kept: Sequence[Retention]) -> Retention | None:
     return min(known, key=lambda r: r.seconds or 0.0) if known else None
 
 
-def classify(deadline_ms: int, retention_seconds: float, freshness_seconds: float | None,
-             now_ms: int) -> str | None:
+def classify(
+    deadline_ms: int, retention_seconds: float, freshness_seconds: float | None, now_ms: int
+) -> str | None:
     """Whether a pending change kept until ``deadline_ms`` by a retention of
     ``retention_seconds`` is :data:`EXPIRED` or :data:`AT_RISK` at ``now_ms``, for a view of
     ``freshness_seconds`` (None: none); None while it is safe.
@@ -164,19 +178,19 @@ def classify(deadline_ms: int, retention_seconds: float, freshness_seconds: floa
 class Unconsumed:
     """What a view has not consumed of one of its sources."""
 
-    source: str                 # the source as the view names it
-    table: str                  # the Delta table holding its change (a view's: its store)
-    consumed: int               # the version the view reflects
-    latest: int                 # the source's latest version
-    replaced: bool              # another table now has its name: the view reflects none of it
-    oldest_ms: int | None       # the time of the oldest commit not consumed (None: none, or
-                                # not known)
-    lost: bool                  # the log no longer holds some commit not consumed
+    source: str  # the source as the view names it
+    table: str  # the Delta table holding its change (a view's: its store)
+    consumed: int  # the version the view reflects
+    latest: int  # the source's latest version
+    replaced: bool  # another table now has its name: the view reflects none of it
+    oldest_ms: int | None  # the time of the oldest commit not consumed (None: none, or
+    # not known)
+    lost: bool  # the log no longer holds some commit not consumed
     kept: tuple[Retention, ...]  # how long its table keeps its change (see retentions)
-    retention_of: str | None = None     # the materialized view whose RETENTION sets them,
-                                        # where the source is a view or a state table
-    gone_from: int | None = None        # the first commit not consumed whose change files
-                                        # are gone from the file system (None: none found)
+    retention_of: str | None = None  # the materialized view whose RETENTION sets them,
+    # where the source is a view or a state table
+    gone_from: int | None = None  # the first commit not consumed whose change files
+    # are gone from the file system (None: none found)
 
     @property
     def after(self) -> int:
@@ -201,13 +215,16 @@ def unreadable_change(change: Unconsumed) -> str | None:
     """Why the change of ``change.source`` cannot be read, where files it needs are gone."""
     if change.gone_from is None:
         return None
-    return (f"the change of {change.source} after version {change.consumed} can no longer be "
-            f"read: files of version {change.gone_from} that its change data feed reads are "
-            f"gone")
+    return (
+        f"the change of {change.source} after version {change.consumed} can no longer be "
+        f"read: files of version {change.gone_from} that its change data feed reads are "
+        f"gone"
+    )
 
 
-def assess(view: str, change: Unconsumed, freshness_seconds: float | None,
-           now_ms: int) -> Assessment:
+def assess(
+    view: str, change: Unconsumed, freshness_seconds: float | None, now_ms: int
+) -> Assessment:
     """What ``view`` (with a FRESHNESS of ``freshness_seconds``, None if it has none) should
     be told at ``now_ms`` about the change of one of its sources (see the module's
     docstring).
@@ -227,15 +244,20 @@ def assess(view: str, change: Unconsumed, freshness_seconds: float | None,
     """
     rule = governing(change.kept)
     warnings = []
-    if freshness_seconds is not None and rule is not None and rule.seconds is not None \
-            and freshness_seconds > rule.seconds:
+    if (
+        freshness_seconds is not None
+        and rule is not None
+        and rule.seconds is not None
+        and freshness_seconds > rule.seconds
+    ):
         warnings.append(
             f"the view's FRESHNESS ({_duration(freshness_seconds)}) is longer than "
             f"{change.source} keeps its change ({rule}): a change may be removed before the "
             f"view is due to take it, and its refresh then recomputes it in full. Keep "
             f"{change.source}'s change longer: {_raise(change, freshness_seconds)}, or give "
-            f"the view a FRESHNESS under {_duration(rule.seconds)}")
-    if not change.pending or change.replaced:    # a replaced source is recomputed anyway
+            f"the view a FRESHNESS under {_duration(rule.seconds)}"
+        )
+    if not change.pending or change.replaced:  # a replaced source is recomputed anyway
         return Assessment(None, tuple(warnings))
     refresh = f"REFRESH MATERIALIZED VIEW {view}"
     if change.lost:
@@ -243,17 +265,23 @@ def assess(view: str, change: Unconsumed, freshness_seconds: float | None,
             f"the log of {change.source} no longer holds every commit after version "
             f"{change.consumed}, which the view has not consumed: its next refresh recomputes "
             f"it in full. Refresh it ({refresh}), and keep {change.source}'s change longer: "
-            f"{_raise(change, freshness_seconds)}")
-        return Assessment(f"no longer (the log of {change.source} lacks commits after version "
-                          f"{change.consumed})", tuple(warnings))
+            f"{_raise(change, freshness_seconds)}"
+        )
+        return Assessment(
+            f"no longer (the log of {change.source} lacks commits after version {change.consumed})",
+            tuple(warnings),
+        )
     if (unreadable := unreadable_change(change)) is not None:
         warnings.append(
             f"{unreadable} (a VACUUM that kept less than the table's retention deletes them "
             f"early), and the view has not consumed it. Its next refresh recomputes it in "
             f"full: run {refresh} (or {refresh} FULL where its REFRESH POLICY is INCREMENTAL "
-            f"STRICT, under which a refresh fails instead)")
-        return Assessment(f"no longer (files of version {change.gone_from} of {change.source} "
-                          f"are gone)", tuple(warnings))
+            f"STRICT, under which a refresh fails instead)"
+        )
+        return Assessment(
+            f"no longer (files of version {change.gone_from} of {change.source} are gone)",
+            tuple(warnings),
+        )
     unknown = [str(r) for r in change.kept if r.seconds is None]
     if change.oldest_ms is None or rule is None or rule.seconds is None:
         why = "its commits record no time" if change.oldest_ms is None else "; ".join(unknown)
@@ -267,14 +295,16 @@ def assess(view: str, change: Unconsumed, freshness_seconds: float | None,
             f"removed: it was kept until {_when(deadline)} ({rule}), and the view has not "
             f"consumed it; its next refresh may have to recompute it in full. Refresh it now "
             f"({refresh}), and keep {change.source}'s change longer: "
-            f"{_raise(change, freshness_seconds)}")
+            f"{_raise(change, freshness_seconds)}"
+        )
     elif state == AT_RISK:
         warnings.append(
             f"the change of {change.source} after version {change.consumed} may be removed "
             f"from {_when(deadline)} on, in {_duration((deadline - now_ms) / 1000)} ({rule}): "
             f"refresh the view before then ({refresh}), or its next refresh may have to "
             f"recompute it in full; or keep {change.source}'s change longer: "
-            f"{_raise(change, freshness_seconds)}")
+            f"{_raise(change, freshness_seconds)}"
+        )
     return Assessment(kept_until, tuple(warnings))
 
 
@@ -284,16 +314,23 @@ def _raise(change: Unconsumed, freshness_seconds: float | None) -> str:
     understood) is set to that; a view's store by the view's RETENTION (at least
     :data:`~ivm.runtime.refresh.upkeep.MIN_RETENTION_SECONDS`), which sets both."""
     rule = governing(change.kept)
-    target = 2 * max(rule.seconds if rule is not None and rule.seconds is not None else 0.0,
-                     freshness_seconds or 0.0)
+    target = 2 * max(
+        rule.seconds if rule is not None and rule.seconds is not None else 0.0,
+        freshness_seconds or 0.0,
+    )
     if change.retention_of is not None:
         amount, unit = _whole(max(target, MIN_RETENTION_SECONDS))
-        return (f"ALTER MATERIALIZED VIEW {change.retention_of} SET RETENTION = "
-                f"INTERVAL '{amount}' {unit.upper()}{'S' if amount != 1 else ''}")
+        return (
+            f"ALTER MATERIALIZED VIEW {change.retention_of} SET RETENTION = "
+            f"INTERVAL '{amount}' {unit.upper()}{'S' if amount != 1 else ''}"
+        )
     amount, unit = _whole(target)
     value = f"interval {amount} {unit}{'s' if amount != 1 else ''}"
-    settings = ", ".join(f"'{r.property}' = '{value}'" for r in change.kept
-                         if r.seconds is None or r.seconds < target)
+    settings = ", ".join(
+        f"'{r.property}' = '{value}'"
+        for r in change.kept
+        if r.seconds is None or r.seconds < target
+    )
     return f"ALTER TABLE {change.source} SET TBLPROPERTIES ({settings})"
 
 
@@ -334,14 +371,33 @@ def unconsumed(spark, record: RefreshRecord) -> list[Unconsumed]:
         latest = log.version()
         replaced = replaced_source(record.table_ids, {source: log.table_id()}) is not None
         after = -1 if replaced else consumed
-        commits = (once(("commits", table, after, latest), lambda: log.commits(after, latest))
-                   if latest > after else [])
+        commits = (
+            once(("commits", table, after, latest), lambda: log.commits(after, latest))
+            if latest > after
+            else []
+        )
         oldest = commits[0].timestamp_ms if commits else None
-        gone_from = once(("change files gone", table, after, latest),
-                         lambda: log.first_missing_change(after, latest)) if commits else None
+        gone_from = (
+            once(
+                ("change files gone", table, after, latest),
+                lambda: log.first_missing_change(after, latest),
+            )
+            if commits
+            else None
+        )
         view = store_properties(spark, source)
-        found.append(Unconsumed(source, table, consumed, latest, replaced, oldest or None,
-                                commits is None, retentions(log.properties()),
-                                None if view is None else view.get(STATE_OF, source),
-                                gone_from))
+        found.append(
+            Unconsumed(
+                source,
+                table,
+                consumed,
+                latest,
+                replaced,
+                oldest or None,
+                commits is None,
+                retentions(log.properties()),
+                None if view is None else view.get(STATE_OF, source),
+                gone_from,
+            )
+        )
     return found

@@ -63,12 +63,13 @@ def check_source(spark, table: str) -> None:
         raise SourceError(
             f"source {table} is not a Delta table",
             hint=f"a materialized view reads Delta tables; convert it, e.g. "
-                 f"CREATE TABLE {table}_delta USING DELTA AS SELECT * FROM {table}")
+            f"CREATE TABLE {table}_delta USING DELTA AS SELECT * FROM {table}",
+        )
     if DeltaLogReader(spark, table).properties().get(CDF_PROPERTY, "false").lower() != "true":
         raise SourceError(
             f"source {table} does not have change data feed enabled",
-            hint=f"enable it: ALTER TABLE {table} SET TBLPROPERTIES "
-                 f"({CDF_PROPERTY} = true)")
+            hint=f"enable it: ALTER TABLE {table} SET TBLPROPERTIES ({CDF_PROPERTY} = true)",
+        )
 
 
 def table_version(spark, table: str) -> int:
@@ -79,14 +80,18 @@ def table_version(spark, table: str) -> int:
 def latest_sources(spark, tables) -> tuple[dict[str, int], dict[str, str]]:
     """The latest version and the Delta table id of each of the source ``tables``."""
     logs = {table: DeltaLogReader.of(spark, delta_table(spark, table)) for table in tables}
-    return ({table: log.version() for table, log in logs.items()},
-            {table: log.table_id() for table, log in logs.items()})
+    return (
+        {table: log.version() for table, log in logs.items()},
+        {table: log.table_id() for table, log in logs.items()},
+    )
 
 
 def source_bytes(spark, tables) -> dict[str, int | None]:
     """The size of each of the source ``tables`` (None where its log does not say)."""
-    return {table: DeltaLogReader.of(spark, delta_table(spark, table)).size_in_bytes()
-            for table in tables}
+    return {
+        table: DeltaLogReader.of(spark, delta_table(spark, table)).size_in_bytes()
+        for table in tables
+    }
 
 
 def total_source_bytes(spark, tables) -> int | None:
@@ -97,8 +102,9 @@ def total_source_bytes(spark, tables) -> int | None:
 
 def total_source_files(spark, tables) -> int | None:
     """How many data files the source ``tables`` have in all; None if a log does not say."""
-    return _total(DeltaLogReader.of(spark, delta_table(spark, table)).file_count()
-                  for table in tables)
+    return _total(
+        DeltaLogReader.of(spark, delta_table(spark, table)).file_count() for table in tables
+    )
 
 
 def _total(values) -> int | None:
@@ -116,37 +122,48 @@ def _delta_read(spark, name: str, **options) -> DataFrame:
     return reader.load(location) if location is not None else reader.table(name)
 
 
-def snapshot(spark, table: str, columns, version: int, repeats: bool | None = None
-             ) -> DataFrame:
+def snapshot(spark, table: str, columns, version: int, repeats: bool | None = None) -> DataFrame:
     """``columns`` of ``table`` as of ``version``; ``repeats`` as
     :func:`upstream_repeats_rows` says of ``table``."""
-    rows = _delta_read(spark, table if repeats is None else store_name(table),
-                       versionAsOf=version)
+    rows = _delta_read(spark, table if repeats is None else store_name(table), versionAsOf=version)
     if repeats:
         rows = rows.withColumn("_copy", F.explode(F.sequence(F.lit(1), F.col(COUNT))))
     return rows.select(*columns)
 
 
-def changes(spark, table: str, columns, after: int, upto: int, repeats: bool | None = None
-            ) -> DataFrame:
+def changes(
+    spark, table: str, columns, after: int, upto: int, repeats: bool | None = None
+) -> DataFrame:
     """The net change of ``columns`` of ``table`` over versions ``(after, upto]``, weighted;
     ``upto`` > ``after``."""
-    feed = _delta_read(spark, table if repeats is None else store_name(table),
-                       readChangeFeed="true", startingVersion=after + 1, endingVersion=upto)
+    feed = _delta_read(
+        spark,
+        table if repeats is None else store_name(table),
+        readChangeFeed="true",
+        startingVersion=after + 1,
+        endingVersion=upto,
+    )
     sign = F.when(F.col("_change_type").isin(*INSERTED), F.lit(1)).otherwise(F.lit(-1))
     weight = sign * F.col(COUNT) if repeats else sign
     # Spark groups floats by value, -0.0 with 0.0: group them by their text, which keeps the
     # sign, and carry the value itself through.
     # ``columns`` are the compiler's lowercase names; Spark resolves them in any case.
-    float_types = {f.name.lower() for f in feed.schema.fields
-                   if isinstance(f.dataType, (FloatType, DoubleType))}
+    float_types = {
+        f.name.lower()
+        for f in feed.schema.fields
+        if isinstance(f.dataType, (FloatType, DoubleType))
+    }
     floats = [c for c in columns if c.lower() in float_types]
-    keys = [F.col(c).cast("string").alias(f"{BITS}{i}") if c in floats else F.col(c)
-            for i, c in enumerate(columns)]
-    return (feed.groupBy(*keys)
-            .agg(F.sum(weight).cast("bigint").alias(WEIGHT),
-                 *(F.first(c).alias(c) for c in floats))
-            .where(F.col(WEIGHT) != 0).select(*columns, WEIGHT))
+    keys = [
+        F.col(c).cast("string").alias(f"{BITS}{i}") if c in floats else F.col(c)
+        for i, c in enumerate(columns)
+    ]
+    return (
+        feed.groupBy(*keys)
+        .agg(F.sum(weight).cast("bigint").alias(WEIGHT), *(F.first(c).alias(c) for c in floats))
+        .where(F.col(WEIGHT) != 0)
+        .select(*columns, WEIGHT)
+    )
 
 
 @dataclass
@@ -175,11 +192,11 @@ def kept(spark, frame: DataFrame, read_bytes: int | None, *, collect: bool = Fal
     settings = evaluation_settings(spark, read_bytes)
     with session_settings(spark, settings):
         if settings and collect and not is_connect(spark):  # Connect: the rows stay there
-            java: Any = frame._jdf      # py4j: the JVM Dataset
+            java: Any = frame._jdf  # py4j: the JVM Dataset
             rows = java.collectAsList()
             return Kept(_local(spark, rows, java.schema()), rows.size())
-        checkpoint = frame.localCheckpoint(eager=False)    # plans (and, adaptive, runs) it
-        count = checkpoint.count()      # the one job that computes and keeps the rows
+        checkpoint = frame.localCheckpoint(eager=False)  # plans (and, adaptive, runs) it
+        count = checkpoint.count()  # the one job that computes and keeps the rows
     if count > 0:
         return Kept(checkpoint, count, checkpoint)
     release(checkpoint)
@@ -191,7 +208,7 @@ def release(checkpoint: DataFrame) -> None:
     Spark Connect client drops them with its last reference to the checkpoint)."""
     if is_connect(checkpoint):
         return
-    frame: Any = checkpoint._jdf    # py4j: the JVM Dataset, whose plan is a LogicalRDD
+    frame: Any = checkpoint._jdf  # py4j: the JVM Dataset, whose plan is a LogicalRDD
     frame.queryExecution().analyzed().rdd().unpersist(False)
 
 
@@ -203,8 +220,11 @@ def empty(spark, schema: StructType) -> DataFrame:
     if is_connect(spark):
         return spark.createDataFrame([], schema)
     jvm = spark.sparkContext._jvm
-    return _local(spark, jvm.java.util.ArrayList(),
-                  jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()))
+    return _local(
+        spark,
+        jvm.java.util.ArrayList(),
+        jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()),
+    )
 
 
 def _local(spark, rows, schema) -> DataFrame:
@@ -221,10 +241,16 @@ class Bound:
     checkpoints: list[DataFrame] = field(default_factory=list)
 
 
-def bind(spark, sources: dict[str, tuple[str, ...]], before: dict[str, int] | None,
-         after: dict[str, int], reads: Mapping[str, Collection[Read]],
-         wrap=lambda frame: frame, change_bytes: int | None = None,
-         store: tuple[str, tuple[str, ...], int] | None = None) -> Bound:
+def bind(
+    spark,
+    sources: dict[str, tuple[str, ...]],
+    before: dict[str, int] | None,
+    after: dict[str, int],
+    reads: Mapping[str, Collection[Read]],
+    wrap=lambda frame: frame,
+    change_bytes: int | None = None,
+    store: tuple[str, tuple[str, ...], int] | None = None,
+) -> Bound:
     """Register each source's reads under the names delta queries use.
 
     Without ``before`` only the ``AFTER`` snapshots are bound (for a full computation).
@@ -241,7 +267,8 @@ def bind(spark, sources: dict[str, tuple[str, ...]], before: dict[str, int] | No
             view, columns, version = store
             name = relation_name(view, Read.STORE)
             snapshot(spark, view, columns, version, repeats=False).createOrReplaceTempView(
-                quote(name))
+                quote(name)
+            )
             bound.names.append(name)
     except BaseException:
         unbind(spark, bound)
@@ -249,17 +276,19 @@ def bind(spark, sources: dict[str, tuple[str, ...]], before: dict[str, int] | No
     return bound
 
 
-def _bind_each(spark, sources, before, after, wrap, reads, bound: Bound,
-               change_bytes: int | None) -> None:
+def _bind_each(
+    spark, sources, before, after, wrap, reads, bound: Bound, change_bytes: int | None
+) -> None:
     for i, (table, columns) in enumerate(sources.items()):
         repeats = upstream_repeats_rows(spark, table)
         wanted = reads.get(table, ())
-        resolved: dict[int, DataFrame] = {}     # a version read twice is resolved once
+        resolved: dict[int, DataFrame] = {}  # a version read twice is resolved once
 
         def at(version: int) -> DataFrame:
             if version not in resolved:
                 resolved[version] = snapshot(spark, table, columns, version, repeats)
             return resolved[version]
+
         frames = {}
         if before is None or Read.AFTER in wanted:
             frames[Read.AFTER] = at(after[table])
@@ -267,14 +296,19 @@ def _bind_each(spark, sources, before, after, wrap, reads, bound: Bound,
             frames[Read.BEFORE] = at(before[table])
         if before is not None and Read.DELTA in wanted:
             if after[table] > before[table]:
-                change = kept(spark, changes(spark, table, columns, before[table],
-                                             after[table], repeats), change_bytes, collect=True)
+                change = kept(
+                    spark,
+                    changes(spark, table, columns, before[table], after[table], repeats),
+                    change_bytes,
+                    collect=True,
+                )
                 bound.checkpoints += [change.checkpoint] if change.checkpoint else []
                 frames[Read.DELTA] = change.frame
             else:
                 fields = at(after[table]).schema.fields
                 frames[Read.DELTA] = empty(
-                    spark, StructType([*fields, StructField(WEIGHT, LongType(), False)]))
+                    spark, StructType([*fields, StructField(WEIGHT, LongType(), False)])
+                )
         for read, frame in frames.items():
             name = relation_name(table, read)
             (wrap(frame) if i == 0 else frame).createOrReplaceTempView(quote(name))

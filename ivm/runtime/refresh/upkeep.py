@@ -73,19 +73,20 @@ class Upkeep:
     """What one step of upkeep did to a store."""
 
     store: str
-    action: str                         # compact | vacuum
+    action: str  # compact | vacuum
     files_before: int | None
     files_after: int | None
     seconds: float
-    error: str | None = None            # why a compaction after a refresh failed, if it did
+    error: str | None = None  # why a compaction after a refresh failed, if it did
 
     def __str__(self) -> str:
         if self.error is not None:
-            return (f"compaction of {self.store} failed, left to the next refresh: "
-                    f"{self.error}")
+            return f"compaction of {self.store} failed, left to the next refresh: {self.error}"
         if self.action == "compact":
-            return (f"compacted {self.store}: {self.files_before} files into "
-                    f"{self.files_after} in {self.seconds:.2f}s")
+            return (
+                f"compacted {self.store}: {self.files_before} files into "
+                f"{self.files_after} in {self.seconds:.2f}s"
+            )
         return f"vacuumed {self.store} in {self.seconds:.2f}s"
 
 
@@ -111,8 +112,10 @@ def compact(spark, view: str) -> Upkeep | None:
     if files is None or size is None or not compaction_due(files, size):
         return None
     start = time.perf_counter()
-    settings = {"spark.databricks.delta.optimize.minFileSize": str(SMALL_FILE_BYTES),
-                "spark.databricks.delta.optimize.maxFileSize": str(TARGET_FILE_BYTES)}
+    settings = {
+        "spark.databricks.delta.optimize.minFileSize": str(SMALL_FILE_BYTES),
+        "spark.databricks.delta.optimize.maxFileSize": str(TARGET_FILE_BYTES),
+    }
     try:
         with session_settings(spark, settings):
             spark.sql(f"OPTIMIZE {store}").collect()
@@ -120,8 +123,13 @@ def compact(spark, view: str) -> Upkeep | None:
         if is_lost_race(error):
             return None
         raise
-    return Upkeep(store, "compact", files, DeltaLogReader(spark, store).file_count(),
-                  time.perf_counter() - start)
+    return Upkeep(
+        store,
+        "compact",
+        files,
+        DeltaLogReader(spark, store).file_count(),
+        time.perf_counter() - start,
+    )
 
 
 def compact_after_refresh(spark, view: str) -> Upkeep | None:
@@ -132,8 +140,9 @@ def compact_after_refresh(spark, view: str) -> Upkeep | None:
     try:
         return compact(spark, view)
     except (PySparkException, Py4JJavaError) as error:
-        return Upkeep(store_name(view), "compact", None, None, time.perf_counter() - start,
-                      one_line(error))
+        return Upkeep(
+            store_name(view), "compact", None, None, time.perf_counter() - start, one_line(error)
+        )
 
 
 def vacuum(spark, view: str) -> Upkeep:
@@ -171,9 +180,11 @@ def upkeep(spark, view: str, *, vacuum_too: bool = True) -> list[Upkeep]:
 def check_retention(view: str, seconds: int) -> None:
     """Refuse a RETENTION of ``view`` shorter than :data:`MIN_RETENTION_SECONDS`."""
     if seconds < MIN_RETENTION_SECONDS:
-        raise CatalogError(f"RETENTION of {view}: {seconds} seconds is too short: a refresh "
-                           f"or a reader of the view's changes could lose the files it reads",
-                           hint=f"set at least INTERVAL '{MIN_RETENTION_SECONDS // 3600}' HOUR")
+        raise CatalogError(
+            f"RETENTION of {view}: {seconds} seconds is too short: a refresh "
+            f"or a reader of the view's changes could lose the files it reads",
+            hint=f"set at least INTERVAL '{MIN_RETENTION_SECONDS // 3600}' HOUR",
+        )
 
 
 def retention_properties(seconds: int) -> dict[str, str]:

@@ -26,7 +26,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-
 _spares: list[tuple[Any, dict[str, str]]] = []
 _spares_lock = threading.Lock()
 
@@ -42,7 +41,7 @@ def _spare_session(spark) -> tuple[Any, dict[str, str]]:
     with _spares_lock:
         while _spares:
             own, fresh = _spares.pop()
-            if own.sparkContext is spark.sparkContext:   # not of a SparkContext since stopped
+            if own.sparkContext is spark.sparkContext:  # not of a SparkContext since stopped
                 return own, fresh
     own = spark.newSession()
     return own, own.conf.getAll
@@ -90,8 +89,9 @@ def session_of_its_own(spark) -> Iterator[Any]:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     builder = copy.copy(spark.client._builder)  # the channel the user's session opened
-    builder._params = {k: v for k, v in builder._params.items()
-                       if k != builder.PARAM_SESSION_ID}  # a session id of its own
+    builder._params = {
+        k: v for k, v in builder._params.items() if k != builder.PARAM_SESSION_ID
+    }  # a session id of its own
     own = ConnectSession(connection=builder)
     active = ConnectSession._active_session
     before = getattr(active, "session", None)

@@ -60,8 +60,10 @@ def required_artifacts() -> list[str]:
 
 
 DERBY_VERSION = "10.16.1.1"  # the Derby pyspark bundles (pyspark/jars/derby-*.jar)
-METASTORE_ARTIFACTS = [f"org.apache.derby:derbynet:{DERBY_VERSION}",
-                       f"org.apache.derby:derbyclient:{DERBY_VERSION}"]
+METASTORE_ARTIFACTS = [
+    f"org.apache.derby:derbynet:{DERBY_VERSION}",
+    f"org.apache.derby:derbyclient:{DERBY_VERSION}",
+]
 """The Derby network server and its client driver, for a catalog shared by several processes
 (see :mod:`ivm.runtime.spark.metastore`); ``mvn`` brings derby, derbyshared and derbytools along."""
 
@@ -94,9 +96,7 @@ def ensure_jars(ivy_jars: Path = IVY_JARS, m2_repo: Path = M2_REPO) -> str:
     """Pre-fetch missing Delta jars with ``mvn``; return a one-line report.  Never raises."""
     wanted = required_artifacts() + METASTORE_ARTIFACTS
     missing = [
-        c
-        for c in wanted
-        if not ivy_jar(c, ivy_jars).is_file() and not m2_jar(c, m2_repo).is_file()
+        c for c in wanted if not ivy_jar(c, ivy_jars).is_file() and not m2_jar(c, m2_repo).is_file()
     ]
     if not missing:
         return f"jars present ({', '.join(wanted)})"
@@ -111,17 +111,13 @@ def ensure_jars(ivy_jars: Path = IVY_JARS, m2_repo: Path = M2_REPO) -> str:
         if m2_repo != M2_REPO:
             command.append(f"-Dmaven.repo.local={m2_repo}")
         try:
-            subprocess.run(
-                command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600
-            )
+            subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
         except (OSError, subprocess.SubprocessError):
             pass
         if not m2_jar(coordinate, m2_repo).is_file():
             failed.append(coordinate)
     if failed:
-        return (
-            f"mvn could not fetch {', '.join(failed)}; Spark's Ivy will retry on session start"
-        )
+        return f"mvn could not fetch {', '.join(failed)}; Spark's Ivy will retry on session start"
     return f"fetched {', '.join(missing)} into {m2_repo} with mvn"
 
 

@@ -36,8 +36,10 @@ def _jars() -> list[Path]:
         found = jars.metastore_jars()
     missing = [j.name for j in found if not j.is_file()]
     if missing:
-        raise IvmError(f"the Derby network server's jars are missing: {', '.join(missing)}",
-                       hint="run `make jars` (it fetches them with mvn into ~/.m2)")
+        raise IvmError(
+            f"the Derby network server's jars are missing: {', '.join(missing)}",
+            hint="run `make jars` (it fetches them with mvn into ~/.m2)",
+        )
     return found
 
 
@@ -49,8 +51,7 @@ def client_classpath() -> str:
 def connection_conf(address: str) -> dict[str, str]:
     """Spark settings for a metastore served at ``address`` (``host:port``)."""
     return {
-        "spark.hadoop.javax.jdo.option.ConnectionURL":
-            f"jdbc:derby://{address}/{DATABASE};create=true",
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby://{address}/{DATABASE};create=true",
         "spark.hadoop.javax.jdo.option.ConnectionDriverName": CLIENT_DRIVER,
         "spark.driver.extraClassPath": client_classpath(),
     }
@@ -58,11 +59,20 @@ def connection_conf(address: str) -> dict[str, str]:
 
 def server_command(home: Path, host: str = "localhost", port: int = DEFAULT_PORT) -> list[str]:
     """The command that serves the metastore of ``home`` on ``host:port``."""
-    return ["java", f"-Dderby.system.home={home}",
-            f"-Dderby.stream.error.file={home / 'derby-server.log'}",
-            "-cp", os.pathsep.join(str(j) for j in _jars()),
-            "org.apache.derby.drda.NetworkServerControl", "start", "-h", host, "-p", str(port),
-            "-noSecurityManager"]
+    return [
+        "java",
+        f"-Dderby.system.home={home}",
+        f"-Dderby.stream.error.file={home / 'derby-server.log'}",
+        "-cp",
+        os.pathsep.join(str(j) for j in _jars()),
+        "org.apache.derby.drda.NetworkServerControl",
+        "start",
+        "-h",
+        host,
+        "-p",
+        str(port),
+        "-noSecurityManager",
+    ]
 
 
 def _interrupt(signum, frame):
@@ -75,8 +85,11 @@ def serve(home: Path, host: str = "localhost", port: int = DEFAULT_PORT) -> int:
     Both are handled here, also where the process was started with Ctrl-C's signal ignored
     (a shell's background job), as ``ivm run`` does."""
     home.mkdir(parents=True, exist_ok=True)
-    print(f"serving the catalog of {home} on {host}:{port}; in other processes of this "
-          f"home: export {ENVIRONMENT}={host}:{port}", flush=True)
+    print(
+        f"serving the catalog of {home} on {host}:{port}; in other processes of this "
+        f"home: export {ENVIRONMENT}={host}:{port}",
+        flush=True,
+    )
     previous = {stop: signal.signal(stop, _interrupt) for stop in (signal.SIGINT, signal.SIGTERM)}
     server = subprocess.Popen(server_command(home, host, port))
     try:

@@ -90,8 +90,9 @@ def resolve_home(home: str | os.PathLike | None = None) -> Path:
     return Path(os.path.abspath(os.path.expanduser(os.fspath(home))))
 
 
-def _merge_list(current: str | None, extra: list[str], key=lambda item: item,
-                separator: str = ",") -> str:
+def _merge_list(
+    current: str | None, extra: list[str], key=lambda item: item, separator: str = ","
+) -> str:
     """``current`` plus the ``extra`` items it lacks (compared by ``key``).
 
     >>> _merge_list("a:b:1, c:d:2", ["c:d:3", "e:f:1"], key=lambda c: c.rsplit(":", 1)[0])
@@ -248,7 +249,9 @@ def session_conf(
     if served:
         merged["spark.driver.extraClassPath"] = _merge_list(
             current("spark.driver.extraClassPath"),
-            served["spark.driver.extraClassPath"].split(os.pathsep), separator=os.pathsep)
+            served["spark.driver.extraClassPath"].split(os.pathsep),
+            separator=os.pathsep,
+        )
     java_options = current("spark.driver.extraJavaOptions") or ""
     if DERBY_LOG_FLAG not in java_options:
         flag = f"-D{DERBY_LOG_FLAG}={home / 'derby.log'}"
@@ -309,7 +312,11 @@ def spark_session(
 
     ambient = ambient_conf()
     defaults, final = session_conf(
-        home_path, app_name=app_name, master=master, conf=conf, ambient=ambient,
+        home_path,
+        app_name=app_name,
+        master=master,
+        conf=conf,
+        ambient=ambient,
         metastore=metastore or os.environ.get(METASTORE_ENVIRONMENT),
         console_progress=console_progress,
     )
@@ -322,7 +329,7 @@ def spark_session(
     spark = builder.config(map=final).getOrCreate()  # pyright: ignore[reportArgumentType]
     _applied.clear()
     _applied.update(defaults)
-    if is_connect(spark):   # spark.api.mode=connect: a local server with these settings
+    if is_connect(spark):  # spark.api.mode=connect: a local server with these settings
         return spark
 
     spark.sparkContext.setLogLevel("ERROR")
@@ -348,9 +355,14 @@ def quiet_query_error_logs() -> None:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def connect_server_command(home: str | os.PathLike | None = None, *, host: str = "localhost",
-                           port: int = DEFAULT_CONNECT_PORT, master: str | None = None,
-                           conf: dict[str, str] | None = None) -> list[str]:
+def connect_server_command(
+    home: str | os.PathLike | None = None,
+    *,
+    host: str = "localhost",
+    port: int = DEFAULT_CONNECT_PORT,
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+) -> list[str]:
     """The ``spark-submit`` command line of a Spark Connect server for ivm's clients: the
     session :func:`spark_session` would start here (Delta, the catalog and warehouse of
     ``home``, ``master``, ``conf``), serving ``sc://host:port``. The server is the
@@ -365,12 +377,22 @@ def connect_server_command(home: str | os.PathLike | None = None, *, host: str =
     import pyspark
 
     home_path = resolve_home(home)
-    _, final = session_conf(home_path, app_name="ivm Spark Connect server", master=master,
-                            conf=conf, ambient=launch_conf())
-    final |= {"spark.connect.grpc.binding.address": host,
-              "spark.connect.grpc.binding.port": str(port)}
-    command = [os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-submit"),
-               "--class", CONNECT_SERVER_CLASS]
+    _, final = session_conf(
+        home_path,
+        app_name="ivm Spark Connect server",
+        master=master,
+        conf=conf,
+        ambient=launch_conf(),
+    )
+    final |= {
+        "spark.connect.grpc.binding.address": host,
+        "spark.connect.grpc.binding.port": str(port),
+    }
+    command = [
+        os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-submit"),
+        "--class",
+        CONNECT_SERVER_CLASS,
+    ]
     for key, value in final.items():
         command += ["--conf", f"{key}={value}"]
     return command

@@ -74,8 +74,13 @@ DEFAULT_INTERPRETED_MAX_BYTES = 2 * 1024 * 1024
 """Statements reading up to this many bytes (of Delta data files) run without compiled
 code; 0 turns that off."""
 
-LITTLE_DATA = {WHOLE_STAGE_CODEGEN: "false", FACTORY_MODE: "NO_CODEGEN", ADAPTIVE: "false",
-               SHUFFLE_PARTITIONS: "1", BROADCAST_MAX_BYTES: "-1"}
+LITTLE_DATA = {
+    WHOLE_STAGE_CODEGEN: "false",
+    FACTORY_MODE: "NO_CODEGEN",
+    ADAPTIVE: "false",
+    SHUFFLE_PARTITIONS: "1",
+    BROADCAST_MAX_BYTES: "-1",
+}
 """The settings of a statement over little data: no compiled code, as few Spark jobs as the
 plan allows."""
 
@@ -116,7 +121,8 @@ def evaluation_settings(spark, read_bytes: int | None) -> dict[str, str]:
     compiled code, and in as few Spark jobs as the plan allows, when that is at most the
     session's :data:`INTERPRETED_MAX_BYTES`."""
     if read_bytes is None or read_bytes > number_setting(
-            spark, INTERPRETED_MAX_BYTES, DEFAULT_INTERPRETED_MAX_BYTES):
+        spark, INTERPRETED_MAX_BYTES, DEFAULT_INTERPRETED_MAX_BYTES
+    ):
         return {}
     return dict(LITTLE_DATA)
 
@@ -135,8 +141,11 @@ def planning_settings(spark, file_count: int | None) -> dict[str, str]:
     >>> planning_settings(Session(), 50_000), planning_settings(Session(), None)
     ({}, {})
     """
-    if file_count is None or file_count > PLANNING_MAX_FILES or number_setting(
-            spark, INTERPRETED_MAX_BYTES, DEFAULT_INTERPRETED_MAX_BYTES) <= 0:
+    if (
+        file_count is None
+        or file_count > PLANNING_MAX_FILES
+        or number_setting(spark, INTERPRETED_MAX_BYTES, DEFAULT_INTERPRETED_MAX_BYTES) <= 0
+    ):
         return {}
     return {WHOLE_STAGE_CODEGEN: "false", FACTORY_MODE: "NO_CODEGEN"}
 
@@ -157,9 +166,9 @@ def planned_read_bytes(frame, kept_bytes: int | None) -> int | None:
     for i in range(leaves.size()):
         leaf = leaves.apply(i)
         kind = leaf.getClass().getSimpleName()
-        if kind in ("LogicalRelation", "LocalRelation"):   # a file scan, rows in the plan
+        if kind in ("LogicalRelation", "LocalRelation"):  # a file scan, rows in the plan
             total += int(str(leaf.stats().sizeInBytes()))
-        elif kind == "LogicalRDD":          # a local checkpoint
+        elif kind == "LogicalRDD":  # a local checkpoint
             reads_kept = True
         else:
             return None
