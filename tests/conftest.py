@@ -96,6 +96,27 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
+SHARED_MODULES = frozenset({"tests/property/test_refresh_equals_recompute.py"})
+"""Modules whose tests the parallel workers share out one by one rather than take whole: each
+runs for minutes over sources of its own, needing nothing of the module's other tests."""
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``--dist loadfile`` (the Makefile's), a worker takes a whole module at a time, but
+    the tests of :data:`SHARED_MODULES` one at a time: the module was a third of ``make test``
+    on one worker while the other had finished."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharingLongModules(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return nodeid if module in SHARED_MODULES else super()._split_scope(nodeid)
+
+    return SharingLongModules(config, log)
+
+
 FLOOR = 0.9
 """The least share of a fast-tier test's checks that must compare the view with its own SQL."""
 
