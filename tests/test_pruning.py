@@ -1,5 +1,7 @@
 """Snapshot reads pruned to the change's keys: the same rows, from the files around the change."""
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -22,7 +24,7 @@ TOTALS = (
 
 def _covered(values, ranges, parse) -> bool:
     bounds = [(parse(low), parse(high)) for low, high in ranges]
-    ordered = all(a[1] < b[0] for a, b in zip(bounds, bounds[1:]))
+    ordered = all(a[1] < b[0] for a, b in pairwise(bounds))
     return ordered and all(any(low <= v <= high for low, high in bounds) for v in values)
 
 

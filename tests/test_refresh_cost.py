@@ -113,7 +113,8 @@ def refresh_compiling(spark, view: str, limit: str | None):
     """An incremental refresh of ``view`` with ``spark.ivm.interpretedMaxBytes`` ``limit``
     (None: the session's), and how many classes Spark compiled meanwhile (Spark counts them
     in ``CodegenMetrics``)."""
-    compilations = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source
+    compilations = metrics.CodegenMetrics.METRIC_COMPILATION_TIME()
     before = compilations.getCount()
     with session_settings(spark, {} if limit is None else {settings.INTERPRETED_MAX_BYTES: limit}):
         result = ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {view}")

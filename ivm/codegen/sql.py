@@ -11,7 +11,8 @@ becomes a named common table expression, so a delta reads as its sum of terms.
 >>> plan = Project(Filter(Join((o, c), exp.condition("o.cust_id = c.id")),
 ...                       exp.condition("o.amount > 0")), (("amount", exp.column("amount", "o")),))
 >>> print(to_sql(plan, pretty=False))
-SELECT o.amount AS amount FROM orders AS o JOIN customers AS c ON o.cust_id = c.id WHERE o.amount > 0
+SELECT o.amount AS amount FROM orders AS o JOIN customers AS c ON o.cust_id = c.id
+WHERE o.amount > 0
 """
 
 from __future__ import annotations
@@ -262,7 +263,7 @@ class _Compiler:
         on = exp.and_(
             *(
                 exp.NullSafeEQ(this=key.copy(), expression=exp.column(name, alias))
-                for key, name in zip(node.keys, keys)
+                for key, name in zip(node.keys, keys, strict=True)
             )
         )
         affected.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))

@@ -178,7 +178,7 @@ def view_query(store: Store, target: str, spelled: tuple[str, ...] | None = None
     select = exp.select(
         *(
             exp.column(column) if name == column else exp.alias_(exp.column(column), name)
-            for column, name in zip(store.view_columns, names)
+            for column, name in zip(store.view_columns, names, strict=True)
         )
     ).from_(exp.to_table(target, dialect=DIALECT))
     if store.repeat_rows:

@@ -1066,4 +1066,4 @@ def _renamed(plan, names: list[str], lowering: _Lowering, query: exp.SetOperatio
         )
     if own == names:
         return plan
-    return Project(plan, tuple((n, exp.column(o)) for n, o in zip(names, own)))
+    return Project(plan, tuple((n, exp.column(o)) for n, o in zip(names, own, strict=True)))

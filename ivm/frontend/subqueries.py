@@ -111,7 +111,7 @@ class _Unnesting:
                 late.append(conjunct)
         select.set(
             "where",
-            exp.Where(this=exp.and_(*(c for c in kept if not any(c is l for l in late))))
+            exp.Where(this=exp.and_(*(c for c in kept if not any(c is x for x in late))))
             if len(kept) > len(late)
             else None,
         )
@@ -192,14 +192,21 @@ class _Unnesting:
                 local,
                 correlated,
                 alias,
-                list(zip(names, (s.this if isinstance(s, exp.Alias) else s for s in selected))),
+                list(
+                    zip(
+                        names,
+                        (s.this if isinstance(s, exp.Alias) else s for s in selected),
+                        strict=True,
+                    )
+                ),
             )
         else:
             names = [f"{VALUE}{i}" for i in range(width)]
             inner = self.lowering.query(_renamed(query, names))
             condition = None
         equal = [
-            exp.EQ(this=x.copy(), expression=exp.column(n, alias)) for x, n in zip(probe, names)
+            exp.EQ(this=x.copy(), expression=exp.column(n, alias))
+            for x, n in zip(probe, names, strict=True)
         ]
         condition = exp.and_(*equal, *([condition] if condition is not None else []))
         kind = JoinKind.ANTI if negated else JoinKind.SEMI
@@ -368,7 +375,7 @@ class _Unnesting:
                         c for c in (conjunct.this, conjunct.expression) if c is not key
                     ).copy(),
                 )
-                for i, (key, conjunct) in enumerate(zip(keys, correlated))
+                for i, (key, conjunct) in enumerate(zip(keys, correlated, strict=True))
             ]
         body = exp.Select(
             expressions=[exp.alias_(e.copy(), n) for n, e in columns]
@@ -412,7 +419,7 @@ def _renamed(query: exp.Query, names: list[str]) -> exp.Query:
         "expressions",
         [
             exp.alias_(s.this if isinstance(s, exp.Alias) else s, n)
-            for s, n in zip(first.selects, names)
+            for s, n in zip(first.selects, names, strict=True)
         ],
     )
     return query

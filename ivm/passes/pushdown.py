@@ -198,7 +198,7 @@ def _join(join: Join, above: list[exp.Expr]) -> Relation:
     for conjunct in above:
         i = _where_target(join, conjunct)
         (targets[i] if i is not None else kept_above).append(conjunct)
-    inputs = tuple(_pushed(x, moved) for x, moved in zip(join.inputs, targets))
+    inputs = tuple(_pushed(x, moved) for x, moved in zip(join.inputs, targets, strict=True))
     condition = exp.and_(*kept_on) if kept_on else None
     return _filtered(Join(inputs, condition, join.kind), kept_above)
 

@@ -41,7 +41,9 @@ One without an equality in its ON has no key, and is recomputed whole when an in
 >>> def show(delta):
 ...     return [" ⋈ ".join(read(x) for x in term.inputs) for term in delta.inputs]
 >>> show(differentiate(Join((r, s, t), exp.condition("r.k = s.k AND s.k = t.k"))))
-['r:delta ⋈ (s:after⋉Δ − s:delta) ⋈ (t:after − t:delta)', 'r:after⋉Δ ⋈ s:delta ⋈ (t:after⋉Δ − t:delta)', 'r:after ⋈ s:after⋉Δ ⋈ t:delta']
+['r:delta ⋈ (s:after⋉Δ − s:delta) ⋈ (t:after − t:delta)',
+ 'r:after⋉Δ ⋈ s:delta ⋈ (t:after⋉Δ − t:delta)',
+ 'r:after ⋈ s:after⋉Δ ⋈ t:delta']
 
 An input whose change reads snapshots itself (here an aggregate) is read before the change:
 
@@ -142,8 +144,8 @@ def derive_keyed_join(node: Join, differentiate) -> Union:
     # Without an equality there is no key: K is "everything" whenever an input changed.
     pairs = equalities(node.condition, left, right) if node.condition is not None else []
     return recompute(
-        [(left, [l for l, _ in pairs]), (right, [r for _, r in pairs])],
-        lambda l, r: Join((l, r), node.condition, node.kind),
+        [(left, [a for a, _ in pairs]), (right, [b for _, b in pairs])],
+        lambda a, b: Join((a, b), node.condition, node.kind),
         differentiate,
     )
 

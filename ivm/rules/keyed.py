@@ -40,7 +40,8 @@ def affected_keys(deltas_and_keys) -> Distinct:
     for delta, keys in deltas_and_keys:
         keys = _keys(keys)
         projected += [
-            Project(term, tuple(zip(key_names(len(keys)), keys))) for term in terms(delta)
+            Project(term, tuple(zip(key_names(len(keys)), keys, strict=True)))
+            for term in terms(delta)
         ]
     return Distinct(Union(tuple(projected)))
 

@@ -88,7 +88,12 @@ def maintain_lookup(plan: Project, differentiate, table: str) -> Maintenance:
     change = Union(tuple(weighted_project(term, facts) for term in terms(differentiate(fact))))
     stored = Scan(table, STORED, names + (COUNT,), Read.STORE)
     affected = Distinct(
-        Project(change, tuple(zip(key_names(len(fact_names)), (exp.column(n) for n in fact_names))))
+        Project(
+            change,
+            tuple(
+                zip(key_names(len(fact_names)), (exp.column(n) for n in fact_names), strict=True)
+            ),
+        )
     )
     counted = Aggregate(
         Restrict(
