@@ -27,14 +27,11 @@ anti join a key, see :mod:`ivm.rules.join`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn, Protocol
 
 from sqlglot import exp
 
-from ivm.ir import JoinKind, Subquery
-
-if TYPE_CHECKING:  # lower imports this module
-    from ivm.frontend.lower import _Lowering
+from ivm.ir import JoinKind, Relation, Subquery
 
 SUBQUERY_PREFIX = "_ivm_sq"
 VALUE, FOUND = "value", "found"
@@ -59,6 +56,20 @@ class Unnested:
         return [condition for _, _, condition in self.steps if condition is not None]
 
 
+class Lowering(Protocol):
+    """What unnesting asks of the lowering that calls it (:func:`ivm.frontend.lower.lower`):
+    the plan of a subquery, a refusal that names the SQL, and the count that numbers the
+    relations computing subqueries, shared by every SELECT of the query."""
+
+    subqueries: int
+
+    def query(self, query: exp.Expr) -> Relation: ...
+
+    def refuse(
+        self, construct: str, node: exp.Expr | None, hint: str | None = None, **kw: str
+    ) -> NoReturn: ...
+
+
 def sources_of(select: exp.Select) -> set[str]:
     """The aliases a SELECT's FROM clause defines, its lateral views' among them."""
     from_ = select.args.get("from_")
@@ -70,14 +81,14 @@ def sources_of(select: exp.Select) -> set[str]:
     return {item.alias_or_name for item in items}
 
 
-def unnest(lowering: _Lowering, select: exp.Select) -> Unnested:
+def unnest(lowering: Lowering, select: exp.Select) -> Unnested:
     """``select`` (a copy) with every supported subquery in WHERE, SELECT and HAVING
     replaced; what is left (a subquery under OR, in ON, …) the caller refuses."""
     return _Unnesting(lowering, select.copy()).run()
 
 
 class _Unnesting:
-    def __init__(self, lowering: _Lowering, select: exp.Select):
+    def __init__(self, lowering: Lowering, select: exp.Select):
         self.lowering = lowering
         self.result = Unnested(select)
         self.outer = sources_of(select)

@@ -68,7 +68,7 @@ from typing import assert_never
 
 from sqlglot import exp
 
-from ivm.frontend.lower import nondeterministic
+from ivm.frontend.functions import nondeterministic
 from ivm.ir import (
     Aggregate,
     Distinct,
