@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from sqlglot import exp
-from test_views import assert_equals_query
 
 import ivm
 from benchmarks.measure import Meter
@@ -15,6 +14,7 @@ from ivm.runtime.refresh.pruning import MAX_LISTED, MAX_RANGES, _filtered, _rang
 from ivm.zset import Read
 
 from cdf import CDF
+from helpers import assert_equals_query
 
 TOTALS = (
     "SELECT d.grp, COUNT(*) AS n, SUM(f.v) AS total FROM facts f JOIN dims d "

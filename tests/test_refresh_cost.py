@@ -9,7 +9,6 @@ from decimal import Decimal
 import pytest
 from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
 from sqlglot import exp
-from test_views import SALES, assert_equals_query, history
 
 import ivm
 from ivm.ir import Filter, Scan
@@ -21,6 +20,7 @@ from ivm.runtime.spark import settings
 from ivm.runtime.spark.settings import session_settings
 
 from cdf import CDF
+from helpers import SALES, assert_equals_query, history
 
 
 def test_a_refresh_records_where_its_time_went(spark, shop):
