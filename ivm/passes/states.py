@@ -136,7 +136,9 @@ def split_lookups(
         if not (isinstance(new, Project) and isinstance(new.input, Join) and new.input.kind.lookup):
             return new
         fact, chain = lookup_chain(new.input)
-        joined, found, inner = fact, [], []
+        joined: Relation = fact
+        found: list[tuple[str, exp.Expr]] = []
+        inner: list[str] = []
         for number, lookup in enumerate(chain):
             dimension = lookup.inputs[1]
             (alias,) = aliases_of(dimension)
