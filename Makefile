@@ -1,4 +1,4 @@
-# make demo | test | test-fast | test-integration | test-deep | jars | bench-quick | bench |
+# make demo | lint | test | test-fast | test-integration | test-deep | jars | bench-quick | bench |
 # bench-soak
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -16,7 +16,7 @@ SEED ?= $(RANDOM_SEED)
 RERUN_AS ?= $@
 RERUN = hypothesis seed $(SEED): rerun with make $(RERUN_AS) SEED=$(SEED)
 
-.PHONY: demo test test-fast test-integration test-deep jars bench-quick bench bench-soak
+.PHONY: demo lint test test-fast test-integration test-deep jars bench-quick bench bench-soak
 
 demo test test-integration test-deep bench-quick bench bench-soak: export SPARK_LOCAL_IP ?= 127.0.0.1
 
@@ -37,12 +37,17 @@ demo: $(VENV)/.installed
 PYTEST = HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n $(TEST_WORKERS) \
 	--dist loadfile --no-loadscope-reorder --durations=20 --hypothesis-seed=$(SEED)
 
-# The import layers (pyproject.toml, [tool.importlinter]) and the types ([tool.pyright])
-# first, then the suite.
-test: $(VENV)/.installed jars
-	@echo "$(RERUN)"
+# The format and lint of [tool.ruff], the import layers ([tool.importlinter]) and the types
+# ([tool.pyright]) of pyproject.toml; seconds, no JVM.
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pyright
+
+# lint first, then the suite.
+test: lint jars
+	@echo "$(RERUN)"
 	$(PYTEST) -m "$(TEST_MARKERS)" || { echo "$(RERUN)"; exit 1; }
 
 # The tests that need no JVM: the compiler, and every rule checked in-process (seconds).

@@ -36,7 +36,8 @@ class Meter:
             for pool in management.getMemoryPoolMXBeans()
             if pool.getType().toString() == "Heap memory"
         ]
-        self._compilations = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+        metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source
+        self._compilations = metrics.CodegenMetrics.METRIC_COMPILATION_TIME()
 
     def _stages(self) -> dict[tuple[int, int], object]:
         self._context.listenerBus().waitUntilEmpty(60_000)

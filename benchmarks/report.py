@@ -360,7 +360,7 @@ def _plot(path: Path, title: str, xlabel: str, series: dict[str, list[tuple[floa
     colours = pyplot.get_cmap("tab20").colors  # one colour a view, for up to 20 views
     markers = "osD^v<>"
     for i, (view, points) in enumerate(sorted(series.items())):
-        xs, ys = zip(*sorted(points))
+        xs, ys = zip(*sorted(points), strict=True)
         axes.plot(
             xs, ys, marker=markers[i % len(markers)], label=view, color=colours[i % len(colours)]
         )

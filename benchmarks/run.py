@@ -39,6 +39,7 @@ import dataclasses
 import importlib.util
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import ivm
@@ -238,8 +239,9 @@ class Run:
         """Time each view's full recompute, and compare the view (and its copies) with it."""
         for view in self.views:
             cost, _ = self.meter.cost(
-                lambda: self.spark.sql(
-                    f"CREATE OR REPLACE TABLE full_{view.name} USING DELTA AS {view.full_sql}"
+                partial(
+                    self.spark.sql,
+                    f"CREATE OR REPLACE TABLE full_{view.name} USING DELTA AS {view.full_sql}",
                 )
             )
             files, size = written(self.spark, f"full_{view.name}")
@@ -262,7 +264,8 @@ class Run:
     def run(self, fractions: list[float], repetitions: int) -> None:
         for view in self.views:
             cost, result = self.meter.cost(
-                lambda: ivm.sql(
+                partial(
+                    ivm.sql,
                     self.spark,
                     f"CREATE MATERIALIZED VIEW {view.name} REFRESH POLICY "
                     f"{self.policy} AS {view.sql}",

@@ -128,3 +128,8 @@ class StaleJob(IvmError):
 
 class SetupError(IvmError):
     """Something ivm needs is missing where it runs (Delta Lake, a JDBC driver)."""
+
+
+class MissingExtra(SetupError, ImportError):
+    """A package of one of ivm's extras is not installed (Hypothesis for ``ivm.testing``):
+    an ImportError too, raised where the import failed."""

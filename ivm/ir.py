@@ -97,7 +97,8 @@ class Join:
     def __post_init__(self):
         if len(self.inputs) < 2:
             raise ValueError("a join has at least two inputs")
-        if not isinstance(self.kind, JoinKind):
+        if not isinstance(self.kind, JoinKind):  # pyright: ignore[reportUnnecessaryIsInstance]
+            # (a caller without types may pass the kind's name)
             raise TypeError(f"a join kind is a JoinKind, got {self.kind!r}")
         if self.kind is not JoinKind.INNER and len(self.inputs) != 2:
             raise ValueError(f"a {self.kind.value} join has two inputs")
@@ -385,14 +386,16 @@ def reading(node: Relation, read: Read) -> Relation:
 def lookup_chain(node: Relation) -> tuple[Relation, list[Join]]:
     """The facts a chain of lookup joins enriches, and the joins, innermost first (none where
     ``node`` is no lookup join)."""
-    chain = []
+    chain: list[Join] = []
     while isinstance(node, Join) and node.kind.lookup:
         chain.append(node)
         node = node.inputs[0]
     return node, chain[::-1]
 
 
-def equalities(condition, left, right) -> list[tuple[exp.Expr, exp.Expr]]:
+def equalities(
+    condition: exp.Expr, left: Relation, right: Relation
+) -> list[tuple[exp.Expr, exp.Expr]]:
     """(left, right) expression pairs of ``condition``'s equalities between two relations.
 
     >>> pairs = equalities(exp.condition("a.k = b.k AND a.x > b.y AND b.j = a.i"),
@@ -400,15 +403,15 @@ def equalities(condition, left, right) -> list[tuple[exp.Expr, exp.Expr]]:
     >>> [(l.sql(), r.sql()) for l, r in pairs]
     [('a.k', 'b.k'), ('a.i', 'b.j')]
     """
-    left, right = set(aliases_of(left)), set(aliases_of(right))
-    conjuncts = condition.flatten() if isinstance(condition, exp.And) else [condition]
-    pairs = []
+    lefts, rights = set(aliases_of(left)), set(aliases_of(right))
+    conjuncts = list(condition.flatten()) if isinstance(condition, exp.And) else [condition]
+    pairs: list[tuple[exp.Expr, exp.Expr]] = []
     for c in conjuncts:
         if not isinstance(c, exp.EQ):
             continue
         sides = [{col.table for col in e.find_all(exp.Column)} for e in (c.this, c.expression)]
-        if sides[0] and sides[1] and sides[0] <= left and sides[1] <= right:
+        if sides[0] and sides[1] and sides[0] <= lefts and sides[1] <= rights:
             pairs.append((c.this, c.expression))
-        elif sides[0] and sides[1] and sides[0] <= right and sides[1] <= left:
+        elif sides[0] and sides[1] and sides[0] <= rights and sides[1] <= lefts:
             pairs.append((c.expression, c.this))
     return pairs

@@ -174,8 +174,8 @@ DEFINITION = {_string(definition.strip())}
 # The step's result is folded into the store with one MERGE (one Delta commit).
 DELTA = {_string(compiled.delta_sql)}
 
-{inserting}# Step "full": every row of the store from the sources as of the consumed versions; run by
-# CREATE, by --full, by --partition (restricted to the partition) and by a refresh that
+{inserting}# Step "full": every row of the store from the sources as of the consumed versions; run
+# by CREATE, by --full, by --partition (restricted to the partition) and by a refresh that
 # cannot be incremental (the reason is recorded in the view's history).
 FULL = {_string(compiled.full_sql)}
 

@@ -13,14 +13,14 @@ is addition (DBSP's *integrate*). ``_ivm_count`` (Σ weight) is always there: a 
 count reaches 0 has no input rows left and disappears. A sum is kept NULL while its group has
 no non-NULL input, as SQL's ``SUM`` of only NULLs is NULL.
 
-============  ==========================  ===================  ===================================
-kind          per-row contribution        full query           change (Z-set Δ)
-============  ==========================  ===================  ===================================
-rows          1                           COUNT(*)             SUM(w)
-nonnull       1 if x IS NOT NULL else 0   COUNT(x)             SUM(IF(x IS NULL, 0, w))
-sum           x                           SUM(x)               SUM(IF(x IS NULL, 0, x * w))
-sum, decimal  x                           SUM(x)               SUM(IF(x IS NULL, 0, IF(w > 0, x, -x)))
-============  ==========================  ===================  ===================================
+============  =========================  ==========  =======================================
+kind          per-row contribution       full query  change (Z-set Δ)
+============  =========================  ==========  =======================================
+rows          1                          COUNT(*)    SUM(w)
+nonnull       1 if x IS NOT NULL else 0  COUNT(x)    SUM(IF(x IS NULL, 0, w))
+sum           x                          SUM(x)      SUM(IF(x IS NULL, 0, x * w))
+sum, decimal  x                          SUM(x)      SUM(IF(x IS NULL, 0, IF(w > 0, x, -x)))
+============  =========================  ==========  =======================================
 
 Sums are exact: only integer and DECIMAL arguments are summed here (floating-point addition
 cannot be undone). A decimal is never multiplied by a weight: ``x * w`` has more digits than

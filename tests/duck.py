@@ -31,7 +31,7 @@ def view_rows(sql: str, schema: Schema, rows: Rows) -> Counter:
         for source, used in part.sources.items():
             if source in schema:  # not a state table, made before
                 names = [name.lower() for name, _ in schema[source]]
-                types = dict(zip(names, (type_ for _, type_ in schema[source])))
+                types = dict(zip(names, (type_ for _, type_ in schema[source]), strict=True))
                 load(
                     connection,
                     relation_name(source, Read.AFTER),

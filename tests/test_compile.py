@@ -405,7 +405,8 @@ def test_order_by_limit_over_a_table_is_a_top_n_recomputed_whole():
     "sql, kind",
     [
         (
-            "SELECT id FROM orders o WHERE EXISTS (SELECT 1 FROM customers c WHERE c.id = o.cust_id)",
+            "SELECT id FROM orders o "
+            "WHERE EXISTS (SELECT 1 FROM customers c WHERE c.id = o.cust_id)",
             JoinKind.SEMI,
         ),
         (
@@ -597,8 +598,10 @@ def test_a_top_n_or_min_max_view_has_rules_for_inserted_rows_reading_its_store(s
     "sql",
     [
         # a bound that a row can come back into (a rank from below, exactly 2)
-        "SELECT id FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS rn FROM orders) WHERE rn = 2",
-        "SELECT id FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS rn FROM orders) WHERE rn > 1",
+        "SELECT id FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS rn FROM orders) "
+        "WHERE rn = 2",
+        "SELECT id FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS rn FROM orders) "
+        "WHERE rn > 1",
         # a filter on more than the rank; two window functions; a running sum
         "SELECT id FROM (SELECT id, status, ROW_NUMBER() OVER (ORDER BY id) AS rn FROM orders) "
         "WHERE rn <= 2 AND status = 'open'",

@@ -5,12 +5,12 @@ folded into the store silently."""
 import importlib
 
 import pytest
-from test_views import assert_equals_query
 
 import ivm
 from ivm import compile
 
 from cdf import CDF
+from helpers import assert_equals_query
 
 DECIMALS = {"d1": (18, 8), "d2": (38, 18), "d3": (38, 0), "d4": (10, 2), "d5": (38, 38)}
 

@@ -6,14 +6,14 @@ import json
 import threading
 
 import pytest
-from test_views import assert_equals_query, history
 
 import ivm
-from ivm.runtime.catalog.catalog import qualified_name, store_name
+from ivm.runtime.catalog.catalog import store_name
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.refresh import refresh_view
 
 from cdf import CDF
+from helpers import assert_equals_query, ivm_commits, rows
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 
@@ -24,14 +24,6 @@ def totals(spark, fresh_db):
     spark.sql("INSERT INTO r VALUES (1, 10), (2, 20), (2, 5)")
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
     return fresh_db
-
-
-def rows(spark, view):
-    return sorted(tuple(r) for r in spark.table(view).collect())
-
-
-def ivm_commits(spark, view):
-    return [c for c in history(spark, store_name(qualified_name(spark, view))) if c.userMetadata]
 
 
 REFRESH_POINTS = [

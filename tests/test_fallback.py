@@ -2,12 +2,12 @@
 why, and the view stays equal to its query."""
 
 import pytest
-from test_views import assert_equals_query
 
 import ivm
 from ivm.runtime.refresh.obstacles import MIN_BYTES, RATIO
 
 from cdf import CDF, vacuum_everything
+from helpers import assert_equals_query
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 

@@ -3,13 +3,13 @@ rows (ivm.rules.append), found from the sources' logs, and any other change take
 that read the source."""
 
 import pytest
-from test_views import assert_equals_query
 
 import ivm
 from ivm.runtime.catalog.history import INSERTS_ONLY
 from ivm.runtime.refresh.refresh import INSERTS_ONLY_RULES, refresh_view
 
 from cdf import CDF
+from helpers import assert_equals_query
 
 LATEST = """SELECT k, ts, v FROM (
   SELECT k, ts, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts DESC) AS rn FROM events)

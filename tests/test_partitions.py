@@ -1,12 +1,12 @@
 """PARTITIONED BY, and REFRESH ... PARTITION recomputing one partition alone."""
 
 import pytest
-from test_views import assert_equals_query, history
 
 import ivm
 from ivm.runtime.catalog.catalog import store_name
 
 from cdf import CDF
+from helpers import assert_equals_query, history
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 

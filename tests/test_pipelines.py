@@ -4,13 +4,13 @@ import threading
 import time
 
 import pytest
-from test_views import assert_equals_query
 
 import ivm
 from ivm.runtime.commands import scheduler
 from ivm.runtime.commands.scheduler import run, run_pass, watch
 
 from cdf import CDF
+from helpers import assert_equals_query
 
 POSITIVE = "SELECT k, a FROM r WHERE a > 0"
 PER_KEY = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM positive GROUP BY k"

@@ -1,10 +1,11 @@
 """Snapshot reads pruned to the change's keys: the same rows, from the files around the change."""
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from sqlglot import exp
-from test_views import assert_equals_query
 
 import ivm
 from benchmarks.measure import Meter
@@ -13,6 +14,7 @@ from ivm.runtime.refresh.pruning import MAX_LISTED, MAX_RANGES, _filtered, _rang
 from ivm.zset import Read
 
 from cdf import CDF
+from helpers import assert_equals_query
 
 TOTALS = (
     "SELECT d.grp, COUNT(*) AS n, SUM(f.v) AS total FROM facts f JOIN dims d "
@@ -22,7 +24,7 @@ TOTALS = (
 
 def _covered(values, ranges, parse) -> bool:
     bounds = [(parse(low), parse(high)) for low, high in ranges]
-    ordered = all(a[1] < b[0] for a, b in zip(bounds, bounds[1:]))
+    ordered = all(a[1] < b[0] for a, b in pairwise(bounds))
     return ordered and all(any(low <= v <= high for low, high in bounds) for v in values)
 
 

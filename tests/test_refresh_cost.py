@@ -9,7 +9,6 @@ from decimal import Decimal
 import pytest
 from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
 from sqlglot import exp
-from test_views import SALES, assert_equals_query, history
 
 import ivm
 from ivm.ir import Filter, Scan
@@ -21,6 +20,7 @@ from ivm.runtime.spark import settings
 from ivm.runtime.spark.settings import session_settings
 
 from cdf import CDF
+from helpers import SALES, assert_equals_query, history
 
 
 def test_a_refresh_records_where_its_time_went(spark, shop):
@@ -113,7 +113,8 @@ def refresh_compiling(spark, view: str, limit: str | None):
     """An incremental refresh of ``view`` with ``spark.ivm.interpretedMaxBytes`` ``limit``
     (None: the session's), and how many classes Spark compiled meanwhile (Spark counts them
     in ``CodegenMetrics``)."""
-    compilations = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source
+    compilations = metrics.CodegenMetrics.METRIC_COMPILATION_TIME()
     before = compilations.getCount()
     with session_settings(spark, {} if limit is None else {settings.INTERPRETED_MAX_BYTES: limit}):
         result = ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {view}")

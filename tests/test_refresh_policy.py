@@ -6,7 +6,6 @@ import importlib
 import json
 
 import pytest
-from test_views import assert_equals_query
 
 import ivm
 from ivm.errors import SqlSyntaxError
@@ -16,6 +15,7 @@ from ivm.runtime.refresh.obstacles import MIN_BYTES, RATIO
 from ivm.runtime.refresh.policy import KEPT, REMEASURE_AFTER, CostModel, NotIncrementalizable
 
 from cdf import CDF
+from helpers import assert_equals_query
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 TOP = "SELECT k, a FROM r ORDER BY a DESC, k LIMIT 2"

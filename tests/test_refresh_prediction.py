@@ -3,7 +3,6 @@ refresh policy and whatever stands in its way: they show the plan the refresh ma
 the same function from the same facts (:mod:`ivm.runtime.refresh.refresh_plan`)."""
 
 import pytest
-from test_views import assert_equals_query
 
 import ivm
 from ivm import cli
@@ -11,6 +10,8 @@ from ivm.errors import IvmError
 from ivm.runtime.refresh.obstacles import MIN_BYTES, RATIO
 from ivm.runtime.refresh.read_estimate import read_estimate
 from ivm.runtime.refresh.refresh_plan import predict
+
+from helpers import assert_equals_query
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 POLICIES = ("AUTO", "INCREMENTAL", "INCREMENTAL STRICT", "FULL")

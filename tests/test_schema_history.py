@@ -7,9 +7,10 @@ commit. A change of the table's properties alone, or column mapping turned on (w
 every column's physical name), leaves the change readable and the refresh incremental."""
 
 import pytest
-from test_views import assert_equals_query
 
 import ivm
+
+from helpers import assert_equals_query
 
 MAPPED = "TBLPROPERTIES (delta.enableChangeDataFeed = true, 'delta.columnMapping.mode' = 'name')"
 SUMS = "SELECT k, SUM(w) AS sw, COUNT(w) AS cw FROM t GROUP BY k"

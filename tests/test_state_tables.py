@@ -5,8 +5,6 @@ dropped with the view, and consistent whichever write a refresh dies at."""
 from contextlib import ExitStack
 
 import pytest
-from test_exactly_once import ivm_commits, rows
-from test_views import assert_equals_query
 
 import ivm
 from ivm.errors import CatalogError, ViewExists, ViewInUse
@@ -16,6 +14,7 @@ from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.refresh import refresh_view
 
 from cdf import CDF, vacuum_everything
+from helpers import assert_equals_query, ivm_commits, rows
 
 TOP = (
     "SELECT r.k, s.d, SUM(r.a) AS total, COUNT(*) AS n FROM r JOIN s ON r.k = s.k "

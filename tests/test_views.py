@@ -4,28 +4,13 @@
 import json
 
 import pytest
-from delta.tables import DeltaTable
 
 import ivm
 from ivm.runtime.catalog.catalog import STATE_OF, VIEW, store_name
 from ivm.runtime.catalog.history import latest_record
 from ivm.runtime.observation.describe import consumed_versions
 
-SALES = (
-    "SELECT c.region, COUNT(*) AS n, SUM(o.amount) AS total FROM orders o "
-    "JOIN customers c ON o.cust_id = c.id WHERE o.status <> 'void' GROUP BY c.region"
-)
-
-
-def assert_equals_query(spark, view, query):
-    got, want = spark.table(view), spark.sql(query)
-    assert got.columns == want.columns
-    extra, missing = got.exceptAll(want).collect(), want.exceptAll(got).collect()
-    assert not extra and not missing, f"extra rows {extra}, missing rows {missing}"
-
-
-def history(spark, table):
-    return DeltaTable.forName(spark, table).history().orderBy("version").collect()
+from helpers import SALES, assert_equals_query, history
 
 
 def test_view_shows_exactly_the_query_columns_and_rows(spark, shop):

@@ -11,7 +11,8 @@ becomes a named common table expression, so a delta reads as its sum of terms.
 >>> plan = Project(Filter(Join((o, c), exp.condition("o.cust_id = c.id")),
 ...                       exp.condition("o.amount > 0")), (("amount", exp.column("amount", "o")),))
 >>> print(to_sql(plan, pretty=False))
-SELECT o.amount AS amount FROM orders AS o JOIN customers AS c ON o.cust_id = c.id WHERE o.amount > 0
+SELECT o.amount AS amount FROM orders AS o JOIN customers AS c ON o.cust_id = c.id
+WHERE o.amount > 0
 """
 
 from __future__ import annotations
@@ -78,14 +79,14 @@ class _Block:
     SELECT list."""
 
     source: exp.Expr
-    joins: list[exp.Join] = field(default_factory=list)
-    laterals: list[exp.Lateral] = field(default_factory=list)
-    where: list[exp.Expr] = field(default_factory=list)
+    joins: list[exp.Join] = field(default_factory=list[exp.Join])
+    laterals: list[exp.Lateral] = field(default_factory=list[exp.Lateral])
+    where: list[exp.Expr] = field(default_factory=list[exp.Expr])
     group: list[exp.Expr] | None = None
-    grouped: dict[str, exp.Expr] = field(default_factory=dict)
-    having: list[exp.Expr] = field(default_factory=list)
+    grouped: dict[str, exp.Expr] = field(default_factory=dict[str, exp.Expr])
+    having: list[exp.Expr] = field(default_factory=list[exp.Expr])
     select: list[exp.Expr] | None = None
-    default_columns: list[exp.Expr] = field(default_factory=list)
+    default_columns: list[exp.Expr] = field(default_factory=list[exp.Expr])
     distinct: bool = False
 
     def to_select(self) -> exp.Select:
@@ -119,7 +120,7 @@ class _Block:
 class _Compiler:
     def __init__(self):
         self.ctes: list[exp.CTE] = []
-        self.cte_names: dict = {}
+        self.cte_names: dict[Relation, str] = {}  # each shared node's CTE
         self.subqueries = 0
 
     def block(self, node: Relation) -> _Block:
@@ -162,7 +163,7 @@ class _Compiler:
             exp.Subquery(this=block.to_select(), alias=alias), default_columns=[exp.Star()]
         )
 
-    def aliased(self, node, alias: str) -> exp.Expr:
+    def aliased(self, node: Relation, alias: str) -> exp.Expr:
         """``node`` as a FROM item named ``alias``: a table, or a subquery."""
         if isinstance(node, Scan) and node.alias == alias:
             return table_name(node)
@@ -171,7 +172,7 @@ class _Compiler:
             this=self.block(inner).to_select(), alias=exp.TableAlias(this=exp.to_identifier(alias))
         )
 
-    def shared(self, node, name: str) -> exp.Table:
+    def shared(self, node: Relation, name: str) -> exp.Table:
         """``node`` as a common table expression, computed once however often it is read.
 
         A CTE is listed after the CTEs it reads; names are made unique by a number.
@@ -192,7 +193,7 @@ class _Compiler:
             self.ctes.append(exp.CTE(this=query, alias=exp.TableAlias(this=exp.to_identifier(cte))))
         return exp.Table(this=exp.to_identifier(self.cte_names[node]))
 
-    def from_block(self, node, kind: JoinKind) -> _Block:
+    def from_block(self, node: Relation, kind: JoinKind) -> _Block:
         """A block whose FROM clause further joins can extend: its WHERE stays a WHERE unless
         the join pads the left input with NULLs.
 
@@ -262,7 +263,7 @@ class _Compiler:
         on = exp.and_(
             *(
                 exp.NullSafeEQ(this=key.copy(), expression=exp.column(name, alias))
-                for key, name in zip(node.keys, keys)
+                for key, name in zip(node.keys, keys, strict=True)
             )
         )
         affected.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
@@ -411,7 +412,7 @@ def _substitute(expression: exp.Expr, names: dict[str, exp.Expr]) -> exp.Expr:
     if not names:
         return expression.copy()
 
-    def replace(node):
+    def replace(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and not node.table and node.name in names:
             return parenthesized(names[node.name].copy())
         return node
@@ -419,7 +420,7 @@ def _substitute(expression: exp.Expr, names: dict[str, exp.Expr]) -> exp.Expr:
     return expression.copy().transform(replace)
 
 
-def to_select(node) -> exp.Query:
+def to_select(node: Relation) -> exp.Query:
     """The SELECT computing ``node``."""
     compiler = _Compiler()
     select = compiler.block(node).to_select()
@@ -428,6 +429,6 @@ def to_select(node) -> exp.Query:
     return select
 
 
-def to_sql(node, pretty: bool = True) -> str:
+def to_sql(node: Relation, pretty: bool = True) -> str:
     """Spark SQL text computing ``node``."""
     return to_select(node).sql(DIALECT, pretty=pretty)

@@ -15,7 +15,7 @@ stored type, so the arithmetic of a fold does not widen the store's types.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from sqlglot import exp
 
@@ -30,13 +30,25 @@ NEGATIVE_COUNT = (
 )
 
 
-def _cast(value: exp.Expr, column: str, types: Mapping | None) -> exp.Expr:
+Types = Mapping[str, str]
+"""The Spark type of each store column, where a column's type is to be kept as it is."""
+
+Value = Callable[[str], exp.Expr]
+"""A column's value, by the column's name."""
+
+
+def _cast(value: exp.Expr, column: str, types: Types | None) -> exp.Expr:
     if not types or column not in types:
         return value
     return exp.Cast(this=value, to=exp.DataType.build(types[column], dialect=DIALECT))
 
 
-def _folded(store: Store, old_of, change_of, types) -> dict[str, exp.Expr]:
+def _folded(
+    store: Store,
+    old_of: Callable[[str], exp.Expr | None],
+    change_of: Value,
+    types: Types | None,
+) -> dict[str, exp.Expr]:
     """Store column → its new value, given the old and change value of each accumulator."""
     new: dict[str, exp.Expr] = {}
     for acc in store.accumulators:  # a sum's guard is folded before the sum
@@ -51,8 +63,10 @@ def _folded(store: Store, old_of, change_of, types) -> dict[str, exp.Expr]:
     return new
 
 
-def _view_values(store: Store, key_of, new, types) -> dict[str, exp.Expr]:
-    def replace(node):
+def _view_values(
+    store: Store, key_of: Value, new: Mapping[str, exp.Expr], types: Types | None
+) -> dict[str, exp.Expr]:
+    def replace(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and not node.table:
             if store.is_key(node.name):
                 return key_of(node.name)
@@ -67,12 +81,22 @@ def _view_values(store: Store, key_of, new, types) -> dict[str, exp.Expr]:
     }
 
 
+def _new_group(name: str) -> None:
+    """The old value of every column of a group the store does not hold yet: none."""
+    return None
+
+
 def merge_statement(
-    store: Store, target: str, change: exp.Query, types: Mapping | None = None
+    store: Store, target: str, change: exp.Query, types: Types | None = None
 ) -> exp.Merge:
     """``MERGE INTO target`` folding the rows of ``change`` (keys + accumulator changes)."""
-    stored = lambda name: exp.column(name, STORED)  # noqa: E731
-    changed = lambda name: exp.column(name, CHANGE)  # noqa: E731
+
+    def stored(name: str) -> exp.Expr:
+        return exp.column(name, STORED)
+
+    def changed(name: str) -> exp.Expr:
+        return exp.column(name, CHANGE)
+
     on = (
         exp.and_(*(exp.NullSafeEQ(this=stored(k), expression=changed(k)) for k in store.keys))
         if store.keys
@@ -80,7 +104,7 @@ def merge_statement(
     )
 
     updated = _folded(store, stored, changed, types)
-    inserted = _folded(store, lambda name: None, changed, types)
+    inserted = _folded(store, _new_group, changed, types)
     new_count = updated[COUNT]
     fail = exp.Cast(
         this=exp.func("raise_error", exp.Literal.string(NEGATIVE_COUNT)),
@@ -178,7 +202,7 @@ def view_query(store: Store, target: str, spelled: tuple[str, ...] | None = None
     select = exp.select(
         *(
             exp.column(column) if name == column else exp.alias_(exp.column(column), name)
-            for column, name in zip(store.view_columns, names)
+            for column, name in zip(store.view_columns, names, strict=True)
         )
     ).from_(exp.to_table(target, dialect=DIALECT))
     if store.repeat_rows:

@@ -23,6 +23,13 @@ from sqlglot import exp
 
 from ivm import store
 from ivm.errors import InvalidQuery, ReservedName, UnsupportedQuery
+from ivm.frontend.functions import (
+    COLLECTIONS,
+    ORDER_DEPENDENT_AGGREGATES,
+    SESSION_DEPENDENT,
+    function_name,
+    nondeterministic,
+)
 from ivm.frontend.generators import (
     MARK,
     as_derived_table,
@@ -83,67 +90,6 @@ AVERAGED_DECIMALS = (24, 2)
 the accumulators, its sum cast to DECIMAL(34, s), rounds once to scale s + 4, as Spark's AVG
 does (a division's scale is at least 6, and a wider sum leaves it fewer than s + 4 digits)."""
 
-NONDETERMINISTIC = {
-    "rand",
-    "random",
-    "randn",
-    "uuid",
-    "shuffle",
-    "current_timestamp",
-    "now",
-    "current_date",
-    "curdate",
-    "localtimestamp",
-    "unix_timestamp",
-    "monotonically_increasing_id",
-    "spark_partition_id",
-    "input_file_name",
-}
-
-
-def function_name(function: exp.Func) -> str:
-    """A function's name, lower case (an unknown function by the name it was called by)."""
-    return (
-        function.sql_name() if not isinstance(function, exp.Anonymous) else function.name
-    ).lower()
-
-
-def nondeterministic(function: exp.Func) -> bool:
-    """``function`` may give another value each time it is evaluated on the same arguments.
-
-    >>> from ivm.names import DIALECT
-    >>> [nondeterministic(exp.maybe_parse(f, dialect=DIALECT)) for f in ("rand()", "abs(x)")]
-    [True, False]
-    """
-    return function_name(function) in NONDETERMINISTIC or isinstance(
-        function, (exp.Rand, exp.Randn, exp.Uuid, exp.CurrentTimestamp, exp.CurrentDate)
-    )
-
-
-SESSION_DEPENDENT = {
-    "current_user",
-    "user",
-    "session_user",
-    "current_database",
-    "current_schema",
-    "current_catalog",
-}
-"""Functions whose value is the session's: a refresh runs in another session."""
-
-COLLECTIONS = {"collect_list", "array_agg", "collect_set", "array_unique_agg"}
-"""Aggregates that collect values into an array, in the order rows arrive in."""
-ORDER_DEPENDENT_AGGREGATES = {
-    "first",
-    "last",
-    "first_value",
-    "last_value",
-    "any_value",
-    "string_agg",
-    "listagg",
-    "group_concat",
-} | COLLECTIONS
-"""Aggregates whose value depends on the order rows arrive in: no refresh can reproduce it."""
-
 # Clauses of a SELECT that this version does not maintain, with what to do instead.
 REFUSED_CLAUSES = {
     "offset": ("OFFSET", "query the view with OFFSET instead"),
@@ -189,7 +135,7 @@ class _Lowering:
     def refuse(self, construct: str, node, hint: str | None = None, **kw) -> NoReturn:
         raise UnsupportedQuery(construct, self.sql, position_of(node), hint=hint, **kw)
 
-    def query(self, query: exp.Expr):
+    def query(self, query: exp.Expr) -> Relation:
         with_ = query.args.get("with_")
         if with_ is not None:
             if with_.args.get("recursive"):
@@ -1066,4 +1012,4 @@ def _renamed(plan, names: list[str], lowering: _Lowering, query: exp.SetOperatio
         )
     if own == names:
         return plan
-    return Project(plan, tuple((n, exp.column(o)) for n, o in zip(names, own)))
+    return Project(plan, tuple((n, exp.column(o)) for n, o in zip(names, own, strict=True)))

@@ -85,7 +85,9 @@ class _Tokens:
 
     def peek(self, *words: str) -> bool:
         ahead = self.tokens[self.i : self.i + len(words)]
-        return len(ahead) == len(words) and all(t.text.upper() == w for t, w in zip(ahead, words))
+        return len(ahead) == len(words) and all(
+            t.text.upper() == w for t, w in zip(ahead, words, strict=True)
+        )
 
     def accept(self, *words: str) -> bool:
         if self.peek(*words):

@@ -27,14 +27,11 @@ anti join a key, see :mod:`ivm.rules.join`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn, Protocol
 
 from sqlglot import exp
 
-from ivm.ir import JoinKind, Subquery
-
-if TYPE_CHECKING:  # lower imports this module
-    from ivm.frontend.lower import _Lowering
+from ivm.ir import JoinKind, Relation, Subquery
 
 SUBQUERY_PREFIX = "_ivm_sq"
 VALUE, FOUND = "value", "found"
@@ -59,6 +56,20 @@ class Unnested:
         return [condition for _, _, condition in self.steps if condition is not None]
 
 
+class Lowering(Protocol):
+    """What unnesting asks of the lowering that calls it (:func:`ivm.frontend.lower.lower`):
+    the plan of a subquery, a refusal that names the SQL, and the count that numbers the
+    relations computing subqueries, shared by every SELECT of the query."""
+
+    subqueries: int
+
+    def query(self, query: exp.Expr) -> Relation: ...
+
+    def refuse(
+        self, construct: str, node: exp.Expr | None, hint: str | None = None, **kw: str
+    ) -> NoReturn: ...
+
+
 def sources_of(select: exp.Select) -> set[str]:
     """The aliases a SELECT's FROM clause defines, its lateral views' among them."""
     from_ = select.args.get("from_")
@@ -70,14 +81,14 @@ def sources_of(select: exp.Select) -> set[str]:
     return {item.alias_or_name for item in items}
 
 
-def unnest(lowering: _Lowering, select: exp.Select) -> Unnested:
+def unnest(lowering: Lowering, select: exp.Select) -> Unnested:
     """``select`` (a copy) with every supported subquery in WHERE, SELECT and HAVING
     replaced; what is left (a subquery under OR, in ON, …) the caller refuses."""
     return _Unnesting(lowering, select.copy()).run()
 
 
 class _Unnesting:
-    def __init__(self, lowering: _Lowering, select: exp.Select):
+    def __init__(self, lowering: Lowering, select: exp.Select):
         self.lowering = lowering
         self.result = Unnested(select)
         self.outer = sources_of(select)
@@ -111,7 +122,7 @@ class _Unnesting:
                 late.append(conjunct)
         select.set(
             "where",
-            exp.Where(this=exp.and_(*(c for c in kept if not any(c is l for l in late))))
+            exp.Where(this=exp.and_(*(c for c in kept if not any(c is x for x in late))))
             if len(kept) > len(late)
             else None,
         )
@@ -192,14 +203,21 @@ class _Unnesting:
                 local,
                 correlated,
                 alias,
-                list(zip(names, (s.this if isinstance(s, exp.Alias) else s for s in selected))),
+                list(
+                    zip(
+                        names,
+                        (s.this if isinstance(s, exp.Alias) else s for s in selected),
+                        strict=True,
+                    )
+                ),
             )
         else:
             names = [f"{VALUE}{i}" for i in range(width)]
             inner = self.lowering.query(_renamed(query, names))
             condition = None
         equal = [
-            exp.EQ(this=x.copy(), expression=exp.column(n, alias)) for x, n in zip(probe, names)
+            exp.EQ(this=x.copy(), expression=exp.column(n, alias))
+            for x, n in zip(probe, names, strict=True)
         ]
         condition = exp.and_(*equal, *([condition] if condition is not None else []))
         kind = JoinKind.ANTI if negated else JoinKind.SEMI
@@ -368,7 +386,7 @@ class _Unnesting:
                         c for c in (conjunct.this, conjunct.expression) if c is not key
                     ).copy(),
                 )
-                for i, (key, conjunct) in enumerate(zip(keys, correlated))
+                for i, (key, conjunct) in enumerate(zip(keys, correlated, strict=True))
             ]
         body = exp.Select(
             expressions=[exp.alias_(e.copy(), n) for n, e in columns]
@@ -412,7 +430,7 @@ def _renamed(query: exp.Query, names: list[str]) -> exp.Query:
         "expressions",
         [
             exp.alias_(s.this if isinstance(s, exp.Alias) else s, n)
-            for s, n in zip(first.selects, names)
+            for s, n in zip(first.selects, names, strict=True)
         ],
     )
     return query

@@ -36,7 +36,7 @@ def join_on_equalities(plan: Relation) -> Relation:
 def _joined(join: Join, predicate: exp.Expr) -> Relation:
     owners = {alias: i for i, x in enumerate(join.inputs) for alias in aliases_of(x)}
 
-    def relates_inputs(conjunct) -> bool:
+    def relates_inputs(conjunct: exp.Expr) -> bool:
         if not isinstance(conjunct, exp.EQ) or conjunct.find(exp.Subquery, exp.AggFunc):
             return False
         sides = [

@@ -63,12 +63,13 @@ pass checks and otherwise leaves a conjunct where it is:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence, Set
 from typing import assert_never
 
 from sqlglot import exp
+from sqlglot.expressions.datatypes import DType
 
-from ivm.frontend.lower import nondeterministic
+from ivm.frontend.functions import nondeterministic
 from ivm.ir import (
     Aggregate,
     Distinct,
@@ -188,17 +189,17 @@ def _join(join: Join, above: list[exp.Expr]) -> Relation:
     """``σ[above](join)``: each conjunct of ``above`` and of the ON that may, onto an input."""
     on = _conjuncts(join.condition) if join.condition is not None else []
     targets: list[list[exp.Expr]] = [[] for _ in join.inputs]
-    kept_on = []
+    kept_on: list[exp.Expr] = []
     for conjunct in on:
         i = _on_target(join, conjunct)
         (targets[i] if i is not None else kept_on).append(conjunct)
     if join.kind is not JoinKind.INNER and not kept_on:  # it keeps an ON to match rows by
         targets, kept_on = [[] for _ in join.inputs], on
-    kept_above = []
+    kept_above: list[exp.Expr] = []
     for conjunct in above:
         i = _where_target(join, conjunct)
         (targets[i] if i is not None else kept_above).append(conjunct)
-    inputs = tuple(_pushed(x, moved) for x, moved in zip(join.inputs, targets))
+    inputs = tuple(_pushed(x, moved) for x, moved in zip(join.inputs, targets, strict=True))
     condition = exp.and_(*kept_on) if kept_on else None
     return _filtered(Join(inputs, condition, join.kind), kept_above)
 
@@ -270,9 +271,11 @@ def _into_subquery(node: Subquery, conjunct: exp.Expr) -> exp.Expr | None:
     names = set(columns(node.input))
     if not all(c.table == node.alias and c.name in names for c in conjunct.find_all(exp.Column)):
         return None
-    return conjunct.transform(
-        lambda n: exp.Column(this=n.this.copy()) if isinstance(n, exp.Column) else n
-    )
+
+    def unqualified(node: exp.Expr) -> exp.Expr:
+        return exp.Column(this=node.this.copy()) if isinstance(node, exp.Column) else node
+
+    return conjunct.transform(unqualified)
 
 
 def _substituted(conjunct: exp.Expr, names: Mapping[str, exp.Expr]) -> exp.Expr | None:
@@ -285,12 +288,16 @@ def _substituted(conjunct: exp.Expr, names: Mapping[str, exp.Expr]) -> exp.Expr 
         or not all(_movable(names[c.name]) for c in read)
     ):
         return None
-    return conjunct.transform(
-        lambda n: parenthesized(names[n.name].copy()) if isinstance(n, exp.Column) else n
-    )
+
+    def replaced(node: exp.Expr) -> exp.Expr:
+        return parenthesized(names[node.name].copy()) if isinstance(node, exp.Column) else node
+
+    return conjunct.transform(replaced)
 
 
-def _into_branches(branches, alike: Callable[[exp.DataType | None], bool]) -> Move:
+def _into_branches(
+    branches: Sequence[Relation], alike: Callable[[exp.DataType | None], bool]
+) -> Move:
     """A conjunct over a set operation, as it reads each branch: where its columns are the
     branches' own, of one type that ``alike`` accepts."""
     names = columns(branches[0])
@@ -298,7 +305,7 @@ def _into_branches(branches, alike: Callable[[exp.DataType | None], bool]) -> Mo
     if any(columns(b) != names for b in branches) or aliases_of(branches[0]):
         return lambda conjunct: None
 
-    def move(conjunct):
+    def move(conjunct: exp.Expr) -> exp.Expr | None:
         read = [c.name for c in conjunct.find_all(exp.Column)]
         if not _movable(conjunct) or any(c.table for c in conjunct.find_all(exp.Column)):
             return None
@@ -356,7 +363,7 @@ def _known(data_type: exp.DataType | None) -> exp.DataType | None:
     return None if unknown else data_type
 
 
-def _known_without(data_type: exp.DataType | None, kinds) -> bool:
+def _known_without(data_type: exp.DataType | None, kinds: Set[DType]) -> bool:
     """``data_type`` is known, and neither it nor a type nested in it is one of ``kinds``."""
     known = _known(data_type)
     return known is not None and not any(
@@ -386,7 +393,8 @@ def _movable(expression: exp.Expr) -> bool:
 
 def _split(conjuncts: list[exp.Expr], move: Move) -> tuple[list[exp.Expr], list[exp.Expr]]:
     """The conjuncts that move (as ``move`` rewrites them), and those that stay."""
-    moved, kept = [], []
+    moved: list[exp.Expr] = []
+    kept: list[exp.Expr] = []
     for conjunct in conjuncts:
         rewritten = move(conjunct)
         if rewritten is None:

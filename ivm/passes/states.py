@@ -136,7 +136,9 @@ def split_lookups(
         if not (isinstance(new, Project) and isinstance(new.input, Join) and new.input.kind.lookup):
             return new
         fact, chain = lookup_chain(new.input)
-        joined, found, inner = fact, [], []
+        joined: Relation = fact
+        found: list[tuple[str, exp.Expr]] = []
+        inner: list[str] = []
         for number, lookup in enumerate(chain):
             dimension = lookup.inputs[1]
             (alias,) = aliases_of(dimension)
@@ -163,14 +165,17 @@ def split_lookups(
             StatePlan(
                 table,
                 Project(
-                    joined, tuple((s, e) for s, (_, e) in zip(stored, new.columns + tuple(found)))
+                    joined,
+                    tuple(
+                        (s, e) for s, (_, e) in zip(stored, new.columns + tuple(found), strict=True)
+                    ),
                 ),
             )
         )
         alias = f"state{number}"
         read: Relation = Scan(table, alias, tuple(stored))
         if inner:
-            kept = dict(zip(names, stored))
+            kept = dict(zip(names, stored, strict=True))
             read = Filter(
                 read,
                 exp.and_(
@@ -183,7 +188,9 @@ def split_lookups(
         return Project(
             read,
             tuple(
-                (n, exp.column(s, alias)) for n, s in zip(names, stored) if n in dict(new.columns)
+                (n, exp.column(s, alias))
+                for n, s in zip(names, stored, strict=True)
+                if n in dict(new.columns)
             ),
         )
 
@@ -221,13 +228,16 @@ def split_states(
         states.append(
             StatePlan(
                 table,
-                Project(named.input, tuple((s, e) for s, (_, e) in zip(stored, named.columns))),
+                Project(
+                    named.input,
+                    tuple((s, e) for s, (_, e) in zip(stored, named.columns, strict=True)),
+                ),
             )
         )
         alias = f"state{number}"
         return Project(
             Scan(table, alias, tuple(stored)),
-            tuple((n, exp.column(s, alias)) for n, s in zip(names, stored)),
+            tuple((n, exp.column(s, alias)) for n, s in zip(names, stored, strict=True)),
         )
 
     return visit(plan), tuple(states)

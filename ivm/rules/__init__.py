@@ -23,10 +23,10 @@ from ivm.rules import (
     union,
     window,
 )
-from ivm.rules.base import Kind, Rule
+from ivm.rules.base import AnyRule, Derivation, Kind, Rule
 from ivm.rules.maintenance import Maintenance
 
-RULES: dict[type, Rule] = {
+RULES: dict[type[Relation], Rule[Derivation]] = {
     r.operator: r
     for r in (
         scan.RULE,
@@ -48,12 +48,12 @@ VIEW_RULES = (aggregate.RULE, distinct.RULE, integrate.RULE, lookup.RULE)
 """Rules that decide how a view is stored, applied at the root."""
 
 
-def differentiate(node) -> Union:
+def differentiate(node: Relation) -> Union:
     """The delta of ``node``: a sum of terms over changes and snapshots of its sources."""
     return RULES[type(node)].derive(node, differentiate)
 
 
-def maintain(plan, name: str | None = None) -> Maintenance:
+def maintain(plan: Relation, name: str | None = None) -> Maintenance:
     """How the view defined by ``plan`` (named ``name``) is stored, filled from scratch, and
     updated.
 
@@ -77,7 +77,7 @@ def maintain(plan, name: str | None = None) -> Maintenance:
     return integrate.maintain_rows(plan, differentiate, name=name)
 
 
-def rule_for(node: Relation) -> Rule | None:
+def rule_for(node: Relation) -> AnyRule | None:
     """The rule that handles ``node`` inside a plan (for explain); None for a node that only
     rules build, inside a delta."""
     match node:

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ivm.ir import Aggregate, Filter, Project, Union
-from ivm.rules.base import Kind, Rule, copies, terms, weighted_project
+from ivm.ir import Aggregate, AggregateCall, Filter, Project, Relation, Union
+from ivm.rules.base import Differentiate, Kind, Rule, copies, terms, weighted_project
 from ivm.rules.keyed import recompute
 from ivm.rules.maintenance import Maintenance
 from ivm.store import ROWS, Accumulator, Store
@@ -69,12 +69,13 @@ class _Accumulators:
         return f"{BOOKKEEPING_PREFIX}arg{self._index(argument)}"
 
 
-def _value(call, accs: _Accumulators) -> exp.Expr:
+def _value(call: AggregateCall, accs: _Accumulators) -> exp.Expr:
     """The aggregate's value as an expression over accumulator columns."""
     if call.function == "count":
         return exp.column(
             (ROWS if call.argument is None else accs.get("nonnull", call.argument)).name
         )
+    assert call.argument is not None  # SUM and AVG, the other invertible calls, take one
     total = accs.get("sum", call.argument, call.decimal)
     if call.function == "sum":
         return exp.column(total.name)
@@ -96,7 +97,7 @@ def _value(call, accs: _Accumulators) -> exp.Expr:
     )
 
 
-def _unit_weights(change, names: tuple[str, ...]) -> Project:
+def _unit_weights(change: Relation, names: tuple[str, ...]) -> Project:
     """``change`` with each row of weight w repeated |w| times at weight sign(w)."""
     weight = exp.column(WEIGHT)
     sign = exp.If(
@@ -114,14 +115,14 @@ def _unit_weights(change, names: tuple[str, ...]) -> Project:
     )
 
 
-def maintain_aggregate(plan: Project, differentiate) -> Maintenance:
+def maintain_aggregate(plan: Project, differentiate: Differentiate) -> Maintenance:
     aggregate = plan.input
     assert isinstance(aggregate, Aggregate)  # the rule of a GROUP BY under its projection
     accs = _Accumulators()
     values = {name: _value(call, accs) for name, call in aggregate.calls}
 
     # A key the view selects as is is stored under the view's column name; others are hidden.
-    key_columns = {}
+    key_columns: dict[str, str] = {}
     for key_name, _ in aggregate.keys:
         key_columns[key_name] = next(
             (
@@ -200,13 +201,13 @@ def maintain_aggregate(plan: Project, differentiate) -> Maintenance:
     return Maintenance(store, full, Filter(grouped, touched), RULE)
 
 
-def derive_keyed_aggregate(node: Aggregate, differentiate) -> Union:
+def derive_keyed_aggregate(node: Aggregate, differentiate: Differentiate) -> Union:
     """Δ of a GROUP BY inside a plan: recompute the groups the change touches."""
-    return recompute(
-        [(node.input, [e for _, e in node.keys])],
-        lambda rows: Aggregate(rows, node.keys, node.calls),
-        differentiate,
-    )
+
+    def rebuilt(rows: Relation) -> Relation:
+        return Aggregate(rows, node.keys, node.calls)
+
+    return recompute([(node.input, [e for _, e in node.keys])], rebuilt, differentiate)
 
 
 KEYED_RULE = Rule(

@@ -59,7 +59,7 @@ from ivm.ir import (
     columns,
     with_children,
 )
-from ivm.rules.base import COPY, Kind, Rule, copies, terms, weighted_project
+from ivm.rules.base import COPY, Differentiate, Kind, Rule, copies, terms, weighted_project
 from ivm.rules.join import reads_only_change
 from ivm.rules.keyed import affected_keys, restricted
 from ivm.store import EXACT_TYPES
@@ -72,7 +72,7 @@ NOT_INSERTS = "ivm: a change read as inserts only removes rows"
 a row of negative weight (it never should)."""
 
 
-def appended(plan: Relation, differentiate, view: str) -> Relation | None:
+def appended(plan: Relation, differentiate: Differentiate, view: str) -> Relation | None:
     """The change of the view ``plan`` (named ``view``, whose store it reads) as view rows
     with their weights, for changes that insert rows only; None where the rules do not
     apply."""
@@ -219,7 +219,7 @@ def _over_store(key: exp.Expr, operator: Window | Aggregate, exposed: dict[str, 
 def _as_rows(change: Union, named: list[tuple[str, exp.Expr]]) -> list[Relation]:
     """The rows of ``change``, each term projected on ``named``, a row of weight w repeated
     w times (a negative weight fails the refresh)."""
-    rows = []
+    rows: list[Relation] = []
     for term in terms(change):
         weighted = weighted_project(term, named)
         weight = exp.column(WEIGHT)

@@ -8,10 +8,10 @@ least one ``DELTA`` scan. The weight of a row of a term is the product of the we
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
-from typing import assert_never
+from typing import Any, Generic, TypeVar, assert_never
 
 from sqlglot import exp
 
@@ -46,19 +46,36 @@ class Kind(Enum):
     LOOKUP = "lookup"  # ΔF enriched once; its state's rows at the changed facts
 
 
-@dataclass(frozen=True)
-class Rule:
-    """A derivative rule: the operator it applies to, its traits, and its derivation."""
+Differentiate = Callable[[Relation], Union]
+"""The delta of any plan (:func:`ivm.rules.differentiate`): a rule derives its operator's delta
+from its inputs'."""
 
-    operator: type
+Derive = TypeVar("Derive", bound=Callable[..., object], covariant=True)
+
+
+@dataclass(frozen=True)
+class Rule(Generic[Derive]):
+    """A derivative rule: the operator it applies to, its traits, and its derivation (a
+    :data:`Derivation`, or for a rule that decides how a whole view is stored, the function
+    that returns its :class:`~ivm.rules.maintenance.Maintenance`)."""
+
+    operator: type[Relation]
     name: str
     kind: Kind
     formula: str
     reads: str
-    derive: Callable
+    derive: Derive
 
 
-def terms(delta: Union) -> tuple:
+Derivation = Callable[[Any, Differentiate], Union]
+"""A rule's derivative: its operator's node (each rule takes its own type) and the
+derivative of the inputs, to the node's delta."""
+
+AnyRule = Rule[Callable[..., object]]
+"""A rule of either kind."""
+
+
+def terms(delta: Union) -> tuple[Relation, ...]:
     """The terms of a delta."""
     return delta.inputs
 
@@ -98,7 +115,7 @@ def weight_of(term: Relation) -> exp.Expr | None:
             assert_never(term)
 
 
-def weighted_project(term, columns) -> Project:
+def weighted_project(term: Relation, columns: Iterable[tuple[str, exp.Expr]]) -> Project:
     """Project ``term`` onto ``columns`` and carry its weight along as :data:`WEIGHT`."""
     weight = weight_of(term)
     if weight is None:

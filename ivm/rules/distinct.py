@@ -21,17 +21,17 @@ from dataclasses import replace
 from sqlglot import exp
 
 from ivm.ir import Distinct, Union, columns
-from ivm.rules.base import Kind, Rule
+from ivm.rules.base import Differentiate, Kind, Rule
 from ivm.rules.integrate import maintain_rows
 from ivm.rules.keyed import recompute
 from ivm.rules.maintenance import Maintenance
 
 
-def maintain_distinct(plan: Distinct, differentiate) -> Maintenance:
+def maintain_distinct(plan: Distinct, differentiate: Differentiate) -> Maintenance:
     return replace(maintain_rows(plan.input, differentiate, repeat_rows=False), rule=RULE)
 
 
-def derive_keyed_distinct(node: Distinct, differentiate) -> Union:
+def derive_keyed_distinct(node: Distinct, differentiate: Differentiate) -> Union:
     """Δ of a DISTINCT inside a plan: recompute the rows the change touches."""
     return recompute(
         [(node.input, [exp.column(name) for name in columns(node.input)])], Distinct, differentiate

@@ -11,10 +11,10 @@
 """
 
 from ivm.ir import Filter, Union
-from ivm.rules.base import Kind, Rule, terms
+from ivm.rules.base import Differentiate, Kind, Rule, terms
 
 
-def derive_filter(node: Filter, differentiate) -> Union:
+def derive_filter(node: Filter, differentiate: Differentiate) -> Union:
     return Union(tuple(Filter(term, node.predicate) for term in terms(differentiate(node.input))))
 
 

@@ -18,10 +18,10 @@ snapshot is read.
 from dataclasses import replace
 
 from ivm.ir import Generate, Union
-from ivm.rules.base import Kind, Rule, terms
+from ivm.rules.base import Differentiate, Kind, Rule, terms
 
 
-def derive_generate(node: Generate, differentiate) -> Union:
+def derive_generate(node: Generate, differentiate: Differentiate) -> Union:
     return Union(tuple(replace(node, input=term) for term in terms(differentiate(node.input))))
 
 

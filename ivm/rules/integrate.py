@@ -18,16 +18,16 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ivm.ir import Aggregate, Filter, Project, columns
+from ivm.ir import Aggregate, Filter, Project, Relation, columns
 from ivm.rules import append
-from ivm.rules.base import Kind, Rule
+from ivm.rules.base import Differentiate, Kind, Rule
 from ivm.rules.maintenance import Maintenance
 from ivm.store import ROWS, Store
 from ivm.zset import COUNT, WEIGHT
 
 
 def maintain_rows(
-    plan, differentiate, repeat_rows: bool = True, name: str | None = None
+    plan: Relation, differentiate: Differentiate, repeat_rows: bool = True, name: str | None = None
 ) -> Maintenance:
     """``name``: the view's, whose store the rules for changes that insert rows only read
     (:mod:`ivm.rules.append`); without it, they are not derived."""
@@ -45,7 +45,7 @@ def maintain_rows(
     )
 
 
-def _consolidated(change, keys) -> Filter:
+def _consolidated(change: Relation, keys: tuple[tuple[str, exp.Expr], ...]) -> Filter:
     """The weighted rows of ``change`` summed per view row, those that change its count."""
     counted = Aggregate(change, keys, ((COUNT, ROWS.change_call(None, exp.column(WEIGHT))),))
     return Filter(counted, exp.NEQ(this=exp.column(COUNT), expression=exp.Literal.number(0)))

@@ -41,7 +41,9 @@ One without an equality in its ON has no key, and is recomputed whole when an in
 >>> def show(delta):
 ...     return [" ⋈ ".join(read(x) for x in term.inputs) for term in delta.inputs]
 >>> show(differentiate(Join((r, s, t), exp.condition("r.k = s.k AND s.k = t.k"))))
-['r:delta ⋈ (s:after⋉Δ − s:delta) ⋈ (t:after − t:delta)', 'r:after⋉Δ ⋈ s:delta ⋈ (t:after⋉Δ − t:delta)', 'r:after ⋈ s:after⋉Δ ⋈ t:delta']
+['r:delta ⋈ (s:after⋉Δ − s:delta) ⋈ (t:after − t:delta)',
+ 'r:after⋉Δ ⋈ s:delta ⋈ (t:after⋉Δ − t:delta)',
+ 'r:after ⋈ s:after⋉Δ ⋈ t:delta']
 
 An input whose change reads snapshots itself (here an aggregate) is read before the change:
 
@@ -59,6 +61,7 @@ from ivm.ir import (
     Join,
     JoinKind,
     Project,
+    Relation,
     Scan,
     Subquery,
     Union,
@@ -67,19 +70,19 @@ from ivm.ir import (
     equalities,
     reading,
 )
-from ivm.rules.base import Kind, Rule, terms, weight_of
+from ivm.rules.base import Differentiate, Kind, Rule, terms, weight_of
 from ivm.rules.keyed import affected_keys, recompute, restricted
 from ivm.zset import WEIGHT, Read
 
 
-def derive_join(node: Join, differentiate) -> Union:
+def derive_join(node: Join, differentiate: Differentiate) -> Union:
     if node.kind.lookup:  # never differentiated: its state is split off (ivm.passes.states)
         raise TypeError("a lookup join is maintained by its state table")
     if node.kind is not JoinKind.INNER:
         return derive_keyed_join(node, differentiate)
     inputs = node.inputs
 
-    def snapshot(x, read: Read, term, changed):
+    def snapshot(x: Relation, read: Read, term: Relation, changed: Relation) -> Relation:
         """``x`` as of ``read``, restricted to the join keys of ``term`` (a change of the
         input ``changed``) where an equality of the ON relates the two."""
         pairs = equalities(node.condition, changed, x) if node.condition is not None else []
@@ -88,7 +91,7 @@ def derive_join(node: Join, differentiate) -> Union:
         keys = affected_keys([(Union((term,)), [c for c, _ in pairs])])
         return restricted(x, read, [s for _, s in pairs], keys)
 
-    def before(x, term, changed):
+    def before(x: Relation, term: Relation, changed: Relation) -> Relation:
         """``x`` before the change, as ``term`` reads it: its snapshot before the change, or,
         where its change reads only its sources' change, ``x' − Δx`` as a derived table of
         ``x``'s name whose rows carry their weight."""
@@ -97,7 +100,7 @@ def derive_join(node: Join, differentiate) -> Union:
         (alias,) = aliases_of(x)
         names = [c.split(".", 1)[1] for c in columns(x)]
 
-        def weighing(relation, weight: exp.Expr) -> Project:
+        def weighing(relation: Relation, weight: exp.Expr) -> Project:
             return Project(
                 relation, tuple((n, exp.column(n, alias)) for n in names) + ((WEIGHT, weight),)
             )
@@ -125,7 +128,7 @@ def derive_join(node: Join, differentiate) -> Union:
     )
 
 
-def reads_only_change(node) -> bool:
+def reads_only_change(node: Relation) -> bool:
     """Whether the change of ``node`` reads nothing but its sources' change: a table under
     filters, projections and derived-table names, whose rule is linear."""
     match node:
@@ -137,14 +140,16 @@ def reads_only_change(node) -> bool:
             return False
 
 
-def derive_keyed_join(node: Join, differentiate) -> Union:
+def derive_keyed_join(node: Join, differentiate: Differentiate) -> Union:
     left, right = node.inputs
     # Without an equality there is no key: K is "everything" whenever an input changed.
     pairs = equalities(node.condition, left, right) if node.condition is not None else []
+
+    def rejoined(a: Relation, b: Relation) -> Relation:
+        return Join((a, b), node.condition, node.kind)
+
     return recompute(
-        [(left, [l for l, _ in pairs]), (right, [r for _, r in pairs])],
-        lambda l, r: Join((l, r), node.condition, node.kind),
-        differentiate,
+        [(left, [a for a, _ in pairs]), (right, [b for _, b in pairs])], rejoined, differentiate
     )
 
 

@@ -20,6 +20,10 @@ other, an inner lookup keeping the rows its dimension matched.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import TypeGuard
+
 from sqlglot import exp
 
 from ivm.ir import (
@@ -41,7 +45,7 @@ from ivm.ir import (
     lookup_chain,
     reading,
 )
-from ivm.rules.base import Kind, Rule, terms, weighted_project
+from ivm.rules.base import Differentiate, Kind, Rule, terms, weighted_project
 from ivm.rules.join import derive_join
 from ivm.rules.keyed import affected_keys, key_names
 from ivm.rules.maintenance import Maintenance
@@ -53,12 +57,12 @@ FACTS = f"{BOOKKEEPING_PREFIX}facts"
 """The number of fact rows with a value, as of before the change."""
 
 
-def is_lookup_state(plan: Relation) -> bool:
+def is_lookup_state(plan: Relation) -> TypeGuard[Project]:
     """``plan`` is the state of lookup joins: their projection."""
     return isinstance(plan, Project) and isinstance(plan.input, Join) and plan.input.kind.lookup
 
 
-def _same(names, left: str, right: str) -> exp.Expr:
+def _same(names: Sequence[str], left: str, right: str) -> exp.Expr:
     """Null-safe equality of the columns ``names`` of two aliases."""
     return (
         exp.and_(
@@ -72,7 +76,7 @@ def _same(names, left: str, right: str) -> exp.Expr:
     )
 
 
-def maintain_lookup(plan: Project, differentiate, table: str) -> Maintenance:
+def maintain_lookup(plan: Project, differentiate: Differentiate, table: str) -> Maintenance:
     """The store and refresh of the lookup state ``plan`` (named ``table``)."""
     fact, chain = lookup_chain(plan.input)
     own = set(aliases_of(fact))
@@ -88,7 +92,12 @@ def maintain_lookup(plan: Project, differentiate, table: str) -> Maintenance:
     change = Union(tuple(weighted_project(term, facts) for term in terms(differentiate(fact))))
     stored = Scan(table, STORED, names + (COUNT,), Read.STORE)
     affected = Distinct(
-        Project(change, tuple(zip(key_names(len(fact_names)), (exp.column(n) for n in fact_names))))
+        Project(
+            change,
+            tuple(
+                zip(key_names(len(fact_names)), (exp.column(n) for n in fact_names), strict=True)
+            ),
+        )
     )
     counted = Aggregate(
         Restrict(
@@ -112,9 +121,10 @@ def maintain_lookup(plan: Project, differentiate, table: str) -> Maintenance:
     by_expression = {e: name for name, e in facts}
 
     def over_change(expression: exp.Expr, alias: str | None = CHANGE) -> exp.Expr:
-        return expression.copy().transform(
-            lambda n: exp.column(by_expression[n], alias) if n in by_expression else n
-        )
+        def replaced(node: exp.Expr) -> exp.Expr:
+            return exp.column(by_expression[node], alias) if node in by_expression else node
+
+        return expression.copy().transform(replaced)
 
     enriched: Relation = Join(
         (Subquery(change, CHANGE), stored), _same(fact_names, CHANGE, STORED), JoinKind.ANTI
@@ -122,7 +132,7 @@ def maintain_lookup(plan: Project, differentiate, table: str) -> Maintenance:
     for lookup in chain:
         condition = over_change(lookup.condition) if lookup.condition is not None else None
         enriched = Join(
-            (enriched, _at_keys(lookup, change, own, lambda e: over_change(e, None))),
+            (enriched, _at_keys(lookup, change, own, partial(over_change, alias=None))),
             condition,
             JoinKind.LEFT,
         )
@@ -142,7 +152,12 @@ def maintain_lookup(plan: Project, differentiate, table: str) -> Maintenance:
     return Maintenance(store, full, delta, RULE)
 
 
-def _at_keys(lookup: Join, change: Union, facts: set[str], over_change) -> Relation:
+def _at_keys(
+    lookup: Join,
+    change: Union,
+    facts: set[str],
+    over_change: Callable[[exp.Expr], exp.Expr],
+) -> Relation:
     """The dimension of ``lookup`` as of after the change, restricted to the keys its
     condition's equalities take from the fact values in ``change`` (where it has such
     equalities): the rows the new fact values can meet, and files Delta can skip."""

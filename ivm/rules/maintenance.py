@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ivm.ir import Relation
-from ivm.rules.base import Rule
+from ivm.rules.base import AnyRule
 from ivm.store import Store
 
 
@@ -20,5 +20,5 @@ class Maintenance:
     store: Store
     full: Relation
     delta: Relation
-    rule: Rule
+    rule: AnyRule
     inserts_only: Relation | None = None

@@ -13,10 +13,10 @@ Projection keeps duplicates, so the weight of an output row is the weight of its
 """
 
 from ivm.ir import Project, Union
-from ivm.rules.base import Kind, Rule, terms, weighted_project
+from ivm.rules.base import Differentiate, Kind, Rule, terms, weighted_project
 
 
-def derive_project(node: Project, differentiate) -> Union:
+def derive_project(node: Project, differentiate: Differentiate) -> Union:
     return Union(
         tuple(weighted_project(term, node.columns) for term in terms(differentiate(node.input)))
     )

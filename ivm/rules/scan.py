@@ -13,11 +13,11 @@ weights of identical rows summed and zeros dropped.
 """
 
 from ivm.ir import Scan, Union
-from ivm.rules.base import Kind, Rule
+from ivm.rules.base import Differentiate, Kind, Rule
 from ivm.zset import Read
 
 
-def derive_scan(node: Scan, differentiate) -> Union:
+def derive_scan(node: Scan, differentiate: Differentiate) -> Union:
     return Union((node.reading(Read.DELTA),))
 
 

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ivm.ir import SetOperation, Union, columns
-from ivm.rules.base import Kind, Rule
+from ivm.ir import Relation, SetOperation, Union, columns
+from ivm.rules.base import Differentiate, Kind, Rule
 from ivm.rules.keyed import recompute
 
 
-def derive_set_operation(node: SetOperation, differentiate) -> Union:
+def derive_set_operation(node: SetOperation, differentiate: Differentiate) -> Union:
     keys = [exp.column(name) for name in columns(node.left)]
-    return recompute(
-        [(node.left, keys), (node.right, keys)],
-        lambda left, right: SetOperation(left, right, node.kind, node.all),
-        differentiate,
-    )
+
+    def rebuilt(left: Relation, right: Relation) -> Relation:
+        return SetOperation(left, right, node.kind, node.all)
+
+    return recompute([(node.left, keys), (node.right, keys)], rebuilt, differentiate)
 
 
 RULE = Rule(

@@ -5,10 +5,10 @@ is the change of its query, under the same alias.
 """
 
 from ivm.ir import Subquery, Union
-from ivm.rules.base import Kind, Rule, terms
+from ivm.rules.base import Differentiate, Kind, Rule, terms
 
 
-def derive_subquery(node: Subquery, differentiate) -> Union:
+def derive_subquery(node: Subquery, differentiate: Differentiate) -> Union:
     return Union(tuple(Subquery(term, node.alias) for term in terms(differentiate(node.input))))
 
 

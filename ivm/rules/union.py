@@ -6,10 +6,10 @@
 """
 
 from ivm.ir import Union
-from ivm.rules.base import Kind, Rule, terms
+from ivm.rules.base import Differentiate, Kind, Rule, terms
 
 
-def derive_union(node: Union, differentiate) -> Union:
+def derive_union(node: Union, differentiate: Differentiate) -> Union:
     return Union(tuple(t for branch in node.inputs for t in terms(differentiate(branch))))
 
 

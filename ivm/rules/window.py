@@ -18,17 +18,16 @@ order of tied rows is a valid answer of the query, and a fixed one keeps refresh
 
 from __future__ import annotations
 
-from ivm.ir import Union, Window
-from ivm.rules.base import Kind, Rule
+from ivm.ir import Relation, Union, Window
+from ivm.rules.base import Differentiate, Kind, Rule
 from ivm.rules.keyed import recompute
 
 
-def derive_window(node: Window, differentiate) -> Union:
-    return recompute(
-        [(node.input, list(node.partition))],
-        lambda rows: Window(rows, node.partition, node.functions),
-        differentiate,
-    )
+def derive_window(node: Window, differentiate: Differentiate) -> Union:
+    def rebuilt(rows: Relation) -> Relation:
+        return Window(rows, node.partition, node.functions)
+
+    return recompute([(node.input, list(node.partition))], rebuilt, differentiate)
 
 
 RULE = Rule(

@@ -15,7 +15,21 @@ In a pytest suite (``spark`` a SparkSession fixture, from ``ivm.spark_session()`
 
 A failure raises :class:`ViewCheckFailed`, an AssertionError whose message holds the
 differing rows and the reproduction script (also its ``reproduction``).
+
+Hypothesis draws the scenarios: it comes with ivm's ``testing`` extra
+(``pip install 'ivm[testing]'``), and without it importing this package raises
+:class:`~ivm.errors.MissingExtra`, saying so.
 """
+
+try:
+    import hypothesis  # noqa: F401  (drawn sources and changes; an extra, not a dependency)
+except ImportError as missing:
+    from ivm.errors import MissingExtra
+
+    raise MissingExtra(
+        "ivm.testing (ivm check) needs Hypothesis, which is not installed",
+        hint="pip install 'ivm[testing]'",
+    ) from missing
 
 from ivm.testing.check import Checked, ViewCheckFailed, check_view
 from ivm.testing.data import Scenario, Source, UnsupportedType, scenarios, sources

@@ -13,7 +13,8 @@ Changes are drawn as the DML a user would run, so a falsifying example reads as 
     ...                   "SELECT status, COUNT(*) AS n FROM orders WHERE status = 'shipped' "
     ...                   "GROUP BY status")
     >>> orders.columns[1]
-    Column(name='status', type='STRING', values=('x', "it's", 'dq"x', '', 'ß', 'shipped'), nullable=True, key=True)
+    Column(name='status', type='STRING', values=('x', "it's", 'dq"x', '', 'ß', 'shipped'),
+           nullable=True, key=True)
     >>> insert(orders, [(0, "it's"), (None, None)])
     "INSERT INTO orders VALUES (0, 'it\\\\'s'), (NULL, NULL)"
 """
@@ -521,7 +522,8 @@ def create_table(source: Source) -> str:
     """The source as a Delta table with its change data feed on.
 
     >>> create_table(Source("t", (Column("order", "INT", (0,), nullable=False),)))
-    'CREATE TABLE t (`order` INT NOT NULL) USING DELTA TBLPROPERTIES (delta.enableChangeDataFeed = true)'
+    'CREATE TABLE t (`order` INT NOT NULL) USING DELTA
+     TBLPROPERTIES (delta.enableChangeDataFeed = true)'
     """
     columns = ", ".join(
         f"{quote(c.name)} {c.type}" + " NOT NULL" * (not c.nullable) for c in source.columns

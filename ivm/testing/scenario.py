@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 
 from ivm.names import internal_database, quote
 from ivm.runtime.commands.statements import sql as ivm_sql
@@ -292,10 +293,10 @@ def run_scenario(
             for statement in batch:
                 apply(statement)
             when = f"after the refresh of batch {i} {batch}"
-            results = maintain(lambda: refresh_views(spark, views, spelled=spelled), when, i + 1)
+            results = maintain(partial(refresh_views, spark, views, spelled=spelled), when, i + 1)
             log(f"batch {i}: " + "; ".join(str(r) for r in results or ()))
             maintain(
-                lambda: check_views(spark, views, when, created, detail=detail, batches=i + 1),
+                partial(check_views, spark, views, when, created, detail=detail, batches=i + 1),
                 when,
                 i + 1,
             )

@@ -234,7 +234,8 @@ def duck(query: exp.Expr) -> str:
 
     >>> duck(sqlglot.parse_one("SELECT k, g.v FROM s LATERAL VIEW OUTER explode(tags) g AS v",
     ...                        read="spark"))
-    'SELECT k, g.v FROM s LEFT JOIN LATERAL (SELECT __element AS v FROM UNNEST(tags) AS u(__element)) AS g(v) ON TRUE'
+    'SELECT k, g.v FROM s LEFT JOIN LATERAL
+     (SELECT __element AS v FROM UNNEST(tags) AS u(__element)) AS g(v) ON TRUE'
     """
     query = query.copy()
     for rewrite in SPARK_MEANING:
@@ -295,7 +296,9 @@ def load(
     data = [
         tuple(list(v) if isinstance(v, tuple) else v for v in row)  # an ARRAY's values
         + ((weight,) if weights is not None else ())
-        for row, weight in zip(rows, weights if weights is not None else [None] * len(rows))
+        for row, weight in zip(
+            rows, weights if weights is not None else [None] * len(rows), strict=True
+        )
     ]
     if data:  # one statement: DuckDB runs executemany's statement once per row
         marks = ", ".join([f"({', '.join('?' * len(data[0]))})"] * len(data))
@@ -310,7 +313,7 @@ def _project(table_columns: Sequence[tuple[str, str]], used: Sequence[str], rows
     names = [name.lower() for name, _ in table_columns]
     at = [names.index(column) for column in used]
     return (
-        [(column, table_columns[i][1]) for column, i in zip(used, at)],
+        [(column, table_columns[i][1]) for column, i in zip(used, at, strict=True)],
         [tuple(row[i] for i in at) for row in rows],
     )
 

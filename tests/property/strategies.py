@@ -537,7 +537,7 @@ class SetOperation:
 
     @property
     def columns(self) -> tuple[Expr, ...]:
-        pairs = zip(self.left.outputs, self.right.outputs)
+        pairs = zip(self.left.outputs, self.right.outputs, strict=True)
         return tuple(
             Expr(output(i), wider(a.type, b.type), tuple(dict.fromkeys(a.domain + b.domain)))
             for i, (a, b) in enumerate(pairs)
@@ -686,7 +686,8 @@ def to_sql(relation) -> Query:
     >>> join = Select((LEAVES[0], LEAVES[1]), (Expr("{1}.d", "STRING", ()),),
     ...               join="LEFT JOIN", on=Expr("{0}.k = {1}.k", "BOOLEAN", ()))
     >>> to_sql(Select((join,), (Expr("COUNT(*)", "BIGINT", ()),), group=())).sql
-    'SELECT COUNT(*) AS x0 FROM (SELECT q3.d AS x0 FROM r AS q2 LEFT JOIN s AS q3 ON q2.k = q3.k) AS q1'
+    'SELECT COUNT(*) AS x0 FROM
+     (SELECT q3.d AS x0 FROM r AS q2 LEFT JOIN s AS q3 ON q2.k = q3.k) AS q1'
 
     Spark runs no QUALIFY: the oracle filters a derived table instead.
 
@@ -696,7 +697,8 @@ def to_sql(relation) -> Query:
     >>> query.sql
     'SELECT q1.a AS x0 FROM r AS q1 QUALIFY ROW_NUMBER() OVER (PARTITION BY q1.k ORDER BY q1.a) = 1'
     >>> query.oracle
-    'SELECT x0 FROM (SELECT q1.a AS x0, ROW_NUMBER() OVER (PARTITION BY q1.k ORDER BY q1.a) AS qualify_rank FROM r AS q1) AS qualified WHERE qualify_rank = 1'
+    'SELECT x0 FROM (SELECT q1.a AS x0, ROW_NUMBER() OVER (PARTITION BY q1.k ORDER BY q1.a)
+     AS qualify_rank FROM r AS q1) AS qualified WHERE qualify_rank = 1'
     """
     if isinstance(relation, Table):
         relation = Select(

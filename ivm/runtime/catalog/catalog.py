@@ -86,7 +86,7 @@ def _store_properties(spark, view: str) -> dict[str, str] | None:
     internal = internal_table(view, STORE_SUFFIX)
     for store in dict.fromkeys([internal, internal_table(view, STORE_SUFFIX, True)]):
         *db, name = split(store)
-        if name.lower() not in once(("stores", *db), lambda: _stores(spark, join(db) or None)):
+        if name.lower() not in once(("stores", *db), partial(_stores, spark, join(db) or None)):
             continue
         properties = DeltaLogReader.of(spark, store).properties()
         if canonical(properties.get(VIEW) or "``") == view:

@@ -1,11 +1,12 @@
 """What each write of a view's store records, and the status and history read back from it.
 
 Every commit ivm makes to a store carries, in Delta's ``userMetadata``, one
-:class:`RefreshRecord` (a CREATE or REFRESH returns a :class:`RefreshResult`): which refresh wrote it, in which mode and why, and the source versions
-the store reflects from then on. Delta keeps the commits, so the refresh history of a view is
-its store's Delta history, and the latest record is where the next refresh starts. A source is
-known by its Delta table id, which the record keeps, so a table dropped and created again under
-the same name is not taken for the one the view read.
+:class:`RefreshRecord` (a CREATE or REFRESH returns a :class:`RefreshResult`): which
+refresh wrote it, in which mode and why, and the source versions the store reflects from then
+on. Delta keeps the commits, so the refresh history of a view is its store's Delta history,
+and the latest record is where the next refresh starts. A source is known by its Delta table
+id, which the record keeps, so a table dropped and created again under the same name is not
+taken for the one the view read.
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def column_difference(
             f"{sides[1]} {len(right)} ({listed(right)})"
         )
     found = []
-    for i, ((name, type_), (other, other_type)) in enumerate(zip(left, right), 1):
+    for i, ((name, type_), (other, other_type)) in enumerate(zip(left, right, strict=True), 1):
         if name.lower() != other.lower():
             found.append(f"column {i} is {name} in {sides[0]}, {other} in {sides[1]}")
         elif type_ != other_type:
@@ -223,7 +223,7 @@ def _match_within(
                 for i, other in enumerate(surplus_right)
                 if all(
                     _same(x, y, n in tolerant, tolerance)
-                    for n, (x, y) in enumerate(zip(row, other))
+                    for n, (x, y) in enumerate(zip(row, other, strict=True))
                 )
             ),
             None,

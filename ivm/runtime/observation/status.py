@@ -107,6 +107,9 @@ def status_table(statuses: list[ViewStatus], now_ms: int | None = None) -> str:
         for s in statuses
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER) - 1)]
-    lines = ["  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[-1]]) for row in rows]
+    lines = [
+        "  ".join([*(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)), row[-1]])
+        for row in rows
+    ]
     lines += [f"warning: {s.view}: {w}" for s in statuses for w in s.warnings]
     return "\n".join(lines)

@@ -111,7 +111,9 @@ def repair_catalog_view(
     earlier definition or for other types of the store's columns (``store``: its schema)."""
     wanted = [
         (name, store[column].dataType)
-        for name, column in zip(spelled_columns(compiled, properties), compiled.store.view_columns)
+        for name, column in zip(
+            spelled_columns(compiled, properties), compiled.store.view_columns, strict=True
+        )
     ]
     try:
         shown = [(f.name, f.dataType) for f in spark.table(view).schema]

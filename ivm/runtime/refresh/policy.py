@@ -162,7 +162,8 @@ class CostModel:
         module's docstring); and the prediction in words.
 
         >>> CostModel(1e6, ((100, 3.0),)).before_reading(200, 2_000_000)[1]
-        'an incremental refresh of a change of 100 B took 3.00 s, a full recompute is predicted 2.00 s (1.9 MiB at 976.6 KiB/s)'
+        'an incremental refresh of a change of 100 B took 3.00 s, a full recompute is
+        predicted 2.00 s (1.9 MiB at 976.6 KiB/s)'
         >>> CostModel(1e6, ((100, 3.0),)).before_reading(49, 2_000_000)[0] is None
         True
         """
@@ -198,7 +199,8 @@ class CostModel:
         at least the ``full_bytes`` of recomputing (rule 2); and the prediction in words.
 
         >>> CostModel().after_planning(3_000_000, 2_000_000)[0].reason
-        'a full recompute is predicted cheaper: the delta query reads 2.9 MiB, a full recompute 1.9 MiB'
+        'a full recompute is predicted cheaper: the delta query reads 2.9 MiB, a full
+        recompute 1.9 MiB'
         """
         if reason := self._unpredicted(full_bytes, min_bytes):
             return None, reason

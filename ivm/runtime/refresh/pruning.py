@@ -27,6 +27,7 @@ import datetime
 from dataclasses import replace
 from decimal import Decimal
 from functools import reduce
+from itertools import pairwise
 
 from pyspark.sql import Window
 from pyspark.sql import functions as F
@@ -234,9 +235,7 @@ def _ranges(values: list) -> list[tuple[exp.Expr, exp.Expr]]:
             step = len(values) / MAX_RANGES
             cuts = [round(step * k) for k in range(1, MAX_RANGES)]
     bounds = [0, *cuts, len(values)]
-    return [
-        (_literal_of(values[a]), _literal_of(values[b - 1])) for a, b in zip(bounds, bounds[1:])
-    ]
+    return [(_literal_of(values[a]), _literal_of(values[b - 1])) for a, b in pairwise(bounds)]
 
 
 def _literal_of(value) -> exp.Expr:

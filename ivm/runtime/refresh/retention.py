@@ -53,6 +53,7 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from ivm.runtime.catalog.catalog import STATE_OF, store_properties
 from ivm.runtime.catalog.history import RefreshRecord
@@ -97,7 +98,7 @@ def interval_seconds(value: str) -> float | None:
     if not words or len(words) % 2:
         return None
     total = 0.0
-    for amount, unit in zip(words[::2], words[1::2]):
+    for amount, unit in zip(words[::2], words[1::2], strict=True):
         seconds = _UNIT_SECONDS.get(unit.removesuffix("s"))
         try:
             number = float(amount)
@@ -372,7 +373,7 @@ def unconsumed(spark, record: RefreshRecord) -> list[Unconsumed]:
         replaced = replaced_source(record.table_ids, {source: log.table_id()}) is not None
         after = -1 if replaced else consumed
         commits = (
-            once(("commits", table, after, latest), lambda: log.commits(after, latest))
+            once(("commits", table, after, latest), partial(log.commits, after, latest))
             if latest > after
             else []
         )
@@ -380,7 +381,7 @@ def unconsumed(spark, record: RefreshRecord) -> list[Unconsumed]:
         gone_from = (
             once(
                 ("change files gone", table, after, latest),
-                lambda: log.first_missing_change(after, latest),
+                partial(log.first_missing_change, after, latest),
             )
             if commits
             else None

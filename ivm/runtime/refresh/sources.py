@@ -12,7 +12,7 @@ keeps duplicates, for ``_ivm_count`` of them, so its change weighs ``±_ivm_coun
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -276,19 +276,25 @@ def bind(
     return bound
 
 
+def _snapshots(spark, table: str, columns, repeats: bool | None) -> Callable[[int], DataFrame]:
+    """``table``'s snapshot at a version, a version read twice resolved once."""
+    resolved: dict[int, DataFrame] = {}
+
+    def at(version: int) -> DataFrame:
+        if version not in resolved:
+            resolved[version] = snapshot(spark, table, columns, version, repeats)
+        return resolved[version]
+
+    return at
+
+
 def _bind_each(
     spark, sources, before, after, wrap, reads, bound: Bound, change_bytes: int | None
 ) -> None:
     for i, (table, columns) in enumerate(sources.items()):
         repeats = upstream_repeats_rows(spark, table)
         wanted = reads.get(table, ())
-        resolved: dict[int, DataFrame] = {}  # a version read twice is resolved once
-
-        def at(version: int) -> DataFrame:
-            if version not in resolved:
-                resolved[version] = snapshot(spark, table, columns, version, repeats)
-            return resolved[version]
-
+        at = _snapshots(spark, table, columns, repeats)
         frames = {}
         if before is None or Read.AFTER in wanted:
             frames[Read.AFTER] = at(after[table])

@@ -26,6 +26,7 @@ import logging
 import os
 import re
 import shlex
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +134,7 @@ def _submit_args_conf(submit_args: str) -> dict[str, str]:
     """
     result: dict[str, str] = {}
     args = shlex.split(submit_args)
-    for option, value in zip(args, args[1:] + [""]):
+    for option, value in pairwise([*args, ""]):  # each argument and the next
         if option in ("--conf", "-c") and "=" in value:
             k, v = value.split("=", 1)
             result[k] = v

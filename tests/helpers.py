@@ -1,0 +1,36 @@
+"""What the Spark tests share: a view compared with its query, a table's Delta history, the
+commits ivm made to a view's store, and the sales view of the ``shop`` fixture
+(tests/conftest.py). Delta facts are in cdf.py."""
+
+from delta.tables import DeltaTable
+
+from ivm.runtime.catalog.catalog import qualified_name, store_name
+
+SALES = (
+    "SELECT c.region, COUNT(*) AS n, SUM(o.amount) AS total FROM orders o "
+    "JOIN customers c ON o.cust_id = c.id WHERE o.status <> 'void' GROUP BY c.region"
+)
+"""A view over the ``shop`` fixture's orders and customers."""
+
+
+def assert_equals_query(spark, view, query):
+    """``view`` has the columns and rows of ``query``, as multisets."""
+    got, want = spark.table(view), spark.sql(query)
+    assert got.columns == want.columns
+    extra, missing = got.exceptAll(want).collect(), want.exceptAll(got).collect()
+    assert not extra and not missing, f"extra rows {extra}, missing rows {missing}"
+
+
+def history(spark, table):
+    """``table``'s Delta history, oldest commit first."""
+    return DeltaTable.forName(spark, table).history().orderBy("version").collect()
+
+
+def rows(spark, view):
+    """``view``'s rows, sorted."""
+    return sorted(tuple(r) for r in spark.table(view).collect())
+
+
+def ivm_commits(spark, view):
+    """The commits of ``view``'s store that carry a refresh record."""
+    return [c for c in history(spark, store_name(qualified_name(spark, view))) if c.userMetadata]
