@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # loaded at run time by __getattr__, on first use
     from ivm.runtime.commands.statements import sql
     from ivm.runtime.observation.changelog import view_changes
     from ivm.runtime.observation.verify import Verification, verify
+    from ivm.runtime.spark.connect import Session
     from ivm.runtime.spark.session import spark_session
 
 _RUNTIME = {
@@ -68,7 +69,7 @@ def compile(
     sql: str,
     schema: Mapping | None = None,
     *,
-    spark=None,
+    spark: Session | None = None,
     default_db: str | None = None,
     name: str | None = None,
 ) -> CompiledView:

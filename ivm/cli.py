@@ -37,10 +37,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ivm.errors import IvmError
 from ivm.runtime.messages import user_message
+
+if TYPE_CHECKING:  # pyspark is imported only once a command needs Spark
+    from ivm.runtime.spark.connect import Session
 
 
 def _session(args):
@@ -447,7 +450,7 @@ def _views_or_all(args, verb: str) -> None:
         raise UsageError(f"no view named: name the views to {verb}, or --all for every one")
 
 
-def _views(spark, args) -> list[str]:
+def _views(spark: Session, args) -> list[str]:
     """The views a command acts on: every materialized view with ``--all``, else those named
     (see :func:`_checked_views`)."""
     from ivm.runtime.catalog.graph import materialized_views
@@ -455,7 +458,7 @@ def _views(spark, args) -> list[str]:
     return materialized_views(spark) if args.all else _checked_views(spark, args.views)
 
 
-def _checked_views(spark, names: list[str]) -> list[str]:
+def _checked_views(spark: Session, names: list[str]) -> list[str]:
     """The materialized views ``names`` name, qualified, each once, after checking that every
     one is a materialized view: before any work, one error names every one that is not, and
     what it is instead."""

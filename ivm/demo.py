@@ -14,6 +14,7 @@ from ivm.names import internal_database
 from ivm.runtime.catalog.catalog import catalog_schema
 from ivm.runtime.commands.statements import sql
 from ivm.runtime.observation.verify import verify
+from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.session import spark_session
 
 DATABASE = "ivm_demo"
@@ -62,12 +63,12 @@ CHANGES = [
 ]
 
 
-def _show(spark, title: str) -> None:
+def _show(spark: Session, title: str) -> None:
     print(f"\n{title}")
     spark.sql(f"SELECT * FROM {VIEW} ORDER BY region").show(truncate=False)
 
 
-def _verify(spark) -> None:
+def _verify(spark: Session) -> None:
     verdict = verify(spark, VIEW)
     print(f"verify: {verdict}")
     if not verdict.equal:

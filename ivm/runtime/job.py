@@ -25,6 +25,7 @@ from py4j.protocol import Py4JJavaError
 from ivm.errors import CatalogError, SetupError, StaleJob
 from ivm.job import steps as compiled_steps
 from ivm.runtime.messages import user_message
+from ivm.runtime.spark.connect import Session, driver_jvm
 from ivm.runtime.spark.session import DELTA_EXTENSION
 
 EXIT_FAILED = 1
@@ -70,7 +71,7 @@ def _check_steps(compiled, steps: dict[str, str]) -> None:
         )
 
 
-def _check_classpath(spark) -> None:
+def _check_classpath(spark: Session) -> None:
     """Under spark-submit the JVM starts before this code, so what it needs must be on its
     classpath from the start: Delta, and Derby's client driver for a served catalog."""
     from ivm.runtime.spark.jars import delta_packages
@@ -80,7 +81,7 @@ def _check_classpath(spark) -> None:
         # Spark's class loader, which holds the jars of --packages (the system one does not).
         # A class whose superclass is missing fails to link instead of "not loadable".
         try:
-            return spark._jvm.org.apache.spark.util.Utils.classIsLoadable(name)
+            return driver_jvm(spark).org.apache.spark.util.Utils.classIsLoadable(name)
         except Py4JJavaError:
             return False
 

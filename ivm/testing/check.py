@@ -35,6 +35,7 @@ from ivm.frontend.parse import canonical_name, parse_query, referenced_tables, r
 from ivm.frontend.statements import parse_statement
 from ivm.names import join, split
 from ivm.runtime.catalog.catalog import current_database
+from ivm.runtime.spark.connect import Session
 from ivm.testing.data import Scenario, Source, create_table, insert, scenarios, sources
 from ivm.testing.scenario import (
     Approximate,
@@ -83,7 +84,7 @@ class Checked:
 
 
 def check_view(
-    spark,
+    spark: Session,
     sql: str,
     *,
     schema: Mapping | None = None,
@@ -298,7 +299,7 @@ def _size(scenario: Scenario) -> str:
 
 
 def _source_tables(
-    spark, query: str, schema: Mapping | None, database: str
+    spark: Session, query: str, schema: Mapping | None, database: str
 ) -> dict[str, tuple[tuple[str, str], ...]]:
     """``{canonical name: ((column, type), …)}`` of the tables ``query`` reads (those
     without a database in ``database``), from ``schema`` or the catalog."""
@@ -325,7 +326,7 @@ def _source_tables(
     return found
 
 
-def _database(spark, schema: Mapping | None) -> str:
+def _database(spark: Session, schema: Mapping | None) -> str:
     """Where names without a database are: ``default`` in a schema mapping, else the
     session's current database."""
     return "default" if schema is not None else current_database(spark)

@@ -39,6 +39,7 @@ from ivm.runtime.observation.compare import (
     unequal,
 )
 from ivm.runtime.spark import settings as spark_settings
+from ivm.runtime.spark.connect import Session
 from ivm.testing.data import KEYWORDS_RESERVED, Scenario, Source, create_table, insert
 
 
@@ -86,13 +87,13 @@ def oracle(view: View) -> str:
     return view.oracle if isinstance(view, Rewritten) else definition(view)
 
 
-def pinned_settings(spark) -> dict[str, str]:
+def pinned_settings(spark: Session) -> dict[str, str]:
     """The current values of the :data:`PINNED` settings."""
-    return {key: spark.conf.get(key) for key in PINNED}
+    return {key: value for key in PINNED if (value := spark.conf.get(key)) is not None}
 
 
 @contextmanager
-def session_settings(spark, settings: Mapping[str, str]):
+def session_settings(spark: Session, settings: Mapping[str, str]):
     """Run the block under ``settings``; the :data:`PINNED` settings, which the block may
     change too (``SET TIME ZONE``), are put back afterwards."""
     pinned = pinned_settings(spark)
@@ -105,7 +106,7 @@ def session_settings(spark, settings: Mapping[str, str]):
 
 
 @contextmanager
-def scratch_database(spark, prefix: str = "ivm_check"):
+def scratch_database(spark: Session, prefix: str = "ivm_check"):
     """A new database, current for the block, dropped with everything in it afterwards, and
     so is its internal database (its views' stores and state tables)."""
     name = f"{prefix}_{uuid.uuid4().hex[:10]}"
@@ -120,7 +121,9 @@ def scratch_database(spark, prefix: str = "ivm_check"):
         spark.sql(f"DROP DATABASE IF EXISTS {internal_database(name)} CASCADE")
 
 
-def create_sources(spark, sources: Sequence[Source], tables: Mapping[str, list[tuple]]) -> None:
+def create_sources(
+    spark: Session, sources: Sequence[Source], tables: Mapping[str, list[tuple]]
+) -> None:
     """Each of ``sources`` as a Delta table, with its rows in ``tables``."""
     for source in sources:
         spark.sql(create_table(source))
@@ -129,7 +132,7 @@ def create_sources(spark, sources: Sequence[Source], tables: Mapping[str, list[t
 
 
 def mismatches(
-    spark,
+    spark: Session,
     views: Mapping[str, View],
     created: Mapping[str, str] | None = None,
     few_rows: bool = True,
@@ -161,7 +164,7 @@ def mismatches(
     return {name: diff for name, diff in found.items() if diff is not None}
 
 
-def describe(spark, name: str, view: View, found: Difference | str) -> str:
+def describe(spark: Session, name: str, view: View, found: Difference | str) -> str:
     """A wrong view: its definition, and how its columns differ from its oracle's or the
     rows the two hold unequally often."""
     shown = found if isinstance(found, str) else found.table("in view", "in query")
@@ -184,7 +187,7 @@ class InvalidScenario(Exception):
 
 
 def check_views(
-    spark,
+    spark: Session,
     views: Mapping[str, View],
     when: str,
     created: Mapping[str, str] | None = None,
@@ -210,7 +213,7 @@ def check_views(
         )
 
 
-def create_views(spark, views: Mapping[str, View]) -> list:
+def create_views(spark: Session, views: Mapping[str, View]) -> list:
     return [
         ivm_sql(spark, f"CREATE MATERIALIZED VIEW {name} AS {definition(view)}")
         for name, view in views.items()
@@ -218,7 +221,10 @@ def create_views(spark, views: Mapping[str, View]) -> list:
 
 
 def refresh_views(
-    spark, views: Mapping[str, View], full: bool = False, spelled: Callable[[str], str] = str
+    spark: Session,
+    views: Mapping[str, View],
+    full: bool = False,
+    spelled: Callable[[str], str] = str,
 ) -> list:
     """Refresh each view, by its name as ``spelled`` writes it."""
     suffix = " FULL" if full else ""
@@ -226,7 +232,7 @@ def refresh_views(
 
 
 def run_scenario(
-    spark,
+    spark: Session,
     scenario: Scenario,
     sources: Sequence[Source],
     views: Mapping[str, View],
@@ -315,7 +321,7 @@ def run_scenario(
         )
 
 
-def _failing_query(spark, views: Mapping[str, View]) -> str | None:
+def _failing_query(spark: Session, views: Mapping[str, View]) -> str | None:
     """The first view whose query fails on the current sources, with its error; None if
     every query runs."""
     for name, view in views.items():

@@ -22,6 +22,7 @@ from ivm.frontend.lookups import is_lookup
 from ivm.frontend.parse import parse_query, referenced_tables
 from ivm.frontend.positions import position_at_offset, position_of
 from ivm.names import DIALECT
+from ivm.runtime.spark.connect import Session
 
 TEMPORARY_REASON = (
     "temporary objects cannot be used in a materialized view, because "
@@ -40,7 +41,7 @@ NAME_CONDITIONS = (
 :class:`InvalidQuery`."""
 
 
-def refuse_temporary(spark, sql: str) -> None:
+def refuse_temporary(spark: Session, sql: str) -> None:
     """Raise :class:`UnsupportedQuery` at the first temporary view or function ``sql``
     reads, as ``spark`` (the session that defines the view) resolves it."""
     query = parse_query(sql)
@@ -79,7 +80,7 @@ def _refuse(construct: str, node: exp.Expr, sql: str, hint: str):
     raise UnsupportedQuery(construct, sql, position_of(node), hint=hint, reason=TEMPORARY_REASON)
 
 
-def analyse(spark, sql: str) -> list[str] | None:
+def analyse(spark: Session, sql: str) -> list[str] | None:
     """Have Spark's analyzer resolve the SELECT ``sql``; raise an :class:`IvmError` at the
     place in ``sql`` Spark objects to. Returns the query's column names as Spark spells them
     (``SELECT Amount`` keeps the reference's spelling).

@@ -29,6 +29,7 @@ from ivm.frontend.positions import position_of
 from ivm.names import CATALOG_NAME, canonical, internal_table, join, split
 from ivm.passes.states import STATE_SUFFIX
 from ivm.runtime.log.delta_log import DeltaLogReader, once
+from ivm.runtime.spark.connect import Session
 
 STORE_SUFFIX = "__ivm_store"
 VIEW = "ivm.view"  # store property: the view it stores
@@ -65,21 +66,21 @@ def has_legacy_layout(view: str) -> bool:
     return view in _legacy_layout
 
 
-def is_legacy_view(spark, view: str) -> bool:
+def is_legacy_view(spark: Session, view: str) -> bool:
     """Whether the materialized view ``view`` has the legacy layout, as resolving it now
     finds; False where it does not exist."""
     store_properties(spark, view)
     return has_legacy_layout(view)
 
 
-def store_properties(spark, view: str) -> dict[str, str] | None:
+def store_properties(spark: Session, view: str) -> dict[str, str] | None:
     """The properties of the store of ``view``; None if ``view`` is no materialized view.
     (Asked of each table several times while a refresh plans, and answered once there.)"""
     properties = once(("store properties", view), lambda: _store_properties(spark, view))
     return None if properties is None else dict(properties)
 
 
-def _store_properties(spark, view: str) -> dict[str, str] | None:
+def _store_properties(spark: Session, view: str) -> dict[str, str] | None:
     """The properties of the store of ``view``, looked for in the internal database, then
     beside ``view``; the layout found (or none) is recorded for :func:`store_name`, so that
     a view another process dropped and created again is named as it now is."""
@@ -99,7 +100,7 @@ def _store_properties(spark, view: str) -> dict[str, str] | None:
     return None
 
 
-def view_of_store(spark, store: str) -> str | None:
+def view_of_store(spark: Session, store: str) -> str | None:
     """The materialized view (or state table) whose store is the canonical ``store``; None
     if it is no store."""
     *db, table = split(store)
@@ -113,7 +114,7 @@ def view_of_store(spark, store: str) -> str | None:
     return canonical(view) if store_name(canonical(view)) == store else None
 
 
-def _stores(spark, database: str | None) -> frozenset[str]:
+def _stores(spark: Session, database: str | None) -> frozenset[str]:
     """The names of the stores in ``database`` (None: the current one; none if it does not
     exist), in lower case: one catalog call, where asking after each source's store would
     make one each."""
@@ -125,7 +126,7 @@ def _stores(spark, database: str | None) -> frozenset[str]:
     return frozenset(row.tableName.lower() for row in rows if not row.isTemporary)
 
 
-def state_tables(spark, view: str) -> list[str]:
+def state_tables(spark: Session, view: str) -> list[str]:
     """The state tables of the materialized view ``view`` in the catalog, by name: those of
     its definition, and any a CREATE OR REPLACE or DROP that died left behind; in the
     internal database, and beside ``view`` (the legacy layout)."""
@@ -144,7 +145,7 @@ def state_tables(spark, view: str) -> list[str]:
     return tables
 
 
-def catalog_kind(spark, name: str) -> tuple[str, str | None] | None:
+def catalog_kind(spark: Session, name: str) -> tuple[str, str | None] | None:
     """What the canonical ``name``, which is no materialized view, names in the catalog:
     ``("store", view)`` for the store of the materialized view ``view`` (of a state table:
     the view it is part of), ``("table", None)`` or ``("view", None)`` (a Spark view); None
@@ -159,11 +160,11 @@ def catalog_kind(spark, name: str) -> tuple[str, str | None] | None:
     return ("view" if found.tableType in ("VIEW", "TEMPORARY") else "table"), None
 
 
-def current_database(spark) -> str:
+def current_database(spark: Session) -> str:
     return spark.catalog.currentDatabase()
 
 
-def qualified_name(spark, name: str) -> str:
+def qualified_name(spark: Session, name: str) -> str:
     """The canonical ``db.name`` of the table or view ``name`` (Spark SQL text), with the
     current database where it names none."""
     parts = split(name)
@@ -191,13 +192,13 @@ def check_name(view: str) -> None:
             )
 
 
-def catalog_schema(spark) -> SchemaLookup:
+def catalog_schema(spark: Session) -> SchemaLookup:
     """The schema lookup :func:`ivm.compiler.compile` takes: ``spark``'s catalog."""
     return partial(source_schema, spark)
 
 
 def source_schema(
-    spark, query: exp.Expr, sql: str, default_db: str | None = None
+    spark: Session, query: exp.Expr, sql: str, default_db: str | None = None
 ) -> tuple[dict, str]:
     """``({db: {table: {column: type}}}, database)`` for the tables ``query`` reads, names
     without a database being in ``default_db`` (default: the current database)."""

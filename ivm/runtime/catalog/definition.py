@@ -44,6 +44,7 @@ from ivm.runtime.catalog.catalog import (
     store_properties,
 )
 from ivm.runtime.log.delta_log import DeltaLogReader
+from ivm.runtime.spark.connect import Session
 
 PINNED = (
     "spark.sql.session.timeZone",
@@ -67,7 +68,7 @@ def is_pinned(key: str) -> bool:
     return key in PINNED or key.startswith(PINNED_PREFIXES)
 
 
-def pinned_settings(spark) -> dict[str, str]:
+def pinned_settings(spark: Session) -> dict[str, str]:
     """The settings of ``spark`` that give a definition its meaning: the effective value of
     each of :data:`PINNED` this Spark knows, and every setting of :data:`PINNED_PREFIXES`
     the session set."""
@@ -81,7 +82,7 @@ def pinned_settings(spark) -> dict[str, str]:
     return dict(sorted(settings.items()))
 
 
-def pin(spark) -> dict[str, str]:
+def pin(spark: Session) -> dict[str, str]:
     """The store properties that fix the meaning of a definition created in ``spark``."""
     return {
         DATABASE: current_database(spark),
@@ -89,7 +90,7 @@ def pin(spark) -> dict[str, str]:
     }
 
 
-def view_properties(spark, view: str, statement: str | None = None) -> dict[str, str]:
+def view_properties(spark: Session, view: str, statement: str | None = None) -> dict[str, str]:
     """The store properties of the materialized view ``view``; raises ViewNotFound (see
     :func:`not_a_view`) for ``statement`` of it (None: any)."""
     properties = store_properties(spark, view)
@@ -98,7 +99,7 @@ def view_properties(spark, view: str, statement: str | None = None) -> dict[str,
     return properties
 
 
-def not_a_view(spark, name: str, statement: str | None = None) -> ViewNotFound:
+def not_a_view(spark: Session, name: str, statement: str | None = None) -> ViewNotFound:
     """The error for ``statement`` (``DROP``, ``ALTER``, ``DESCRIBE``, ``DESCRIBE HISTORY``,
     ``REFRESH``, ``VERIFY``; None: any) of ``name``, which is no materialized view: that
     nothing has that name, or what has it: a table or a Spark view, with the statement that
@@ -130,7 +131,7 @@ def not_a_view(spark, name: str, statement: str | None = None) -> ViewNotFound:
     )
 
 
-def named_view(spark, view: str, statement: str) -> dict[str, str]:
+def named_view(spark: Session, view: str, statement: str) -> dict[str, str]:
     """The store properties of the materialized view ``view`` that ``statement`` (``REFRESH``,
     ``ALTER``) names: ViewNotFound where it is none (:func:`not_a_view`), CatalogError where it
     is a state table, a part of its view that the statement of that view acts on too."""
@@ -174,7 +175,9 @@ _plans: OrderedDict[tuple, tuple[tuple, CompiledView]] = OrderedDict()
 _plans_lock = threading.Lock()
 
 
-def compile_definition(spark, view: str, properties: dict[str, str] | None = None) -> CompiledView:
+def compile_definition(
+    spark: Session, view: str, properties: dict[str, str] | None = None
+) -> CompiledView:
     """The stored definition of the materialized view ``view`` compiled as at its CREATE,
     its names resolved in :func:`resolution_database`, its state tables named in the layout
     its store has (:func:`~ivm.runtime.catalog.catalog.has_legacy_layout`). ``properties``: the
@@ -215,7 +218,7 @@ def compile_definition(spark, view: str, properties: dict[str, str] | None = Non
     return compiled if owner == view else compiled.state(view)
 
 
-def _sources_fingerprint(spark, sources) -> tuple:
+def _sources_fingerprint(spark: Session, sources) -> tuple:
     """What a compiled plan depends on in each of its ``sources``: its Delta table's id and
     schema (a materialized view's store's, and the view's columns' spelling). Unequal to
     every other when a log cannot tell."""

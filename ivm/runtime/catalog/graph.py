@@ -14,9 +14,10 @@ from ivm.names import join, split
 from ivm.runtime.catalog.catalog import STATE_OF, STORE_SUFFIX, store_properties, view_of_store
 from ivm.runtime.catalog.history import latest_consumed
 from ivm.runtime.log.delta_log import reading_each_log_once
+from ivm.runtime.spark.connect import Session
 
 
-def materialized_views(spark) -> list[str]:
+def materialized_views(spark: Session) -> list[str]:
     """Every materialized view in the catalog, as ``db.name`` (not the state tables, which
     are parts of their views), its store in the internal database or beside it; not those
     whose database was dropped (``DROP DATABASE … CASCADE`` leaves their stores in the
@@ -37,7 +38,7 @@ def materialized_views(spark) -> list[str]:
     return views
 
 
-def dependency_graph(spark, views: list[str]) -> nx.DiGraph:
+def dependency_graph(spark: Session, views: list[str]) -> nx.DiGraph:
     """``views`` and, transitively, the sources they read; materialized views are the nodes
     whose attribute ``materialized`` is true, state tables those whose ``state`` is. (In a
     block of :func:`~ivm.runtime.log.delta_log.reading_each_log_once`, each store's latest
@@ -68,13 +69,13 @@ def refresh_order(graph: nx.DiGraph) -> list[str]:
     ]
 
 
-def readers(spark, view: str) -> list[str]:
+def readers(spark: Session, view: str) -> list[str]:
     """The materialized views that read ``view`` directly, sorted."""
     graph = dependency_graph(spark, materialized_views(spark))
     return sorted(graph.successors(view)) if view in graph else []
 
 
-def check_no_cycle(spark, view: str, sources) -> None:
+def check_no_cycle(spark: Session, view: str, sources) -> None:
     """Refuse a definition of ``view`` that reads ``sources`` if ``view`` would then read
     itself through other materialized views."""
     upstream = [s for s in sources if store_properties(spark, s) is not None]

@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from ivm.errors import StateError
 from ivm.runtime.catalog.catalog import STATE_OF, VIEW, store_name
 from ivm.runtime.log.delta_log import DeltaLogReader, describe_history, once
+from ivm.runtime.spark.connect import Session
 
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 HISTORY_SCAN = 50
@@ -154,7 +155,7 @@ _records: OrderedDict[str, tuple[str, int, RefreshRecord]] = OrderedDict()
 _records_lock = threading.Lock()
 
 
-def latest_consumed(spark, view: str) -> RefreshRecord:
+def latest_consumed(spark: Session, view: str) -> RefreshRecord:
     """The latest record of the store of ``view``: the source versions it reflects."""
     store = store_name(view)
     return once(("latest record", store), lambda: _latest_record(DeltaLogReader.of(spark, store)))
@@ -180,7 +181,7 @@ def _latest_record(log: DeltaLogReader) -> RefreshRecord:
     return record
 
 
-def history(spark, store: str) -> DataFrame:
+def history(spark: Session, store: str) -> DataFrame:
     """Every write of ``store`` that ivm made, newest first: its store version and time, the
     refresh's id, mode and reason, the cost model's prediction where it chose the mode (see
     :mod:`ivm.runtime.refresh.policy`), the rules of an incremental refresh where they were those

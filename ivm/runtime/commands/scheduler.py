@@ -51,6 +51,7 @@ from ivm.runtime.messages import one_line
 from ivm.runtime.observation.lag import lag_seconds, oldest_unconsumed_ms
 from ivm.runtime.refresh.refresh import refresh_view
 from ivm.runtime.refresh.upkeep import VACUUM_EVERY_SECONDS, upkeep
+from ivm.runtime.spark.connect import Session
 
 CATALOG_RESCAN_SECONDS = 30.0
 """How often the loop reads the catalog again: the views created or dropped since, and each
@@ -148,7 +149,7 @@ class Vacuums:
         return view
 
 
-def watch(spark, views: list[str] | None = None, before: Watched | None = None) -> Watched:
+def watch(spark: Session, views: list[str] | None = None, before: Watched | None = None) -> Watched:
     """The catalog rescan: ``views`` (qualified names), else every materialized view of the
     catalog; the freshness of each one that ``ivm run`` keeps fresh, and what those read; the
     failing views of ``before`` that still exist stay failing."""
@@ -171,7 +172,7 @@ def watch(spark, views: list[str] | None = None, before: Watched | None = None) 
     return Watched(names, freshness, graph, failing)
 
 
-def _freshness(spark, view: str) -> float | None:
+def _freshness(spark: Session, view: str) -> float | None:
     """The freshness of ``view`` in seconds; None if ``ivm run`` leaves it alone."""
     properties = store_properties(spark, view) or {}
     if FRESHNESS not in properties or properties.get(SUSPENDED) == "true":
@@ -188,7 +189,9 @@ class _Plan:
     behind: set[str]  # what due views read: the materialized views that lag
 
 
-def run_pass(spark, watched: Watched, *, tick: float = 1.0, now: float | None = None) -> Pass:
+def run_pass(
+    spark: Session, watched: Watched, *, tick: float = 1.0, now: float | None = None
+) -> Pass:
     """One pass at ``now`` (seconds since the epoch; default: the present): refresh the
     views of ``watched`` that are due, most urgent first, each just after the lagging
     materialized views it reads; a view that fails is tried again after a backoff from
@@ -231,7 +234,7 @@ def run_pass(spark, watched: Watched, *, tick: float = 1.0, now: float | None = 
     return done
 
 
-def _plan(spark, watched: Watched, now: float) -> _Plan:
+def _plan(spark: Session, watched: Watched, now: float) -> _Plan:
     slack, due = {}, []
     for view, freshness in watched.freshness.items():
         if watched.backing_off(view, now):
@@ -254,7 +257,7 @@ def _plan(spark, watched: Watched, now: float) -> _Plan:
     return _Plan(slack, due, behind)
 
 
-def _lags(spark, watched: Watched, node: str) -> bool:
+def _lags(spark: Session, watched: Watched, node: str) -> bool:
     """Whether ``node`` is a materialized view (not a state table, which its view's refresh
     refreshes) with a source commit it does not reflect, or whose lag cannot be read."""
     if not watched.known.get(node) or watched.graph.nodes[node].get("state"):
@@ -287,7 +290,7 @@ def _failed(
 
 
 def run(
-    spark,
+    spark: Session,
     *,
     tick: float = 1.0,
     stop: threading.Event | None = None,
@@ -328,7 +331,7 @@ def run(
     report("stopped")
 
 
-def _keep_up(spark, view: str, report: Callable[[str], None]) -> None:
+def _keep_up(spark: Session, view: str, report: Callable[[str], None]) -> None:
     """The upkeep of ``view``: compaction where due, and VACUUM; a failure is reported and
     the loop goes on (the view is vacuumed again a period later)."""
     try:

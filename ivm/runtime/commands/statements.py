@@ -8,9 +8,10 @@ from ivm.runtime.commands.views import alter_view, create_view, drop_view, expla
 from ivm.runtime.observation.describe import describe_view, refresh_history
 from ivm.runtime.observation.verify import verify
 from ivm.runtime.refresh.refresh import refresh_all, refresh_partition, refresh_view
+from ivm.runtime.spark.connect import Session
 
 
-def sql(spark, statement: str):
+def sql(spark: Session, statement: str):
     """Run ``statement``: a materialized-view statement, or any Spark SQL.
 
     Returns a :class:`~ivm.runtime.commands.views.RefreshResult` for CREATE and REFRESH, a list of

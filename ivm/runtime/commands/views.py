@@ -77,16 +77,17 @@ from ivm.runtime.refresh.upkeep import (
     check_retention,
     retention_properties,
 )
+from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import apply_settings, evaluation_settings, plan_settings
 from ivm.zset import Read, relation_name
 
 
-def _is_materialized_view(spark, view: str) -> bool:
+def _is_materialized_view(spark: Session, view: str) -> bool:
     return store_properties(spark, view) is not None
 
 
 def create_view(
-    spark,
+    spark: Session,
     name: str,
     sql: str,
     *,
@@ -202,7 +203,7 @@ def _check_user_database(view: str) -> None:
         )
 
 
-def _create_internal_database(spark, view: str) -> None:
+def _create_internal_database(spark: Session, view: str) -> None:
     """Create the internal database of the database of ``view``, if it does not exist."""
     database = split(view)[0]
     execute(
@@ -215,7 +216,7 @@ def _create_internal_database(spark, view: str) -> None:
 
 
 def _create_store(
-    spark,
+    spark: Session,
     view: str,
     compiled: CompiledView,
     properties: dict[str, str],
@@ -249,7 +250,7 @@ def _create_store(
     return versions
 
 
-def explain_create(spark, name: str, sql: str, *, policy: str | None = None) -> DataFrame:
+def explain_create(spark: Session, name: str, sql: str, *, policy: str | None = None) -> DataFrame:
     """``EXPLAIN CREATE MATERIALIZED VIEW``: whether and how the view defined by the SELECT
     ``sql`` would be maintained under ``policy``, before anything is created; one ``plan``
     row per line: the verdict, the delta circuit and what a refresh reads. SQL that ivm
@@ -268,7 +269,7 @@ def explain_create(spark, name: str, sql: str, *, policy: str | None = None) -> 
         return work.createDataFrame([(line,) for line in lines], "plan STRING")
 
 
-def _maintenance(spark, view: str, sql: str, policy: str) -> list[str]:
+def _maintenance(spark: Session, view: str, sql: str, policy: str) -> list[str]:
     """How the view ``view`` defined by ``sql`` is maintained under ``policy``, as lines:
     the verdict, the delta circuit and what a refresh reads. Raises
     :class:`UnsupportedQuery` for SQL that ivm cannot maintain."""
@@ -297,7 +298,7 @@ def _maintenance(spark, view: str, sql: str, policy: str) -> list[str]:
     return [verdict, *compiled.explain().splitlines(), *read_estimate(spark, compiled).splitlines()]
 
 
-def _store_schemas(spark, compiled: CompiledView) -> list[tuple[CompiledView, StructType]]:
+def _store_schemas(spark: Session, compiled: CompiledView) -> list[tuple[CompiledView, StructType]]:
     """The schema of the store of each state table of a view not created yet, then of the
     view's: each computed from its full query over the sources, a state table's standing
     in for the table (nothing runs: Spark only analyses the queries)."""
@@ -321,7 +322,7 @@ def _store_schemas(spark, compiled: CompiledView) -> list[tuple[CompiledView, St
 
 
 def alter_view(
-    spark,
+    spark: Session,
     name: str,
     *,
     freshness: int | None = None,
@@ -357,7 +358,7 @@ def alter_view(
     execute(spark, codegen.set_properties_statement(store_name(view), changes))
 
 
-def drop_view(spark, name: str, *, if_exists: bool = False) -> None:
+def drop_view(spark: Session, name: str, *, if_exists: bool = False) -> None:
     """Drop the materialized view ``name``: its catalog view, its state tables, its store
     (last, so that a DROP that died is finished by running it again)."""
     view = qualified_name(spark, name)
@@ -383,7 +384,7 @@ def drop_view(spark, name: str, *, if_exists: bool = False) -> None:
     execute(spark, codegen.drop_statement("TABLE", store_name(view)))
 
 
-def _drop(spark, view: str) -> None:
+def _drop(spark: Session, view: str) -> None:
     """Drop the catalog view and the store of ``view``."""
     execute(spark, codegen.drop_statement("VIEW", view))
     execute(spark, codegen.drop_statement("TABLE", store_name(view)))

@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from ivm.names import split
 from ivm.runtime.log.schema_history import MAPPING_OFF, schema_changes
-from ivm.runtime.spark.connect import is_connect
+from ivm.runtime.spark.connect import Session, driver_jvm, is_connect, java_session
 
 CDF_PROPERTY = "delta.enableChangeDataFeed"
 MAPPING_PROPERTY = "delta.columnMapping.mode"
@@ -108,28 +108,26 @@ log costs (~35 ms), and a sixth of listing one of 2,000 commits."""
 class DeltaLogReader:
     """Reads of one table's log; ``table`` is ``db.name`` (quoted where needed)."""
 
-    def __init__(self, spark, table: str):
+    def __init__(self, spark: Session, table: str):
         self.spark, self.table = spark, table
         self._detail: Row | None = None
         if is_connect(spark):  # no JVM here: the log is read through SQL
             self._log = self._snapshot = None
             return
         try:
-            jvm = spark._jvm
+            jvm = driver_jvm(spark)
             db, name = split(table)
             ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
                 name, jvm.scala.Some(db)
             )
-            self._log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
-                spark._jsparkSession, ident
-            )
+            self._log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(java_session(spark), ident)
             empty = jvm.scala.Option.empty()
             self._snapshot = self._log.update(False, empty, empty)
         except Exception:  # internal API unavailable: fall back to the public one
             self._log = self._snapshot = None
 
     @classmethod
-    def of(cls, spark, table: str) -> DeltaLogReader:
+    def of(cls, spark: Session, table: str) -> DeltaLogReader:
         """A reader of ``table``'s log, the same one for every call in a block of
         :func:`reading_each_log_once`."""
         return once(("log", table), lambda: cls(spark, table))
@@ -296,7 +294,7 @@ class DeltaLogReader:
     def _actions_by_name(self, log, conf, version: int) -> list | None:
         """The actions of the commit file of ``version`` (read with the Hadoop settings
         ``conf``); None if there is no such file."""
-        jvm = self.spark._jvm
+        jvm = driver_jvm(self.spark)
         path = jvm.org.apache.spark.sql.delta.util.FileNames.unsafeDeltaFile(log.logPath(), version)
         try:
             lines = log.store().read(path, conf)
@@ -426,7 +424,7 @@ class DeltaLogReader:
             return None
         base = self._log.dataPath()
         files = base.getFileSystem(self._log.newDeltaHadoopConf())
-        operations = self.spark._jvm.org.apache.spark.sql.delta.util.DeltaFileOperations
+        operations = driver_jvm(self.spark).org.apache.spark.sql.delta.util.DeltaFileOperations
         checked = 0
         for first in range(after + 1, upto + 1, READ_BY_NAME):
             last = min(first + READ_BY_NAME - 1, upto)
@@ -457,12 +455,12 @@ def _change_files(actions: list) -> list[str]:
     ]
 
 
-def _scala_none(spark):
+def _scala_none(spark: Session):
     """Scala's ``None``, for the optional arguments of the log's methods."""
-    return spark._jvm.scala.Option.empty()
+    return driver_jvm(spark).scala.Option.empty()
 
 
-def rows_written(spark, table: str) -> int:
+def rows_written(spark: Session, table: str) -> int:
     """The rows the latest commit of ``table`` wrote: ``numOutputRows`` of its operation
     metrics (a CREATE … AS SELECT's, an overwrite's or a replaceWhere's), read from the log
     in milliseconds; counted only where the commit did not record them. A count costs a
@@ -473,13 +471,13 @@ def rows_written(spark, table: str) -> int:
     return spark.table(table).count() if rows is None else int(rows)
 
 
-def describe_history(spark, table: str, limit: int | None = None) -> DataFrame:
+def describe_history(spark: Session, table: str, limit: int | None = None) -> DataFrame:
     """The commits of ``table``, newest first (at most ``limit``), as ``DESCRIBE HISTORY``
     gives them: SQL, which a Spark Connect session runs as a classic one does."""
     return spark.sql(f"DESCRIBE HISTORY {table}" + ("" if limit is None else f" LIMIT {limit}"))
 
 
-def describe_detail(spark, table: str) -> DataFrame:
+def describe_detail(spark: Session, table: str) -> DataFrame:
     """``DESCRIBE DETAIL table``: its format, id, location, size, files and properties."""
     return spark.sql(f"DESCRIBE DETAIL {table}")
 

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from ivm.runtime.catalog.catalog import qualified_name, store_name
 from ivm.runtime.catalog.definition import compile_definition
+from ivm.runtime.spark.connect import Session
 from ivm.zset import COUNT
 
 OPERATIONS = {"insert": "+I", "update_preimage": "-U", "update_postimage": "+U", "delete": "-D"}
@@ -23,7 +24,7 @@ OPERATIONS = {"insert": "+I", "update_preimage": "-U", "update_postimage": "+U",
 
 
 def view_changes(
-    spark, name: str, starting_version: int, ending_version: int | None = None
+    spark: Session, name: str, starting_version: int, ending_version: int | None = None
 ) -> DataFrame:
     """The changes of the view ``name`` made by its store's commits from
     ``starting_version`` (to ``ending_version``): its columns, then ``_op`` (``+I``, ``-U``,

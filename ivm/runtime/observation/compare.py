@@ -29,6 +29,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType
 
+from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import session_settings
 
 SIDE = "_ivm_side"
@@ -148,7 +149,7 @@ def counted(left: DataFrame, right: DataFrame) -> DataFrame:
 
 
 def unequal(
-    spark,
+    spark: Session,
     pairs: Mapping[str, tuple[DataFrame, DataFrame]],
     settings: Mapping[str, str] | None = None,
 ) -> set[str]:
@@ -165,7 +166,7 @@ def unequal(
 
 
 def difference(
-    spark,
+    spark: Session,
     left: DataFrame,
     right: DataFrame,
     *,

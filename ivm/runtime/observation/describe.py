@@ -28,14 +28,15 @@ from ivm.runtime.refresh.policy import DEFAULT_POLICY, POLICY
 from ivm.runtime.refresh.refresh_plan import predict
 from ivm.runtime.refresh.retention import Assessment, Unconsumed, assess, retentions, unconsumed
 from ivm.runtime.refresh.upkeep import COMPACT_AT
+from ivm.runtime.spark.connect import Session
 
 
-def consumed_versions(spark, view: str) -> dict[str, int]:
+def consumed_versions(spark: Session, view: str) -> dict[str, int]:
     """The source versions the store of ``view`` reflects, from its latest record."""
     return latest_record(DeltaLogReader(spark, store_name(view)))[1].sources
 
 
-def describe_view(spark, name: str) -> DataFrame:
+def describe_view(spark: Session, name: str) -> DataFrame:
     """``DESCRIBE MATERIALIZED VIEW``: one ``(property, value)`` row per fact about the view:
     its definition and refresh policy, its last refresh (when, mode and why, the cost
     model's prediction, what it read and wrote), its state tables (key, size, version), the
@@ -49,7 +50,7 @@ def describe_view(spark, name: str) -> DataFrame:
         return _describe_view(spark, view)
 
 
-def _describe_view(spark, view: str) -> DataFrame:
+def _describe_view(spark: Session, view: str) -> DataFrame:
     properties = view_properties(spark, view, "DESCRIBE")
     store = store_name(view)
     record = latest_consumed(spark, view)  # a StateError if the store has none
@@ -109,7 +110,7 @@ def _describe_view(spark, view: str) -> DataFrame:
 
 
 def retention_assessments(
-    spark, view: str, compiled, record, freshness: str | None
+    spark: Session, view: str, compiled, record, freshness: str | None
 ) -> list[tuple[str, Assessment]]:
     """Per source of ``view`` (compiled as ``compiled``, its store's latest ``record``, its
     FRESHNESS in seconds): until when the source keeps the change the view has not consumed,
@@ -156,7 +157,7 @@ def _earliest_per_source(changes: list[Unconsumed]) -> list[Unconsumed]:
     return [chosen[source] for source in sorted(chosen)]
 
 
-def refresh_history(spark, name: str) -> DataFrame:
+def refresh_history(spark: Session, name: str) -> DataFrame:
     """``DESCRIBE HISTORY MATERIALIZED VIEW``: every CREATE and REFRESH that wrote the view,
     newest first (see :func:`ivm.runtime.catalog.history.history`)."""
     view = qualified_name(spark, name)

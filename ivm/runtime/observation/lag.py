@@ -21,10 +21,11 @@ from ivm.runtime.catalog.catalog import store_name, store_properties
 from ivm.runtime.catalog.history import latest_consumed
 from ivm.runtime.log.delta_log import DeltaLogReader, once
 from ivm.runtime.refresh.obstacles import replaced_source
+from ivm.runtime.spark.connect import Session
 
 
 def lag_seconds(
-    spark, view: str, now: float | None = None, known: Mapping[str, bool] | None = None
+    spark: Session, view: str, now: float | None = None, known: Mapping[str, bool] | None = None
 ) -> float:
     """How long the oldest source commit that ``view`` does not reflect has been waiting at
     ``now`` (seconds since the epoch; default: the present), through the materialized
@@ -35,7 +36,9 @@ def lag_seconds(
     return 0.0 if oldest is None else max(0.0, now - oldest / 1000)
 
 
-def oldest_unconsumed_ms(spark, view: str, known: Mapping[str, bool] | None = None) -> int | None:
+def oldest_unconsumed_ms(
+    spark: Session, view: str, known: Mapping[str, bool] | None = None
+) -> int | None:
     """The commit time of the oldest source commit ``view`` does not reflect, through the
     materialized views it reads (0 where the log no longer holds it); None if there is
     none."""
@@ -44,7 +47,7 @@ def oldest_unconsumed_ms(spark, view: str, known: Mapping[str, bool] | None = No
     )
 
 
-def _oldest_unconsumed_ms(spark, view: str, known: Mapping[str, bool]) -> int | None:
+def _oldest_unconsumed_ms(spark: Session, view: str, known: Mapping[str, bool]) -> int | None:
     last = latest_consumed(spark, view)
     times = []
     for table, consumed in last.sources.items():

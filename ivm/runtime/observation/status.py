@@ -19,6 +19,7 @@ from ivm.runtime.messages import one_line
 from ivm.runtime.observation.describe import retention_assessments
 from ivm.runtime.observation.lag import lag_seconds
 from ivm.runtime.refresh.refresh_plan import predict
+from ivm.runtime.spark.connect import Session
 
 HEADER = ("view", "freshness", "lag", "last refresh", "next refresh")
 
@@ -41,7 +42,7 @@ class ViewStatus:
     warnings: tuple[str, ...] = ()
 
 
-def view_status(spark, view: str) -> ViewStatus:
+def view_status(spark: Session, view: str) -> ViewStatus:
     """The status of the materialized view ``view`` (qualified), each Delta log read once. A
     next refresh that cannot even be planned (a source dropped, say) is shown as the error
     it would meet."""

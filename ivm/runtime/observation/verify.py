@@ -51,6 +51,7 @@ from ivm.runtime.catalog.history import RefreshRecord, latest_record
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.observation.compare import Difference, column_difference, columns_of, difference
 from ivm.runtime.refresh.sources import latest_sources, snapshot, upstream_repeats_rows
+from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import session_settings
 
 FLOAT_TOLERANCE = 1e-9
@@ -97,7 +98,7 @@ def _indent(text: str) -> str:
 
 
 def verify(
-    spark, view: str, *, shown: int = 10, float_tolerance: float = FLOAT_TOLERANCE
+    spark: Session, view: str, *, shown: int = 10, float_tolerance: float = FLOAT_TOLERANCE
 ) -> Verification:
     """Compare the materialized view ``view`` with its query run on its sources as of the
     versions the view reflects (see the module's docstring); ``shown``: how many differing
@@ -174,7 +175,7 @@ def verify(
     return Verification(name, sources, store_version, rows, found, schema_difference)
 
 
-def _reflected(spark, record: RefreshRecord) -> tuple[dict[str, int], dict[str, str]]:
+def _reflected(spark: Session, record: RefreshRecord) -> tuple[dict[str, int], dict[str, str]]:
     """The source versions and Delta table ids a store reflects by its ``record``; where it
     read a state table of its view, those the state table reflects at the version read."""
     versions, ids = {}, {}
@@ -201,7 +202,11 @@ def _read_by(definition: str, database: str) -> list[str]:
 
 
 def _check_sources(
-    spark, view: str, tables: list[str], reflected: dict[str, int], table_ids: dict[str, str]
+    spark: Session,
+    view: str,
+    tables: list[str],
+    reflected: dict[str, int],
+    table_ids: dict[str, str],
 ) -> None:
     """Raise :class:`StateError` unless the store records a version of every table its
     definition reads, and each is still the table it recorded."""

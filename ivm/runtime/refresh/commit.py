@@ -47,7 +47,7 @@ from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.obstacles import CHANGE_DATA_UNAVAILABLE
 from ivm.runtime.refresh.phases import PhaseClock
 from ivm.runtime.refresh.sources import bind, unbind
-from ivm.runtime.spark.connect import session_of_its_own, set_settings
+from ivm.runtime.spark.connect import Session, session_of_its_own, set_settings
 from ivm.runtime.spark.settings import session_settings
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
@@ -63,7 +63,7 @@ class LostRace(Exception):
 
 
 @contextmanager
-def isolated(spark, pinned: dict[str, str] | None = None):
+def isolated(spark: Session, pinned: dict[str, str] | None = None):
     """A session of its own for one statement: ``spark``'s settings and current database,
     its own temporary views and settings. ``pinned``: the settings a view's CREATE pinned
     (see :mod:`ivm.runtime.catalog.definition`), which replace ``spark``'s own."""
@@ -82,13 +82,13 @@ def isolated(spark, pinned: dict[str, str] | None = None):
         yield own
 
 
-def execute(spark, statement) -> list:
+def execute(spark: Session, statement) -> list:
     """Run the sqlglot ``statement`` in ``spark``; its rows."""
     return spark.sql(statement.sql(DIALECT)).collect()
 
 
 def write_catalog_view(
-    spark, view: str, compiled: CompiledView, properties: dict[str, str]
+    spark: Session, view: str, compiled: CompiledView, properties: dict[str, str]
 ) -> None:
     """(Re)create the catalog view of ``view`` over its store."""
     execute(
@@ -105,7 +105,7 @@ def write_catalog_view(
 
 
 def repair_catalog_view(
-    spark, view: str, compiled: CompiledView, properties: dict[str, str], store: StructType
+    spark: Session, view: str, compiled: CompiledView, properties: dict[str, str], store: StructType
 ) -> None:
     """Recreate the catalog view if a CREATE died before writing it, or wrote it for an
     earlier definition or for other types of the store's columns (``store``: its schema)."""
@@ -123,7 +123,7 @@ def repair_catalog_view(
         write_catalog_view(spark, view, compiled, properties)
 
 
-def retrying(spark, view: str, write):
+def retrying(spark: Session, view: str, write):
     """``write(session, view, properties)`` in a session of its own under the settings the
     view's CREATE pinned, each Delta log it plans from read once (the first time, those an
     enclosing :func:`reading_each_log_once` read stand); again, from a fresh read of the
@@ -144,7 +144,7 @@ def retrying(spark, view: str, write):
 
 @contextmanager
 def committed_write(
-    spark,
+    spark: Session,
     view: str,
     compiled: CompiledView,
     record: RefreshRecord,
@@ -198,7 +198,7 @@ def committed_write(
 
 
 @contextmanager
-def _commit_settings(spark, view: str, record: RefreshRecord, read_version: int | None):
+def _commit_settings(spark: Session, view: str, record: RefreshRecord, read_version: int | None):
     """Settings for the statements of the block: ``record`` goes into their commit, and, with
     ``read_version``, the commit is the idempotent transaction ``(ivm:<view>, read_version)``."""
     conf = {USER_METADATA: record.to_json()}

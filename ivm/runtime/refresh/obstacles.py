@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.refresh.policy import Obstacle
 from ivm.runtime.refresh.sources import delta_table
+from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import number_setting
 
 RATIO = "spark.ivm.refresh.fullRecomputeRatio"
@@ -74,7 +75,7 @@ class Estimate:
     inserts_only: bool = False  # every source's change inserts rows and removes none
 
 
-def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estimate:
+def estimate(spark: Session, previous: dict[str, int], current: dict[str, int]) -> Estimate:
     """The change from source versions ``previous`` to ``current``, and what stands in the
     way of applying it (see the module's docstring).
 

@@ -23,10 +23,11 @@ import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, cast
 
 from py4j.protocol import Py4JJavaError
 
-from ivm.runtime.spark.connect import is_connect
+from ivm.runtime.spark.connect import Session, is_connect
 
 PHASES = ("plan", "versions", "change", "prune", "delta", "write", "check")
 
@@ -46,7 +47,7 @@ class PhaseClock:
     """Times the phases of one refresh run by this thread in ``spark`` (None, or a Spark
     Connect session, which cannot see Spark's jobs: times only)."""
 
-    def __init__(self, spark):
+    def __init__(self, spark: Session | None):
         self._context = None if spark is None or is_connect(spark) else spark.sparkContext
         self.tag = f"ivm-refresh-{uuid.uuid4().hex}"
         self.started_ms = int(time.time() * 1000)
@@ -83,7 +84,7 @@ class PhaseClock:
         next phase's start."""
         if self._context is None:
             return
-        context = self._context._jsc.sc()
+        context = cast(Any, self._context)._jsc.sc()  # py4j: the JVM SparkContext
         try:
             context.listenerBus().waitUntilEmpty(LISTENER_WAIT_MS)
         except Py4JJavaError:  # a TimeoutException: count what Spark has seen

@@ -35,6 +35,7 @@ from sqlglot import exp
 
 from ivm import codegen
 from ivm.ir import Filter, Project, Restrict, Scan, children, columns, with_children
+from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import evaluation_settings, planned_read_bytes, session_settings
 from ivm.zset import Read
 
@@ -52,7 +53,7 @@ MAX_RANGES = 32
 SET, KEY, RANK = "_ivm_set", "_ivm_key", "_ivm_rank"
 
 
-def prune(spark, delta, change_bytes: int | None):
+def prune(spark: Session, delta, change_bytes: int | None):
     """``delta`` with each restricted snapshot scan also filtered by its keys' ranges, and a
     restriction to few values of one key filtered by them instead; the keys of every
     restriction are read in one Spark job (``change_bytes``: the size of the sources' change
@@ -184,7 +185,7 @@ def _key_ranges(column: exp.Column, values: list, has_null: bool) -> exp.Expr:
 
 
 def _distinct_keys(
-    spark, wanted: list[tuple], change_bytes: int | None
+    spark: Session, wanted: list[tuple], change_bytes: int | None
 ) -> dict[tuple, tuple[list, bool] | None]:
     """For each ``(affected, column)`` of ``wanted``: the sorted non-NULL values of the
     column and whether it holds a NULL; None if it has more than :data:`MAX_KEYS` distinct

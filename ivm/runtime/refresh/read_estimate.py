@@ -19,6 +19,7 @@ from ivm.runtime.catalog.catalog import store_properties
 from ivm.runtime.messages import size
 from ivm.runtime.refresh.refresh_plan import predict
 from ivm.runtime.refresh.sources import source_bytes
+from ivm.runtime.spark.connect import Session
 from ivm.zset import Read
 
 SNAPSHOTS = (Read.BEFORE, Read.AFTER)
@@ -30,7 +31,7 @@ def _snapshot_bytes(kinds: frozenset[Read], table_bytes: int | None) -> int | No
     return 0 if count == 0 else None if table_bytes is None else count * table_bytes
 
 
-def read_estimate(spark, compiled: CompiledView, view: str | None = None) -> str:
+def read_estimate(spark: Session, compiled: CompiledView, view: str | None = None) -> str:
     """The estimate as explain lines, for each state table of the view and then the view;
     ``view`` (qualified) adds their pending change."""
     parts = [
@@ -43,7 +44,7 @@ def read_estimate(spark, compiled: CompiledView, view: str | None = None) -> str
     return "\n".join([*parts, _estimate(spark, compiled, view)])
 
 
-def _estimate(spark, compiled: CompiledView, view: str | None) -> str:
+def _estimate(spark: Session, compiled: CompiledView, view: str | None) -> str:
     reads = compiled.delta_reads
     sizes = source_bytes(spark, compiled.sources)
     lines = ["estimate of what a refresh reads (from the sources' Delta logs):"]

@@ -46,6 +46,7 @@ from ivm.runtime.refresh.sources import (
     total_source_files,
 )
 from ivm.runtime.refresh.upkeep import compact_after_refresh
+from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import (
     apply_settings,
     evaluation_settings,
@@ -87,7 +88,7 @@ LOOKUP_RECOMPUTED = "; every fact row was enriched anew with the dimension as it
 OVERFLOW_ERRORS = (OVERFLOW, "NUMERIC_VALUE_OUT_OF_RANGE", "ARITHMETIC_OVERFLOW", "CAST_OVERFLOW")
 
 
-def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
+def refresh_view(spark: Session, name: str, *, full: bool = False) -> RefreshResult:
     """Bring the materialized view ``name`` up to its sources' latest versions.
 
     Incremental unless ``full``, or unless the view's refresh policy recomputes for what
@@ -123,7 +124,7 @@ def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
 
 
 def _refresh_with_states(
-    spark, view: str, tables: list[str], forced: Obstacle | None
+    spark: Session, view: str, tables: list[str], forced: Obstacle | None
 ) -> RefreshResult:
     """Refresh the state tables ``tables`` of ``view``, then ``view`` from them."""
     states = []
@@ -138,7 +139,7 @@ def _refresh_with_states(
     return result
 
 
-def _refresh_one(spark, view: str, forced: Obstacle | None) -> RefreshResult:
+def _refresh_one(spark: Session, view: str, forced: Obstacle | None) -> RefreshResult:
     """Refresh the store of ``view`` (a view, or a state table) alone; ``forced``: what makes
     it recompute whatever else stands in the way."""
     clock = PhaseClock(spark)
@@ -153,7 +154,7 @@ def _refresh_one(spark, view: str, forced: Obstacle | None) -> RefreshResult:
     return result
 
 
-def refresh_all(spark, views: list[str] | None = None) -> list[RefreshResult]:
+def refresh_all(spark: Session, views: list[str] | None = None) -> list[RefreshResult]:
     """Refresh ``views`` (default: every materialized view) and the materialized views they
     read, each after the views it reads."""
     targets = (
@@ -162,7 +163,9 @@ def refresh_all(spark, views: list[str] | None = None) -> list[RefreshResult]:
     return [refresh_view(spark, view) for view in refresh_order(dependency_graph(spark, targets))]
 
 
-def refresh_partition(spark, name: str, partition: dict[str, exp.Literal]) -> RefreshResult:
+def refresh_partition(
+    spark: Session, name: str, partition: dict[str, exp.Literal]
+) -> RefreshResult:
     """Recompute the rows of the view ``name`` in one partition (``{column: value}``) from
     scratch, leaving every other partition as it is: a repair or backfill.
 
@@ -179,7 +182,7 @@ def refresh_partition(spark, name: str, partition: dict[str, exp.Literal]) -> Re
 
 
 def _refresh_partition(
-    spark, view: str, properties: dict[str, str], partition: dict[str, exp.Literal]
+    spark: Session, view: str, properties: dict[str, str], partition: dict[str, exp.Literal]
 ) -> RefreshResult:
     start = time.perf_counter()
     compiled = compile_definition(spark, view, properties)
@@ -233,7 +236,11 @@ def _refresh_partition(
 
 
 def _refresh(
-    spark, view: str, properties: dict[str, str], forced: Obstacle | None, clock: PhaseClock
+    spark: Session,
+    view: str,
+    properties: dict[str, str],
+    forced: Obstacle | None,
+    clock: PhaseClock,
 ) -> RefreshResult:
     """Carry out the plan of a refresh (:mod:`ivm.runtime.refresh.refresh_plan`), made once the
     store's and the sources' logs are read: nothing, apply the change, recompute, or fail. An
@@ -269,7 +276,8 @@ def _refresh(
     if plan.mode == "incremental":
         inserting = (
             compiled.inserting()
-            if plan.inserts_only and spark.conf.get(INSERTS_ONLY_RULES, "true").lower() != "false"
+            if plan.inserts_only
+            and (spark.conf.get(INSERTS_ONLY_RULES) or "true").lower() != "false"
             else None
         )
         try:
@@ -323,12 +331,12 @@ def _refresh(
     return result
 
 
-def _min_bytes(spark) -> float:
+def _min_bytes(spark: Session) -> float:
     """The sources' size below which the cost model predicts nothing."""
     return number_setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES)
 
 
-def _types_changed(spark, query: exp.Query, store_schema) -> bool:
+def _types_changed(spark: Session, query: exp.Query, store_schema) -> bool:
     """Whether the columns of ``query`` (the store's full query, its sources bound) have
     other types than the store's ``store_schema``: a source's column changed its type (Delta's
     type widening), and an overwrite would cast the new values to the old types."""
@@ -336,7 +344,7 @@ def _types_changed(spark, query: exp.Query, store_schema) -> bool:
     return [f.dataType for f in wanted] != [f.dataType for f in store_schema]
 
 
-def _merge_settings(spark, store: str, change_bytes: int | None) -> dict[str, str]:
+def _merge_settings(spark: Session, store: str, change_bytes: int | None) -> dict[str, str]:
     """Settings for the MERGE into ``store`` of a change computed from ``change_bytes`` (at
     most its size): its source, the change to the store, is kept already, so Delta need not
     materialize it again; those for the store's size
@@ -352,7 +360,7 @@ def _merge_settings(spark, store: str, change_bytes: int | None) -> dict[str, st
 
 
 def _write(
-    spark,
+    spark: Session,
     view: str,
     compiled: CompiledView,
     store_version: int,

@@ -53,6 +53,7 @@ from ivm.runtime.refresh.policy import (
 )
 from ivm.runtime.refresh.retention import unconsumed, unreadable_change
 from ivm.runtime.refresh.sources import latest_sources, total_source_bytes
+from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import number_setting
 
 STRICT = "INCREMENTAL STRICT"
@@ -198,7 +199,7 @@ def plan_refresh(known: Known) -> RefreshPlan:
 
 
 def what_is_known(
-    spark,
+    spark: Session,
     view: str,
     compiled: CompiledView,
     properties: dict[str, str],
@@ -245,7 +246,7 @@ def what_is_known(
     )
 
 
-def predict(spark, view: str) -> RefreshPlan:
+def predict(spark: Session, view: str) -> RefreshPlan:
     """The plan of the next refresh of the materialized view ``view``, made now as the
     refresh would make it: its state tables' first, each of which, recomputed, makes the view
     recompute too (its change would be the state table twice over). Each log is read once
@@ -267,7 +268,7 @@ def predict(spark, view: str) -> RefreshPlan:
         return plan
 
 
-def _predict_one(spark, view: str, requested: Obstacle | None = None) -> RefreshPlan:
+def _predict_one(spark: Session, view: str, requested: Obstacle | None = None) -> RefreshPlan:
     """The plan of the next refresh of ``view`` (a view, or a state table) alone; where files
     of a source's unconsumed change are gone, what the refresh will learn as it reads them."""
     properties = view_properties(spark, view)

@@ -61,6 +61,7 @@ from ivm.runtime.log.delta_log import DeltaLogReader, once
 from ivm.runtime.refresh.obstacles import replaced_source
 from ivm.runtime.refresh.sources import delta_table
 from ivm.runtime.refresh.upkeep import DELETED_FILE_RETENTION, LOG_RETENTION, MIN_RETENTION_SECONDS
+from ivm.runtime.spark.connect import Session
 
 DEFAULTS = {DELETED_FILE_RETENTION: "interval 1 week", LOG_RETENTION: "interval 30 days"}
 """Delta's value of each retention property, where a table does not set it."""
@@ -360,7 +361,7 @@ def _when(ms: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ms / 1000))
 
 
-def unconsumed(spark, record: RefreshRecord) -> list[Unconsumed]:
+def unconsumed(spark: Session, record: RefreshRecord) -> list[Unconsumed]:
     """What the store whose latest record is ``record`` has not consumed of each of its
     sources, from their logs: in a block of
     :func:`~ivm.runtime.log.delta_log.reading_each_log_once`, each log and each range of its

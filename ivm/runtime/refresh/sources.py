@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType, LongType, StructField, StructType
 
@@ -26,7 +26,7 @@ from ivm.names import quote
 from ivm.runtime.catalog.catalog import store_name, store_properties
 from ivm.runtime.catalog.definition import compile_definition
 from ivm.runtime.log.delta_log import CDF_PROPERTY, DeltaLogReader, describe_detail
-from ivm.runtime.spark.connect import is_connect
+from ivm.runtime.spark.connect import Session, driver_jvm, is_connect, java_session
 from ivm.runtime.spark.settings import evaluation_settings, session_settings
 from ivm.zset import COUNT, WEIGHT, Read, relation_name
 
@@ -35,7 +35,7 @@ BITS = "_ivm_bits"
 """Grouping keys of a change's float columns, by their text (see :func:`changes`)."""
 
 
-def upstream_repeats_rows(spark, table: str) -> bool | None:
+def upstream_repeats_rows(spark: Session, table: str) -> bool | None:
     """None if ``table`` is no materialized view; else whether a row of its store stands
     for ``_ivm_count`` identical rows of the view."""
     properties = store_properties(spark, table)
@@ -44,12 +44,12 @@ def upstream_repeats_rows(spark, table: str) -> bool | None:
     return compile_definition(spark, table, properties).store.repeat_rows
 
 
-def delta_table(spark, table: str) -> str:
+def delta_table(spark: Session, table: str) -> str:
     """The Delta table holding the rows and the change feed of the source ``table``."""
     return store_name(table) if store_properties(spark, table) is not None else table
 
 
-def check_source(spark, table: str) -> None:
+def check_source(spark: Session, table: str) -> None:
     """Raise :class:`SourceError` unless ``table`` is a Delta table with change data feed,
     or a materialized view."""
     if store_properties(spark, table) is not None:
@@ -72,12 +72,12 @@ def check_source(spark, table: str) -> None:
         )
 
 
-def table_version(spark, table: str) -> int:
+def table_version(spark: Session, table: str) -> int:
     """The latest committed version of the source ``table``."""
     return DeltaLogReader(spark, delta_table(spark, table)).version()
 
 
-def latest_sources(spark, tables) -> tuple[dict[str, int], dict[str, str]]:
+def latest_sources(spark: Session, tables) -> tuple[dict[str, int], dict[str, str]]:
     """The latest version and the Delta table id of each of the source ``tables``."""
     logs = {table: DeltaLogReader.of(spark, delta_table(spark, table)) for table in tables}
     return (
@@ -86,7 +86,7 @@ def latest_sources(spark, tables) -> tuple[dict[str, int], dict[str, str]]:
     )
 
 
-def source_bytes(spark, tables) -> dict[str, int | None]:
+def source_bytes(spark: Session, tables) -> dict[str, int | None]:
     """The size of each of the source ``tables`` (None where its log does not say)."""
     return {
         table: DeltaLogReader.of(spark, delta_table(spark, table)).size_in_bytes()
@@ -94,13 +94,13 @@ def source_bytes(spark, tables) -> dict[str, int | None]:
     }
 
 
-def total_source_bytes(spark, tables) -> int | None:
+def total_source_bytes(spark: Session, tables) -> int | None:
     """The size of all of the source ``tables``: what a full recompute reads at most; None
     if a log does not say."""
     return _total(source_bytes(spark, tables).values())
 
 
-def total_source_files(spark, tables) -> int | None:
+def total_source_files(spark: Session, tables) -> int | None:
     """How many data files the source ``tables`` have in all; None if a log does not say."""
     return _total(
         DeltaLogReader.of(spark, delta_table(spark, table)).file_count() for table in tables
@@ -113,7 +113,7 @@ def _total(values) -> int | None:
     return None if None in known else sum(v for v in known if v is not None)
 
 
-def _delta_read(spark, name: str, **options) -> DataFrame:
+def _delta_read(spark: Session, name: str, **options) -> DataFrame:
     """The Delta table ``name`` read with ``options``: from its location, as its log (read
     once per refresh) says, where a read by name would look the table up in the catalog
     again (which costs more than planning the read); by name if the log is not at hand."""
@@ -122,7 +122,9 @@ def _delta_read(spark, name: str, **options) -> DataFrame:
     return reader.load(location) if location is not None else reader.table(name)
 
 
-def snapshot(spark, table: str, columns, version: int, repeats: bool | None = None) -> DataFrame:
+def snapshot(
+    spark: Session, table: str, columns, version: int, repeats: bool | None = None
+) -> DataFrame:
     """``columns`` of ``table`` as of ``version``; ``repeats`` as
     :func:`upstream_repeats_rows` says of ``table``."""
     rows = _delta_read(spark, table if repeats is None else store_name(table), versionAsOf=version)
@@ -132,7 +134,7 @@ def snapshot(spark, table: str, columns, version: int, repeats: bool | None = No
 
 
 def changes(
-    spark, table: str, columns, after: int, upto: int, repeats: bool | None = None
+    spark: Session, table: str, columns, after: int, upto: int, repeats: bool | None = None
 ) -> DataFrame:
     """The net change of ``columns`` of ``table`` over versions ``(after, upto]``, weighted;
     ``upto`` > ``after``."""
@@ -176,7 +178,9 @@ class Kept:
     checkpoint: DataFrame | None = None
 
 
-def kept(spark, frame: DataFrame, read_bytes: int | None, *, collect: bool = False) -> Kept:
+def kept(
+    spark: Session, frame: DataFrame, read_bytes: int | None, *, collect: bool = False
+) -> Kept:
     """``frame`` computed once, so that later reads do not compute it again, with the
     settings for a statement reading ``read_bytes`` (None: unknown; see
     :func:`~ivm.runtime.spark.settings.evaluation_settings`). With ``collect``, when it has no
@@ -212,14 +216,14 @@ def release(checkpoint: DataFrame) -> None:
     frame.queryExecution().analyzed().rdd().unpersist(False)
 
 
-def empty(spark, schema: StructType) -> DataFrame:
+def empty(spark: Session, schema: StructType) -> DataFrame:
     """A relation of no rows that Spark's optimizer knows to be empty (a local relation), so
     that it removes what only joins with it; PySpark's ``createDataFrame([])`` gives an RDD,
     which Spark must run a job to find empty (a Spark Connect client sends it as a local
     relation)."""
     if is_connect(spark):
         return spark.createDataFrame([], schema)
-    jvm = spark.sparkContext._jvm
+    jvm = driver_jvm(spark)
     return _local(
         spark,
         jvm.java.util.ArrayList(),
@@ -227,10 +231,10 @@ def empty(spark, schema: StructType) -> DataFrame:
     )
 
 
-def _local(spark, rows, schema) -> DataFrame:
+def _local(spark: Session, rows, schema) -> DataFrame:
     """A local relation of the JVM ``rows`` (a java.util.List of Rows) of the JVM ``schema``:
     the rows never pass through Python."""
-    return DataFrame(spark._jsparkSession.createDataFrame(rows, schema), spark)
+    return DataFrame(java_session(spark).createDataFrame(rows, schema), cast(SparkSession, spark))
 
 
 @dataclass
@@ -242,7 +246,7 @@ class Bound:
 
 
 def bind(
-    spark,
+    spark: Session,
     sources: dict[str, tuple[str, ...]],
     before: dict[str, int] | None,
     after: dict[str, int],
@@ -276,7 +280,9 @@ def bind(
     return bound
 
 
-def _snapshots(spark, table: str, columns, repeats: bool | None) -> Callable[[int], DataFrame]:
+def _snapshots(
+    spark: Session, table: str, columns, repeats: bool | None
+) -> Callable[[int], DataFrame]:
     """``table``'s snapshot at a version, a version read twice resolved once."""
     resolved: dict[int, DataFrame] = {}
 
@@ -289,7 +295,7 @@ def _snapshots(spark, table: str, columns, repeats: bool | None) -> Callable[[in
 
 
 def _bind_each(
-    spark, sources, before, after, wrap, reads, bound: Bound, change_bytes: int | None
+    spark: Session, sources, before, after, wrap, reads, bound: Bound, change_bytes: int | None
 ) -> None:
     for i, (table, columns) in enumerate(sources.items()):
         repeats = upstream_repeats_rows(spark, table)
@@ -321,7 +327,7 @@ def _bind_each(
             bound.names.append(name)
 
 
-def unbind(spark, bound: Bound) -> None:
+def unbind(spark: Session, bound: Bound) -> None:
     for name in bound.names:
         spark.catalog.dropTempView(name)
     for checkpoint in bound.checkpoints:

@@ -39,6 +39,7 @@ from ivm.runtime.catalog.definition import view_properties
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.messages import one_line
 from ivm.runtime.refresh.commit import is_lost_race
+from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import session_settings
 
 COMPACT_AT = 50
@@ -102,7 +103,7 @@ def compaction_due(files: int, size_bytes: int) -> bool:
     return files - max(1, math.ceil(size_bytes / TARGET_FILE_BYTES)) >= COMPACT_AT
 
 
-def compact(spark, view: str) -> Upkeep | None:
+def compact(spark: Session, view: str) -> Upkeep | None:
     """Compact the store of ``view`` (a view or a state table) if it is due; what was done,
     or None. Another write of the store that commits first wins: the compaction is then
     left to the next refresh."""
@@ -132,7 +133,7 @@ def compact(spark, view: str) -> Upkeep | None:
     )
 
 
-def compact_after_refresh(spark, view: str) -> Upkeep | None:
+def compact_after_refresh(spark: Session, view: str) -> Upkeep | None:
     """:func:`compact` after a refresh of ``view`` committed: a compaction that fails is
     reported in what it returns rather than raised, since the refresh did its work (the
     next refresh tries again)."""
@@ -145,7 +146,7 @@ def compact_after_refresh(spark, view: str) -> Upkeep | None:
         )
 
 
-def vacuum(spark, view: str) -> Upkeep:
+def vacuum(spark: Session, view: str) -> Upkeep:
     """Delete the files of the store of ``view`` that no version within its retention
     needs (``VACUUM``, at the store's ``delta.deletedFileRetentionDuration``).
 
@@ -165,7 +166,7 @@ def vacuum(spark, view: str) -> Upkeep:
     return Upkeep(store, "vacuum", files, files, time.perf_counter() - start)
 
 
-def upkeep(spark, view: str, *, vacuum_too: bool = True) -> list[Upkeep]:
+def upkeep(spark: Session, view: str, *, vacuum_too: bool = True) -> list[Upkeep]:
     """The upkeep of the materialized view ``view``: its state tables' stores and its own
     compacted where due, then (``vacuum_too``) vacuumed."""
     view = qualified_name(spark, view)

@@ -24,13 +24,33 @@ import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union, cast
+
+from pyspark.sql import DataFrame, SparkSession
+
+if TYPE_CHECKING:
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+Session = Union[SparkSession, "ConnectSession"]  # noqa: UP007 (a forward reference)
+"""A Spark session ivm runs on: classic, with a JVM of its own, or a Connect client."""
+
+
+def driver_jvm(spark: Session) -> Any:
+    """The driver's JVM of a classic session: Java packages and classes, found at run time
+    (py4j). A Connect client has none (:func:`is_connect`)."""
+    return cast(Any, spark)._jvm
+
+
+def java_session(spark: Session) -> Any:
+    """The JVM SparkSession behind a classic session."""
+    return cast(Any, spark)._jsparkSession
+
 
 _spares: list[tuple[Any, dict[str, str]]] = []
 _spares_lock = threading.Lock()
 
 
-def _spare_session(spark) -> tuple[Any, dict[str, str]]:
+def _spare_session(spark: Session) -> tuple[Any, dict[str, str]]:
     """A classic session of ``spark``'s SparkContext that no block uses, and its settings as
     ``newSession`` made them: one given back by an earlier block, else a new one.
 
@@ -65,13 +85,13 @@ def _give_back(own, fresh: dict[str, str]) -> None:
         _spares.append((own, fresh))
 
 
-def is_connect(spark) -> bool:
+def is_connect(spark: Session | DataFrame) -> bool:
     """Whether ``spark`` is a Spark Connect session (or a DataFrame of one)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 @contextmanager
-def session_of_its_own(spark) -> Iterator[Any]:
+def session_of_its_own(spark: Session) -> Iterator[Any]:
     """A session of its own (settings, temporary views, current database) on the same Spark
     as ``spark`` (a classic or a Connect SparkSession, which share no base class), for the
     block: in a classic session, one made by Spark's ``newSession``, used again by later
@@ -88,7 +108,7 @@ def session_of_its_own(spark) -> Iterator[Any]:
         return
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    builder = copy.copy(spark.client._builder)  # the channel the user's session opened
+    builder = copy.copy(cast(Any, spark).client._builder)  # the channel the user's session opened
     builder._params = {
         k: v for k, v in builder._params.items() if k != builder.PARAM_SESSION_ID
     }  # a session id of its own
@@ -109,13 +129,13 @@ def session_of_its_own(spark) -> Iterator[Any]:
         own.client.close = lambda: None
 
 
-def set_settings(spark, settings: dict[str, str]) -> None:
+def set_settings(spark: Session, settings: dict[str, str]) -> None:
     """Set ``settings`` on ``spark``: in a Connect session in one request, without the
     warnings PySpark raises there for each deprecated setting (a view's CREATE pins some)."""
     if is_connect(spark):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            spark.conf._set_all(configs=settings, silent=False)
+            cast(Any, spark.conf)._set_all(configs=settings, silent=False)
         return
     for key, value in settings.items():
         spark.conf.set(key, value)

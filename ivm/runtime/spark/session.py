@@ -34,7 +34,7 @@ from pyspark import SparkConf
 from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
-from ivm.runtime.spark.connect import is_connect
+from ivm.runtime.spark.connect import driver_jvm, is_connect
 from ivm.runtime.spark.metastore import ENVIRONMENT as METASTORE_ENVIRONMENT
 from ivm.runtime.spark.metastore import connection_conf
 
@@ -336,7 +336,7 @@ def spark_session(
     spark.sparkContext.setLogLevel("ERROR")
     # Derby reads its log location when it boots (lazily, on first catalog access); this
     # covers JVMs launched without our extraJavaOptions (e.g. by spark-submit).
-    jvm: Any = spark.sparkContext._jvm  # py4j: Java packages and classes, found at run time
+    jvm: Any = driver_jvm(spark)  # py4j: Java packages and classes, found at run time
     system = jvm.java.lang.System
     if system.getProperty(DERBY_LOG_FLAG) is None:
         system.setProperty(DERBY_LOG_FLAG, str(home_path / "derby.log"))

@@ -57,7 +57,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any
 
-from ivm.runtime.spark.connect import is_connect
+from ivm.runtime.spark.connect import Session, is_connect
 
 RESERVED_KEYWORDS = "spark.sql.ansi.enforceReservedKeywords"
 PROJECTION_CANDIDATES = "spark.sql.optimizer.expressionProjectionCandidateLimit"
@@ -107,7 +107,7 @@ def plan_settings(compiled) -> dict[str, str]:
     return {RESERVED_KEYWORDS: "false"} | wide
 
 
-def number_setting(spark, key: str, default: float) -> float:
+def number_setting(spark: Session, key: str, default: float) -> float:
     """The session's setting ``key`` as a number, ``default`` where it is not set."""
     value = spark.conf.get(key, None)
     try:
@@ -116,7 +116,7 @@ def number_setting(spark, key: str, default: float) -> float:
         raise ValueError(f"{key} must be a number, not {value!r}") from None
 
 
-def evaluation_settings(spark, read_bytes: int | None) -> dict[str, str]:
+def evaluation_settings(spark: Session, read_bytes: int | None) -> dict[str, str]:
     """Settings for statements that read at most ``read_bytes`` (None: unknown): without
     compiled code, and in as few Spark jobs as the plan allows, when that is at most the
     session's :data:`INTERPRETED_MAX_BYTES`."""
@@ -127,7 +127,7 @@ def evaluation_settings(spark, read_bytes: int | None) -> dict[str, str]:
     return dict(LITTLE_DATA)
 
 
-def planning_settings(spark, file_count: int | None) -> dict[str, str]:
+def planning_settings(spark: Session, file_count: int | None) -> dict[str, str]:
     """Settings for planning a statement over sources of ``file_count`` data files in all
     (None: unknown): Delta evaluates each filtered scan's filter over the statistics of every
     file while Spark optimizes the statement, without compiled code up to
@@ -184,14 +184,14 @@ def merge_settings(store_bytes: int | None) -> dict[str, str]:
     return {ADAPTIVE: "false", SHUFFLE_PARTITIONS: "1", WHOLE_STAGE_CODEGEN: "false"}
 
 
-def apply_settings(spark, settings: dict[str, str]) -> None:
+def apply_settings(spark: Session, settings: dict[str, str]) -> None:
     """Set ``settings`` on ``spark``, a session of one view's statements alone."""
     for key, value in settings.items():
         spark.conf.set(key, value)
 
 
 @contextmanager
-def session_settings(spark, settings: dict[str, str]):
+def session_settings(spark: Session, settings: dict[str, str]):
     """``settings`` on ``spark`` for the block; the values from before it put back after."""
     before = {key: spark.conf.get(key, None) for key in settings}
     for key, value in settings.items():
