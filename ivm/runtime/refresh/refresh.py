@@ -277,7 +277,7 @@ def _refresh(
         inserting = (
             compiled.inserting()
             if plan.inserts_only
-            and (spark.conf.get(INSERTS_ONLY_RULES) or "true").lower() != "false"
+            and (spark.conf.get(INSERTS_ONLY_RULES, "true") or "true").lower() != "false"
             else None
         )
         try:
