@@ -14,7 +14,7 @@ from ivm.runtime.spark.connect import Session
 def sql(spark: Session, statement: str):
     """Run ``statement``: a materialized-view statement, or any Spark SQL.
 
-    Returns a :class:`~ivm.runtime.commands.views.RefreshResult` for CREATE and REFRESH, a list of
+    Returns a :class:`~ivm.runtime.catalog.history.RefreshResult` for CREATE and REFRESH, a list of
     them for REFRESH ALL, None for ALTER and DROP, a
     :class:`~ivm.runtime.observation.verify.Verification` for VERIFY, and a DataFrame for EXPLAIN
     CREATE, DESCRIBE and anything else (``spark.sql(statement)``).

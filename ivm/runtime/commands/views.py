@@ -60,7 +60,6 @@ from ivm.runtime.refresh.commit import (
     committed_write,
     execute,
     isolated,
-    session_settings,
     write_catalog_view,
 )
 from ivm.runtime.refresh.policy import DEFAULT_POLICY, POLICY, check_policy, never_incremental
@@ -78,7 +77,12 @@ from ivm.runtime.refresh.upkeep import (
     retention_properties,
 )
 from ivm.runtime.spark.connect import Session
-from ivm.runtime.spark.settings import apply_settings, evaluation_settings, plan_settings
+from ivm.runtime.spark.settings import (
+    apply_settings,
+    evaluation_settings,
+    plan_settings,
+    session_settings,
+)
 from ivm.zset import Read, relation_name
 
 
