@@ -27,6 +27,7 @@ shows the store's columns.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -35,7 +36,6 @@ from pyspark.errors import PySparkException
 from pyspark.sql.types import StructType
 
 from ivm import codegen
-from ivm.codegen.store import NEGATIVE_COUNT
 from ivm.compiler import CompiledView
 from ivm.errors import ConcurrentRefresh, SourceError, StateError
 from ivm.names import DIALECT
@@ -46,8 +46,9 @@ from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.obstacles import CHANGE_DATA_UNAVAILABLE
 from ivm.runtime.refresh.phases import PhaseClock
-from ivm.runtime.refresh.sources import bind, unbind
+from ivm.runtime.refresh.sources import bind, delta_table, unbind
 from ivm.runtime.spark.connect import session_of_its_own, set_settings
+from ivm.runtime.spark.failures import Failure, classify, missing_file
 from ivm.runtime.spark.settings import session_settings
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
@@ -162,7 +163,7 @@ def committed_write(
     binding), ``write`` (the statement) and ``check``; the record carries those measured
     before the write."""
     timer = clock or PhaseClock(None)
-    with spark_errors(view), timer.phase("change"):
+    with spark_errors(view, spark, compiled.sources), timer.phase("change"):
         bound = bind(
             spark,
             compiled.sources,
@@ -179,7 +180,10 @@ def committed_write(
             final = replace(record, **amend)
             if clock is not None:
                 final = replace(final, phases=clock.summary())
-            with spark_errors(view), _commit_settings(spark, view, final, read_version):
+            with (
+                spark_errors(view, spark, compiled.sources),
+                _commit_settings(spark, view, final, read_version),
+            ):
                 return execute(spark, statement)
 
     try:
@@ -207,20 +211,31 @@ def _commit_settings(spark, view: str, record: RefreshRecord, read_version: int 
 
 
 @contextmanager
-def spark_errors(view: str):
+def spark_errors(view: str, spark=None, sources: Iterable[str] = ()):
     """Turn Spark failures met while maintaining ``view`` into errors a user can act on, and
-    a write that lost the race into :class:`LostRace`."""
+    a write that lost the race into :class:`LostRace`. A file found missing is lost change
+    data where it is one of ``sources``' (read with ``spark``), and an error naming it
+    elsewhere, since a recompute would not bring it back."""
     try:
         yield
     except (PySparkException, Py4JJavaError) as error:
-        if is_lost_race(error):
+        locations = _locations(spark, sources) if missing_file(error) is not None else ()
+        failure = classify(error, locations)
+        if failure is Failure.LOST_RACE:
             raise LostRace() from error
-        if _change_data_unavailable(error):
+        if failure is Failure.CHANGE_DATA_LOST:
             raise SourceError(
                 f"{CHANGE_DATA_UNAVAILABLE} for {view}",
                 hint=f"run REFRESH MATERIALIZED VIEW {view} FULL",
             ) from None
-        if NEGATIVE_COUNT in str(error):
+        if failure is Failure.FILE_MISSING:
+            raise StateError(
+                f"{view} cannot be refreshed: the file {missing_file(error)} is missing, "
+                f"though its table's log names it (removed other than by VACUUM?)",
+                hint="restore the file, or drop it from its table's log with "
+                "FSCK REPAIR TABLE <its table>, and refresh again",
+            ) from None
+        if failure is Failure.STORE_DISAGREES:
             raise StateError(
                 f"the store of {view} disagrees with its sources",
                 hint=f"run REFRESH MATERIALIZED VIEW {view} FULL",
@@ -228,26 +243,9 @@ def spark_errors(view: str):
         raise
 
 
-def is_lost_race(error: Exception) -> bool:
-    """Whether ``error`` is Delta's: another write of the table committed first."""
-    text = str(error)
-    return (
-        "io.delta.exceptions.Concurrent" in text
-        or "DELTA_CONCURRENT" in text
-        or "ConcurrentTransactionException" in text
-        or "MetadataChangedException" in text
-    )
-
-
-def _change_data_unavailable(error: Exception) -> bool:
-    text = str(error)
-    return any(
-        code in text
-        for code in (
-            "DELTA_MISSING_CHANGE_DATA",
-            "DELTA_CHANGE_DATA_FEED",
-            "VersionNotFound",
-            "DELTA_FILE_NOT_FOUND",
-            "FileNotFoundException",
-        )
-    )
+def _locations(spark, sources: Iterable[str]) -> list[str]:
+    """Where the Delta tables of the sources ``sources`` keep their files."""
+    if spark is None:
+        return []
+    readers = [DeltaLogReader.of(spark, delta_table(spark, source)) for source in sources]
+    return [reader.location() or reader.detail()["location"] for reader in readers]
