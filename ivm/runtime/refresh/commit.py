@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 from py4j.protocol import Py4JJavaError
-from pyspark.errors import PySparkException
+from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql.types import StructType
 
 from ivm import codegen
@@ -48,7 +48,7 @@ from ivm.runtime.refresh.obstacles import CHANGE_DATA_UNAVAILABLE
 from ivm.runtime.refresh.phases import PhaseClock
 from ivm.runtime.refresh.sources import bind, delta_table, unbind
 from ivm.runtime.spark.connect import session_of_its_own, set_settings
-from ivm.runtime.spark.failures import Failure, classify, missing_file
+from ivm.runtime.spark.failures import Failure, classify, is_under, missing_file
 from ivm.runtime.spark.settings import session_settings
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
@@ -211,16 +211,18 @@ def _commit_settings(spark, view: str, record: RefreshRecord, read_version: int 
 
 
 @contextmanager
-def spark_errors(view: str, spark=None, sources: Iterable[str] = ()):
+def spark_errors(view: str, spark, sources: Iterable[str]):
     """Turn Spark failures met while maintaining ``view`` into errors a user can act on, and
-    a write that lost the race into :class:`LostRace`. A file found missing is lost change
-    data where it is one of ``sources``' (read with ``spark``), and an error naming it
-    elsewhere, since a recompute would not bring it back."""
+    a write that lost the race into :class:`LostRace`. A missing file is lost change data
+    where it is a file of one of ``sources``; elsewhere (the store's, say) it fails naming
+    the file, since a recompute would hide a table damaged outside Delta."""
     try:
         yield
     except (PySparkException, Py4JJavaError) as error:
-        locations = _locations(spark, sources) if missing_file(error) is not None else ()
-        failure = classify(error, locations)
+        path = missing_file(error)
+        read = [delta_table(spark, source) for source in sources] if path else []
+        locations = _locations(spark, [*read, store_name(view)]) if path else {}
+        failure = classify(error, [locations[table] for table in read if table in locations])
         if failure is Failure.LOST_RACE:
             raise LostRace() from error
         if failure is Failure.CHANGE_DATA_LOST:
@@ -228,12 +230,14 @@ def spark_errors(view: str, spark=None, sources: Iterable[str] = ()):
                 f"{CHANGE_DATA_UNAVAILABLE} for {view}",
                 hint=f"run REFRESH MATERIALIZED VIEW {view} FULL",
             ) from None
-        if failure is Failure.FILE_MISSING:
+        if failure is Failure.FILE_MISSING and path is not None:
+            table = next((t for t, at in locations.items() if is_under(path, at)), None)
             raise StateError(
-                f"{view} cannot be refreshed: the file {missing_file(error)} is missing, "
-                f"though its table's log names it (removed other than by VACUUM?)",
-                hint="restore the file, or drop it from its table's log with "
-                "FSCK REPAIR TABLE <its table>, and refresh again",
+                f"{view} cannot be refreshed: the file {path}"
+                f"{f' of {table}' if table else ''} is missing, though its table's log "
+                f"names it (was it removed other than by VACUUM?)",
+                hint=f"restore the file, or drop it from the log with FSCK REPAIR TABLE "
+                f"{table or '<its table>'}; then refresh {view} again",
             ) from None
         if failure is Failure.STORE_DISAGREES:
             raise StateError(
@@ -243,9 +247,13 @@ def spark_errors(view: str, spark=None, sources: Iterable[str] = ()):
         raise
 
 
-def _locations(spark, sources: Iterable[str]) -> list[str]:
-    """Where the Delta tables of the sources ``sources`` keep their files."""
-    if spark is None:
-        return []
-    readers = [DeltaLogReader.of(spark, delta_table(spark, source)) for source in sources]
-    return [reader.location() or reader.detail()["location"] for reader in readers]
+def _locations(spark, tables: list[str]) -> dict[str, str]:
+    """Where each of the Delta tables ``tables`` that still exists keeps its files."""
+    found = {}
+    for table in tables:
+        reader = DeltaLogReader.of(spark, table)
+        try:
+            found[table] = reader.location() or reader.detail()["location"]
+        except AnalysisException:  # gone since: no file of it is missing
+            continue
+    return found
