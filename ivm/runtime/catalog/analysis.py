@@ -23,22 +23,12 @@ from ivm.frontend.parse import parse_query, referenced_tables
 from ivm.frontend.positions import position_at_offset, position_of
 from ivm.names import DIALECT
 from ivm.runtime.spark.connect import Session
+from ivm.runtime.spark.failures import Failure, classify
 
 TEMPORARY_REASON = (
     "temporary objects cannot be used in a materialized view, because "
     "refreshes run in other sessions"
 )
-
-NAME_CONDITIONS = (
-    "UNRESOLVED_ROUTINE",
-    "UNRESOLVED_COLUMN",
-    "TABLE_OR_VIEW_NOT_FOUND",
-    "AMBIGUOUS_REFERENCE",
-    "UNRESOLVED_FIELD",
-    "UNRESOLVED_MAP_KEY",
-)
-"""Spark's error conditions about names: a :class:`CatalogError`; any other is an
-:class:`InvalidQuery`."""
 
 
 def refuse_temporary(spark: Session, sql: str) -> None:
@@ -122,7 +112,6 @@ def spark_error(error: AnalysisException, sql: str, located: bool = True) -> Ivm
     >>> type(error).__name__, error.message, error.position
     ('CatalogError', 'Spark cannot resolve the query: Cannot resolve routine `f`', None)
     """
-    condition = error.getCondition() or ""
     text = (error.getMessage() or "").strip().splitlines()[0]
     text = re.sub(r"^\[[A-Z_.]+\]\s*", "", text)
     text = re.split(r"\.?\s*SQLSTATE:|; line \d+ pos \d+", text)[0].rstrip(". ")
@@ -135,7 +124,7 @@ def spark_error(error: AnalysisException, sql: str, located: bool = True) -> Ivm
         return SqlSyntaxError(
             f"syntax error: {text}", sql, position, hint="check the SQL near the marked position"
         )
-    if condition.split(".")[0] in NAME_CONDITIONS:
+    if classify(error) is Failure.UNRESOLVED_NAME:
         return CatalogError(
             f"Spark cannot resolve the query: {text}",
             sql,

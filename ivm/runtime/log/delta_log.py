@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 from ivm.names import split
 from ivm.runtime.log.schema_history import MAPPING_OFF, schema_changes
 from ivm.runtime.spark.connect import Session, driver_jvm, is_connect, java_session
+from ivm.runtime.spark.failures import FILE_NOT_FOUND, java_classes
 
 CDF_PROPERTY = "delta.enableChangeDataFeed"
 MAPPING_PROPERTY = "delta.columnMapping.mode"
@@ -299,7 +300,7 @@ class DeltaLogReader:
         try:
             lines = log.store().read(path, conf)
         except Py4JJavaError as error:
-            if error.java_exception.getClass().getName() == "java.io.FileNotFoundException":
+            if java_classes(error)[:1] == [FILE_NOT_FOUND]:
                 return None
             raise
         from_json = jvm.org.apache.spark.sql.delta.actions.Action.fromJson

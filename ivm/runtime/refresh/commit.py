@@ -27,15 +27,15 @@ shows the store's columns.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from contextlib import contextmanager
 from dataclasses import replace
 
 from py4j.protocol import Py4JJavaError
-from pyspark.errors import PySparkException
+from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql.types import StructType
 
 from ivm import codegen
-from ivm.codegen.store import NEGATIVE_COUNT
 from ivm.compiler import CompiledView
 from ivm.errors import ConcurrentRefresh, SourceError, StateError
 from ivm.names import DIALECT
@@ -46,8 +46,9 @@ from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.obstacles import CHANGE_DATA_UNAVAILABLE
 from ivm.runtime.refresh.phases import PhaseClock
-from ivm.runtime.refresh.sources import bind, unbind
+from ivm.runtime.refresh.sources import bind, delta_table, unbind
 from ivm.runtime.spark.connect import Session, session_of_its_own, set_settings
+from ivm.runtime.spark.failures import Failure, classify, is_under, missing_file
 from ivm.runtime.spark.settings import session_settings
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
@@ -164,7 +165,7 @@ def committed_write(
     binding), ``write`` (the statement) and ``check``; the record carries those measured
     before the write."""
     timer = clock or PhaseClock(None)
-    with spark_errors(view), timer.phase("change"):
+    with spark_errors(view, spark, compiled.sources), timer.phase("change"):
         bound = bind(
             spark,
             compiled.sources,
@@ -181,7 +182,10 @@ def committed_write(
             final = replace(record, **amend)
             if clock is not None:
                 final = replace(final, phases=clock.summary())
-            with spark_errors(view), _commit_settings(spark, view, final, read_version):
+            with (
+                spark_errors(view, spark, compiled.sources),
+                _commit_settings(spark, view, final, read_version),
+            ):
                 return execute(spark, statement)
 
     try:
@@ -209,20 +213,35 @@ def _commit_settings(spark: Session, view: str, record: RefreshRecord, read_vers
 
 
 @contextmanager
-def spark_errors(view: str):
+def spark_errors(view: str, spark: Session, sources: Iterable[str]):
     """Turn Spark failures met while maintaining ``view`` into errors a user can act on, and
-    a write that lost the race into :class:`LostRace`."""
+    a write that lost the race into :class:`LostRace`. A missing file is lost change data
+    where it is a file of one of ``sources``; elsewhere (the store's, say) it fails naming
+    the file, since a recompute would hide a table damaged outside Delta."""
     try:
         yield
     except (PySparkException, Py4JJavaError) as error:
-        if is_lost_race(error):
+        path = missing_file(error)
+        read = [delta_table(spark, source) for source in sources] if path else []
+        locations = _locations(spark, [*read, store_name(view)]) if path else {}
+        failure = classify(error, [locations[table] for table in read if table in locations])
+        if failure is Failure.LOST_RACE:
             raise LostRace() from error
-        if _change_data_unavailable(error):
+        if failure is Failure.CHANGE_DATA_LOST:
             raise SourceError(
                 f"{CHANGE_DATA_UNAVAILABLE} for {view}",
                 hint=f"run REFRESH MATERIALIZED VIEW {view} FULL",
             ) from None
-        if NEGATIVE_COUNT in str(error):
+        if failure is Failure.FILE_MISSING and path is not None:
+            table = next((t for t, at in locations.items() if is_under(path, at)), None)
+            raise StateError(
+                f"{view} cannot be refreshed: the file {path}"
+                f"{f' of {table}' if table else ''} is missing, though its table's log "
+                f"names it (was it removed other than by VACUUM?)",
+                hint=f"restore the file, or drop it from the log with FSCK REPAIR TABLE "
+                f"{table or '<its table>'}; then refresh {view} again",
+            ) from None
+        if failure is Failure.STORE_DISAGREES:
             raise StateError(
                 f"the store of {view} disagrees with its sources",
                 hint=f"run REFRESH MATERIALIZED VIEW {view} FULL",
@@ -230,26 +249,13 @@ def spark_errors(view: str):
         raise
 
 
-def is_lost_race(error: Exception) -> bool:
-    """Whether ``error`` is Delta's: another write of the table committed first."""
-    text = str(error)
-    return (
-        "io.delta.exceptions.Concurrent" in text
-        or "DELTA_CONCURRENT" in text
-        or "ConcurrentTransactionException" in text
-        or "MetadataChangedException" in text
-    )
-
-
-def _change_data_unavailable(error: Exception) -> bool:
-    text = str(error)
-    return any(
-        code in text
-        for code in (
-            "DELTA_MISSING_CHANGE_DATA",
-            "DELTA_CHANGE_DATA_FEED",
-            "VersionNotFound",
-            "DELTA_FILE_NOT_FOUND",
-            "FileNotFoundException",
-        )
-    )
+def _locations(spark: Session, tables: list[str]) -> dict[str, str]:
+    """Where each of the Delta tables ``tables`` that still exists keeps its files."""
+    found = {}
+    for table in tables:
+        reader = DeltaLogReader.of(spark, table)
+        try:
+            found[table] = reader.location() or reader.detail()["location"]
+        except AnalysisException:  # gone since: no file of it is missing
+            continue
+    return found

@@ -47,6 +47,7 @@ from ivm.runtime.refresh.sources import (
 )
 from ivm.runtime.refresh.upkeep import compact_after_refresh
 from ivm.runtime.spark.connect import Session
+from ivm.runtime.spark.failures import Failure, classify
 from ivm.runtime.spark.settings import (
     apply_settings,
     evaluation_settings,
@@ -57,7 +58,6 @@ from ivm.runtime.spark.settings import (
     planning_settings,
     session_settings,
 )
-from ivm.store import OVERFLOW
 
 
 class _Overflow(Exception):
@@ -85,7 +85,6 @@ every refresh then takes the rules for any change (to compare them, or to rule t
 OVERFLOW_REASON = "a sum overflowed its type while folding the change"
 LOOKUP_RECOMPUTED = "; every fact row was enriched anew with the dimension as it is now"
 """What a recompute of a lookup join's state adds to its reason (see :mod:`ivm.rules.lookup`)."""
-OVERFLOW_ERRORS = (OVERFLOW, "NUMERIC_VALUE_OUT_OF_RANGE", "ARITHMETIC_OVERFLOW", "CAST_OVERFLOW")
 
 
 def refresh_view(spark: Session, name: str, *, full: bool = False) -> RefreshResult:
@@ -260,7 +259,7 @@ def _refresh(
                 hint=f"recreate it: CREATE OR REPLACE MATERIALIZED VIEW {view} AS ...",
             )
         repair_catalog_view(spark, view, compiled, properties, schema)
-    with clock.phase("versions"), spark_errors(view):
+    with clock.phase("versions"), spark_errors(view, spark, compiled.sources):
         known = what_is_known(spark, view, compiled, properties, schema, forced)
         plan = plan_refresh(known)
         if plan.mode == "noop":
@@ -442,12 +441,12 @@ def _write(
         if unchanged:  # nor does the view: the commit carries the record
             commit(codegen.record_only_statement(store))
             return RefreshResult(view, "incremental", current, previous, rules=rules)
-        with clock.phase("prune"), spark_errors(view):
+        with clock.phase("prune"), spark_errors(view, spark, compiled.sources):
             delta = codegen.to_select(prune(spark, compiled.maintenance.delta, read_bytes))
         types = {f.name: f.dataType.simpleString() for f in schema}
         change = None
         try:
-            with clock.phase("delta"), spark_errors(view):
+            with clock.phase("delta"), spark_errors(view, spark, compiled.sources):
                 with session_settings(
                     spark, planning_settings(spark, total_source_files(spark, current))
                 ):
@@ -480,7 +479,7 @@ def _write(
                     **planned,
                 )
         except (PySparkException, Py4JJavaError) as error:
-            if any(code in str(error) for code in OVERFLOW_ERRORS):
+            if classify(error) is Failure.OVERFLOW:
                 raise _Overflow() from error
             raise
         finally:

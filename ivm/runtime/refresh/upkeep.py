@@ -38,8 +38,8 @@ from ivm.runtime.catalog.catalog import qualified_name, state_tables, store_name
 from ivm.runtime.catalog.definition import view_properties
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.messages import one_line
-from ivm.runtime.refresh.commit import is_lost_race
 from ivm.runtime.spark.connect import Session
+from ivm.runtime.spark.failures import Failure, classify
 from ivm.runtime.spark.settings import session_settings
 
 COMPACT_AT = 50
@@ -121,7 +121,7 @@ def compact(spark: Session, view: str) -> Upkeep | None:
         with session_settings(spark, settings):
             spark.sql(f"OPTIMIZE {store}").collect()
     except (PySparkException, Py4JJavaError) as error:
-        if is_lost_race(error):
+        if classify(error) is Failure.LOST_RACE:
             return None
         raise
     return Upkeep(
