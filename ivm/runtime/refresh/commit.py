@@ -156,7 +156,8 @@ def committed_write(
     sources of ``compiled`` bound at ``record.sources`` (and at ``before`` for a change);
     ``stage`` (``create`` or ``refresh``) names its fault points. The block receives
     ``commit(statement, **amend)``, which runs its one writing statement and returns its
-    rows; ``amend`` sets fields of the record known only once the write is planned. With
+    rows; ``amend`` sets fields of the record known only once the write is planned. A block
+    that returns without calling ``commit`` wrote nothing, and is not checked. With
     the store version ``read_version`` it was computed from, the write is idempotent and
     checked to be the one that committed. ``clock`` times the phases ``change`` (the
     binding), ``write`` (the statement) and ``check``; the record carries those measured
@@ -174,19 +175,26 @@ def committed_write(
             store=None if read_version is None else (view, compiled.store.columns, read_version),
         )
 
+    committed = False
+
     def commit(statement, **amend) -> list:
+        nonlocal committed
         with timer.phase("write"):
             final = replace(record, **amend)
             if clock is not None:
                 final = replace(final, phases=clock.summary())
             with spark_errors(view), _commit_settings(spark, view, final, read_version):
-                return execute(spark, statement)
+                rows = execute(spark, statement)
+        committed = True
+        return rows
 
     try:
         faults.reach(f"{stage}.before_write")
         yield commit
     finally:
         unbind(spark, bound)
+    if not committed:  # the block chose not to write (see the refresh's revision): no change
+        return
     faults.reach(f"{stage}.after_commit")
     if read_version is not None:
         with timer.phase("check"):

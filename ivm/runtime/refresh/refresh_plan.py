@@ -94,13 +94,18 @@ class RefreshPlan:
     """What a refresh does: ``mode`` ``noop``, ``incremental``, ``full`` or ``fails``; the
     ``obstacle`` that makes it recompute or fail; ``prediction``, the cost model's words where
     it chose to recompute; the ``change_bytes`` it reads (None where the log does not say);
-    ``inserts_only``: every source's change inserts rows and removes none."""
+    ``inserts_only``: every source's change inserts rows and removes none;
+    ``recheck_against``: under ``AUTO``, the bytes a recompute reads, against which the cost
+    model judges the delta query once it is planned (rule 2 of
+    :mod:`ivm.runtime.refresh.policy`). That, and what only reading the change shows, is where
+    a refresh may revise an incremental plan, once (:meth:`revised`)."""
 
     mode: str
     obstacle: Obstacle | None = None
     prediction: str | None = None
     change_bytes: int | None = None
     inserts_only: bool = False
+    recheck_against: int | None = None
 
     def __str__(self) -> str:
         """The plan in words.
@@ -119,10 +124,37 @@ class RefreshPlan:
         assert self.obstacle is not None  # a full or failing plan says why
         return f"{'a full recompute' if self.mode == 'full' else 'fails'}: {self.obstacle.reason}"
 
+    def revised(self, policy: str, revision: Revision) -> RefreshPlan:
+        """The plan once an incremental refresh under ``policy`` learned, reading the change,
+        that it cannot apply it: a recompute, or a failure.
+
+        >>> plan = RefreshPlan("incremental", change_bytes=698)
+        >>> str(plan.revised("AUTO", Revision(Obstacle("unavailable", "a sum overflowed"))))
+        'a full recompute: a sum overflowed'
+        >>> plan.revised(STRICT, Revision(Obstacle("unavailable", "a sum overflowed"))).mode
+        'fails'
+        """
+        assert self.mode == "incremental", self.mode
+        mode = verdict(policy, revision.obstacle)
+        assert mode != "incremental", revision  # a refresh returns only obstacles it heeds
+        return RefreshPlan(mode, revision.obstacle, revision.prediction)
+
     def error(self, view: str) -> NotIncrementalizable:
         """The error a refresh of ``view`` that this plan fails raises."""
         assert self.obstacle is not None
         return not_incremental(view, self.obstacle)
+
+
+@dataclass(frozen=True)
+class Revision:
+    """What an incremental refresh learned once reading the change that keeps it from
+    applying it: the ``obstacle`` (a change data file removed, a sum that overflows, a delta
+    query planned to read at least a recompute's bytes); for cost, the cost model's
+    ``prediction`` and the ``model`` carried on, which keeps the delta query's plan."""
+
+    obstacle: Obstacle
+    prediction: str | None = None
+    model: CostModel | None = None
 
 
 def not_incremental(view: str, obstacle: Obstacle) -> NotIncrementalizable:
@@ -193,7 +225,10 @@ def plan_refresh(known: Known) -> RefreshPlan:
         if cheaper is not None:
             return RefreshPlan("full", cheaper, words)
     return RefreshPlan(
-        "incremental", change_bytes=estimate.change_bytes, inserts_only=estimate.inserts_only
+        "incremental",
+        change_bytes=estimate.change_bytes,
+        inserts_only=estimate.inserts_only,
+        recheck_against=known.full_bytes if known.policy == "AUTO" else None,
     )
 
 
