@@ -139,3 +139,25 @@ def test_status_shows_one_line_per_view_with_its_next_refresh(spark, views, monk
     assert "create" in strict and "fails: the change data feed of" in strict, strict
     assert "a full recompute: REFRESH POLICY FULL" in rows[views["FULL"]]
     assert "a full recompute: the change data feed of" in rows[views["AUTO"]]
+
+
+def explain(spark, monkeypatch, capsys, tmp_path, view: str, query: str) -> str:
+    """What ``ivm explain`` prints for the view ``view`` of ``query``."""
+    definition = tmp_path / f"{view}.sql"
+    definition.write_text(f"CREATE MATERIALIZED VIEW {view} AS {query}")
+    monkeypatch.setattr(cli, "_session", lambda args: spark)
+    assert cli.main(["explain", str(definition)]) == 0
+    return capsys.readouterr().out
+
+
+def test_explain_says_a_view_under_policy_full_is_recomputed(
+    spark, fresh_db, monkeypatch, capsys, tmp_path
+):
+    spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {MAPPED}")
+    spark.sql("INSERT INTO r VALUES (1, 10)")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW v REFRESH POLICY FULL AS {TOTALS}")
+    spark.sql("INSERT INTO r VALUES (2, 20)")
+    explained = explain(spark, monkeypatch, capsys, tmp_path, "v", TOTALS)
+    assert f"the next refresh of {fresh_db}.v: a full recompute: REFRESH POLICY FULL" in explained
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW v")
+    assert (result.mode, result.reason) == ("full", "REFRESH POLICY FULL")
