@@ -63,7 +63,13 @@ from ivm.runtime.refresh.commit import (
     session_settings,
     write_catalog_view,
 )
-from ivm.runtime.refresh.policy import DEFAULT_POLICY, POLICY, check_policy, never_incremental
+from ivm.runtime.refresh.policy import (
+    DEFAULT_POLICY,
+    POLICY,
+    Policy,
+    check_policy,
+    never_incremental,
+)
 from ivm.runtime.refresh.read_estimate import read_estimate
 from ivm.runtime.refresh.sources import (
     bind,
@@ -235,7 +241,9 @@ def _create_store(
         committed_write(spark, view, compiled, record, stage="create") as commit,
     ):
         if policy is not None:
-            check_policy(view, policy, compiled, spark.sql(compiled.full_query.sql(DIALECT)).schema)
+            check_policy(
+                view, Policy(policy), compiled, spark.sql(compiled.full_query.sql(DIALECT)).schema
+            )
         commit(
             codegen.create_table_statement(
                 store,
@@ -262,13 +270,13 @@ def explain_create(spark, name: str, sql: str, *, policy: str | None = None) -> 
     ]
     with isolated(spark) as work:
         try:
-            lines += _maintenance(work, view, sql, chosen)
+            lines += _maintenance(work, view, sql, Policy(chosen))
         except UnsupportedQuery as refused:
             lines.append(f"maintained: no, CREATE fails: {refused.message}")
         return work.createDataFrame([(line,) for line in lines], "plan STRING")
 
 
-def _maintenance(spark, view: str, sql: str, policy: str) -> list[str]:
+def _maintenance(spark, view: str, sql: str, policy: Policy) -> list[str]:
     """How the view ``view`` defined by ``sql`` is maintained under ``policy``, as lines:
     the verdict, the delta circuit and what a refresh reads. Raises
     :class:`UnsupportedQuery` for SQL that ivm cannot maintain."""
@@ -284,15 +292,15 @@ def _maintenance(spark, view: str, sql: str, policy: str) -> list[str]:
         ),
         None,
     )
-    if policy == "FULL":
+    if policy is Policy.FULL:
         verdict = "maintained: by a full recompute on every refresh (REFRESH POLICY FULL)"
-    elif never and policy.startswith("INCREMENTAL"):
+    elif never and policy in (Policy.INCREMENTAL, Policy.INCREMENTAL_STRICT):
         verdict = f"maintained: no, CREATE fails: {never}"
     elif never:
         verdict = f"maintained: by a full recompute on every refresh: {never}"
     else:
         verdict = "maintained: incrementally" + (
-            ", unless a refresh predicts a full recompute cheaper" if policy == "AUTO" else ""
+            ", unless a refresh predicts a full recompute cheaper" if policy is Policy.AUTO else ""
         )
     return [verdict, *compiled.explain().splitlines(), *read_estimate(spark, compiled).splitlines()]
 
@@ -338,7 +346,7 @@ def alter_view(
         for table in [*state_tables(spark, view), view]:
             check_policy(
                 table,
-                policy,
+                Policy(policy),
                 compile_definition(spark, table),
                 spark.table(store_name(table)).schema,
             )

@@ -72,7 +72,7 @@ def _describe_view(spark, view: str) -> DataFrame:
             if freshness
             else "no (no FRESHNESS)",
         ),
-        ("refresh policy", properties.get(POLICY, DEFAULT_POLICY)),
+        ("refresh policy", properties.get(POLICY, DEFAULT_POLICY.value)),
         ("last refresh", str(last.timestamp)),
         ("last refresh mode", last.mode),
         ("last refresh reason", last.reason or ""),

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ivm.runtime.log.delta_log import DeltaLogReader
-from ivm.runtime.refresh.policy import Obstacle
+from ivm.runtime.refresh.policy import Obstacle, ObstacleKind
 from ivm.runtime.refresh.sources import delta_table
 from ivm.runtime.spark.settings import number_setting
 
@@ -89,7 +89,7 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
                 None,
                 None,
                 Obstacle(
-                    "reinitialize",
+                    ObstacleKind.REINITIALIZE,
                     (
                         f"{table} is at version {upto}, before version {after} that the view "
                         f"consumed"
@@ -103,7 +103,7 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
                 None,
                 None,
                 Obstacle(
-                    "unavailable",
+                    ObstacleKind.UNAVAILABLE,
                     (
                         f"the log of {table} no longer holds every commit after version {after} "
                         f"(log retention or VACUUM)"
@@ -116,7 +116,7 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
                     None,
                     None,
                     Obstacle(
-                        "reinitialize",
+                        ObstacleKind.REINITIALIZE,
                         (f"{table} was replaced at version {commit.version} ({commit.operation})"),
                     ),
                 )
@@ -125,7 +125,7 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
                 None,
                 None,
                 Obstacle(
-                    "unavailable",
+                    ObstacleKind.UNAVAILABLE,
                     (f"the change data feed of {table} was turned off at version {off.version}"),
                 ),
             )
@@ -134,7 +134,7 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
                 None,
                 None,
                 Obstacle(
-                    "reinitialize",
+                    ObstacleKind.REINITIALIZE,
                     (
                         f"the schema of {table} changed after version {after}, which the view "
                         f"consumed: {'; '.join(changed)}"
@@ -163,7 +163,7 @@ def estimate(spark, previous: dict[str, int], current: dict[str, int]) -> Estima
             change_bytes,
             source_bytes,
             Obstacle(
-                "cost",
+                ObstacleKind.COST,
                 (
                     f"the change ({change_bytes} bytes) is over {ratio:g} of the sources' "
                     f"{source_bytes} bytes ({RATIO})"

@@ -43,9 +43,9 @@ from ivm.runtime.refresh.commit import (
 )
 from ivm.runtime.refresh.obstacles import DEFAULT_MIN_BYTES, MIN_BYTES, replaced_source
 from ivm.runtime.refresh.phases import PhaseClock
-from ivm.runtime.refresh.policy import CostModel, Obstacle
+from ivm.runtime.refresh.policy import CostModel, Obstacle, ObstacleKind
 from ivm.runtime.refresh.pruning import prune
-from ivm.runtime.refresh.refresh_plan import Revision, plan_refresh, what_is_known
+from ivm.runtime.refresh.refresh_plan import Decision, Revision, plan_refresh, what_is_known
 from ivm.runtime.refresh.sources import (
     kept,
     latest_sources,
@@ -99,7 +99,7 @@ def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
     a compaction that fails is reported in the result, not raised.
     """
     view = qualified_name(spark, name)
-    forced = Obstacle("requested", f"REFRESH {view} FULL") if full else None
+    forced = Obstacle(ObstacleKind.REQUESTED, f"REFRESH {view} FULL") if full else None
     with reading_each_log_once():
         named_view(spark, view, "REFRESH")
         tables = [state for state, _ in compile_definition(spark, view).states]
@@ -125,7 +125,9 @@ def _refresh_with_states(
         faults.reach("refresh.after_state")
     recomputed = [s.view for s in states if s.mode == "full"]
     if forced is None and recomputed:  # its change would be the state table twice over
-        forced = Obstacle("reinitialize", f"its state table {recomputed[0]} was recomputed")
+        forced = Obstacle(
+            ObstacleKind.REINITIALIZE, f"its state table {recomputed[0]} was recomputed"
+        )
     result = _refresh_one(spark, view, forced)
     result.states = states
     return result
@@ -267,16 +269,16 @@ def _refresh(
     with clock.phase("versions"), spark_errors(view):
         known = what_is_known(spark, view, compiled, properties, schema, forced)
         plan = plan_refresh(known)
-        if plan.mode == "noop":
+        if plan.mode is Decision.NOOP:
             return RefreshResult(
                 view, "noop", known.current, known.previous, seconds=time.perf_counter() - start
             )
-        if plan.mode == "fails":
+        if plan.mode is Decision.FAILS:
             raise plan.error(view)
         store_version = DeltaLogReader.of(spark, store_name(view)).version()
     model = known.model
     outcome = None
-    if plan.mode == "incremental":
+    if plan.mode is Decision.INCREMENTAL:
         inserting = (
             compiled.inserting()
             if plan.inserts_only and spark.conf.get(INSERTS_ONLY_RULES, "true").lower() != "false"
@@ -308,7 +310,7 @@ def _refresh(
         )
         if isinstance(outcome, Revision):
             plan = plan.revised(known.policy, outcome)
-            if plan.mode == "fails":
+            if plan.mode is Decision.FAILS:
                 raise plan.error(view)
             model = outcome.model or model
     if not isinstance(outcome, RefreshResult):  # a recompute, as planned or revised
@@ -450,7 +452,7 @@ def _fold(spark, write: Write) -> RefreshResult | Revision:
     try:
         return _merge(spark, write)
     except SourceError as error:  # a change data file was VACUUMed
-        return Revision(Obstacle("unavailable", error.message))
+        return Revision(Obstacle(ObstacleKind.UNAVAILABLE, error.message))
 
 
 def _merge(spark, write: Write) -> RefreshResult | Revision:
@@ -508,7 +510,7 @@ def _merge(spark, write: Write) -> RefreshResult | Revision:
                 )
         except (PySparkException, Py4JJavaError) as error:
             if any(code in str(error) for code in OVERFLOW_ERRORS):
-                return Revision(Obstacle("unavailable", OVERFLOW_REASON))
+                return Revision(Obstacle(ObstacleKind.UNAVAILABLE, OVERFLOW_REASON))
             raise
         finally:
             spark.catalog.dropTempView(STORE_CHANGE)
