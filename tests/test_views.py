@@ -7,8 +7,9 @@ import pytest
 from delta.tables import DeltaTable
 
 import ivm
-from ivm.runtime.catalog.catalog import STATE_OF, VIEW, store_name
+from ivm.runtime.catalog.catalog import store_name
 from ivm.runtime.catalog.history import latest_record
+from ivm.runtime.catalog.properties import STATE_OF, VIEW
 from ivm.runtime.observation.describe import consumed_versions
 
 SALES = (

@@ -21,7 +21,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ivm.errors import StateError
-from ivm.runtime.catalog.catalog import STATE_OF, VIEW, store_name
+from ivm.runtime.catalog.catalog import store_name
+from ivm.runtime.catalog.properties import STATE_OF, VIEW
 from ivm.runtime.log.delta_log import DeltaLogReader, describe_history, once
 
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"

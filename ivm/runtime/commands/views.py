@@ -35,12 +35,6 @@ from ivm.errors import CatalogError, UnsupportedQuery, ViewExists, ViewInUse
 from ivm.names import DIALECT, internal_database, is_internal_database, quote, split
 from ivm.runtime.catalog.analysis import analyse, refuse_temporary
 from ivm.runtime.catalog.catalog import (
-    COLUMNS,
-    DEFINITION,
-    FRESHNESS,
-    STATE_OF,
-    SUSPENDED,
-    VIEW,
     catalog_schema,
     check_name,
     has_legacy_layout,
@@ -53,6 +47,15 @@ from ivm.runtime.catalog.catalog import (
 from ivm.runtime.catalog.definition import compile_definition, named_view, not_a_view, pin
 from ivm.runtime.catalog.graph import check_no_cycle, readers
 from ivm.runtime.catalog.history import RefreshRecord, RefreshResult
+from ivm.runtime.catalog.properties import (
+    COLUMNS,
+    DEFINITION,
+    FRESHNESS,
+    POLICY,
+    STATE_OF,
+    SUSPENDED,
+    VIEW,
+)
 from ivm.runtime.log.delta_log import CDF_PROPERTY, rows_written
 from ivm.runtime.observation.describe import consumed_versions
 from ivm.runtime.refresh import faults
@@ -63,13 +66,7 @@ from ivm.runtime.refresh.commit import (
     session_settings,
     write_catalog_view,
 )
-from ivm.runtime.refresh.policy import (
-    DEFAULT_POLICY,
-    POLICY,
-    Policy,
-    check_policy,
-    never_incremental,
-)
+from ivm.runtime.refresh.policy import DEFAULT_POLICY, Policy, check_policy, never_incremental
 from ivm.runtime.refresh.read_estimate import read_estimate
 from ivm.runtime.refresh.sources import (
     bind,

@@ -42,6 +42,7 @@ from ivm.names import DIALECT
 from ivm.runtime.catalog.catalog import store_name
 from ivm.runtime.catalog.definition import is_pinned, settings, spelled_columns, view_properties
 from ivm.runtime.catalog.history import USER_METADATA, RefreshRecord, latest_record
+from ivm.runtime.catalog.properties import STORE
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.obstacles import CHANGE_DATA_UNAVAILABLE
@@ -54,8 +55,6 @@ TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 ATTEMPTS = 3
 """How often a refresh that lost a race with another refresh of its view starts again."""
-STORE = "ivm.store"
-"""The catalog view's property that names its store."""
 
 
 class LostRace(Exception):

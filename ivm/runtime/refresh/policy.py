@@ -53,9 +53,6 @@ from ivm.errors import IvmError
 from ivm.runtime.messages import size
 from ivm.store import is_exact
 
-POLICY = "ivm.refreshPolicy"
-"""The store property that keeps the view's refresh policy."""
-
 
 class Policy(StrEnum):
     """A view's refresh policy, spelled as ``REFRESH POLICY`` and its store property spell it

@@ -35,6 +35,7 @@ from ivm.rules import Kind
 from ivm.runtime.catalog.catalog import store_name
 from ivm.runtime.catalog.definition import compile_definition, view_properties
 from ivm.runtime.catalog.history import latest_consumed, latest_record
+from ivm.runtime.catalog.properties import POLICY
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.messages import size
 from ivm.runtime.refresh.obstacles import (
@@ -46,7 +47,6 @@ from ivm.runtime.refresh.obstacles import (
 )
 from ivm.runtime.refresh.policy import (
     DEFAULT_POLICY,
-    POLICY,
     CostModel,
     NotIncrementalizable,
     Obstacle,
