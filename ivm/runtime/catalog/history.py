@@ -16,6 +16,7 @@ import time
 import uuid
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -31,12 +32,23 @@ HISTORY_SCAN = 50
 an OPTIMIZE of the store, carry none)."""
 
 
+class Mode(StrEnum):
+    """How a write of a store, or a refresh that wrote nothing, went; its value is what the
+    record and the history say."""
+
+    CREATE = "create"
+    INCREMENTAL = "incremental"  # the change folded into the store
+    FULL = "full"  # the store overwritten with the query's result
+    PARTITION = "partition"  # one partition of the store overwritten
+    NOOP = "noop"  # no source changed: nothing written
+
+
 @dataclass
 class RefreshResult:
     """What one CREATE or REFRESH did."""
 
     view: str
-    mode: str  # create | incremental | full | partition | noop
+    mode: Mode
     consumed: dict[str, int] = field(default_factory=dict)
     previous: dict[str, int] = field(default_factory=dict)
     rows_inserted: int = 0
@@ -62,7 +74,7 @@ class RefreshResult:
         if self.reason or self.rules:
             text += f" ({self.reason or self.rules})"
         text += f"; sources: {versions}"
-        if self.mode in ("incremental", "full", "create", "partition"):
+        if self.mode != Mode.NOOP:
             text += (
                 f"; store rows: +{self.rows_inserted} inserted, ~{self.rows_updated} "
                 f"updated, -{self.rows_deleted} deleted"
@@ -79,7 +91,7 @@ into the view's own rows (:mod:`ivm.rules.append`)."""
 class RefreshRecord:
     """The record of one write of a store (a CREATE or a REFRESH)."""
 
-    mode: str  # create | incremental | full
+    mode: str  # a Mode's value, as written (a later ivm's may be one this one does not know)
     sources: dict[str, int]  # the source versions the store now reflects
     reason: str | None = None  # why a refresh was full
     read_bytes: int | None = None  # the bytes of source data or change it read

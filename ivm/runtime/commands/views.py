@@ -46,7 +46,7 @@ from ivm.runtime.catalog.catalog import (
 )
 from ivm.runtime.catalog.definition import compile_definition, named_view, not_a_view, pin
 from ivm.runtime.catalog.graph import check_no_cycle, readers
-from ivm.runtime.catalog.history import RefreshRecord, RefreshResult
+from ivm.runtime.catalog.history import Mode, RefreshRecord, RefreshResult
 from ivm.runtime.catalog.properties import (
     COLUMNS,
     DEFINITION,
@@ -153,7 +153,7 @@ def create_view(
             raise ViewExists(f"{view} already exists", hint="choose another name")
         if is_view and has_catalog_view:
             if if_not_exists:
-                return RefreshResult(view, "noop", consumed_versions(work, view))
+                return RefreshResult(view, Mode.NOOP, consumed_versions(work, view))
             if not replace:
                 raise ViewExists(
                     f"{view} already exists",
@@ -189,7 +189,7 @@ def create_view(
         faults.reach("create.after_write")
         rows = rows_written(work, store_name(view))
     return RefreshResult(
-        view, "create", versions, {}, rows_inserted=rows, seconds=time.perf_counter() - start
+        view, Mode.CREATE, versions, {}, rows_inserted=rows, seconds=time.perf_counter() - start
     )
 
 
@@ -231,7 +231,9 @@ def _create_store(
     store = store_name(view)
     versions, ids = latest_sources(spark, compiled.sources)
     total = total_source_bytes(spark, compiled.sources)
-    record = RefreshRecord("create", versions, read_bytes=total, table_ids=ids, planned_bytes=total)
+    record = RefreshRecord(
+        Mode.CREATE, versions, read_bytes=total, table_ids=ids, planned_bytes=total
+    )
     properties = {CDF_PROPERTY: "true", VIEW: view, **properties}
     with (
         session_settings(spark, evaluation_settings(spark, total)),

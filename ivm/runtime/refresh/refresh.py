@@ -31,7 +31,13 @@ from ivm.rules import Kind
 from ivm.runtime.catalog.catalog import qualified_name, store_name
 from ivm.runtime.catalog.definition import compile_definition, named_view, view_properties
 from ivm.runtime.catalog.graph import dependency_graph, materialized_views, refresh_order
-from ivm.runtime.catalog.history import INSERTS_ONLY, RefreshRecord, RefreshResult, latest_record
+from ivm.runtime.catalog.history import (
+    INSERTS_ONLY,
+    Mode,
+    RefreshRecord,
+    RefreshResult,
+    latest_record,
+)
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once, rows_written
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.commit import (
@@ -109,7 +115,7 @@ def refresh_view(spark, name: str, *, full: bool = False) -> RefreshResult:
     result.upkeep = [
         step
         for written in [*result.states, result]
-        if written.mode != "noop"
+        if written.mode != Mode.NOOP
         if (step := compact_after_refresh(spark, written.view)) is not None
     ]
     return result
@@ -123,7 +129,7 @@ def _refresh_with_states(
     for state in tables:
         states.append(_refresh_one(spark, state, forced))
         faults.reach("refresh.after_state")
-    recomputed = [s.view for s in states if s.mode == "full"]
+    recomputed = [s.view for s in states if s.mode == Mode.FULL]
     if forced is None and recomputed:  # its change would be the state table twice over
         forced = Obstacle(
             ObstacleKind.REINITIALIZE, f"its state table {recomputed[0]} was recomputed"
@@ -217,7 +223,7 @@ def _refresh_partition(
         store_version,
         last.sources,
         RefreshRecord(
-            "partition",
+            Mode.PARTITION,
             last.sources,
             reason=f"PARTITION ({spec})",
             table_ids=last.table_ids,
@@ -271,7 +277,7 @@ def _refresh(
         plan = plan_refresh(known)
         if plan.mode is Decision.NOOP:
             return RefreshResult(
-                view, "noop", known.current, known.previous, seconds=time.perf_counter() - start
+                view, Mode.NOOP, known.current, known.previous, seconds=time.perf_counter() - start
             )
         if plan.mode is Decision.FAILS:
             raise plan.error(view)
@@ -286,7 +292,7 @@ def _refresh(
         )
         rules = None if inserting is None else INSERTS_ONLY
         record = RefreshRecord(
-            "incremental",
+            Mode.INCREMENTAL,
             known.current,
             read_bytes=plan.change_bytes,
             table_ids=known.ids,
@@ -317,14 +323,14 @@ def _refresh(
         assert plan.obstacle is not None
         lookup = compiled.maintenance.rule.kind is Kind.LOOKUP
         record = RefreshRecord(
-            "full",
+            Mode.FULL,
             known.current,
             plan.obstacle.reason + (LOOKUP_RECOMPUTED if lookup else ""),
             known.full_bytes,
             table_ids=known.ids,
             started_ms=clock.started_ms,
             planned_bytes=known.full_bytes,
-            cost=model.after("full", plan.prediction is not None).to_record(),
+            cost=model.after(Mode.FULL, plan.prediction is not None).to_record(),
             prediction=plan.prediction,
         )
         with session_settings(spark, evaluation_settings(spark, known.full_bytes)):
@@ -366,7 +372,7 @@ class Write:
         """The result of this write, once committed, with its store rows ``counts``."""
         return RefreshResult(
             self.view,
-            self.record.mode,
+            Mode(self.record.mode),
             self.record.sources,
             self.previous,
             reason=self.record.reason,
@@ -379,11 +385,11 @@ def _write(spark, write: Write) -> RefreshResult | Revision:
     """Carry out ``write`` in one commit, as its mode says: its result, or, for an
     incremental write that learned it cannot apply the change, why."""
     match write.record.mode:
-        case "full":
+        case Mode.FULL:
             return _overwrite(spark, write)
-        case "partition":
+        case Mode.PARTITION:
             return _overwrite_partition(spark, write)
-        case "incremental":
+        case Mode.INCREMENTAL:
             return _fold(spark, write)
         case mode:
             raise AssertionError(f"a refresh does not write in mode {mode}")
@@ -483,7 +489,7 @@ def _merge(spark, write: Write) -> RefreshResult | Revision:
                 )
                 planned = {
                     "planned_bytes": query_bytes,
-                    "cost": model.after("incremental", False, plan).to_record(),
+                    "cost": model.after(Mode.INCREMENTAL, False, plan).to_record(),
                 }
                 if write.recheck_against is not None:
                     cheaper, planned["prediction"] = model.after_planning(
@@ -493,7 +499,7 @@ def _merge(spark, write: Write) -> RefreshResult | Revision:
                         return Revision(
                             cheaper,
                             planned["prediction"],
-                            model.after("incremental", False, plan),
+                            model.after(Mode.INCREMENTAL, False, plan),
                         )
                 change = kept(spark, query, query_bytes)
                 settings = _merge_settings(spark, store, query_bytes) if change.rows else {}
