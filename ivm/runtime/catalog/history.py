@@ -87,24 +87,39 @@ INSERTS_ONLY = "inserts only"
 into the view's own rows (:mod:`ivm.rules.append`)."""
 
 
+def _shown(spark_type: str) -> dict[str, str]:
+    """The metadata of a record's field that :func:`history` shows: its Spark SQL type in
+    the record's JSON."""
+    return {"spark": spark_type}
+
+
 @dataclass(frozen=True)
 class RefreshRecord:
-    """The record of one write of a store (a CREATE or a REFRESH)."""
+    """The record of one write of a store (a CREATE or a REFRESH); the fields with a Spark
+    type are those the history shows (:func:`record_type`)."""
 
-    mode: str  # a Mode's value, as written (a later ivm's may be one this one does not know)
-    sources: dict[str, int]  # the source versions the store now reflects
-    reason: str | None = None  # why a refresh was full
-    read_bytes: int | None = None  # the bytes of source data or change it read
+    # a Mode's value, as written (a later ivm's may be one this one does not know)
+    mode: str = field(metadata=_shown("STRING"))
+    # the source versions the store now reflects
+    sources: dict[str, int] = field(metadata=_shown("MAP<STRING, BIGINT>"))
+    reason: str | None = field(default=None, metadata=_shown("STRING"))  # why a refresh was full
+    # the bytes of source data or change it read
+    read_bytes: int | None = field(default=None, metadata=_shown("BIGINT"))
     table_ids: dict[str, str] | None = None  # each source's Delta table id (None: unknown,
     # in records written before ids were kept)
-    refresh: str = field(default_factory=lambda: uuid.uuid4().hex)
-    started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
-    phases: dict[str, dict] | None = None  # phase → {seconds, jobs}, of the phases
-    # before the write (ivm.runtime.refresh.phases)
+    refresh: str = field(default_factory=lambda: uuid.uuid4().hex, metadata=_shown("STRING"))
+    started_ms: int = field(
+        default_factory=lambda: int(time.time() * 1000), metadata=_shown("BIGINT")
+    )
+    # phase → {seconds, jobs}, of the phases before the write (ivm.runtime.refresh.phases)
+    phases: dict[str, dict] | None = field(
+        default=None, metadata=_shown("MAP<STRING, STRUCT<seconds DOUBLE, jobs INT>>")
+    )
     planned_bytes: int | None = None  # what it read as the cost model counts it
     cost: dict | None = None  # the cost model it was planned with
-    prediction: str | None = None  # the cost model's prediction, where it chose
-    rules: str | None = None  # as RefreshResult.rules
+    # the cost model's prediction, where it chose
+    prediction: str | None = field(default=None, metadata=_shown("STRING"))
+    rules: str | None = field(default=None, metadata=_shown("STRING"))  # as RefreshResult.rules
     committed_ms: int | None = None  # when it was committed: read from the log,
     # never written
 
@@ -141,6 +156,17 @@ class RefreshRecord:
 
 
 _RECORD_FIELDS = {f.name for f in fields(RefreshRecord)}
+
+
+def record_type() -> str:
+    """The Spark SQL type of a record's JSON as :func:`history` reads it: the fields of
+    :class:`RefreshRecord` it shows, each with the Spark type its field declares.
+
+    >>> record_type()[:63]
+    'STRUCT<mode STRING, sources MAP<STRING, BIGINT>, reason STRING,'
+    """
+    shown = [f"{f.name} {f.metadata['spark']}" for f in fields(RefreshRecord) if f.metadata]
+    return f"STRUCT<{', '.join(shown)}>"
 
 
 def latest_record(log: DeltaLogReader, upto: int | None = None) -> tuple[int, RefreshRecord]:
@@ -201,13 +227,7 @@ def history(spark, store: str) -> DataFrame:
     commit, and where that time went: ``phases``, each phase's seconds and Spark jobs (see
     :mod:`ivm.runtime.refresh.phases`), the ``write`` up to its commit included, its jobs uncounted
     (the commit is written before they are known)."""
-    record = F.from_json(
-        "userMetadata",
-        "ivm STRUCT<refresh STRING, mode STRING, reason "
-        "STRING, prediction STRING, rules STRING, sources MAP<STRING, "
-        "BIGINT>, read_bytes BIGINT, started_ms BIGINT, phases MAP<STRING, "
-        "STRUCT<seconds DOUBLE, jobs INT>>>",
-    ).ivm
+    record = F.from_json("userMetadata", f"ivm {record_type()}").ivm
     metrics = F.col("operationMetrics")
     seconds = (F.unix_millis("timestamp") - F.col("record.started_ms")) / 1000
     # the write of an attempt that fell back to a full recompute is the final write's share
