@@ -1,9 +1,10 @@
 """What the Spark tests share: a view compared with its query, a table's Delta history, the
-commits ivm made to a view's store, and the sales view of the ``shop`` fixture
-(tests/conftest.py). Delta facts are in cdf.py."""
+commits ivm made to a view's store, the sales view of the ``shop`` fixture
+(tests/conftest.py), and what ``ivm explain`` prints. Delta facts are in cdf.py."""
 
 from delta.tables import DeltaTable
 
+from ivm import cli
 from ivm.runtime.catalog.catalog import qualified_name, store_name
 
 SALES = (
@@ -34,3 +35,12 @@ def rows(spark, view):
 def ivm_commits(spark, view):
     """The commits of ``view``'s store that carry a refresh record."""
     return [c for c in history(spark, store_name(qualified_name(spark, view))) if c.userMetadata]
+
+
+def explain(spark, monkeypatch, capsys, tmp_path, view: str, query: str) -> str:
+    """What ``ivm explain`` prints for the view ``view`` of ``query``."""
+    definition = tmp_path / f"{view}.sql"
+    definition.write_text(f"CREATE MATERIALIZED VIEW {view} AS {query}")
+    monkeypatch.setattr(cli, "_session", lambda args: spark)
+    assert cli.main(["explain", str(definition)]) == 0
+    return capsys.readouterr().out

@@ -43,3 +43,18 @@ def test_partition_errors_name_the_column(spark, partitioned):
         ivm.sql(spark, f"CREATE MATERIALIZED VIEW other PARTITIONED BY (x) AS {TOTALS}")
     with pytest.raises(ivm.SqlSyntaxError, match="literal as the partition value"):
         ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals PARTITION (k = k)")
+
+
+def test_a_partition_refresh_checks_the_store_as_a_refresh_does(spark, fresh_db):
+    """A source's new column changes the columns of a view of ``SELECT *``: a partition
+    refresh, as a refresh, says the definition no longer matches the store, and times its
+    phases."""
+    spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {CDF}")
+    spark.sql("INSERT INTO r VALUES (1, 10), (2, 20)")
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW copy PARTITIONED BY (k) AS SELECT * FROM r")
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW copy PARTITION (k = 1)")
+    assert {"plan", "versions", "write"} <= set(result.phases)
+    spark.sql("ALTER TABLE r ADD COLUMNS (b INT)")
+    with pytest.raises(ivm.StateError, match="no longer matches its store") as caught:
+        ivm.sql(spark, "REFRESH MATERIALIZED VIEW copy PARTITION (k = 1)")
+    assert "CREATE OR REPLACE MATERIALIZED VIEW" in caught.value.hint

@@ -15,7 +15,7 @@ from ivm.runtime.refresh.obstacles import MIN_BYTES, RATIO
 from ivm.runtime.refresh.policy import KEPT, REMEASURE_AFTER, CostModel, NotIncrementalizable
 
 from cdf import CDF
-from helpers import assert_equals_query
+from helpers import assert_equals_query, explain
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 TOP = "SELECT k, a FROM r ORDER BY a DESC, k LIMIT 2"
@@ -150,7 +150,7 @@ def test_after_recomputing_by_cost_for_a_while_a_refresh_measures_incremental_ag
 
 
 def test_auto_recomputes_a_view_whose_change_reads_more_than_its_query(
-    spark, r, every_size_predicted
+    spark, r, every_size_predicted, monkeypatch, capsys, tmp_path
 ):
     """A top-N reads its input before and after a change that removes rows: more than
     recomputing it."""
@@ -167,8 +167,10 @@ def test_auto_recomputes_a_view_whose_change_reads_more_than_its_query(
     assert "prune" in result.phases  # it planned the delta query before it chose
 
     spark.sql("INSERT INTO r VALUES (4, 40)")  # from the latest plan: no change read now
+    explained = explain(spark, monkeypatch, capsys, tmp_path, "top", TOP)
     result = refresh(spark, "top", TOP)
     assert result.mode == "full" and "the latest delta query, for a change of" in result.reason
+    assert f"the next refresh of {r}.top: a full recompute: {result.reason}\n" in explained
     assert "prune" not in result.phases
 
     ivm.sql(spark, "ALTER MATERIALIZED VIEW top SET REFRESH POLICY INCREMENTAL")

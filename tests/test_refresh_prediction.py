@@ -11,7 +11,7 @@ from ivm.runtime.refresh.obstacles import MIN_BYTES, RATIO
 from ivm.runtime.refresh.read_estimate import read_estimate
 from ivm.runtime.refresh.refresh_plan import predict
 
-from helpers import assert_equals_query
+from helpers import assert_equals_query, explain
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 POLICIES = ("AUTO", "INCREMENTAL", "INCREMENTAL STRICT", "FULL")
@@ -140,3 +140,16 @@ def test_status_shows_one_line_per_view_with_its_next_refresh(spark, views, monk
     assert "create" in strict and "fails: the change data feed of" in strict, strict
     assert "a full recompute: REFRESH POLICY FULL" in rows[views["FULL"]]
     assert "a full recompute: the change data feed of" in rows[views["AUTO"]]
+
+
+def test_explain_says_a_view_under_policy_full_is_recomputed(
+    spark, fresh_db, monkeypatch, capsys, tmp_path
+):
+    spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {MAPPED}")
+    spark.sql("INSERT INTO r VALUES (1, 10)")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW v REFRESH POLICY FULL AS {TOTALS}")
+    spark.sql("INSERT INTO r VALUES (2, 20)")
+    explained = explain(spark, monkeypatch, capsys, tmp_path, "v", TOTALS)
+    assert f"the next refresh of {fresh_db}.v: a full recompute: REFRESH POLICY FULL" in explained
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW v")
+    assert (result.mode, result.reason) == ("full", "REFRESH POLICY FULL")

@@ -11,10 +11,10 @@ import ivm
 from ivm import cli
 from ivm.errors import CatalogError, SqlSyntaxError
 from ivm.runtime.catalog.catalog import qualified_name, state_tables, store_name
+from ivm.runtime.catalog.properties import DELETED_FILE_RETENTION, LOG_RETENTION
 from ivm.runtime.commands.scheduler import Vacuums, run
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.refresh import upkeep
-from ivm.runtime.refresh.upkeep import DELETED_FILE_RETENTION, LOG_RETENTION
 
 OPEN_ORDERS = "SELECT id, cust_id, amount FROM orders WHERE status <> 'void'"
 BY_CUSTOMER = "SELECT cust_id, COUNT(*) AS n FROM open_orders GROUP BY cust_id"

@@ -28,18 +28,11 @@ from ivm.frontend.parse import referenced_tables
 from ivm.frontend.positions import position_of
 from ivm.names import CATALOG_NAME, canonical, internal_table, join, split
 from ivm.passes.states import STATE_SUFFIX
+from ivm.runtime.catalog.properties import STATE_OF, VIEW
 from ivm.runtime.log.delta_log import DeltaLogReader, once
 from ivm.runtime.spark.connect import Session
 
 STORE_SUFFIX = "__ivm_store"
-VIEW = "ivm.view"  # store property: the view it stores
-DEFINITION = "ivm.definition"  # store property: the view's SELECT
-FRESHNESS = "ivm.freshness"  # store property: the most seconds `ivm run` lets it lag
-SUSPENDED = "ivm.suspended"  # store property: "true" if `ivm run` leaves it alone
-DATABASE = "ivm.database"  # store property: where the definition's names resolve
-SETTINGS = "ivm.settings"  # store property: the session settings pinned at CREATE (JSON)
-COLUMNS = "ivm.columns"  # store property: the view's column names as Spark spells them
-STATE_OF = "ivm.stateOf"  # store property of a state table: the view it is part of
 SESSION_CATALOG = "spark_catalog"
 
 

@@ -31,11 +31,6 @@ from ivm.compiler import CompiledView, compile
 from ivm.errors import CatalogError, ViewNotFound
 from ivm.names import DIALECT
 from ivm.runtime.catalog.catalog import (
-    COLUMNS,
-    DATABASE,
-    DEFINITION,
-    SETTINGS,
-    STATE_OF,
     catalog_kind,
     catalog_schema,
     current_database,
@@ -43,6 +38,7 @@ from ivm.runtime.catalog.catalog import (
     store_name,
     store_properties,
 )
+from ivm.runtime.catalog.properties import COLUMNS, DATABASE, DEFINITION, SETTINGS, STATE_OF
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.spark.connect import Session
 

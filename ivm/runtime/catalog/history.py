@@ -17,12 +17,14 @@ import time
 import uuid
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ivm.errors import StateError
-from ivm.runtime.catalog.catalog import STATE_OF, VIEW, store_name
+from ivm.runtime.catalog.catalog import store_name
+from ivm.runtime.catalog.properties import STATE_OF, VIEW
 from ivm.runtime.log.delta_log import DeltaLogReader, describe_history, once
 from ivm.runtime.spark.connect import Session
 
@@ -32,12 +34,23 @@ HISTORY_SCAN = 50
 an OPTIMIZE of the store, carry none)."""
 
 
+class Mode(StrEnum):
+    """How a write of a store, or a refresh that wrote nothing, went; its value is what the
+    record and the history say."""
+
+    CREATE = "create"
+    INCREMENTAL = "incremental"  # the change folded into the store
+    FULL = "full"  # the store overwritten with the query's result
+    PARTITION = "partition"  # one partition of the store overwritten
+    NOOP = "noop"  # no source changed: nothing written
+
+
 @dataclass
 class RefreshResult:
     """What one CREATE or REFRESH did."""
 
     view: str
-    mode: str  # create | incremental | full | partition | noop
+    mode: Mode
     consumed: dict[str, int] = field(default_factory=dict)
     previous: dict[str, int] = field(default_factory=dict)
     rows_inserted: int = 0
@@ -63,7 +76,7 @@ class RefreshResult:
         if self.reason or self.rules:
             text += f" ({self.reason or self.rules})"
         text += f"; sources: {versions}"
-        if self.mode in ("incremental", "full", "create", "partition"):
+        if self.mode != Mode.NOOP:
             text += (
                 f"; store rows: +{self.rows_inserted} inserted, ~{self.rows_updated} "
                 f"updated, -{self.rows_deleted} deleted"
@@ -76,24 +89,39 @@ INSERTS_ONLY = "inserts only"
 into the view's own rows (:mod:`ivm.rules.append`)."""
 
 
+def _shown(spark_type: str) -> dict[str, str]:
+    """The metadata of a record's field that :func:`history` shows: its Spark SQL type in
+    the record's JSON."""
+    return {"spark": spark_type}
+
+
 @dataclass(frozen=True)
 class RefreshRecord:
-    """The record of one write of a store (a CREATE or a REFRESH)."""
+    """The record of one write of a store (a CREATE or a REFRESH); the fields with a Spark
+    type are those the history shows (:func:`record_type`)."""
 
-    mode: str  # create | incremental | full
-    sources: dict[str, int]  # the source versions the store now reflects
-    reason: str | None = None  # why a refresh was full
-    read_bytes: int | None = None  # the bytes of source data or change it read
+    # a Mode's value, as written (a later ivm's may be one this one does not know)
+    mode: str = field(metadata=_shown("STRING"))
+    # the source versions the store now reflects
+    sources: dict[str, int] = field(metadata=_shown("MAP<STRING, BIGINT>"))
+    reason: str | None = field(default=None, metadata=_shown("STRING"))  # why a refresh was full
+    # the bytes of source data or change it read
+    read_bytes: int | None = field(default=None, metadata=_shown("BIGINT"))
     table_ids: dict[str, str] | None = None  # each source's Delta table id (None: unknown,
     # in records written before ids were kept)
-    refresh: str = field(default_factory=lambda: uuid.uuid4().hex)
-    started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
-    phases: dict[str, dict] | None = None  # phase → {seconds, jobs}, of the phases
-    # before the write (ivm.runtime.refresh.phases)
+    refresh: str = field(default_factory=lambda: uuid.uuid4().hex, metadata=_shown("STRING"))
+    started_ms: int = field(
+        default_factory=lambda: int(time.time() * 1000), metadata=_shown("BIGINT")
+    )
+    # phase → {seconds, jobs}, of the phases before the write (ivm.runtime.refresh.phases)
+    phases: dict[str, dict] | None = field(
+        default=None, metadata=_shown("MAP<STRING, STRUCT<seconds DOUBLE, jobs INT>>")
+    )
     planned_bytes: int | None = None  # what it read as the cost model counts it
     cost: dict | None = None  # the cost model it was planned with
-    prediction: str | None = None  # the cost model's prediction, where it chose
-    rules: str | None = None  # as RefreshResult.rules
+    # the cost model's prediction, where it chose
+    prediction: str | None = field(default=None, metadata=_shown("STRING"))
+    rules: str | None = field(default=None, metadata=_shown("STRING"))  # as RefreshResult.rules
     committed_ms: int | None = None  # when it was committed: read from the log,
     # never written
 
@@ -130,6 +158,17 @@ class RefreshRecord:
 
 
 _RECORD_FIELDS = {f.name for f in fields(RefreshRecord)}
+
+
+def record_type() -> str:
+    """The Spark SQL type of a record's JSON as :func:`history` reads it: the fields of
+    :class:`RefreshRecord` it shows, each with the Spark type its field declares.
+
+    >>> record_type()[:63]
+    'STRUCT<mode STRING, sources MAP<STRING, BIGINT>, reason STRING,'
+    """
+    shown = [f"{f.name} {f.metadata['spark']}" for f in fields(RefreshRecord) if f.metadata]
+    return f"STRUCT<{', '.join(shown)}>"
 
 
 def latest_record(log: DeltaLogReader, upto: int | None = None) -> tuple[int, RefreshRecord]:
@@ -190,13 +229,7 @@ def history(spark: Session, store: str) -> DataFrame:
     commit, and where that time went: ``phases``, each phase's seconds and Spark jobs (see
     :mod:`ivm.runtime.refresh.phases`), the ``write`` up to its commit included, its jobs uncounted
     (the commit is written before they are known)."""
-    record = F.from_json(
-        "userMetadata",
-        "ivm STRUCT<refresh STRING, mode STRING, reason "
-        "STRING, prediction STRING, rules STRING, sources MAP<STRING, "
-        "BIGINT>, read_bytes BIGINT, started_ms BIGINT, phases MAP<STRING, "
-        "STRUCT<seconds DOUBLE, jobs INT>>>",
-    ).ivm
+    record = F.from_json("userMetadata", f"ivm {record_type()}").ivm
     metrics = F.col("operationMetrics")
     seconds = (F.unix_millis("timestamp") - F.col("record.started_ms")) / 1000
     # the write of an attempt that fell back to a full recompute is the final write's share

@@ -43,9 +43,10 @@ from dataclasses import dataclass, field
 import networkx as nx
 from py4j.protocol import Py4JNetworkError
 
-from ivm.runtime.catalog.catalog import FRESHNESS, SUSPENDED, store_properties
+from ivm.runtime.catalog.catalog import store_properties
 from ivm.runtime.catalog.graph import dependency_graph, materialized_views
-from ivm.runtime.catalog.history import RefreshResult
+from ivm.runtime.catalog.history import Mode, RefreshResult
+from ivm.runtime.catalog.properties import FRESHNESS, SUSPENDED
 from ivm.runtime.log.delta_log import reading_each_log_once
 from ivm.runtime.messages import one_line
 from ivm.runtime.observation.lag import lag_seconds, oldest_unconsumed_ms
@@ -118,7 +119,7 @@ class Pass:
     @property
     def refreshed(self) -> list[RefreshResult]:
         """The refreshes that wrote a store."""
-        return [r for r in self.outcomes if isinstance(r, RefreshResult) and r.mode != "noop"]
+        return [r for r in self.outcomes if isinstance(r, RefreshResult) and r.mode != Mode.NOOP]
 
     @property
     def failed(self) -> list[Failure]:
@@ -214,7 +215,7 @@ def run_pass(
             return
         watched.failing.pop(view, None)
         done.outcomes.append(result)
-        if result.mode != "noop":  # its readers kept fresh follow it in this pass
+        if result.mode != Mode.NOOP:  # its readers kept fresh follow it in this pass
             for reader in _readers(watched.graph, view):
                 if reader in plan.slack and reader not in attempted:
                     heapq.heappush(queue, (plan.slack[reader], watched.rank[reader], reader))
@@ -321,7 +322,7 @@ def run(
             if watched is not None:
                 done = run_pass(spark, watched, tick=tick)
                 for outcome in done.outcomes:
-                    if not (isinstance(outcome, RefreshResult) and outcome.mode == "noop"):
+                    if not (isinstance(outcome, RefreshResult) and outcome.mode == Mode.NOOP):
                         report(str(outcome))
             if (view := vacuums.next(time.monotonic())) is not None:
                 _keep_up(spark, view, report)

@@ -35,12 +35,6 @@ from ivm.errors import CatalogError, UnsupportedQuery, ViewExists, ViewInUse
 from ivm.names import DIALECT, internal_database, is_internal_database, quote, split
 from ivm.runtime.catalog.analysis import analyse, refuse_temporary
 from ivm.runtime.catalog.catalog import (
-    COLUMNS,
-    DEFINITION,
-    FRESHNESS,
-    STATE_OF,
-    SUSPENDED,
-    VIEW,
     catalog_schema,
     check_name,
     has_legacy_layout,
@@ -52,7 +46,16 @@ from ivm.runtime.catalog.catalog import (
 )
 from ivm.runtime.catalog.definition import compile_definition, named_view, not_a_view, pin
 from ivm.runtime.catalog.graph import check_no_cycle, readers
-from ivm.runtime.catalog.history import RefreshRecord, RefreshResult
+from ivm.runtime.catalog.history import Mode, RefreshRecord, RefreshResult
+from ivm.runtime.catalog.properties import (
+    COLUMNS,
+    DEFINITION,
+    FRESHNESS,
+    POLICY,
+    STATE_OF,
+    SUSPENDED,
+    VIEW,
+)
 from ivm.runtime.log.delta_log import CDF_PROPERTY, rows_written
 from ivm.runtime.observation.describe import consumed_versions
 from ivm.runtime.refresh import faults
@@ -62,7 +65,7 @@ from ivm.runtime.refresh.commit import (
     isolated,
     write_catalog_view,
 )
-from ivm.runtime.refresh.policy import DEFAULT_POLICY, POLICY, check_policy, never_incremental
+from ivm.runtime.refresh.policy import DEFAULT_POLICY, Policy, check_policy, never_incremental
 from ivm.runtime.refresh.read_estimate import read_estimate
 from ivm.runtime.refresh.sources import (
     bind,
@@ -155,7 +158,7 @@ def create_view(
             raise ViewExists(f"{view} already exists", hint="choose another name")
         if is_view and has_catalog_view:
             if if_not_exists:
-                return RefreshResult(view, "noop", consumed_versions(work, view))
+                return RefreshResult(view, Mode.NOOP, consumed_versions(work, view))
             if not replace:
                 raise ViewExists(
                     f"{view} already exists",
@@ -191,7 +194,7 @@ def create_view(
         faults.reach("create.after_write")
         rows = rows_written(work, store_name(view))
     return RefreshResult(
-        view, "create", versions, {}, rows_inserted=rows, seconds=time.perf_counter() - start
+        view, Mode.CREATE, versions, {}, rows_inserted=rows, seconds=time.perf_counter() - start
     )
 
 
@@ -233,14 +236,18 @@ def _create_store(
     store = store_name(view)
     versions, ids = latest_sources(spark, compiled.sources)
     total = total_source_bytes(spark, compiled.sources)
-    record = RefreshRecord("create", versions, read_bytes=total, table_ids=ids, planned_bytes=total)
+    record = RefreshRecord(
+        Mode.CREATE, versions, read_bytes=total, table_ids=ids, planned_bytes=total
+    )
     properties = {CDF_PROPERTY: "true", VIEW: view, **properties}
     with (
         session_settings(spark, evaluation_settings(spark, total)),
         committed_write(spark, view, compiled, record, stage="create") as commit,
     ):
         if policy is not None:
-            check_policy(view, policy, compiled, spark.sql(compiled.full_query.sql(DIALECT)).schema)
+            check_policy(
+                view, Policy(policy), compiled, spark.sql(compiled.full_query.sql(DIALECT)).schema
+            )
         commit(
             codegen.create_table_statement(
                 store,
@@ -267,13 +274,13 @@ def explain_create(spark: Session, name: str, sql: str, *, policy: str | None = 
     ]
     with isolated(spark) as work:
         try:
-            lines += _maintenance(work, view, sql, chosen)
+            lines += _maintenance(work, view, sql, Policy(chosen))
         except UnsupportedQuery as refused:
             lines.append(f"maintained: no, CREATE fails: {refused.message}")
         return work.createDataFrame([(line,) for line in lines], "plan STRING")
 
 
-def _maintenance(spark: Session, view: str, sql: str, policy: str) -> list[str]:
+def _maintenance(spark: Session, view: str, sql: str, policy: Policy) -> list[str]:
     """How the view ``view`` defined by ``sql`` is maintained under ``policy``, as lines:
     the verdict, the delta circuit and what a refresh reads. Raises
     :class:`UnsupportedQuery` for SQL that ivm cannot maintain."""
@@ -289,15 +296,15 @@ def _maintenance(spark: Session, view: str, sql: str, policy: str) -> list[str]:
         ),
         None,
     )
-    if policy == "FULL":
+    if policy is Policy.FULL:
         verdict = "maintained: by a full recompute on every refresh (REFRESH POLICY FULL)"
-    elif never and policy.startswith("INCREMENTAL"):
+    elif never and policy in (Policy.INCREMENTAL, Policy.INCREMENTAL_STRICT):
         verdict = f"maintained: no, CREATE fails: {never}"
     elif never:
         verdict = f"maintained: by a full recompute on every refresh: {never}"
     else:
         verdict = "maintained: incrementally" + (
-            ", unless a refresh predicts a full recompute cheaper" if policy == "AUTO" else ""
+            ", unless a refresh predicts a full recompute cheaper" if policy is Policy.AUTO else ""
         )
     return [verdict, *compiled.explain().splitlines(), *read_estimate(spark, compiled).splitlines()]
 
@@ -343,7 +350,7 @@ def alter_view(
         for table in [*state_tables(spark, view), view]:
             check_policy(
                 table,
-                policy,
+                Policy(policy),
                 compile_definition(spark, table),
                 spark.table(store_name(table)).schema,
             )

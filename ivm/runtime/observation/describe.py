@@ -6,14 +6,7 @@ import time
 
 from pyspark.sql import DataFrame
 
-from ivm.runtime.catalog.catalog import (
-    DEFINITION,
-    FRESHNESS,
-    STATE_OF,
-    SUSPENDED,
-    qualified_name,
-    store_name,
-)
+from ivm.runtime.catalog.catalog import qualified_name, store_name
 from ivm.runtime.catalog.definition import (
     compile_definition,
     resolution_database,
@@ -21,10 +14,11 @@ from ivm.runtime.catalog.definition import (
     view_properties,
 )
 from ivm.runtime.catalog.history import history, latest_consumed, latest_record
+from ivm.runtime.catalog.properties import DEFINITION, FRESHNESS, POLICY, STATE_OF, SUSPENDED
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.messages import size
 from ivm.runtime.observation.lag import lag_seconds
-from ivm.runtime.refresh.policy import DEFAULT_POLICY, POLICY
+from ivm.runtime.refresh.policy import DEFAULT_POLICY
 from ivm.runtime.refresh.refresh_plan import predict
 from ivm.runtime.refresh.retention import Assessment, Unconsumed, assess, retentions, unconsumed
 from ivm.runtime.refresh.upkeep import COMPACT_AT
@@ -73,7 +67,7 @@ def _describe_view(spark: Session, view: str) -> DataFrame:
             if freshness
             else "no (no FRESHNESS)",
         ),
-        ("refresh policy", properties.get(POLICY, DEFAULT_POLICY)),
+        ("refresh policy", properties.get(POLICY, DEFAULT_POLICY.value)),
         ("last refresh", str(last.timestamp)),
         ("last refresh mode", last.mode),
         ("last refresh reason", last.reason or ""),

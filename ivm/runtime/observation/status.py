@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ivm.runtime.catalog.catalog import FRESHNESS, SUSPENDED
 from ivm.runtime.catalog.definition import compile_definition, view_properties
 from ivm.runtime.catalog.history import latest_consumed
+from ivm.runtime.catalog.properties import FRESHNESS, SUSPENDED
 from ivm.runtime.log.delta_log import reading_each_log_once
 from ivm.runtime.messages import one_line
 from ivm.runtime.observation.describe import retention_assessments

@@ -42,6 +42,7 @@ from ivm.names import DIALECT
 from ivm.runtime.catalog.catalog import store_name
 from ivm.runtime.catalog.definition import is_pinned, settings, spelled_columns, view_properties
 from ivm.runtime.catalog.history import USER_METADATA, RefreshRecord, latest_record
+from ivm.runtime.catalog.properties import STORE
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.obstacles import CHANGE_DATA_UNAVAILABLE
@@ -55,8 +56,6 @@ TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 ATTEMPTS = 3
 """How often a refresh that lost a race with another refresh of its view starts again."""
-STORE = "ivm.store"
-"""The catalog view's property that names its store."""
 
 
 class LostRace(Exception):
@@ -159,7 +158,8 @@ def committed_write(
     sources of ``compiled`` bound at ``record.sources`` (and at ``before`` for a change);
     ``stage`` (``create`` or ``refresh``) names its fault points. The block receives
     ``commit(statement, **amend)``, which runs its one writing statement and returns its
-    rows; ``amend`` sets fields of the record known only once the write is planned. With
+    rows; ``amend`` sets fields of the record known only once the write is planned. A block
+    that returns without calling ``commit`` wrote nothing, and is not checked. With
     the store version ``read_version`` it was computed from, the write is idempotent and
     checked to be the one that committed. ``clock`` times the phases ``change`` (the
     binding), ``write`` (the statement) and ``check``; the record carries those measured
@@ -177,7 +177,10 @@ def committed_write(
             store=None if read_version is None else (view, compiled.store.columns, read_version),
         )
 
+    committed = False
+
     def commit(statement, **amend) -> list:
+        nonlocal committed
         with timer.phase("write"):
             final = replace(record, **amend)
             if clock is not None:
@@ -186,13 +189,17 @@ def committed_write(
                 spark_errors(view, spark, compiled.sources),
                 _commit_settings(spark, view, final, read_version),
             ):
-                return execute(spark, statement)
+                rows = execute(spark, statement)
+        committed = True
+        return rows
 
     try:
         faults.reach(f"{stage}.before_write")
         yield commit
     finally:
         unbind(spark, bound)
+    if not committed:  # the block chose not to write (see the refresh's revision): no change
+        return
     faults.reach(f"{stage}.after_commit")
     if read_version is not None:
         with timer.phase("check"):

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ivm.runtime.log.delta_log import DeltaLogReader
-from ivm.runtime.refresh.policy import Obstacle
+from ivm.runtime.refresh.policy import Obstacle, ObstacleKind
 from ivm.runtime.refresh.sources import delta_table
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import number_setting
@@ -90,7 +90,7 @@ def estimate(spark: Session, previous: dict[str, int], current: dict[str, int]) 
                 None,
                 None,
                 Obstacle(
-                    "reinitialize",
+                    ObstacleKind.REINITIALIZE,
                     (
                         f"{table} is at version {upto}, before version {after} that the view "
                         f"consumed"
@@ -104,7 +104,7 @@ def estimate(spark: Session, previous: dict[str, int], current: dict[str, int]) 
                 None,
                 None,
                 Obstacle(
-                    "unavailable",
+                    ObstacleKind.UNAVAILABLE,
                     (
                         f"the log of {table} no longer holds every commit after version {after} "
                         f"(log retention or VACUUM)"
@@ -117,7 +117,7 @@ def estimate(spark: Session, previous: dict[str, int], current: dict[str, int]) 
                     None,
                     None,
                     Obstacle(
-                        "reinitialize",
+                        ObstacleKind.REINITIALIZE,
                         (f"{table} was replaced at version {commit.version} ({commit.operation})"),
                     ),
                 )
@@ -126,7 +126,7 @@ def estimate(spark: Session, previous: dict[str, int], current: dict[str, int]) 
                 None,
                 None,
                 Obstacle(
-                    "unavailable",
+                    ObstacleKind.UNAVAILABLE,
                     (f"the change data feed of {table} was turned off at version {off.version}"),
                 ),
             )
@@ -135,7 +135,7 @@ def estimate(spark: Session, previous: dict[str, int], current: dict[str, int]) 
                 None,
                 None,
                 Obstacle(
-                    "reinitialize",
+                    ObstacleKind.REINITIALIZE,
                     (
                         f"the schema of {table} changed after version {after}, which the view "
                         f"consumed: {'; '.join(changed)}"
@@ -164,7 +164,7 @@ def estimate(spark: Session, previous: dict[str, int], current: dict[str, int]) 
             change_bytes,
             source_bytes,
             Obstacle(
-                "cost",
+                ObstacleKind.COST,
                 (
                     f"the change ({change_bytes} bytes) is over {ratio:g} of the sources' "
                     f"{source_bytes} bytes ({RATIO})"

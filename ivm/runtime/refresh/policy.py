@@ -46,15 +46,25 @@ them costs its fixed overhead either way, and stays incremental.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from enum import StrEnum
 
 from ivm.compiler import CompiledView
 from ivm.errors import IvmError
 from ivm.runtime.messages import size
 from ivm.store import is_exact
 
-POLICY = "ivm.refreshPolicy"
-"""The store property that keeps the view's refresh policy."""
-DEFAULT_POLICY = "AUTO"
+
+class Policy(StrEnum):
+    """A view's refresh policy, spelled as ``REFRESH POLICY`` and its store property spell it
+    (see the module's docstring)."""
+
+    AUTO = "AUTO"
+    INCREMENTAL = "INCREMENTAL"
+    INCREMENTAL_STRICT = "INCREMENTAL STRICT"
+    FULL = "FULL"
+
+
+DEFAULT_POLICY = Policy.AUTO
 REMEASURE_AFTER = 8
 """Recomputes in a row, chosen by cost, after which one refresh is incremental again."""
 KEPT = 8
@@ -69,12 +79,20 @@ class NotIncrementalizable(IvmError):
     ``INCREMENTAL``) that cannot apply the change."""
 
 
+class ObstacleKind(StrEnum):
+    """What an obstacle to applying the change is (see the module's docstring)."""
+
+    REQUESTED = "requested"
+    REINITIALIZE = "reinitialize"
+    UNAVAILABLE = "unavailable"
+    COST = "cost"
+
+
 @dataclass(frozen=True)
 class Obstacle:
-    """Why a refresh does not apply the change: ``kind`` is ``requested``,
-    ``reinitialize``, ``unavailable`` or ``cost`` (see the module's docstring)."""
+    """Why a refresh does not apply the change, and of what ``kind``."""
 
-    kind: str
+    kind: ObstacleKind
     reason: str
 
 
@@ -95,11 +113,11 @@ def never_incremental(compiled: CompiledView, schema) -> str | None:
     )
 
 
-def check_policy(view: str, policy: str, compiled: CompiledView, schema) -> None:
+def check_policy(view: str, policy: Policy, compiled: CompiledView, schema) -> None:
     """At CREATE or ALTER: a view that no refresh can maintain incrementally cannot take an
     ``INCREMENTAL`` policy."""
     reason = never_incremental(compiled, schema)
-    if reason is not None and policy.startswith("INCREMENTAL"):
+    if reason is not None and policy in (Policy.INCREMENTAL, Policy.INCREMENTAL_STRICT):
         raise NotIncrementalizable(
             f"{view} cannot be refreshed incrementally under REFRESH POLICY {policy}: {reason}",
             hint="use REFRESH POLICY AUTO or FULL, or change the query",
@@ -236,7 +254,7 @@ class CostModel:
 
 
 def _cheaper(words: str) -> tuple[Obstacle, str]:
-    return Obstacle("cost", f"a full recompute is predicted cheaper: {words}"), words
+    return Obstacle(ObstacleKind.COST, f"a full recompute is predicted cheaper: {words}"), words
 
 
 def _mean(old: float | None, new: float) -> float:

@@ -5,14 +5,22 @@ An incremental refresh folds the change of every source since the versions the s
 into the store by one MERGE; a full one overwrites the store with the query's result. Either
 is one committed write (:mod:`ivm.runtime.refresh.commit`), retried from a fresh read of the store
 when another refresh of the view committed first.
+
+A refresh carries out the plan made before any data is read
+(:mod:`ivm.runtime.refresh.refresh_plan`) as one :class:`Write`; an incremental write that learns,
+reading the change, that it cannot apply it returns a
+:class:`~ivm.runtime.refresh.refresh_plan.Revision` instead of committing, and the refresh then
+recomputes or fails as the revised plan says.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
+from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from ivm import codegen
@@ -23,7 +31,13 @@ from ivm.rules import Kind
 from ivm.runtime.catalog.catalog import qualified_name, store_name
 from ivm.runtime.catalog.definition import compile_definition, named_view, view_properties
 from ivm.runtime.catalog.graph import dependency_graph, materialized_views, refresh_order
-from ivm.runtime.catalog.history import INSERTS_ONLY, RefreshRecord, RefreshResult, latest_record
+from ivm.runtime.catalog.history import (
+    INSERTS_ONLY,
+    Mode,
+    RefreshRecord,
+    RefreshResult,
+    latest_record,
+)
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once, rows_written
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.commit import (
@@ -35,9 +49,9 @@ from ivm.runtime.refresh.commit import (
 )
 from ivm.runtime.refresh.obstacles import DEFAULT_MIN_BYTES, MIN_BYTES, replaced_source
 from ivm.runtime.refresh.phases import PhaseClock
-from ivm.runtime.refresh.policy import CostModel, Obstacle
+from ivm.runtime.refresh.policy import CostModel, Obstacle, ObstacleKind
 from ivm.runtime.refresh.pruning import prune
-from ivm.runtime.refresh.refresh_plan import not_incremental, plan_refresh, verdict, what_is_known
+from ivm.runtime.refresh.refresh_plan import Decision, Revision, plan_refresh, what_is_known
 from ivm.runtime.refresh.sources import (
     kept,
     latest_sources,
@@ -58,21 +72,6 @@ from ivm.runtime.spark.settings import (
     planning_settings,
     session_settings,
 )
-
-
-class _Overflow(Exception):
-    """A value overflowed its type while folding a change: the query alone can say whether
-    it overflows too."""
-
-
-class _Recompute(Exception):
-    """The cost model predicts a full recompute cheaper than the planned incremental one,
-    whose delta query reads ``planned``: (change bytes, bytes read)."""
-
-    def __init__(self, obstacle: Obstacle, prediction: str, planned: tuple[int, int] | None):
-        super().__init__(obstacle.reason)
-        self.obstacle, self.prediction, self.planned = obstacle, prediction, planned
-
 
 STORE_CHANGE = "_ivm_store_change"
 """The temporary view of the change to the store, which the MERGE reads."""
@@ -106,7 +105,7 @@ def refresh_view(spark: Session, name: str, *, full: bool = False) -> RefreshRes
     a compaction that fails is reported in the result, not raised.
     """
     view = qualified_name(spark, name)
-    forced = Obstacle("requested", f"REFRESH {view} FULL") if full else None
+    forced = Obstacle(ObstacleKind.REQUESTED, f"REFRESH {view} FULL") if full else None
     with reading_each_log_once():
         named_view(spark, view, "REFRESH")
         tables = [state for state, _ in compile_definition(spark, view).states]
@@ -116,7 +115,7 @@ def refresh_view(spark: Session, name: str, *, full: bool = False) -> RefreshRes
     result.upkeep = [
         step
         for written in [*result.states, result]
-        if written.mode != "noop"
+        if written.mode != Mode.NOOP
         if (step := compact_after_refresh(spark, written.view)) is not None
     ]
     return result
@@ -130,9 +129,11 @@ def _refresh_with_states(
     for state in tables:
         states.append(_refresh_one(spark, state, forced))
         faults.reach("refresh.after_state")
-    recomputed = [s.view for s in states if s.mode == "full"]
+    recomputed = [s.view for s in states if s.mode == Mode.FULL]
     if forced is None and recomputed:  # its change would be the state table twice over
-        forced = Obstacle("reinitialize", f"its state table {recomputed[0]} was recomputed")
+        forced = Obstacle(
+            ObstacleKind.REINITIALIZE, f"its state table {recomputed[0]} was recomputed"
+        )
     result = _refresh_one(spark, view, forced)
     result.states = states
     return result
@@ -173,65 +174,93 @@ def refresh_partition(
     """
     view = qualified_name(spark, name)
     named_view(spark, view, "REFRESH")
-    return retrying(
-        spark,
-        view,
-        lambda work, view, properties: _refresh_partition(work, view, properties, partition),
-    )
+    clock = PhaseClock(spark)
+    with clock.running():
+        result = retrying(
+            spark,
+            view,
+            lambda work, view, properties: _refresh_partition(
+                work, view, properties, partition, clock
+            ),
+        )
+    clock.count_jobs()
+    result.phases = clock.phases
+    return result
 
 
 def _refresh_partition(
-    spark: Session, view: str, properties: dict[str, str], partition: dict[str, exp.Literal]
+    spark: Session,
+    view: str,
+    properties: dict[str, str],
+    partition: dict[str, exp.Literal],
+    clock: PhaseClock,
 ) -> RefreshResult:
+    """Carry out a partition refresh: a store checked as a refresh checks it, the sources
+    at the versions it reflects, one partition overwritten."""
     start = time.perf_counter()
-    compiled = compile_definition(spark, view, properties)
-    apply_settings(spark, plan_settings(compiled))
+    compiled, schema = _prepared(spark, view, properties, clock)
     store = store_name(view)
-    log = DeltaLogReader(spark, store)
-    partitioned_by = log.partition_columns()
-    unknown = [c for c in partition if c not in partitioned_by]
-    if unknown or not partition:
-        raise CatalogError(
-            f"{', '.join(unknown) or 'PARTITION ()'} is not a partition column of {view}",
-            hint=f"{view} is partitioned by {', '.join(partitioned_by) or 'nothing'}",
-        )
-    repair_catalog_view(spark, view, compiled, properties, spark.table(store).schema)
-    store_version = log.version()
-    last = latest_record(log)[1]
-    consumed = last.sources
-    _, ids = latest_sources(spark, compiled.sources)
-    if replaced := replaced_source(last.table_ids, ids):
-        raise SourceError(
-            f"{view} cannot recompute a partition: {replaced}",
-            hint=f"run REFRESH MATERIALIZED VIEW {view}",
-        )
+    with clock.phase("versions"):
+        log = DeltaLogReader(spark, store)
+        partitioned_by = log.partition_columns()
+        unknown = [c for c in partition if c not in partitioned_by]
+        if unknown or not partition:
+            raise CatalogError(
+                f"{', '.join(unknown) or 'PARTITION ()'} is not a partition column of {view}",
+                hint=f"{view} is partitioned by {', '.join(partitioned_by) or 'nothing'}",
+            )
+        store_version = log.version()
+        last = latest_record(log)[1]
+        _, ids = latest_sources(spark, compiled.sources)
+        if replaced := replaced_source(last.table_ids, ids):
+            raise SourceError(
+                f"{view} cannot recompute a partition: {replaced}",
+                hint=f"run REFRESH MATERIALIZED VIEW {view}",
+            )
     spec = ", ".join(f"{c} = {v.sql(DIALECT)}" for c, v in partition.items())
-    predicate = exp.and_(*(exp.column(c).eq(v) for c, v in partition.items()))
-    record = RefreshRecord(
-        "partition",
-        consumed,
-        reason=f"PARTITION ({spec})",
-        table_ids=last.table_ids,
-        cost=last.cost,
-    )  # the model carries on
-    evaluation = evaluation_settings(spark, total_source_bytes(spark, compiled.sources))
-    with (
-        session_settings(spark, evaluation),
-        committed_write(
-            spark, view, compiled, record, stage="refresh", read_version=store_version
-        ) as commit,
-    ):
-        commit(codegen.replace_where_statement(store, compiled.full_query, predicate))
-    rows = rows_written(spark, store)
-    return RefreshResult(
+    write = Write(
         view,
-        "partition",
-        consumed,
-        consumed,
-        rows_inserted=rows,
-        reason=record.reason,
-        seconds=time.perf_counter() - start,
+        compiled,
+        schema,
+        store_version,
+        last.sources,
+        RefreshRecord(
+            Mode.PARTITION,
+            last.sources,
+            reason=f"PARTITION ({spec})",
+            table_ids=last.table_ids,
+            started_ms=clock.started_ms,
+            cost=last.cost,  # the model carries on
+        ),
+        clock,
+        partition=exp.and_(*(exp.column(c).eq(v) for c, v in partition.items())),
     )
+    evaluation = evaluation_settings(spark, total_source_bytes(spark, compiled.sources))
+    with session_settings(spark, evaluation):
+        result = _write(spark, write)
+    assert isinstance(result, RefreshResult)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _prepared(
+    spark: Session, view: str, properties: dict[str, str], clock: PhaseClock
+) -> tuple[CompiledView, StructType]:
+    """The phase ``plan`` of every refresh of ``view``: its definition compiled under the
+    settings it pins, its store's schema checked to be the one the definition writes, its
+    catalog view repaired if need be; the compiled view and the store's schema."""
+    with clock.phase("plan"):
+        compiled = compile_definition(spark, view, properties)
+        apply_settings(spark, plan_settings(compiled))
+        schema = spark.table(store_name(view)).schema
+        if tuple(schema.names) != compiled.store.columns:
+            raise StateError(
+                f"the definition of {view} no longer matches its store (did a "
+                f"source's schema change?)",
+                hint=f"recreate it: CREATE OR REPLACE MATERIALIZED VIEW {view} AS ...",
+            )
+        repair_catalog_view(spark, view, compiled, properties, schema)
+    return compiled, schema
 
 
 def _refresh(
@@ -243,91 +272,271 @@ def _refresh(
 ) -> RefreshResult:
     """Carry out the plan of a refresh (:mod:`ivm.runtime.refresh.refresh_plan`), made once the
     store's and the sources' logs are read: nothing, apply the change, recompute, or fail. An
-    incremental refresh that finds, once reading the change, that it cannot apply it (a
-    change data file removed, a sum that overflows, a delta query predicted dearer than a
-    recompute) recomputes or fails as the policy says."""
+    incremental refresh that learns, reading the change, that it cannot apply it (a change
+    data file removed, a sum that overflows, a delta query planned dearer than a recompute)
+    returns a :class:`~ivm.runtime.refresh.refresh_plan.Revision`, and the plan revised
+    recomputes or fails as the policy says."""
     start = time.perf_counter()
-    with clock.phase("plan"):
-        compiled = compile_definition(spark, view, properties)
-        apply_settings(spark, plan_settings(compiled))
-        store = store_name(view)
-        schema = spark.table(store).schema
-        if tuple(schema.names) != compiled.store.columns:
-            raise StateError(
-                f"the definition of {view} no longer matches its store (did a "
-                f"source's schema change?)",
-                hint=f"recreate it: CREATE OR REPLACE MATERIALIZED VIEW {view} AS ...",
-            )
-        repair_catalog_view(spark, view, compiled, properties, schema)
+    compiled, schema = _prepared(spark, view, properties, clock)
     with clock.phase("versions"), spark_errors(view, spark, compiled.sources):
         known = what_is_known(spark, view, compiled, properties, schema, forced)
         plan = plan_refresh(known)
-        if plan.mode == "noop":
+        if plan.mode is Decision.NOOP:
             return RefreshResult(
-                view, "noop", known.current, known.previous, seconds=time.perf_counter() - start
+                view, Mode.NOOP, known.current, known.previous, seconds=time.perf_counter() - start
             )
-        if plan.mode == "fails":
+        if plan.mode is Decision.FAILS:
             raise plan.error(view)
-        store_version = DeltaLogReader.of(spark, store).version()
-    lookup = compiled.maintenance.rule.kind is Kind.LOOKUP
-    obstacle, prediction, model = plan.obstacle, plan.prediction, known.model
-    result = None
-    if plan.mode == "incremental":
+        store_version = DeltaLogReader.of(spark, store_name(view)).version()
+    model = known.model
+    outcome = None
+    if plan.mode is Decision.INCREMENTAL:
         inserting = (
             compiled.inserting()
             if plan.inserts_only
             and (spark.conf.get(INSERTS_ONLY_RULES, "true") or "true").lower() != "false"
             else None
         )
-        try:
-            result = _write(
-                spark,
+        rules = None if inserting is None else INSERTS_ONLY
+        record = RefreshRecord(
+            Mode.INCREMENTAL,
+            known.current,
+            read_bytes=plan.change_bytes,
+            table_ids=known.ids,
+            started_ms=clock.started_ms,
+            cost=model.to_record(),
+            rules=rules,
+        )
+        outcome = _write(
+            spark,
+            Write(
                 view,
                 inserting or compiled,
+                schema,
                 store_version,
                 known.previous,
-                known.current,
-                known.ids,
-                None,
-                plan.change_bytes,
-                schema,
+                record,
                 clock,
-                model,
-                choose_against=known.full_bytes if known.policy == "AUTO" else None,
-                rules=None if inserting is None else INSERTS_ONLY,
-            )
-        except SourceError as error:  # a change data file was VACUUMed
-            obstacle = Obstacle("unavailable", error.message)
-        except _Overflow:
-            obstacle = Obstacle("unavailable", OVERFLOW_REASON)
-        except _Recompute as cheaper:
-            obstacle, prediction = cheaper.obstacle, cheaper.prediction
-            model = model.after("incremental", False, cheaper.planned)
-        if result is None:
-            assert obstacle is not None
-            if verdict(known.policy, obstacle) == "fails":
-                raise not_incremental(view, obstacle)
-    if result is None:  # not incremental, for ``obstacle``
-        assert obstacle is not None
-        reason = obstacle.reason + (LOOKUP_RECOMPUTED if lookup else "")
+                model=model,
+                recheck_against=plan.recheck_against,
+            ),
+        )
+        if isinstance(outcome, Revision):
+            plan = plan.revised(known.policy, outcome)
+            if plan.mode is Decision.FAILS:
+                raise plan.error(view)
+            model = outcome.model or model
+    if not isinstance(outcome, RefreshResult):  # a recompute, as planned or revised
+        assert plan.obstacle is not None
+        lookup = compiled.maintenance.rule.kind is Kind.LOOKUP
+        record = RefreshRecord(
+            Mode.FULL,
+            known.current,
+            plan.obstacle.reason + (LOOKUP_RECOMPUTED if lookup else ""),
+            known.full_bytes,
+            table_ids=known.ids,
+            started_ms=clock.started_ms,
+            planned_bytes=known.full_bytes,
+            cost=model.after(Mode.FULL, plan.prediction is not None).to_record(),
+            prediction=plan.prediction,
+        )
         with session_settings(spark, evaluation_settings(spark, known.full_bytes)):
-            result = _write(
-                spark,
-                view,
-                compiled,
-                store_version,
-                known.previous,
-                known.current,
-                known.ids,
-                reason,
-                known.full_bytes,
-                schema,
-                clock,
-                model.after("full", prediction is not None),
-                prediction=prediction,
+            outcome = _write(
+                spark, Write(view, compiled, schema, store_version, known.previous, record, clock)
             )
-    result.seconds = time.perf_counter() - start
-    return result
+    assert isinstance(outcome, RefreshResult)  # a recompute is not revised
+    outcome.seconds = time.perf_counter() - start
+    return outcome
+
+
+@dataclass(frozen=True)
+class Write:
+    """One write of the store of ``view`` by a refresh: the ``record`` it commits says its
+    mode (``incremental``, ``full`` or ``partition``) and the source versions it brings the
+    store to; it is computed from store version ``store_version`` (``schema``, the store's),
+    which reflects the sources at ``previous``, by the query of ``compiled``, and timed by
+    ``clock``. An incremental write keeps the cost ``model`` it was planned with, and judges
+    its delta query, once planned, against ``recheck_against`` (see
+    :class:`~ivm.runtime.refresh.refresh_plan.RefreshPlan`); a partition write overwrites the
+    rows that match ``partition``."""
+
+    view: str
+    compiled: CompiledView
+    schema: StructType
+    store_version: int
+    previous: dict[str, int]
+    record: RefreshRecord
+    clock: PhaseClock
+    model: CostModel = field(default_factory=CostModel)
+    recheck_against: int | None = None
+    partition: exp.Condition | None = None
+
+    @property
+    def store(self) -> str:
+        return store_name(self.view)
+
+    def result(self, **counts) -> RefreshResult:
+        """The result of this write, once committed, with its store rows ``counts``."""
+        return RefreshResult(
+            self.view,
+            Mode(self.record.mode),
+            self.record.sources,
+            self.previous,
+            reason=self.record.reason,
+            rules=self.record.rules,
+            **counts,
+        )
+
+
+def _write(spark: Session, write: Write) -> RefreshResult | Revision:
+    """Carry out ``write`` in one commit, as its mode says: its result, or, for an
+    incremental write that learned it cannot apply the change, why."""
+    match write.record.mode:
+        case Mode.FULL:
+            return _overwrite(spark, write)
+        case Mode.PARTITION:
+            return _overwrite_partition(spark, write)
+        case Mode.INCREMENTAL:
+            return _fold(spark, write)
+        case mode:
+            raise AssertionError(f"a refresh does not write in mode {mode}")
+
+
+def _overwrite(spark: Session, write: Write) -> RefreshResult:
+    """Overwrite the store with the query's result at the record's source versions; where a
+    source's column changed its type, replace the store, its properties and partitioning
+    kept."""
+    view, compiled, store = write.view, write.compiled, write.store
+    with _committed(spark, write) as commit:
+        if _types_changed(spark, compiled.full_query, write.schema):
+            log = DeltaLogReader.of(spark, store)
+            commit(
+                codegen.create_table_statement(
+                    store,
+                    compiled.full_query,
+                    log.properties(),
+                    replace=True,
+                    partitioned_by=tuple(log.partition_columns()),
+                )
+            )
+            repair_catalog_view(
+                spark, view, compiled, view_properties(spark, view), spark.table(store).schema
+            )
+        else:
+            commit(codegen.overwrite_statement(store, compiled.full_query))
+    return write.result(rows_inserted=rows_written(spark, store))
+
+
+def _overwrite_partition(spark: Session, write: Write) -> RefreshResult:
+    """Overwrite the rows of the store in ``write.partition`` with the query's, at the
+    source versions the store reflects."""
+    assert write.partition is not None
+    with _committed(spark, write) as commit:
+        commit(
+            codegen.replace_where_statement(write.store, write.compiled.full_query, write.partition)
+        )
+    return write.result(rows_inserted=rows_written(spark, write.store))
+
+
+def _committed(spark: Session, write: Write, before: dict[str, int] | None = None):
+    """The committed write (:func:`~ivm.runtime.refresh.commit.committed_write`) of
+    ``write``'s record, its sources bound at ``before`` too for a change."""
+    return committed_write(
+        spark,
+        write.view,
+        write.compiled,
+        write.record,
+        stage="refresh",
+        before=before,
+        read_version=write.store_version,
+        clock=write.clock,
+    )
+
+
+def _fold(spark: Session, write: Write) -> RefreshResult | Revision:
+    """Fold the change from ``write.previous`` to the record's source versions into the
+    store in one commit; or, where the change cannot be applied, why (a change data file
+    removed, found as it is read).
+
+    The change to the store is computed once, before the MERGE, which then reads it as it
+    is (Delta need not materialize the MERGE's source again); an empty change commits the
+    record alone, and writes no file. A change of 0 bytes (the sources' commits since
+    changed no row, as a state table's that recorded a refresh alone) is not read at all."""
+    try:
+        return _merge(spark, write)
+    except SourceError as error:  # a change data file was VACUUMed
+        return Revision(Obstacle(ObstacleKind.UNAVAILABLE, error.message))
+
+
+def _merge(spark: Session, write: Write) -> RefreshResult | Revision:
+    """The body of :func:`_fold`: the change's MERGE, or why it is not applied, learned once
+    the delta query is planned (predicted dearer than a recompute) or run (a sum overflows)."""
+    view, compiled, store, clock = write.view, write.compiled, write.store, write.clock
+    change_bytes, model = write.record.read_bytes, write.model
+    if change_bytes == 0:  # the commits since changed no row, nor does the view
+        with _committed(spark, write) as commit:
+            commit(codegen.record_only_statement(store))
+        return write.result()
+    with _committed(spark, write, before=write.previous) as commit:
+        with clock.phase("prune"), spark_errors(view, spark, compiled.sources):
+            delta = codegen.to_select(prune(spark, compiled.maintenance.delta, change_bytes))
+        types = {f.name: f.dataType.simpleString() for f in write.schema}
+        change = None
+        try:
+            with clock.phase("delta"), spark_errors(view, spark, compiled.sources):
+                with session_settings(
+                    spark, planning_settings(spark, total_source_files(spark, write.record.sources))
+                ):
+                    query = spark.sql(delta.sql(DIALECT))
+                    query_bytes = planned_read_bytes(query, change_bytes)
+                plan = (
+                    None
+                    if change_bytes is None or query_bytes is None
+                    else (change_bytes, query_bytes)
+                )
+                planned = {
+                    "planned_bytes": query_bytes,
+                    "cost": model.after(Mode.INCREMENTAL, False, plan).to_record(),
+                }
+                if write.recheck_against is not None:
+                    cheaper, planned["prediction"] = model.after_planning(
+                        query_bytes, write.recheck_against, _min_bytes(spark)
+                    )
+                    if cheaper is not None:  # the change read is spent
+                        return Revision(
+                            cheaper,
+                            planned["prediction"],
+                            model.after(Mode.INCREMENTAL, False, plan),
+                        )
+                change = kept(spark, query, query_bytes)
+                settings = _merge_settings(spark, store, query_bytes) if change.rows else {}
+            if not change.rows:  # no stored row changes: the commit carries the record
+                commit(codegen.record_only_statement(store), **planned)
+                return write.result()
+            change.frame.createOrReplaceTempView(STORE_CHANGE)
+            with session_settings(spark, settings):
+                merged = commit(
+                    codegen.merge_statement(
+                        compiled.store, store, exp.select("*").from_(STORE_CHANGE), types
+                    ),
+                    **planned,
+                )
+        except (PySparkException, Py4JJavaError) as error:
+            if classify(error) is Failure.OVERFLOW:
+                return Revision(Obstacle(ObstacleKind.UNAVAILABLE, OVERFLOW_REASON))
+            raise
+        finally:
+            spark.catalog.dropTempView(STORE_CHANGE)
+            if change is not None and change.checkpoint is not None:
+                release(change.checkpoint)
+    if not merged:  # Delta skipped it: the transaction was committed already
+        raise LostRace()
+    metrics = merged[0]
+    return write.result(
+        rows_inserted=metrics.num_inserted_rows,
+        rows_updated=metrics.num_updated_rows,
+        rows_deleted=metrics.num_deleted_rows,
+    )
 
 
 def _min_bytes(spark: Session) -> float:
@@ -356,146 +565,3 @@ def _merge_settings(spark: Session, store: str, change_bytes: int | None) -> dic
         | merge_settings(store_bytes)
         | evaluation_settings(spark, both)
     )
-
-
-def _write(
-    spark: Session,
-    view: str,
-    compiled: CompiledView,
-    store_version: int,
-    previous: dict[str, int],
-    current: dict[str, int],
-    ids: dict[str, str],
-    reason: str | None,
-    read_bytes: int | None,
-    schema,
-    clock: PhaseClock,
-    model: CostModel,
-    *,
-    choose_against: int | None = None,
-    prediction: str | None = None,
-    rules: str | None = None,
-) -> RefreshResult:
-    """Fold the change from ``previous`` to ``current`` into the store in one commit, or,
-    with a ``reason`` to, overwrite the store with the query's result at ``current``;
-    ``ids``: the sources' Delta table ids. The cost ``model`` goes into the record, and, with
-    ``choose_against`` (the bytes a recompute reads), an incremental write raises
-    :class:`_Recompute` once the delta query is planned if recomputing is predicted cheaper;
-    ``prediction``: why a full one was; ``rules``: :data:`INSERTS_ONLY` where ``compiled``
-    is the view as refreshed from changes that insert rows only.
-
-    The change to the store is computed once, before the MERGE, which then reads it as it
-    is (Delta need not materialize the MERGE's source again); an empty change commits the
-    record alone, and writes no file. A change of 0 bytes (the sources' commits since
-    changed no row, as a state table's that recorded a refresh alone) is not read at all."""
-    store = store_name(view)
-    full = reason is not None
-    unchanged = not full and read_bytes == 0  # the commits since changed no row
-    record = RefreshRecord(
-        "full" if full else "incremental",
-        current,
-        reason,
-        read_bytes,
-        table_ids=ids,
-        started_ms=clock.started_ms,
-        planned_bytes=read_bytes if full else None,
-        cost=model.to_record(),
-        prediction=prediction,
-        rules=rules,
-    )
-    with committed_write(
-        spark,
-        view,
-        compiled,
-        record,
-        stage="refresh",
-        before=None if full or unchanged else previous,
-        read_version=store_version,
-        clock=clock,
-    ) as commit:
-        if full:
-            if _types_changed(spark, compiled.full_query, schema):
-                log = DeltaLogReader.of(spark, store)
-                commit(
-                    codegen.create_table_statement(
-                        store,
-                        compiled.full_query,
-                        log.properties(),
-                        replace=True,
-                        partitioned_by=tuple(log.partition_columns()),
-                    )
-                )
-                repair_catalog_view(
-                    spark, view, compiled, view_properties(spark, view), spark.table(store).schema
-                )
-            else:
-                commit(codegen.overwrite_statement(store, compiled.full_query))
-            return RefreshResult(
-                view,
-                "full",
-                current,
-                previous,
-                reason=reason,
-                rows_inserted=rows_written(spark, store),
-            )
-        if unchanged:  # nor does the view: the commit carries the record
-            commit(codegen.record_only_statement(store))
-            return RefreshResult(view, "incremental", current, previous, rules=rules)
-        with clock.phase("prune"), spark_errors(view, spark, compiled.sources):
-            delta = codegen.to_select(prune(spark, compiled.maintenance.delta, read_bytes))
-        types = {f.name: f.dataType.simpleString() for f in schema}
-        change = None
-        try:
-            with clock.phase("delta"), spark_errors(view, spark, compiled.sources):
-                with session_settings(
-                    spark, planning_settings(spark, total_source_files(spark, current))
-                ):
-                    query = spark.sql(delta.sql(DIALECT))
-                    query_bytes = planned_read_bytes(query, read_bytes)
-                plan = (
-                    None if read_bytes is None or query_bytes is None else (read_bytes, query_bytes)
-                )
-                planned = {
-                    "planned_bytes": query_bytes,
-                    "cost": model.after("incremental", False, plan).to_record(),
-                }
-                if choose_against is not None:
-                    cheaper, planned["prediction"] = model.after_planning(
-                        query_bytes, choose_against, _min_bytes(spark)
-                    )
-                    if cheaper is not None:
-                        raise _Recompute(cheaper, planned["prediction"], plan)
-                change = kept(spark, query, query_bytes)
-                settings = _merge_settings(spark, store, query_bytes) if change.rows else {}
-            if not change.rows:  # no stored row changes: the commit carries the record
-                commit(codegen.record_only_statement(store), **planned)
-                return RefreshResult(view, "incremental", current, previous, rules=rules)
-            change.frame.createOrReplaceTempView(STORE_CHANGE)
-            with session_settings(spark, settings):
-                merged = commit(
-                    codegen.merge_statement(
-                        compiled.store, store, exp.select("*").from_(STORE_CHANGE), types
-                    ),
-                    **planned,
-                )
-        except (PySparkException, Py4JJavaError) as error:
-            if classify(error) is Failure.OVERFLOW:
-                raise _Overflow() from error
-            raise
-        finally:
-            spark.catalog.dropTempView(STORE_CHANGE)
-            if change is not None and change.checkpoint is not None:
-                release(change.checkpoint)
-        if not merged:  # Delta skipped it: the transaction was committed already
-            raise LostRace()
-        metrics = merged[0]
-        return RefreshResult(
-            view,
-            "incremental",
-            current,
-            previous,
-            rules=rules,
-            rows_inserted=metrics.num_inserted_rows,
-            rows_updated=metrics.num_updated_rows,
-            rows_deleted=metrics.num_deleted_rows,
-        )

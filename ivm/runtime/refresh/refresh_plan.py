@@ -28,12 +28,14 @@ The order of the decision:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 
 from ivm.compiler import CompiledView
 from ivm.rules import Kind
 from ivm.runtime.catalog.catalog import store_name
 from ivm.runtime.catalog.definition import compile_definition, view_properties
 from ivm.runtime.catalog.history import latest_consumed, latest_record
+from ivm.runtime.catalog.properties import POLICY
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.messages import size
 from ivm.runtime.refresh.obstacles import (
@@ -45,10 +47,11 @@ from ivm.runtime.refresh.obstacles import (
 )
 from ivm.runtime.refresh.policy import (
     DEFAULT_POLICY,
-    POLICY,
     CostModel,
     NotIncrementalizable,
     Obstacle,
+    ObstacleKind,
+    Policy,
     never_incremental,
 )
 from ivm.runtime.refresh.retention import unconsumed, unreadable_change
@@ -56,7 +59,15 @@ from ivm.runtime.refresh.sources import latest_sources, total_source_bytes
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import number_setting
 
-STRICT = "INCREMENTAL STRICT"
+
+class Decision(StrEnum):
+    """What a refresh does, as a plan says: its value is the mode the refresh then records
+    (:class:`~ivm.runtime.catalog.history.Mode`), but for ``fails``."""
+
+    NOOP = "noop"
+    INCREMENTAL = "incremental"
+    FULL = "full"
+    FAILS = "fails"
 
 
 @dataclass(frozen=True)
@@ -76,7 +87,7 @@ class Known:
     cost model predicts nothing."""
 
     view: str
-    policy: str
+    policy: Policy
     previous: dict[str, int]
     current: dict[str, int]
     consumed_ids: dict[str, str] | None
@@ -95,30 +106,55 @@ class RefreshPlan:
     """What a refresh does: ``mode`` ``noop``, ``incremental``, ``full`` or ``fails``; the
     ``obstacle`` that makes it recompute or fail; ``prediction``, the cost model's words where
     it chose to recompute; the ``change_bytes`` it reads (None where the log does not say);
-    ``inserts_only``: every source's change inserts rows and removes none."""
+    ``inserts_only``: every source's change inserts rows and removes none;
+    ``recheck_against``: under ``AUTO``, the bytes a recompute reads, against which the cost
+    model judges the delta query once it is planned (rule 2 of
+    :mod:`ivm.runtime.refresh.policy`). That, and what only reading the change shows, is where
+    a refresh may revise an incremental plan, once (:meth:`revised`)."""
 
-    mode: str
+    mode: Decision
     obstacle: Obstacle | None = None
     prediction: str | None = None
     change_bytes: int | None = None
     inserts_only: bool = False
+    recheck_against: int | None = None
 
     def __str__(self) -> str:
         """The plan in words.
 
-        >>> str(RefreshPlan("incremental", change_bytes=698))
+        >>> str(RefreshPlan(Decision.INCREMENTAL, change_bytes=698))
         'incremental, a change of 698 B'
-        >>> str(RefreshPlan("fails", Obstacle("unavailable", "change data feed off on t")))
+        >>> off = Obstacle(ObstacleKind.UNAVAILABLE, "change data feed off on t")
+        >>> str(RefreshPlan(Decision.FAILS, off))
         'fails: change data feed off on t'
         """
-        if self.mode == "noop":
+        if self.mode is Decision.NOOP:
             return "nothing to do (no source changed)"
-        if self.mode == "incremental":
+        if self.mode is Decision.INCREMENTAL:
             return "incremental" + (
                 "" if self.change_bytes is None else f", a change of {size(self.change_bytes)}"
             )
         assert self.obstacle is not None  # a full or failing plan says why
-        return f"{'a full recompute' if self.mode == 'full' else 'fails'}: {self.obstacle.reason}"
+        done = "a full recompute" if self.mode is Decision.FULL else "fails"
+        return f"{done}: {self.obstacle.reason}"
+
+    def revised(self, policy: Policy, revision: Revision) -> RefreshPlan:
+        """The plan once an incremental refresh under ``policy`` learned, reading the change,
+        that it cannot apply it: a recompute, or a failure.
+
+        >>> plan = RefreshPlan(Decision.INCREMENTAL, change_bytes=698)
+        >>> overflow = Revision(Obstacle(ObstacleKind.UNAVAILABLE, "a sum overflowed"))
+        >>> str(plan.revised(Policy.AUTO, overflow))
+        'a full recompute: a sum overflowed'
+        >>> str(plan.revised(Policy.INCREMENTAL_STRICT, overflow).mode)
+        'fails'
+        """
+        assert self.mode is Decision.INCREMENTAL, self.mode
+        mode = verdict(policy, revision.obstacle)
+        assert mode is not Decision.INCREMENTAL, (
+            revision
+        )  # a refresh returns only obstacles it heeds
+        return RefreshPlan(mode, revision.obstacle, revision.prediction)
 
     def error(self, view: str) -> NotIncrementalizable:
         """The error a refresh of ``view`` that this plan fails raises."""
@@ -126,75 +162,99 @@ class RefreshPlan:
         return not_incremental(view, self.obstacle)
 
 
+@dataclass(frozen=True)
+class Revision:
+    """What an incremental refresh learned once reading the change that keeps it from
+    applying it: the ``obstacle`` (a change data file removed, a sum that overflows, a delta
+    query planned to read at least a recompute's bytes); for cost, the cost model's
+    ``prediction`` and the ``model`` carried on, which keeps the delta query's plan."""
+
+    obstacle: Obstacle
+    prediction: str | None = None
+    model: CostModel | None = None
+
+
 def not_incremental(view: str, obstacle: Obstacle) -> NotIncrementalizable:
     """The error of a refresh of ``view`` under ``INCREMENTAL STRICT`` that ``obstacle``
     keeps from applying the change."""
     return NotIncrementalizable(
         f"{view} cannot be refreshed incrementally: {obstacle.reason}",
-        hint=f"its REFRESH POLICY is {STRICT}: run REFRESH MATERIALIZED VIEW {view} FULL, "
+        hint=f"its REFRESH POLICY is {Policy.INCREMENTAL_STRICT}: "
+        f"run REFRESH MATERIALIZED VIEW {view} FULL, "
         f"or ALTER MATERIALIZED VIEW {view} SET REFRESH POLICY INCREMENTAL to let "
         f"refreshes recompute when they must",
     )
 
 
-def verdict(policy: str, obstacle: Obstacle) -> str:
+def verdict(policy: Policy, obstacle: Obstacle) -> Decision:
     """What a refresh under ``policy`` does for ``obstacle``: ``full``, ``incremental`` (the
     policy ignores it) or ``fails``.
 
-    >>> verdict("AUTO", Obstacle("cost", "cheaper")), verdict("INCREMENTAL", Obstacle("cost", ""))
+    >>> cost = Obstacle(ObstacleKind.COST, "cheaper")
+    >>> str(verdict(Policy.AUTO, cost)), str(verdict(Policy.INCREMENTAL, cost))
     ('full', 'incremental')
-    >>> verdict(STRICT, Obstacle("reinitialize", "")), verdict(STRICT, Obstacle("unavailable", ""))
-    ('full', 'fails')
+    >>> strict = Policy.INCREMENTAL_STRICT
+    >>> str(verdict(strict, Obstacle(ObstacleKind.REINITIALIZE, "t was replaced")))
+    'full'
+    >>> str(verdict(strict, Obstacle(ObstacleKind.UNAVAILABLE, "change data feed off")))
+    'fails'
     """
-    if obstacle.kind == "cost":
-        return "full" if policy == "AUTO" else "incremental"
-    if obstacle.kind == "unavailable" and policy == STRICT:
-        return "fails"
-    return "full"
+    if obstacle.kind is ObstacleKind.COST:
+        return Decision.FULL if policy is Policy.AUTO else Decision.INCREMENTAL
+    if obstacle.kind is ObstacleKind.UNAVAILABLE and policy is Policy.INCREMENTAL_STRICT:
+        return Decision.FAILS
+    return Decision.FULL
 
 
 def plan_refresh(known: Known) -> RefreshPlan:
     """The plan of a refresh from what is known before reading (see the module's docstring).
 
-    >>> known = Known("v", "AUTO", {"t": 1}, {"t": 2}, None, {"t": "a"},
+    >>> known = Known("v", Policy.AUTO, {"t": 1}, {"t": 2}, None, {"t": "a"},
     ...               estimate=Estimate(698, None))
     >>> str(plan_refresh(known))
     'incremental, a change of 698 B'
     >>> from dataclasses import replace
-    >>> str(plan_refresh(replace(known, policy="FULL")))
+    >>> str(plan_refresh(replace(known, policy=Policy.FULL)))
     'a full recompute: REFRESH POLICY FULL'
-    >>> off = Estimate(None, None, Obstacle("unavailable", "the change data feed of t was off"))
-    >>> str(plan_refresh(replace(known, policy=STRICT, estimate=off)))
+    >>> off = Obstacle(ObstacleKind.UNAVAILABLE, "the change data feed of t was off")
+    >>> strict = replace(known, policy=Policy.INCREMENTAL_STRICT)
+    >>> str(plan_refresh(replace(strict, estimate=Estimate(None, None, off))))
     'fails: the change data feed of t was off'
     """
     obstacle = known.requested
     if obstacle is None and set(known.previous) != set(known.current):
         obstacle = Obstacle(
-            "reinitialize", "the store records other sources than the definition reads"
+            ObstacleKind.REINITIALIZE, "the store records other sources than the definition reads"
         )
     if obstacle is None and (replaced := replaced_source(known.consumed_ids, known.ids)):
-        obstacle = Obstacle("reinitialize", replaced)
+        obstacle = Obstacle(ObstacleKind.REINITIALIZE, replaced)
     if obstacle is None and known.previous == known.current:
-        return RefreshPlan("noop")
-    if obstacle is None and known.policy == "FULL":
-        obstacle = Obstacle("requested", "REFRESH POLICY FULL")
+        return RefreshPlan(Decision.NOOP)
+    if obstacle is None and known.policy is Policy.FULL:
+        obstacle = Obstacle(ObstacleKind.REQUESTED, "REFRESH POLICY FULL")
     if obstacle is None and known.inexact is not None:
-        obstacle = Obstacle("unavailable", known.inexact)
+        obstacle = Obstacle(ObstacleKind.UNAVAILABLE, known.inexact)
     estimate = known.estimate or Estimate(None, None)
     if obstacle is None:
         obstacle = estimate.obstacle
     if obstacle is None and known.unreadable is not None:
-        obstacle = Obstacle("unavailable", known.unreadable)
-    if obstacle is not None and (mode := verdict(known.policy, obstacle)) != "incremental":
+        obstacle = Obstacle(ObstacleKind.UNAVAILABLE, known.unreadable)
+    if (
+        obstacle is not None
+        and (mode := verdict(known.policy, obstacle)) is not Decision.INCREMENTAL
+    ):
         return RefreshPlan(mode, obstacle)
-    if known.policy == "AUTO":
+    if known.policy is Policy.AUTO:
         cheaper, words = known.model.before_reading(
             estimate.change_bytes, known.full_bytes, known.min_bytes
         )
         if cheaper is not None:
-            return RefreshPlan("full", cheaper, words)
+            return RefreshPlan(Decision.FULL, cheaper, words)
     return RefreshPlan(
-        "incremental", change_bytes=estimate.change_bytes, inserts_only=estimate.inserts_only
+        Decision.INCREMENTAL,
+        change_bytes=estimate.change_bytes,
+        inserts_only=estimate.inserts_only,
+        recheck_against=known.full_bytes if known.policy is Policy.AUTO else None,
     )
 
 
@@ -210,9 +270,9 @@ def what_is_known(
     store's ``properties`` and schema) before any of its change is read: its latest record,
     the sources' logs. The sources' logs are read for the change only where the plan can use
     it (nothing requested, some source changed, no policy or store that recomputes anyway)."""
-    policy = properties.get(POLICY, DEFAULT_POLICY)
-    if compiled.maintenance.rule.kind is Kind.LOOKUP and policy == "AUTO":
-        policy = "INCREMENTAL"  # a recompute enriches every row anew: never for cost
+    policy = Policy(properties.get(POLICY, DEFAULT_POLICY))
+    if compiled.maintenance.rule.kind is Kind.LOOKUP and policy is Policy.AUTO:
+        policy = Policy.INCREMENTAL  # a recompute enriches every row anew: never for cost
     last = latest_record(DeltaLogReader.of(spark, store_name(view)))[1]
     model = CostModel.from_record(last.cost).observed(
         last.mode, last.planned_bytes, last.read_bytes, last.seconds
@@ -223,7 +283,7 @@ def what_is_known(
     replaced = replaced_source(last.table_ids, ids) is not None
     readable = (
         requested is None
-        and policy != "FULL"
+        and policy is not Policy.FULL
         and inexact is None
         and not replaced
         and set(previous) == set(current)
@@ -254,17 +314,17 @@ def predict(spark: Session, view: str) -> RefreshPlan:
     with reading_each_log_once(reuse=True):
         compiled = compile_definition(spark, view)
         plans = [(table, _predict_one(spark, table)) for table, _ in compiled.states]
-        if failing := next((plan for _, plan in plans if plan.mode == "fails"), None):
+        if failing := next((plan for _, plan in plans if plan.mode is Decision.FAILS), None):
             return failing
-        recomputed = [table for table, plan in plans if plan.mode == "full"]
+        recomputed = [table for table, plan in plans if plan.mode is Decision.FULL]
         requested = (
-            Obstacle("reinitialize", f"its state table {recomputed[0]} is recomputed")
+            Obstacle(ObstacleKind.REINITIALIZE, f"its state table {recomputed[0]} is recomputed")
             if recomputed
             else None
         )
         plan = _predict_one(spark, view, requested)
-        if plan.mode == "noop" and plans and any(p.mode != "noop" for _, p in plans):
-            return RefreshPlan("incremental")  # the change of its state tables
+        if plan.mode is Decision.NOOP and any(p.mode is not Decision.NOOP for _, p in plans):
+            return RefreshPlan(Decision.INCREMENTAL)  # the change of its state tables
         return plan
 
 

@@ -55,12 +55,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from ivm.runtime.catalog.catalog import STATE_OF, store_properties
+from ivm.runtime.catalog.catalog import store_properties
 from ivm.runtime.catalog.history import RefreshRecord
+from ivm.runtime.catalog.properties import DELETED_FILE_RETENTION, LOG_RETENTION, STATE_OF
 from ivm.runtime.log.delta_log import DeltaLogReader, once
 from ivm.runtime.refresh.obstacles import replaced_source
 from ivm.runtime.refresh.sources import delta_table
-from ivm.runtime.refresh.upkeep import DELETED_FILE_RETENTION, LOG_RETENTION, MIN_RETENTION_SECONDS
+from ivm.runtime.refresh.upkeep import MIN_RETENTION_SECONDS
 from ivm.runtime.spark.connect import Session
 
 DEFAULTS = {DELETED_FILE_RETENTION: "interval 1 week", LOG_RETENTION: "interval 30 days"}

@@ -36,6 +36,7 @@ from pyspark.errors import PySparkException
 from ivm.errors import CatalogError
 from ivm.runtime.catalog.catalog import qualified_name, state_tables, store_name
 from ivm.runtime.catalog.definition import view_properties
+from ivm.runtime.catalog.properties import DELETED_FILE_RETENTION, LOG_RETENTION
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.messages import one_line
 from ivm.runtime.spark.connect import Session
@@ -64,9 +65,6 @@ log too, where Delta's default is 30 days. A version whose files VACUUM removed 
 read, so the longer log would keep only history while every read of the log lists four
 times the commits (on a local, HDFS or ADLS file system; ~43,000 of them for a view
 refreshed every minute)."""
-
-DELETED_FILE_RETENTION = "delta.deletedFileRetentionDuration"
-LOG_RETENTION = "delta.logRetentionDuration"
 
 
 @dataclass(frozen=True)
