@@ -494,20 +494,14 @@ def _merge(spark: Session, write: Write) -> RefreshResult | Revision:
                     if change_bytes is None or query_bytes is None
                     else (change_bytes, query_bytes)
                 )
-                planned = {
-                    "planned_bytes": query_bytes,
-                    "cost": model.after(Mode.INCREMENTAL, False, plan).to_record(),
-                }
+                observed = model.after(Mode.INCREMENTAL, False, plan)
+                planned = {"planned_bytes": query_bytes, "cost": observed.to_record()}
                 if write.recheck_against is not None:
                     cheaper, planned["prediction"] = model.after_planning(
                         query_bytes, write.recheck_against, _min_bytes(spark)
                     )
                     if cheaper is not None:  # the change read is spent
-                        return Revision(
-                            cheaper,
-                            planned["prediction"],
-                            model.after(Mode.INCREMENTAL, False, plan),
-                        )
+                        return Revision(cheaper, planned["prediction"], observed)
                 change = kept(spark, query, query_bytes)
                 settings = _merge_settings(spark, store, query_bytes) if change.rows else {}
             if not change.rows:  # no stored row changes: the commit carries the record

@@ -151,9 +151,8 @@ class RefreshPlan:
         """
         assert self.mode is Decision.INCREMENTAL, self.mode
         mode = verdict(policy, revision.obstacle)
-        assert mode is not Decision.INCREMENTAL, (
-            revision
-        )  # a refresh returns only obstacles it heeds
+        # a refresh returns only obstacles its policy heeds
+        assert mode is not Decision.INCREMENTAL, revision
         return RefreshPlan(mode, revision.obstacle, revision.prediction)
 
     def error(self, view: str) -> NotIncrementalizable:
