@@ -199,13 +199,14 @@ def _compiled(args, name: str, query: str):
         from ivm.runtime.catalog.catalog import catalog_schema, is_legacy_view, qualified_name
 
         spark = _session(args)
+        schema = catalog_schema(spark)
         compiled = compile(
             query,
-            catalog_schema(spark),
+            schema,
             name=name,
             legacy_layout=is_legacy_view(spark, qualified_name(spark, name)),
         )
-        analyse(spark, query)
+        analyse(spark, query, schema)
         return compiled
     from sqlglot.schema import MappingSchema
 

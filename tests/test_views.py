@@ -53,6 +53,27 @@ def test_full_refresh_recomputes(spark, shop):
     assert result.rows_inserted == spark.sql(SALES).count() > 0
 
 
+def test_qualify_reads_a_table_column_named_like_an_output(spark, shop):
+    """In ``QUALIFY``, ``orders.amount`` is the source column even where an output is named
+    ``amount``: the view is created (not refused as an aggregate inside an aggregate) and
+    keeps the top region by its summed amount."""
+    top = (
+        "SELECT c.region, SUM(orders.amount) AS amount FROM orders "
+        "JOIN customers AS c ON orders.cust_id = c.id GROUP BY c.region "
+        "QUALIFY RANK() OVER (ORDER BY SUM(orders.amount) DESC) = 1"
+    )
+    oracle = (
+        "SELECT region, amount FROM (SELECT c.region, SUM(orders.amount) AS amount, "
+        "RANK() OVER (ORDER BY SUM(orders.amount) DESC) AS r FROM orders "
+        "JOIN customers AS c ON orders.cust_id = c.id GROUP BY c.region) WHERE r = 1"
+    )
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW top_region AS {top}")
+    assert_equals_query(spark, "top_region", oracle)
+    spark.sql("INSERT INTO orders VALUES (5, 2, 20.00, 'ok')")
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW top_region").mode == "incremental"
+    assert_equals_query(spark, "top_region", oracle)
+
+
 def test_materialized_table_is_a_synonym_and_drop_removes_everything(spark, shop):
     ivm.sql(spark, "CREATE MATERIALIZED TABLE regions AS SELECT DISTINCT region FROM customers")
     ivm.sql(spark, "REFRESH MATERIALIZED TABLE regions")

@@ -387,7 +387,7 @@ CONSTRUCTS: dict[str, str | None] = {
     "window over groups": None,
     "top-N per key": None,
     "QUALIFY": r"\bQUALIFY (ROW_NUMBER|RANK|DENSE_RANK)\(\) OVER \(",
-    "ORDER BY LIMIT": r"\bORDER BY (x\d|`select`).* LIMIT \d+",
+    "ORDER BY LIMIT": r"\bORDER BY (x\d|`select`|c\b).* LIMIT \d+",
     "ORDER BY LIMIT of a set operation": None,
     "EXISTS": r"(?<!NOT )\bEXISTS \(SELECT 1 FROM ",
     "NOT EXISTS": r"\bNOT EXISTS \(SELECT 1 FROM ",
@@ -441,12 +441,14 @@ class Qualify:
 def output(i: int) -> str:
     """The name of a query's ``i``-th output column: ``x0``, ``x1``, …, but the second is
     ``select``, a reserved keyword, which every statement on it must quote (the views' own
-    MERGE failed on it where Spark reserves keywords).
+    MERGE failed on it where Spark reserves keywords), and the third ``c``, a column of
+    ``s`` and ``t``, which ``QUALIFY`` and ``HAVING`` may read by its table as well
+    (``QUALIFY … ORDER BY SUM(q2.c)`` beside ``… AS c`` was analysed as ``SUM(SUM(q2.c))``).
 
-    >>> [output(i) for i in range(3)]
-    ['x0', '`select`', 'x2']
+    >>> [output(i) for i in range(4)]
+    ['x0', '`select`', 'c', 'x3']
     """
-    return "`select`" if i == 1 else f"x{i}"
+    return {1: "`select`", 2: "c"}.get(i, f"x{i}")
 
 
 @dataclass(frozen=True)

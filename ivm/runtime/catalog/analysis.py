@@ -15,11 +15,12 @@ import re
 
 from pyspark.errors import AnalysisException, ParseException
 from sqlglot import exp
-from sqlglot.transforms import eliminate_qualify
+from sqlglot.helper import find_new_name
 
+from ivm.compiler import SchemaLookup
 from ivm.errors import CatalogError, InvalidQuery, IvmError, SqlSyntaxError, UnsupportedQuery
 from ivm.frontend.lookups import is_lookup
-from ivm.frontend.parse import parse_query, referenced_tables
+from ivm.frontend.parse import parse_query, qualify_query, referenced_tables
 from ivm.frontend.positions import position_at_offset, position_of
 from ivm.names import DIALECT
 from ivm.runtime.spark.connect import Session
@@ -70,31 +71,74 @@ def _refuse(construct: str, node: exp.Expr, sql: str, hint: str):
     raise UnsupportedQuery(construct, sql, position_of(node), hint=hint, reason=TEMPORARY_REASON)
 
 
-def analyse(spark: Session, sql: str) -> list[str] | None:
+def analyse(spark: Session, sql: str, schema: SchemaLookup) -> list[str] | None:
     """Have Spark's analyzer resolve the SELECT ``sql``; raise an :class:`IvmError` at the
     place in ``sql`` Spark objects to. Returns the query's column names as Spark spells them
     (``SELECT Amount`` keeps the reference's spelling).
 
-    Spark does not parse ``QUALIFY``, which ivm maintains: such a query is analysed in its
-    equivalent form, a filter over a subquery, and an error then names no position (nor are
-    the names returned: the form has a column more). A lookup join (``FOR SYSTEM_TIME AS OF``
-    a column) is analysed as the join it is at one version of its dimension, its error
-    likewise without a position.
+    Spark does not parse ``QUALIFY``, which ivm maintains: such a query is analysed in the
+    form :func:`without_qualify` gives it, its names resolved as the frontend resolves them
+    (``schema``: the catalog, as :func:`ivm.compiler.compile` takes it), and an error then
+    names no position (nor are the names returned: the form is not the user's). A lookup
+    join (``FOR SYSTEM_TIME AS OF`` a column) is analysed as the join it is at one version
+    of its dimension, its error likewise without a position.
     """
     query = parse_query(sql)
     lookups = [j for j in query.find_all(exp.Join) if is_lookup(j, sql)]
     for join in lookups:
         join.this.set("version", None)
     qualified = query.find(exp.Qualify) is not None
-    if not qualified and not lookups:
-        text = sql
+    if qualified:
+        tables, database = schema(query, sql, None)
+        text = without_qualify(qualify_query(query, sql, tables, database)).sql(DIALECT)
     else:
-        text = (eliminate_qualify(query) if qualified else query).sql(DIALECT)
+        text = query.sql(DIALECT) if lookups else sql
     try:
         names = spark.sql(text).schema.names
     except (AnalysisException, ParseException) as error:
         raise spark_error(error, sql, located=text is sql) from None
     return None if qualified else names
+
+
+def without_qualify(query: exp.Expr) -> exp.Expr:
+    """``query`` with each ``SELECT o₁ AS n₁, … QUALIFY p`` in it written as
+    ``SELECT n₁, … FROM (SELECT o₁ AS n₁, …, p AS _qualify …) WHERE _qualify``, a form
+    Spark parses. ``query`` is qualified (:func:`qualify_query`): ``p`` names a column by its
+    table and an output by its expression, so nothing in ``p`` is resolved again (a source
+    column named like an output stays the column).
+
+    >>> from ivm.frontend.parse import parse_query, qualify_query
+    >>> sql = "SELECT k, SUM(v) AS v FROM t GROUP BY k QUALIFY RANK() OVER (ORDER BY SUM(v)) = 1"
+    >>> query = qualify_query(parse_query(sql), sql, {"t": {"k": "INT", "v": "INT"}})
+    >>> print(without_qualify(query).sql(DIALECT, pretty=True))
+    SELECT
+      `k`,
+      `v`
+    FROM (
+      SELECT
+        t.k AS k,
+        SUM(t.v) AS v,
+        RANK() OVER (ORDER BY SUM(t.v)) = 1 AS _qualify
+      FROM t AS t
+      GROUP BY
+        t.k
+    ) AS _qualified
+    WHERE
+      _qualify
+    """
+
+    def rewrite(node: exp.Expr) -> exp.Expr:
+        qualify = node.args.get("qualify") if isinstance(node, exp.Select) else None
+        if not isinstance(node, exp.Select) or qualify is None:
+            return node
+        flag = find_new_name(set(node.named_selects), "_qualify")
+        names = [exp.column(s.alias_or_name, quoted=True) for s in node.selects]
+        inner = node.copy()
+        inner.set("qualify", None)
+        inner.select(exp.alias_(qualify.this, flag), copy=False)
+        return exp.select(*names).from_(inner.subquery("_qualified")).where(exp.column(flag))
+
+    return query.copy().transform(rewrite)
 
 
 def spark_error(error: AnalysisException, sql: str, located: bool = True) -> IvmError:

@@ -131,8 +131,9 @@ def create_view(
         if existing is None:
             _check_user_database(view)
         legacy_layout = has_legacy_layout(view)  # a view replaced keeps its layout
-        compiled = compile(sql, catalog_schema(work), name=view, legacy_layout=legacy_layout)
-        spelled = analyse(work, sql)
+        schema = catalog_schema(work)
+        compiled = compile(sql, schema, name=view, legacy_layout=legacy_layout)
+        spelled = analyse(work, sql, schema)
         apply_settings(work, plan_settings(compiled))
         states = [table for table, _ in compiled.states]
         read = [t for t in compiled.tables_read if t not in states]
@@ -284,10 +285,9 @@ def _maintenance(spark: Session, view: str, sql: str, policy: Policy) -> list[st
     """How the view ``view`` defined by ``sql`` is maintained under ``policy``, as lines:
     the verdict, the delta circuit and what a refresh reads. Raises
     :class:`UnsupportedQuery` for SQL that ivm cannot maintain."""
-    compiled = compile(
-        sql, catalog_schema(spark), name=view, legacy_layout=is_legacy_view(spark, view)
-    )
-    analyse(spark, sql)
+    schema = catalog_schema(spark)
+    compiled = compile(sql, schema, name=view, legacy_layout=is_legacy_view(spark, view))
+    analyse(spark, sql, schema)
     never = next(
         (
             reason
