@@ -6,9 +6,13 @@ change data feed cannot carry values across it, so the refresh recomputes and na
 commit. A change of the table's properties alone, or column mapping turned on (which keeps
 every column's physical name), leaves the change readable and the refresh incremental."""
 
+from datetime import datetime
+
 import pytest
 
 import ivm
+from ivm.testing import Scenario, Source, run_scenario
+from ivm.testing.data import KEYWORDS_RESERVED, Column
 
 from helpers import assert_equals_query
 
@@ -104,3 +108,23 @@ def test_without_the_log_at_hand_a_commit_is_judged_by_its_operation(spark, mapp
     assert commits is not None
     assert log.schema_changes(1, commits) == ["version 2 (DROP COLUMNS)", "version 3 (ADD COLUMNS)"]
     assert log.schema_changes(3, commits[2:]) == []  # a property alone
+
+
+def test_a_keyword_column_under_column_mapping_is_checked_where_spark_reserves_keywords(spark):
+    """Delta fails a filtered read of a column-mapped table with a column named by a
+    reserved keyword while Spark enforces them (it parses the column's name unquoted, as
+    for an UPDATE's). ivm's refreshes run with the setting off, and so does the check's
+    reading of the query: its text is still parsed under the view's settings."""
+    events = Source("events", (Column("k", "INT", ()), Column("order", "TIMESTAMP", ())))
+    scenario = Scenario(
+        tables={"events": [(1, datetime(2024, 1, 1)), (2, None)]},
+        batches=[
+            [
+                "ALTER TABLE events SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name')",
+                "INSERT INTO events VALUES (3, TIMESTAMP '2024-01-02 00:00:00')",
+            ]
+        ],
+        settings=KEYWORDS_RESERVED,
+    )
+    view = "SELECT k FROM events WHERE `order` IS NOT NULL"
+    run_scenario(spark, scenario, [events], {"dated": view})
