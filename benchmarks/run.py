@@ -46,8 +46,8 @@ import ivm
 from benchmarks import report, tpch_data
 from benchmarks.measure import Meter, written
 from benchmarks.workload import APPEND_VIEWS, CORE, Batches, View, views
-from ivm.runtime.catalog.catalog import store_name
-from ivm.runtime.refresh.refresh import INSERTS_ONLY_RULES
+from ivm.runtime.catalog.tables import store_name
+from ivm.runtime.refresh.execute import INSERTS_ONLY_RULES
 
 RESULTS = Path(__file__).parent / "results"
 

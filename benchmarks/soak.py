@@ -38,12 +38,12 @@ from statistics import mean, median
 
 import ivm
 from benchmarks import report
-from ivm.runtime.catalog.catalog import store_name
+from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.commands.scheduler import run
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.observation.describe import refresh_history
+from ivm.runtime.refresh.execute import refresh_view
 from ivm.runtime.refresh.phases import PHASES
-from ivm.runtime.refresh.refresh import refresh_view
 from ivm.runtime.refresh.upkeep import COMPACT_AT
 
 RESULTS = Path(__file__).parent / "results"

@@ -85,7 +85,7 @@ def compile(
         return compiler.compile(sql, schema, default_db=default_db, name=name)
     if spark is None:
         raise ValueError("compile needs a schema mapping or a SparkSession")
-    from ivm.runtime.catalog.catalog import catalog_schema
+    from ivm.runtime.catalog.tables import catalog_schema
 
     return compiler.compile(sql, catalog_schema(spark), default_db=default_db, name=name)
 

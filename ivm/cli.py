@@ -196,7 +196,7 @@ def _compiled(args, name: str, query: str):
 
     if not args.schema:
         from ivm.runtime.catalog.analysis import analyse
-        from ivm.runtime.catalog.catalog import catalog_schema, is_legacy_view, qualified_name
+        from ivm.runtime.catalog.tables import catalog_schema, is_legacy_view, qualified_name
 
         spark = _session(args)
         schema = catalog_schema(spark)
@@ -348,7 +348,7 @@ def _read_estimate(args, name: str, compiled) -> str:
             "estimate of what a refresh reads: needs the sources' Delta logs "
             "(run without --schema, where the tables are)"
         )
-    from ivm.runtime.catalog.catalog import qualified_name
+    from ivm.runtime.catalog.tables import qualified_name
     from ivm.runtime.refresh.read_estimate import read_estimate
 
     spark = _session(args)
@@ -463,8 +463,8 @@ def _checked_views(spark: Session, names: list[str]) -> list[str]:
     """The materialized views ``names`` name, qualified, each once, after checking that every
     one is a materialized view: before any work, one error names every one that is not, and
     what it is instead."""
-    from ivm.runtime.catalog.catalog import qualified_name
     from ivm.runtime.catalog.definition import view_properties
+    from ivm.runtime.catalog.tables import qualified_name
 
     found: dict[str, None] = {}
     wrong = []

@@ -11,7 +11,7 @@ import time
 
 from ivm.compiler import compile
 from ivm.names import internal_database
-from ivm.runtime.catalog.catalog import catalog_schema
+from ivm.runtime.catalog.tables import catalog_schema
 from ivm.runtime.commands.statements import sql
 from ivm.runtime.observation.verify import verify
 from ivm.runtime.spark.connect import Session

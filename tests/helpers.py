@@ -5,7 +5,7 @@ commits ivm made to a view's store, the sales view of the ``shop`` fixture
 from delta.tables import DeltaTable
 
 from ivm import cli
-from ivm.runtime.catalog.catalog import qualified_name, store_name
+from ivm.runtime.catalog.tables import qualified_name, store_name
 
 SALES = (
     "SELECT c.region, COUNT(*) AS n, SUM(o.amount) AS total FROM orders o "

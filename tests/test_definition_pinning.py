@@ -9,8 +9,8 @@ import pytest
 
 import ivm
 from ivm.names import internal_database
-from ivm.runtime.catalog.catalog import store_name
 from ivm.runtime.catalog.history import RefreshRecord
+from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.observation.lag import lag_seconds
 
 from cdf import CDF

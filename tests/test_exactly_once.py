@@ -8,9 +8,9 @@ import threading
 import pytest
 
 import ivm
-from ivm.runtime.catalog.catalog import store_name
+from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.refresh import faults
-from ivm.runtime.refresh.refresh import refresh_view
+from ivm.runtime.refresh.execute import refresh_view
 
 from cdf import CDF
 from helpers import assert_equals_query, ivm_commits, rows

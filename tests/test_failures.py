@@ -11,10 +11,10 @@ from pyspark.sql import functions as F
 import ivm
 from ivm.codegen.store import NEGATIVE_COUNT
 from ivm.errors import CatalogError, SourceError, StateError
-from ivm.runtime.catalog.catalog import store_name
+from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.refresh.commit import LostRace, spark_errors
-from ivm.runtime.refresh.refresh import refresh_view
+from ivm.runtime.refresh.execute import refresh_view
 from ivm.runtime.spark.failures import Failure, classify, missing_file
 from ivm.runtime.spark.settings import session_settings
 from ivm.store import OVERFLOW

@@ -6,7 +6,7 @@ import pytest
 
 import ivm
 from ivm.runtime.catalog.history import INSERTS_ONLY
-from ivm.runtime.refresh.refresh import INSERTS_ONLY_RULES, refresh_view
+from ivm.runtime.refresh.execute import INSERTS_ONLY_RULES, refresh_view
 
 from cdf import CDF
 from helpers import assert_equals_query

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import ivm
 from ivm.errors import StateError
 from ivm.runtime.observation.verify import verify
-from ivm.runtime.refresh.refresh import refresh_view
+from ivm.runtime.refresh.execute import refresh_view
 
 from cdf import CDF
 

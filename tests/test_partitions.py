@@ -3,7 +3,7 @@
 import pytest
 
 import ivm
-from ivm.runtime.catalog.catalog import store_name
+from ivm.runtime.catalog.tables import store_name
 
 from cdf import CDF
 from helpers import assert_equals_query, history

@@ -13,7 +13,7 @@ from sqlglot import exp
 import ivm
 from ivm.ir import Filter, Scan
 from ivm.runtime.catalog import definition
-from ivm.runtime.catalog.catalog import store_name
+from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.refresh import pruning
 from ivm.runtime.refresh.phases import PHASES
 from ivm.runtime.spark import settings

@@ -10,7 +10,7 @@ import pytest
 import ivm
 from ivm.errors import SqlSyntaxError
 from ivm.frontend.statements import parse_statement
-from ivm.runtime.catalog.catalog import qualified_name, store_name
+from ivm.runtime.catalog.tables import qualified_name, store_name
 from ivm.runtime.refresh.obstacles import MIN_BYTES, RATIO
 from ivm.runtime.refresh.policy import KEPT, REMEASURE_AFTER, CostModel, NotIncrementalizable
 

@@ -1,6 +1,6 @@
 """`ivm explain`, `ivm status` and DESCRIBE say what the next refresh does, under every
 refresh policy and whatever stands in its way: they show the plan the refresh makes, made by
-the same function from the same facts (:mod:`ivm.runtime.refresh.refresh_plan`)."""
+the same function from the same facts (:mod:`ivm.runtime.refresh.plan`)."""
 
 import pytest
 
@@ -8,8 +8,8 @@ import ivm
 from ivm import cli
 from ivm.errors import IvmError
 from ivm.runtime.refresh.obstacles import MIN_BYTES, RATIO
+from ivm.runtime.refresh.plan import predict
 from ivm.runtime.refresh.read_estimate import read_estimate
-from ivm.runtime.refresh.refresh_plan import predict
 
 from helpers import assert_equals_query, explain
 

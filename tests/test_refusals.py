@@ -5,7 +5,7 @@ import pytest
 import ivm
 from ivm.errors import CatalogError, Position, SqlSyntaxError, UnsupportedQuery
 from ivm.frontend.statements import parse_statement
-from ivm.runtime.catalog.catalog import store_name
+from ivm.runtime.catalog.tables import store_name
 
 from cdf import CDF
 

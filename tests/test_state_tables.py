@@ -8,10 +8,10 @@ import pytest
 
 import ivm
 from ivm.errors import CatalogError, ViewExists, ViewInUse
-from ivm.runtime.catalog.catalog import store_name
 from ivm.runtime.catalog.graph import materialized_views
+from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.refresh import faults
-from ivm.runtime.refresh.refresh import refresh_view
+from ivm.runtime.refresh.execute import refresh_view
 
 from cdf import CDF, vacuum_everything
 from helpers import assert_equals_query, ivm_commits, rows

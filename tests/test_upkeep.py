@@ -10,8 +10,8 @@ from pyspark.errors import AnalysisException
 import ivm
 from ivm import cli
 from ivm.errors import CatalogError, SqlSyntaxError
-from ivm.runtime.catalog.catalog import qualified_name, state_tables, store_name
 from ivm.runtime.catalog.properties import DELETED_FILE_RETENTION, LOG_RETENTION
+from ivm.runtime.catalog.tables import qualified_name, state_tables, store_name
 from ivm.runtime.commands.scheduler import Vacuums, run
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.refresh import upkeep

@@ -6,9 +6,9 @@ import json
 import pytest
 
 import ivm
-from ivm.runtime.catalog.catalog import store_name
 from ivm.runtime.catalog.history import latest_record
 from ivm.runtime.catalog.properties import STATE_OF, VIEW
+from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.observation.describe import consumed_versions
 
 from helpers import SALES, assert_equals_query, history

@@ -101,9 +101,9 @@ def _check_classpath(spark: Session) -> None:
 def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
     from ivm.compiler import compile
     from ivm.frontend.statements import parse_statement
-    from ivm.runtime.catalog.catalog import catalog_schema, qualified_name, store_properties
     from ivm.runtime.catalog.definition import compile_definition
     from ivm.runtime.catalog.properties import FRESHNESS
+    from ivm.runtime.catalog.tables import catalog_schema, qualified_name, store_properties
     from ivm.runtime.commands.scheduler import run
     from ivm.runtime.commands.statements import sql
     from ivm.runtime.spark.session import quiet_query_error_logs, spark_session

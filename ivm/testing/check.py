@@ -34,7 +34,7 @@ from ivm.errors import CatalogError, IvmError
 from ivm.frontend.parse import canonical_name, parse_query, referenced_tables, replace_tables
 from ivm.frontend.statements import parse_statement
 from ivm.names import join, split
-from ivm.runtime.catalog.catalog import current_database
+from ivm.runtime.catalog.tables import current_database
 from ivm.runtime.spark.connect import Session
 from ivm.testing.data import Scenario, Source, create_table, insert, scenarios, sources
 from ivm.testing.scenario import (

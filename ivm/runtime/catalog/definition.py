@@ -30,7 +30,8 @@ from sqlglot import exp
 from ivm.compiler import CompiledView, compile
 from ivm.errors import CatalogError, ViewNotFound
 from ivm.names import DIALECT
-from ivm.runtime.catalog.catalog import (
+from ivm.runtime.catalog.properties import COLUMNS, DATABASE, DEFINITION, SETTINGS, STATE_OF
+from ivm.runtime.catalog.tables import (
     catalog_kind,
     catalog_schema,
     current_database,
@@ -38,7 +39,6 @@ from ivm.runtime.catalog.catalog import (
     store_name,
     store_properties,
 )
-from ivm.runtime.catalog.properties import COLUMNS, DATABASE, DEFINITION, SETTINGS, STATE_OF
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.spark.connect import Session
 
@@ -176,7 +176,7 @@ def compile_definition(
 ) -> CompiledView:
     """The stored definition of the materialized view ``view`` compiled as at its CREATE,
     its names resolved in :func:`resolution_database`, its state tables named in the layout
-    its store has (:func:`~ivm.runtime.catalog.catalog.has_legacy_layout`). ``properties``: the
+    its store has (:func:`~ivm.runtime.catalog.tables.has_legacy_layout`). ``properties``: the
     store's, if read already. A state table's definition is its view's, compiled as that
     view (whose store need not exist yet), and the state taken from it.
 

@@ -11,9 +11,9 @@ import networkx as nx
 
 from ivm.errors import DependencyCycle
 from ivm.names import join, split
-from ivm.runtime.catalog.catalog import STORE_SUFFIX, store_properties, view_of_store
 from ivm.runtime.catalog.history import latest_consumed
 from ivm.runtime.catalog.properties import STATE_OF
+from ivm.runtime.catalog.tables import STORE_SUFFIX, store_properties, view_of_store
 from ivm.runtime.log.delta_log import reading_each_log_once
 from ivm.runtime.spark.connect import Session
 

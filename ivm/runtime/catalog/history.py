@@ -23,8 +23,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ivm.errors import StateError
-from ivm.runtime.catalog.catalog import store_name
 from ivm.runtime.catalog.properties import STATE_OF, VIEW
+from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.log.delta_log import DeltaLogReader, describe_history, once
 from ivm.runtime.spark.connect import Session
 

@@ -1,7 +1,7 @@
 """The table properties ivm keeps on a view's store (and one on its catalog view): each one's
 name, and what it holds.
 
-A store's properties are the view's catalog (:mod:`ivm.runtime.catalog.catalog`): they say
+A store's properties are the view's catalog (:mod:`ivm.runtime.catalog.tables`): they say
 which view it stores, the definition it was created from and how it is refreshed. ivm writes
 them on CREATE and ALTER, and reads them back on every statement; a state table's store
 names the view it is part of in ``STATE_OF``. (Delta's change data feed, which every store

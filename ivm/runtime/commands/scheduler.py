@@ -43,14 +43,14 @@ from dataclasses import dataclass, field
 import networkx as nx
 from py4j.protocol import Py4JNetworkError
 
-from ivm.runtime.catalog.catalog import store_properties
 from ivm.runtime.catalog.graph import dependency_graph, materialized_views
 from ivm.runtime.catalog.history import Mode, RefreshResult
 from ivm.runtime.catalog.properties import FRESHNESS, SUSPENDED
+from ivm.runtime.catalog.tables import store_properties
 from ivm.runtime.log.delta_log import reading_each_log_once
 from ivm.runtime.messages import one_line
 from ivm.runtime.observation.lag import lag_seconds, oldest_unconsumed_ms
-from ivm.runtime.refresh.refresh import refresh_view
+from ivm.runtime.refresh.execute import refresh_view
 from ivm.runtime.refresh.upkeep import VACUUM_EVERY_SECONDS, upkeep
 from ivm.runtime.spark.connect import Session
 

@@ -3,7 +3,7 @@
 A materialized view ``db.v`` is two catalog objects:
 
 * its **store** ``db__ivm.v__ivm_store``, in the internal database of ``db`` (see
-  :mod:`ivm.runtime.catalog.catalog`; ``db.v__ivm_store`` for a view created before ivm kept its
+  :mod:`ivm.runtime.catalog.tables`; ``db.v__ivm_store`` for a view created before ivm kept its
   tables there), a Delta table with change data feed on, holding the view's rows and hidden
   state (see :mod:`ivm.store`); its table properties keep the view's definition and what
   fixes its meaning (the database its names resolve in, the settings every refresh runs
@@ -17,7 +17,7 @@ A state table is a materialized view of the same kind, ``db__ivm.v__ivm_state1``
 catalog view) over ``db__ivm.v__ivm_state1__ivm_store``.
 
 Every write of a store is a committed write (:mod:`ivm.runtime.refresh.commit`); refreshes
-live in :mod:`ivm.runtime.refresh.refresh`, what a view says about itself in
+live in :mod:`ivm.runtime.refresh.execute`, what a view says about itself in
 :mod:`ivm.runtime.observation.describe`.
 """
 
@@ -34,16 +34,6 @@ from ivm.compiler import CompiledView, compile
 from ivm.errors import CatalogError, UnsupportedQuery, ViewExists, ViewInUse
 from ivm.names import DIALECT, internal_database, is_internal_database, quote, split
 from ivm.runtime.catalog.analysis import analyse, refuse_temporary
-from ivm.runtime.catalog.catalog import (
-    catalog_schema,
-    check_name,
-    has_legacy_layout,
-    is_legacy_view,
-    qualified_name,
-    state_tables,
-    store_name,
-    store_properties,
-)
 from ivm.runtime.catalog.definition import compile_definition, named_view, not_a_view, pin
 from ivm.runtime.catalog.graph import check_no_cycle, readers
 from ivm.runtime.catalog.history import Mode, RefreshRecord, RefreshResult
@@ -55,6 +45,16 @@ from ivm.runtime.catalog.properties import (
     STATE_OF,
     SUSPENDED,
     VIEW,
+)
+from ivm.runtime.catalog.tables import (
+    catalog_schema,
+    check_name,
+    has_legacy_layout,
+    is_legacy_view,
+    qualified_name,
+    state_tables,
+    store_name,
+    store_properties,
 )
 from ivm.runtime.log.delta_log import CDF_PROPERTY, rows_written
 from ivm.runtime.observation.describe import consumed_versions

@@ -14,8 +14,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ivm.runtime.catalog.catalog import qualified_name, store_name
 from ivm.runtime.catalog.definition import compile_definition
+from ivm.runtime.catalog.tables import qualified_name, store_name
 from ivm.runtime.spark.connect import Session
 from ivm.zset import COUNT
 

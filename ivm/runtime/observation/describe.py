@@ -6,7 +6,6 @@ import time
 
 from pyspark.sql import DataFrame
 
-from ivm.runtime.catalog.catalog import qualified_name, store_name
 from ivm.runtime.catalog.definition import (
     compile_definition,
     resolution_database,
@@ -15,11 +14,12 @@ from ivm.runtime.catalog.definition import (
 )
 from ivm.runtime.catalog.history import history, latest_consumed, latest_record
 from ivm.runtime.catalog.properties import DEFINITION, FRESHNESS, POLICY, STATE_OF, SUSPENDED
+from ivm.runtime.catalog.tables import qualified_name, store_name
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.messages import size
 from ivm.runtime.observation.lag import lag_seconds
+from ivm.runtime.refresh.plan import predict
 from ivm.runtime.refresh.policy import DEFAULT_POLICY
-from ivm.runtime.refresh.refresh_plan import predict
 from ivm.runtime.refresh.retention import Assessment, Unconsumed, assess, retentions, unconsumed
 from ivm.runtime.refresh.upkeep import COMPACT_AT
 from ivm.runtime.spark.connect import Session
@@ -36,7 +36,7 @@ def describe_view(spark: Session, name: str) -> DataFrame:
     model's prediction, what it read and wrote), its state tables (key, size, version), the
     source versions it reflects and how far it lags behind its sources, until when the
     sources keep the change it has not consumed, what its next refresh would do now
-    (:func:`~ivm.runtime.refresh.refresh_plan.predict`), and a ``warning`` where the sources may
+    (:func:`~ivm.runtime.refresh.plan.predict`), and a ``warning`` where the sources may
     remove the change before the view takes it (see :mod:`ivm.runtime.refresh.retention`). Each
     Delta log is read once."""
     view = qualified_name(spark, name)

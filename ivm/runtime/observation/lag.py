@@ -17,8 +17,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from ivm.runtime.catalog.catalog import store_name, store_properties
 from ivm.runtime.catalog.history import latest_consumed
+from ivm.runtime.catalog.tables import store_name, store_properties
 from ivm.runtime.log.delta_log import DeltaLogReader, once
 from ivm.runtime.refresh.obstacles import replaced_source
 from ivm.runtime.spark.connect import Session

@@ -2,7 +2,7 @@
 refresh, and what its next refresh would do now) and the warnings due.
 
 The prediction is the plan the next refresh would make now
-(:func:`~ivm.runtime.refresh.refresh_plan.predict`), so a refresh that will fail, or recompute, is
+(:func:`~ivm.runtime.refresh.plan.predict`), so a refresh that will fail, or recompute, is
 known before ``ivm run`` or a job meets it. ``DESCRIBE MATERIALIZED VIEW`` says the rest.
 """
 
@@ -18,7 +18,7 @@ from ivm.runtime.log.delta_log import reading_each_log_once
 from ivm.runtime.messages import one_line
 from ivm.runtime.observation.describe import retention_assessments
 from ivm.runtime.observation.lag import lag_seconds
-from ivm.runtime.refresh.refresh_plan import predict
+from ivm.runtime.refresh.plan import predict
 from ivm.runtime.spark.connect import Session
 
 HEADER = ("view", "freshness", "lag", "last refresh", "next refresh")

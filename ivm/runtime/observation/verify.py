@@ -33,7 +33,6 @@ from ivm.codegen import view_query
 from ivm.errors import StateError
 from ivm.frontend.parse import canonical_name, parse_query, referenced_tables, replace_tables
 from ivm.names import DIALECT
-from ivm.runtime.catalog.catalog import qualified_name, store_name, store_properties
 from ivm.runtime.catalog.definition import (
     compile_definition,
     resolution_database,
@@ -43,6 +42,7 @@ from ivm.runtime.catalog.definition import (
 )
 from ivm.runtime.catalog.history import RefreshRecord, latest_record
 from ivm.runtime.catalog.properties import DEFINITION, STATE_OF
+from ivm.runtime.catalog.tables import qualified_name, store_name, store_properties
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.observation.compare import Difference, column_difference, columns_of, difference
 from ivm.runtime.refresh.sources import latest_sources, snapshot, upstream_repeats_rows

@@ -39,10 +39,10 @@ from ivm import codegen
 from ivm.compiler import CompiledView
 from ivm.errors import ConcurrentRefresh, SourceError, StateError
 from ivm.names import DIALECT
-from ivm.runtime.catalog.catalog import store_name
 from ivm.runtime.catalog.definition import is_pinned, settings, spelled_columns, view_properties
 from ivm.runtime.catalog.history import USER_METADATA, RefreshRecord, latest_record
 from ivm.runtime.catalog.properties import STORE
+from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.obstacles import CHANGE_DATA_UNAVAILABLE

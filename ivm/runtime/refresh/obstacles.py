@@ -20,7 +20,7 @@ form the delta query understands. It cannot apply the change when
   :mod:`ivm.runtime.refresh.policy` does not predict either).
 
 A change data file removed by VACUUM is only found when the refresh reads it; the refresh then
-meets an ``unavailable`` obstacle too (see :mod:`ivm.runtime.refresh.refresh`).
+meets an ``unavailable`` obstacle too (see :mod:`ivm.runtime.refresh.execute`).
 """
 
 from __future__ import annotations

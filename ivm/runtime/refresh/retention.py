@@ -55,9 +55,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from ivm.runtime.catalog.catalog import store_properties
 from ivm.runtime.catalog.history import RefreshRecord
 from ivm.runtime.catalog.properties import DELETED_FILE_RETENTION, LOG_RETENTION, STATE_OF
+from ivm.runtime.catalog.tables import store_properties
 from ivm.runtime.log.delta_log import DeltaLogReader, once
 from ivm.runtime.refresh.obstacles import replaced_source
 from ivm.runtime.refresh.sources import delta_table

@@ -23,8 +23,8 @@ from pyspark.sql.types import DoubleType, FloatType, LongType, StructField, Stru
 
 from ivm.errors import SourceError
 from ivm.names import quote
-from ivm.runtime.catalog.catalog import store_name, store_properties
 from ivm.runtime.catalog.definition import compile_definition
+from ivm.runtime.catalog.tables import store_name, store_properties
 from ivm.runtime.log.delta_log import CDF_PROPERTY, DeltaLogReader, describe_detail
 from ivm.runtime.spark.connect import Session, driver_jvm, is_connect, java_session
 from ivm.runtime.spark.settings import evaluation_settings, session_settings

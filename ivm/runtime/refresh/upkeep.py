@@ -34,9 +34,9 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 
 from ivm.errors import CatalogError
-from ivm.runtime.catalog.catalog import qualified_name, state_tables, store_name
 from ivm.runtime.catalog.definition import view_properties
 from ivm.runtime.catalog.properties import DELETED_FILE_RETENTION, LOG_RETENTION
+from ivm.runtime.catalog.tables import qualified_name, state_tables, store_name
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.messages import one_line
 from ivm.runtime.spark.connect import Session

@@ -7,9 +7,9 @@ is one committed write (:mod:`ivm.runtime.refresh.commit`), retried from a fresh
 when another refresh of the view committed first.
 
 A refresh carries out the plan made before any data is read
-(:mod:`ivm.runtime.refresh.refresh_plan`) as one :class:`Write`; an incremental write that learns,
+(:mod:`ivm.runtime.refresh.plan`) as one :class:`Write`; an incremental write that learns,
 reading the change, that it cannot apply it returns a
-:class:`~ivm.runtime.refresh.refresh_plan.Revision` instead of committing, and the refresh then
+:class:`~ivm.runtime.refresh.plan.Revision` instead of committing, and the refresh then
 recomputes or fails as the revised plan says.
 """
 
@@ -28,7 +28,6 @@ from ivm.compiler import CompiledView
 from ivm.errors import CatalogError, SourceError, StateError
 from ivm.names import DIALECT
 from ivm.rules import Kind
-from ivm.runtime.catalog.catalog import qualified_name, store_name
 from ivm.runtime.catalog.definition import compile_definition, named_view, view_properties
 from ivm.runtime.catalog.graph import dependency_graph, materialized_views, refresh_order
 from ivm.runtime.catalog.history import (
@@ -38,6 +37,7 @@ from ivm.runtime.catalog.history import (
     RefreshResult,
     latest_record,
 )
+from ivm.runtime.catalog.tables import qualified_name, store_name
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once, rows_written
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.commit import (
@@ -49,9 +49,9 @@ from ivm.runtime.refresh.commit import (
 )
 from ivm.runtime.refresh.obstacles import DEFAULT_MIN_BYTES, MIN_BYTES, replaced_source
 from ivm.runtime.refresh.phases import PhaseClock
+from ivm.runtime.refresh.plan import Decision, Revision, plan_refresh, what_is_known
 from ivm.runtime.refresh.policy import CostModel, Obstacle, ObstacleKind
 from ivm.runtime.refresh.pruning import prune
-from ivm.runtime.refresh.refresh_plan import Decision, Revision, plan_refresh, what_is_known
 from ivm.runtime.refresh.sources import (
     kept,
     latest_sources,
@@ -270,11 +270,11 @@ def _refresh(
     forced: Obstacle | None,
     clock: PhaseClock,
 ) -> RefreshResult:
-    """Carry out the plan of a refresh (:mod:`ivm.runtime.refresh.refresh_plan`), made once the
+    """Carry out the plan of a refresh (:mod:`ivm.runtime.refresh.plan`), made once the
     store's and the sources' logs are read: nothing, apply the change, recompute, or fail. An
     incremental refresh that learns, reading the change, that it cannot apply it (a change
     data file removed, a sum that overflows, a delta query planned dearer than a recompute)
-    returns a :class:`~ivm.runtime.refresh.refresh_plan.Revision`, and the plan revised
+    returns a :class:`~ivm.runtime.refresh.plan.Revision`, and the plan revised
     recomputes or fails as the policy says."""
     start = time.perf_counter()
     compiled, schema = _prepared(spark, view, properties, clock)
@@ -357,7 +357,7 @@ class Write:
     which reflects the sources at ``previous``, by the query of ``compiled``, and timed by
     ``clock``. An incremental write keeps the cost ``model`` it was planned with, and judges
     its delta query, once planned, against ``recheck_against`` (see
-    :class:`~ivm.runtime.refresh.refresh_plan.RefreshPlan`); a partition write overwrites the
+    :class:`~ivm.runtime.refresh.plan.RefreshPlan`); a partition write overwrites the
     rows that match ``partition``."""
 
     view: str

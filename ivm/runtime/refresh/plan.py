@@ -5,7 +5,7 @@ One pure function, :func:`plan_refresh`, makes it from what is known before read
 (:class:`Known`: the view's refresh policy and cost model, the source versions and Delta table
 ids it consumed and the sources' now, and what their logs say stands in the way,
 :mod:`ivm.runtime.refresh.obstacles`). A refresh carries the plan out
-(:mod:`ivm.runtime.refresh.refresh`), and ``ivm explain`` and ``ivm status`` show the plan of
+(:mod:`ivm.runtime.refresh.execute`), and ``ivm explain`` and ``ivm status`` show the plan of
 the next refresh (:func:`predict`), made by the same function from the same facts: what they
 say is what the refresh then does, but for what only reading the change can show (a sum that
 overflows while it is folded, a delta query whose plan reads more than a recompute). Files of
@@ -32,10 +32,10 @@ from enum import StrEnum
 
 from ivm.compiler import CompiledView
 from ivm.rules import Kind
-from ivm.runtime.catalog.catalog import store_name
 from ivm.runtime.catalog.definition import compile_definition, view_properties
 from ivm.runtime.catalog.history import latest_consumed, latest_record
 from ivm.runtime.catalog.properties import POLICY
+from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.messages import size
 from ivm.runtime.refresh.obstacles import (
