@@ -323,6 +323,11 @@ def main(argv: list[str] | None = None) -> int:
         "change inserts rows only (spark.ivm.refresh.insertsOnlyRules)",
     )
     parser.add_argument(
+        "--time-zone",
+        help="the session time zone the views are created and refreshed under (default: "
+        "the session's); Delta rebuilds a table's state at each commit outside UTC",
+    )
+    parser.add_argument(
         "--load-only",
         action="store_true",
         help="generate and load the setting's data, measure nothing",
@@ -342,6 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     spark = ivm.spark_session(tpch_data.cache_root() / "ivm_home", app_name="ivm benchmark")
     if args.without_inserts_only_rules:
         spark.conf.set(INSERTS_ONLY_RULES, "false")
+    if args.time_zone:
+        spark.conf.set("spark.sql.session.timeZone", args.time_zone)
     if args.load_only:
         for scale in scales:
             prepare(spark, scale)
