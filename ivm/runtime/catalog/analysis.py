@@ -128,9 +128,9 @@ def without_qualify(query: exp.Expr) -> exp.Expr:
     """
 
     def rewrite(node: exp.Expr) -> exp.Expr:
-        qualify = node.args.get("qualify") if isinstance(node, exp.Select) else None
-        if not isinstance(node, exp.Select) or qualify is None:
+        if not isinstance(node, exp.Select) or node.args.get("qualify") is None:
             return node
+        qualify = node.args["qualify"]
         flag = find_new_name(set(node.named_selects), "_qualify")
         names = [exp.column(s.alias_or_name, quoted=True) for s in node.selects]
         inner = node.copy()
