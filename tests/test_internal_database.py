@@ -12,7 +12,8 @@ import pytest
 
 import ivm
 from ivm import names
-from ivm.runtime.catalog import catalog, definition
+from ivm.runtime.catalog import definition
+from ivm.runtime.catalog import tables as catalog_tables
 from ivm.runtime.catalog.graph import materialized_views
 from ivm.runtime.commands import views
 from ivm.runtime.observation.changelog import view_changes
@@ -130,10 +131,10 @@ def test_a_view_another_process_created_anew_is_found_where_it_now_is(spark, sho
         ivm.sql(spark, f"CREATE MATERIALIZED VIEW top AS {TOP}")
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW top")
     found_beside = {f"{shop}.top", f"{shop}.top__ivm_state1"}
-    assert found_beside <= catalog._legacy_layout
+    assert found_beside <= catalog_tables._legacy_layout
     ivm.sql(spark, "DROP MATERIALIZED VIEW top")  # as the other process does
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW top AS {TOP}")
-    monkeypatch.setattr(catalog, "_legacy_layout", set(found_beside))  # what this one knew
+    monkeypatch.setattr(catalog_tables, "_legacy_layout", set(found_beside))  # what this one knew
     change_sources(spark)
     result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW top")
     assert result.mode == "incremental"
