@@ -112,9 +112,9 @@ def test_without_the_log_at_hand_a_commit_is_judged_by_its_operation(spark, mapp
 
 def test_a_keyword_column_under_column_mapping_is_checked_where_spark_reserves_keywords(spark):
     """Delta fails a filtered read of a column-mapped table with a column named by a
-    reserved keyword while Spark enforces them (it parses the column's name unquoted, as
-    for an UPDATE's). ivm's refreshes run with the setting off, and so does the check's
-    reading of the query: its text is still parsed under the view's settings."""
+    reserved keyword while Spark enforces them (a syntax error at the column's name).
+    ivm's refreshes run with the setting off, and so does the check's reading of the
+    query: its text is still parsed under the view's settings."""
     events = Source("events", (Column("k", "INT", ()), Column("order", "TIMESTAMP", ())))
     scenario = Scenario(
         tables={"events": [(1, datetime(2024, 1, 1)), (2, None)]},
