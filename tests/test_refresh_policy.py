@@ -4,8 +4,6 @@ created."""
 
 import importlib
 import json
-from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 import pytest
 
@@ -13,6 +11,7 @@ import ivm
 from ivm.errors import SqlSyntaxError
 from ivm.frontend.statements import parse_statement
 from ivm.runtime.catalog.tables import qualified_name, store_name
+from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.refresh.obstacles import MIN_BYTES, RATIO
 from ivm.runtime.refresh.policy import KEPT, REMEASURE_AFTER, CostModel, NotIncrementalizable
 
@@ -50,18 +49,12 @@ def every_size_predicted(spark):
 
 def records(spark, view):
     """The refresh records of ``view``'s store, oldest first, each with its commit's own time
-    in ms (``commitInfo.timestamp`` in the Delta log). The history's time is another: the
-    commit file's, written some milliseconds later, over 50 on a busy machine."""
-    store = store_name(qualified_name(spark, view))
-    location = spark.sql(f"DESCRIBE DETAIL {store}").first().location
-    log = Path(unquote(urlparse(location).path), "_delta_log")
-    found = []
-    for commit in sorted(log.glob("*.json")):
-        for line in commit.read_text().splitlines():
-            info = json.loads(line).get("commitInfo")
-            if info and info.get("userMetadata"):
-                found.append((info["timestamp"], json.loads(info["userMetadata"])["ivm"]))
-    return found
+    in ms (:meth:`~ivm.runtime.log.delta_log.DeltaLogReader.commit_info`, as the cost model
+    reads it). The history's time is another: the commit file's, written some milliseconds
+    later, over 50 on a busy machine."""
+    log = DeltaLogReader(spark, store_name(qualified_name(spark, view)))
+    commits = (log.commit_info(version) for version in range(log.version() + 1))
+    return [(at, json.loads(text)["ivm"]) for text, at in commits if text]
 
 
 def refresh(spark, view, query):
