@@ -22,6 +22,8 @@ lookup join enriched (:mod:`ivm.rules.lookup`).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from enum import Enum
 
 from ivm.names import split
@@ -52,3 +54,46 @@ def relation_name(table: str, read: Read) -> str:
     if read is Read.TABLE:
         raise ValueError("the live table is named by its own name")
     return "__".join([read.value, *split(table)])
+
+
+def match_within(
+    rows: Sequence[tuple[tuple, int, int]], tolerant: set[int], tolerance: float
+) -> bool:
+    """Whether every surplus row of the left side takes a surplus row of the right side that
+    equals it, within ``tolerance`` in the columns numbered ``tolerant``, and none is left.
+
+    >>> match_within([((1, 1.0), 1, 0), ((1, 1.0 + 1e-15), 0, 1)], {1}, 1e-12)
+    True
+    >>> match_within([((1, 0.0), 1, 0), ((1, 1.0), 0, 1)], {1}, 1e-12)
+    False
+    """
+    surplus_left = [row for row, a, b in rows for _ in range(a - b)]
+    surplus_right = [row for row, a, b in rows for _ in range(b - a)]
+    if len(surplus_left) != len(surplus_right):
+        return False
+    for row in surplus_left:
+        match = next(
+            (
+                i
+                for i, other in enumerate(surplus_right)
+                if all(
+                    _same(x, y, n in tolerant, tolerance)
+                    for n, (x, y) in enumerate(zip(row, other, strict=True))
+                )
+            ),
+            None,
+        )
+        if match is None:
+            return False
+        surplus_right.pop(match)
+    return True
+
+
+def _same(a, b, tolerant: bool, tolerance: float) -> bool:
+    """Equal as grouping matches values (NULL with NULL, NaN with NaN), or within the
+    relative ``tolerance`` when ``tolerant``."""
+    if isinstance(a, float) and isinstance(b, float):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return math.isclose(a, b, rel_tol=tolerance) if tolerant else a == b
+    return a == b

@@ -54,7 +54,7 @@ from ivm.frontend import lower, parse_query, qualify_query
 from ivm.ir import reading, scans
 from ivm.passes import optimize
 from ivm.store import is_exact
-from ivm.zset import COUNT, WEIGHT, Read, relation_name
+from ivm.zset import COUNT, WEIGHT, Read, match_within, relation_name
 
 SPARK_FUNCTIONS = (
     # volatile, so DuckDB cannot fold it into a constant that fails at planning
@@ -359,32 +359,16 @@ def _same_rows(rows: list, other: list) -> bool:
     enough alone: two doubles a bit apart on either side of a rounding boundary round apart."""
     if rows == other:
         return True
-    if len(rows) != len(other):
+    widths = {len(row) for row in rows + other}
+    if len(rows) != len(other) or len(widths) != 1:
         return False
-    unmatched = list(other)
-    for row in rows:
-        match = next((i for i, o in enumerate(unmatched) if _same_row(row, o)), None)
-        if match is None:
-            return False
-        del unmatched[match]
-    return True
+    counted = [(row, 1, 0) for row in rows] + [(row, 0, 1) for row in other]
+    return match_within(counted, set(range(widths.pop())), FLOAT_TOLERANCE)
 
 
 FLOAT_TOLERANCE = 1e-11
 """The relative difference below which two doubles compare equal: ten times the last of the
 12 digits that :func:`_canonical` keeps, far below a lost retraction (1.0 against 0.0)."""
-
-
-def _same_row(row: tuple, other: tuple) -> bool:
-    return len(row) == len(other) and all(
-        a == b
-        or (
-            isinstance(a, float)
-            and isinstance(b, float)
-            and math.isclose(a, b, rel_tol=FLOAT_TOLERANCE)
-        )
-        for a, b in zip(row, other, strict=True)
-    )
 
 
 def _rows(connection, view: str) -> list:

@@ -20,7 +20,6 @@ giving 0.0 in place of 1.0) is a relative difference of 1, far above any toleran
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
@@ -31,6 +30,7 @@ from pyspark.sql.types import DoubleType, FloatType
 
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import session_settings
+from ivm.zset import match_within
 
 SIDE = "_ivm_side"
 LEFT, RIGHT = "_ivm_left", "_ivm_right"
@@ -194,52 +194,9 @@ def difference(
         ]
         if tolerance > 0 and floats and total <= MATCHED_AT_MOST:
             rows = [(tuple(r)[:-2], r[LEFT], r[RIGHT]) for r in differing.collect()]
-            if _match_within(rows, set(floats), tolerance):
+            if match_within(rows, set(floats), tolerance):
                 return None
         else:
             rows = [(tuple(r)[:-2], r[LEFT], r[RIGHT]) for r in differing.limit(shown).collect()]
     rows.sort(key=repr)
     return Difference(tuple(left.columns), tuple(rows[:shown]), total)
-
-
-def _match_within(
-    rows: Sequence[tuple[tuple, int, int]], tolerant: set[int], tolerance: float
-) -> bool:
-    """Whether every surplus row of the left side takes a surplus row of the right side that
-    equals it, within ``tolerance`` in the columns numbered ``tolerant``, and none is left.
-
-    >>> _match_within([((1, 1.0), 1, 0), ((1, 1.0 + 1e-15), 0, 1)], {1}, 1e-12)
-    True
-    >>> _match_within([((1, 0.0), 1, 0), ((1, 1.0), 0, 1)], {1}, 1e-12)
-    False
-    """
-    surplus_left = [row for row, a, b in rows for _ in range(a - b)]
-    surplus_right = [row for row, a, b in rows for _ in range(b - a)]
-    if len(surplus_left) != len(surplus_right):
-        return False
-    for row in surplus_left:
-        match = next(
-            (
-                i
-                for i, other in enumerate(surplus_right)
-                if all(
-                    _same(x, y, n in tolerant, tolerance)
-                    for n, (x, y) in enumerate(zip(row, other, strict=True))
-                )
-            ),
-            None,
-        )
-        if match is None:
-            return False
-        surplus_right.pop(match)
-    return True
-
-
-def _same(a, b, tolerant: bool, tolerance: float) -> bool:
-    """Equal as grouping matches values (NULL with NULL, NaN with NaN), or within the
-    relative ``tolerance`` when ``tolerant``."""
-    if isinstance(a, float) and isinstance(b, float):
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        return math.isclose(a, b, rel_tol=tolerance) if tolerant else a == b
-    return a == b
