@@ -1,13 +1,13 @@
-# make demo | lint | test | test-fast | test-integration | test-deep | jars | bench-quick | bench |
-# bench-soak
+# make demo | lint | test | test-fast | test-integration | test-all | test-deep | jars | bench-quick |
+# bench | bench-soak
 VENV := .venv
 PY := $(VENV)/bin/python
 HYPOTHESIS_PROFILE ?= ci
 # Test processes, each with its own SparkSession; test files are spread over them.
 TEST_WORKERS ?= 2
 # make test leaves out the tests that start Spark in other processes, run for minutes or run
-# the TPC-H views (make test-integration); CI runs both. make test-deep runs them all, with
-# many more examples.
+# the TPC-H views (make test-integration); make test-all runs both in one run, as CI does. make
+# test-deep runs them all, with many more examples.
 TEST_MARKERS ?= not slow and not tpch
 # Hypothesis draws other examples every run, from this seed, which each test target prints
 # first and again after a failure: SEED=<it> draws the same examples again.
@@ -16,9 +16,9 @@ SEED ?= $(RANDOM_SEED)
 RERUN_AS ?= $@
 RERUN = hypothesis seed $(SEED): rerun with make $(RERUN_AS) SEED=$(SEED)
 
-.PHONY: demo lint test test-fast test-integration test-deep jars bench-quick bench bench-soak
+.PHONY: demo lint test test-fast test-integration test-all test-deep jars bench-quick bench bench-soak
 
-demo test test-integration test-deep bench-quick bench bench-soak: export SPARK_LOCAL_IP ?= 127.0.0.1
+demo test test-integration test-all test-deep bench-quick bench bench-soak: export SPARK_LOCAL_IP ?= 127.0.0.1
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -60,6 +60,11 @@ test-fast: $(VENV)/.installed
 test-integration: $(VENV)/.installed jars
 	@echo "$(RERUN)"
 	$(PYTEST) -m "slow or tpch" || { echo "$(RERUN)"; exit 1; }
+
+# make test and make test-integration in one run, CI's: the two workers start and warm up their
+# SparkSessions once, not once per target, and share out the tests of both to the end.
+test-all:
+	$(MAKE) test TEST_MARKERS= SEED=$(SEED) RERUN_AS=test-all
 
 test-deep:
 	$(MAKE) test HYPOTHESIS_PROFILE=deep TEST_MARKERS= SEED=$(SEED) RERUN_AS=test-deep
