@@ -153,6 +153,21 @@ def test_a_table_a_spark_view_or_a_store_named_as_a_view_is_said_to_be_what_it_i
     assert spark.catalog.tableExists("orders") and spark.catalog.tableExists("sales")
 
 
+def test_drop_if_exists_of_a_table_a_spark_view_or_a_store_says_what_it_is(spark, shop):
+    """IF EXISTS passes over a name nothing has, as Spark's DROP VIEW IF EXISTS does; a name
+    something else has is that thing's, and a DROP that drops nothing must not look done."""
+    spark.sql("CREATE VIEW open_orders AS SELECT * FROM orders WHERE status = 'ok'")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    for name, said in [
+        ("orders", "is a table"),
+        ("open_orders", "is a Spark view"),
+        (f"{shop}__ivm.sales__ivm_store", "is the store of the materialized view"),
+    ]:
+        with pytest.raises(ivm.ViewNotFound, match=said):
+            ivm.sql(spark, f"DROP MATERIALIZED VIEW IF EXISTS {name}")
+    assert all(spark.catalog.tableExists(name) for name in ("orders", "open_orders", "sales"))
+
+
 class StoreWithoutRecords:
     """The log of a store none of whose latest commits carries a refresh record."""
 

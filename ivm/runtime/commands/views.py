@@ -47,6 +47,7 @@ from ivm.runtime.catalog.properties import (
     VIEW,
 )
 from ivm.runtime.catalog.tables import (
+    catalog_kind,
     catalog_schema,
     check_name,
     has_legacy_layout,
@@ -375,8 +376,8 @@ def drop_view(spark: Session, name: str, *, if_exists: bool = False) -> None:
     view = qualified_name(spark, name)
     properties = store_properties(spark, view)
     if properties is None:
-        if if_exists:
-            return
+        if if_exists and catalog_kind(spark, view) is None:
+            return  # IF EXISTS passes over a name that nothing has, not a table's or a view's
         raise not_a_view(spark, view, "DROP")
     if STATE_OF in properties:
         raise ViewInUse(
