@@ -116,6 +116,21 @@ def test_local_driver_heap_is_the_default_not_sparks_1g(spark):
     assert runtime.maxMemory() > 3 * 2**30
 
 
+def test_the_settings_fetched_at_once_are_the_sessions_own(spark):
+    """:func:`settings_of` reads a classic session's settings as one JSON text: the same as
+    PySpark's ``getAll``, values with quotes, backslashes, newlines and other scripts too."""
+    from ivm.runtime.spark.connect import settings_of
+
+    odd = 'a "quoted" \\ back\nslash, größe, 日本'
+    spark.conf.set("spark.ivm.test.odd", odd)
+    try:
+        fetched = settings_of(spark)
+        assert fetched == spark.conf.getAll
+        assert fetched["spark.ivm.test.odd"] == odd
+    finally:
+        spark.conf.unset("spark.ivm.test.odd")
+
+
 def test_delta_cdf_and_time_travel(spark, fresh_db):
     spark.sql(
         "CREATE TABLE t (id INT, v STRING) USING delta "

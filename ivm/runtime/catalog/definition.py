@@ -40,7 +40,7 @@ from ivm.runtime.catalog.tables import (
     store_properties,
 )
 from ivm.runtime.log.delta_log import DeltaLogReader
-from ivm.runtime.spark.connect import Session
+from ivm.runtime.spark.connect import Session, settings_of
 
 PINNED = (
     "spark.sql.session.timeZone",
@@ -74,7 +74,7 @@ def pinned_settings(spark: Session) -> dict[str, str]:
             settings[key] = spark.conf.get(key)
         except PySparkException:  # a setting this version of Spark does not have
             pass
-    settings |= {k: v for k, v in spark.conf.getAll.items() if k.startswith(PINNED_PREFIXES)}
+    settings |= {k: v for k, v in settings_of(spark).items() if k.startswith(PINNED_PREFIXES)}
     return dict(sorted(settings.items()))
 
 

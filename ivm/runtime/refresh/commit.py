@@ -48,7 +48,7 @@ from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.obstacles import CHANGE_DATA_UNAVAILABLE
 from ivm.runtime.refresh.phases import PhaseClock
 from ivm.runtime.refresh.sources import bind, delta_table, unbind
-from ivm.runtime.spark.connect import Session, session_of_its_own, set_settings
+from ivm.runtime.spark.connect import Session, session_of_its_own, set_settings, settings_of
 from ivm.runtime.spark.failures import Failure, classify, is_under, missing_file
 from ivm.runtime.spark.settings import session_settings
 
@@ -68,12 +68,12 @@ def isolated(spark: Session, pinned: dict[str, str] | None = None):
     its own temporary views and settings. ``pinned``: the settings a view's CREATE pinned
     (see :mod:`ivm.runtime.catalog.definition`), which replace ``spark``'s own."""
     with session_of_its_own(spark) as own:
-        inherited = own.conf.getAll
+        inherited = settings_of(own)
         set_settings(
             own,
             {
                 key: value
-                for key, value in spark.conf.getAll.items()
+                for key, value in settings_of(spark).items()
                 if inherited.get(key) != value and (pinned is None or not is_pinned(key))
             }
             | (pinned or {}),

@@ -20,6 +20,7 @@ statements and session settings already.
 from __future__ import annotations
 
 import copy
+import json
 import threading
 import warnings
 from collections.abc import Iterator
@@ -46,6 +47,17 @@ def java_session(spark: Session) -> Any:
     return cast(Any, spark)._jsparkSession
 
 
+def settings_of(spark: Session) -> dict[str, str]:
+    """Every setting of ``spark``, as ``spark.conf.getAll`` gives them, fetched from a classic
+    session's JVM as one JSON text: PySpark's ``getAll`` walks the Java map with a py4j call
+    per entry and ends on a Java exception it converts, 0.1 s on a busy machine, and a
+    refresh asks three times."""
+    if is_connect(spark):
+        return spark.conf.getAll
+    mapper = driver_jvm(spark).com.fasterxml.jackson.databind.ObjectMapper()
+    return json.loads(mapper.writeValueAsString(java_session(spark).conf().getAllAsJava()))
+
+
 _spares: list[tuple[Any, dict[str, str]]] = []
 _spares_lock = threading.Lock()
 
@@ -64,7 +76,7 @@ def _spare_session(spark: Session) -> tuple[Any, dict[str, str]]:
             if own.sparkContext is spark.sparkContext:  # not of a SparkContext since stopped
                 return own, fresh
     own = spark.newSession()
-    return own, own.conf.getAll
+    return own, settings_of(own)
 
 
 def _give_back(own, fresh: dict[str, str]) -> None:
@@ -72,7 +84,7 @@ def _give_back(own, fresh: dict[str, str]) -> None:
     and keep it for the next block; a session that cannot be made so (its SparkContext
     stopped, say) is not kept."""
     try:
-        current = own.conf.getAll
+        current = settings_of(own)
         for key in current.keys() - fresh.keys():
             own.conf.unset(key)
         for key, value in fresh.items():
