@@ -57,7 +57,7 @@ from ivm.runtime.catalog.tables import (
     store_name,
     store_properties,
 )
-from ivm.runtime.log.delta_log import CDF_PROPERTY, rows_written
+from ivm.runtime.log.delta_log import CDF_PROPERTY, reading_each_log_once, rows_written
 from ivm.runtime.observation.describe import consumed_versions
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.commit import (
@@ -128,53 +128,55 @@ def create_view(
     if retention is not None:
         check_retention(view, retention)
     with isolated(spark) as work:
-        existing = store_properties(work, view)
-        if existing is None:
-            _check_user_database(view)
-        legacy_layout = has_legacy_layout(view)  # a view replaced keeps its layout
-        schema = catalog_schema(work)
-        compiled = compile(sql, schema, name=view, legacy_layout=legacy_layout)
-        spelled = analyse(work, sql, schema)
-        apply_settings(work, plan_settings(compiled))
-        states = [table for table, _ in compiled.states]
-        read = [t for t in compiled.tables_read if t not in states]
-        for table in read:
-            check_source(work, table)
-        for column in partitioned_by:
-            if column not in compiled.store.view_columns:
-                raise CatalogError(
-                    f"PARTITIONED BY {column}: {view} has no column {column}",
-                    hint=f"partition by columns of the view: "
-                    f"{', '.join(compiled.store.view_columns)}",
-                )
-        if existing is not None and STATE_OF in existing:
-            raise ViewExists(
-                f"{view} is a state table of the materialized view {existing[STATE_OF]}",
-                hint=f"choose another name (CREATE OR REPLACE MATERIALIZED VIEW "
-                f"{existing[STATE_OF]} redefines that view and its state "
-                f"tables)",
-            )
-        is_view = existing is not None
-        has_catalog_view = work.catalog.tableExists(view)
-        if has_catalog_view and not is_view:
-            raise ViewExists(f"{view} already exists", hint="choose another name")
-        if is_view and has_catalog_view:
-            if if_not_exists:
-                return RefreshResult(view, Mode.NOOP, consumed_versions(work, view))
-            if not replace:
+        # The checks read the catalog and each log once; nothing is written until they pass.
+        with reading_each_log_once():
+            existing = store_properties(work, view)
+            if existing is None:
+                _check_user_database(view)
+            legacy_layout = has_legacy_layout(view)  # a view replaced keeps its layout
+            schema = catalog_schema(work)
+            compiled = compile(sql, schema, name=view, legacy_layout=legacy_layout)
+            spelled = analyse(work, sql, schema)
+            apply_settings(work, plan_settings(compiled))
+            states = [table for table, _ in compiled.states]
+            read = [t for t in compiled.tables_read if t not in states]
+            for table in read:
+                check_source(work, table)
+            for column in partitioned_by:
+                if column not in compiled.store.view_columns:
+                    raise CatalogError(
+                        f"PARTITIONED BY {column}: {view} has no column {column}",
+                        hint=f"partition by columns of the view: "
+                        f"{', '.join(compiled.store.view_columns)}",
+                    )
+            if existing is not None and STATE_OF in existing:
                 raise ViewExists(
-                    f"{view} already exists",
-                    hint="use CREATE OR REPLACE MATERIALIZED VIEW to redefine it",
+                    f"{view} is a state table of the materialized view {existing[STATE_OF]}",
+                    hint=f"choose another name (CREATE OR REPLACE MATERIALIZED VIEW "
+                    f"{existing[STATE_OF]} redefines that view and its state "
+                    f"tables)",
                 )
-        for table in [view, *states]:
-            if not _is_materialized_view(work, table) and work.catalog.tableExists(
-                store_name(table)
-            ):
-                raise ViewExists(
-                    f"{store_name(table)} already exists and is not the store of {table}",
-                    hint="choose another view name",
-                )
-        check_no_cycle(work, view, read)
+            is_view = existing is not None
+            has_catalog_view = work.catalog.tableExists(view)
+            if has_catalog_view and not is_view:
+                raise ViewExists(f"{view} already exists", hint="choose another name")
+            if is_view and has_catalog_view:
+                if if_not_exists:
+                    return RefreshResult(view, Mode.NOOP, consumed_versions(work, view))
+                if not replace:
+                    raise ViewExists(
+                        f"{view} already exists",
+                        hint="use CREATE OR REPLACE MATERIALIZED VIEW to redefine it",
+                    )
+            for table in [view, *states]:
+                if not _is_materialized_view(work, table) and work.catalog.tableExists(
+                    store_name(table)
+                ):
+                    raise ViewExists(
+                        f"{store_name(table)} already exists and is not the store of {table}",
+                        hint="choose another view name",
+                    )
+            check_no_cycle(work, view, read)
         if not legacy_layout:
             _create_internal_database(work, view)
         shared = (
@@ -234,31 +236,32 @@ def _create_store(
 ) -> dict[str, int]:
     """Write the store of ``view`` (a view, or a state table) computed in full, with
     ``properties``, replacing the store of an earlier definition, then its catalog view; the
-    source versions it reflects."""
+    source versions it reflects. (The write plans from each log and catalog answer read
+    once; the store, which it asks after, is written last.)"""
     store = store_name(view)
-    versions, ids = latest_sources(spark, compiled.sources)
-    total = total_source_bytes(spark, compiled.sources)
-    record = RefreshRecord(
-        Mode.CREATE, versions, read_bytes=total, table_ids=ids, planned_bytes=total
-    )
     properties = {CDF_PROPERTY: "true", VIEW: view, **properties}
-    with (
-        session_settings(spark, evaluation_settings(spark, total)),
-        committed_write(spark, view, compiled, record, stage="create") as commit,
-    ):
-        if policy is not None:
-            check_policy(
-                view, Policy(policy), compiled, spark.sql(compiled.full_query.sql(DIALECT)).schema
-            )
-        commit(
-            codegen.create_table_statement(
-                store,
-                compiled.full_query,
-                properties,
-                replace=_is_materialized_view(spark, view),
-                partitioned_by=partitioned_by,
-            )
+    with reading_each_log_once():
+        versions, ids = latest_sources(spark, compiled.sources)
+        total = total_source_bytes(spark, compiled.sources)
+        record = RefreshRecord(
+            Mode.CREATE, versions, read_bytes=total, table_ids=ids, planned_bytes=total
         )
+        with (
+            session_settings(spark, evaluation_settings(spark, total)),
+            committed_write(spark, view, compiled, record, stage="create") as commit,
+        ):
+            if policy is not None:
+                schema = spark.sql(compiled.full_query.sql(DIALECT)).schema
+                check_policy(view, Policy(policy), compiled, schema)
+            commit(
+                codegen.create_table_statement(
+                    store,
+                    compiled.full_query,
+                    properties,
+                    replace=_is_materialized_view(spark, view),
+                    partitioned_by=partitioned_by,
+                )
+            )
     write_catalog_view(spark, view, compiled, properties)
     return versions
 
