@@ -1,0 +1,318 @@
+"""Store layouts measured side by side: what writing a refresh's change to the store costs
+as today's MERGE, as an append to a change log folded on read, and as a replacement of the
+changed keys' rows, and what reading the view costs in each.
+
+    python -m benchmarks.layouts [--rows 1000000] [--groups 100000] [--refreshes 10]
+
+One Delta source of ``--rows`` rows in ``--groups`` groups, and an aggregate view over it
+(``SELECT g, COUNT(*), SUM(x) … GROUP BY g``): a store of one row per group, as large as a
+TPC-H view's state table at a small scale. Each round updates one source row and refreshes
+the view; the refresh's ``write`` phase is its MERGE. The same change, as its groups'
+accumulator deltas (computed from the source's change data feed the way the refresh does),
+is then appended to a copy of the store, its rows marked ``_ivm_appended``. Read back:
+
+* ``merged``: the view by its catalog name (a scan of the store);
+* ``folded``: the copy folded on read: the stored rows of groups no appended row touches,
+  and, for the touched groups, their rows summed by key (``fold`` below);
+* ``replaced``: a third layout, a copy with deletion vectors on, written by
+  ``INSERT … REPLACE WHERE`` the changed keys: their rows read, summed with the change and
+  written back in one commit (:func:`replace_keys`);
+* ``probed``: appends as in ``folded``, each row marked ``_ivm_new`` where its key has no
+  stored row (probed at the write), so that a read scans the stored rows once, joined with
+  the appended rows' sums by key (:func:`fold_probed`);
+* ``compacted``: the append copy after one ``INSERT OVERWRITE`` of its fold (also timed).
+
+Each layout is read twice after each write: the first read after a commit pays Delta's
+reconstruction of the new version's file list, the second finds it cached.
+
+Every read runs to the end (its rows counted in the JVM, none collected), and each copy is
+checked to hold the view. Figures are medians over the rounds, seconds and Spark jobs;
+nothing here is part of ivm's refresh path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+import uuid
+
+from sqlglot import exp
+
+from ivm.runtime.catalog.definition import compile_definition
+from ivm.runtime.catalog.tables import store_name
+from ivm.runtime.commands.statements import sql as ivm_sql
+from ivm.runtime.spark.session import spark_session
+from ivm.store import Store
+
+VIEW = "SELECT g, COUNT(*) AS n, SUM(x) AS s FROM src GROUP BY g"
+APPENDED = "_ivm_appended"
+COPY = "append_store"
+REPLACED = "replaced_store"
+PROBED = "probed_store"
+NEW = "_ivm_new"
+
+
+def timed(spark, action) -> tuple[float, int]:
+    """Run ``action()``; its seconds and the Spark jobs it ran."""
+    context = spark.sparkContext
+    group = uuid.uuid4().hex
+    context.setJobGroup(group, group)
+    start = time.perf_counter()
+    try:
+        action()
+    finally:
+        seconds = time.perf_counter() - start
+        context.setLocalProperty("spark.jobGroup.id", None)
+    context._jsc.sc().listenerBus().waitUntilEmpty(60_000)
+    return seconds, len(context.statusTracker().getJobIdsForGroup(group))
+
+
+def fold(store: Store, relation: str) -> str:
+    """The view's rows from ``relation``, a store whose appended rows are folded on read:
+
+        rows of untouched keys  ∪  visible(Σ accumulators over the rows of each touched key)
+
+    where a key is touched when an appended row has it; a folded group whose count is 0 is
+    gone. (Keys compare null-safely, as the MERGE's do.)"""
+    keys = ", ".join(store.keys)
+    on = " AND ".join(f"b.{k} <=> t.{k}" for k in store.keys)
+    sums = ", ".join(f"SUM({a.name}) AS {a.name}" for a in store.accumulators)
+    visible = ", ".join(f"{e.sql('spark')} AS {name}" for name, e in store.visible)
+    columns = ", ".join(store.view_columns)
+    return f"""
+        WITH touched AS (SELECT DISTINCT {keys} FROM {relation} WHERE {APPENDED})
+        SELECT {columns} FROM {relation} b LEFT ANTI JOIN touched t ON {on}
+        WHERE NOT b.{APPENDED}
+        UNION ALL
+        SELECT {visible} FROM (
+            SELECT {", ".join(f"b.{k}" for k in store.keys)}, {sums}
+            FROM {relation} b LEFT SEMI JOIN touched t ON {on}
+            GROUP BY {", ".join(f"b.{k}" for k in store.keys)}
+        ) WHERE _ivm_count > 0"""
+
+
+def appended_rows(store: Store, types: dict[str, str], version: int) -> str:
+    """The change of the source's commit ``version`` as rows to append: each touched group's
+    key and accumulator deltas, its view columns NULL (recomputed when folded)."""
+    weight = "CASE WHEN _change_type IN ('insert', 'update_postimage') THEN 1 ELSE -1 END"
+
+    def unqualified(argument: exp.Expr | None) -> exp.Expr | None:
+        return (
+            None
+            if argument is None
+            else argument.copy().transform(
+                lambda node: exp.column(node.name) if isinstance(node, exp.Column) else node
+            )
+        )
+
+    deltas = {
+        a.name: a.change_call(unqualified(a.argument), exp.column("w")).to_sql()
+        for a in store.accumulators
+    }
+    values = [
+        k
+        if store.is_key(k)
+        else deltas[k].sql("spark")
+        if k in deltas
+        else f"CAST(NULL AS {types[k]})"
+        for k in store.columns
+    ]
+    return f"""
+        SELECT {", ".join(f"{v} AS {c}" for v, c in zip(values, store.columns, strict=True))},
+               TRUE AS {APPENDED}
+        FROM (SELECT *, {weight} AS w FROM table_changes('src', {version}, {version}))
+        GROUP BY {", ".join(store.keys)}"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--groups", type=int, default=100_000)
+    parser.add_argument("--refreshes", type=int, default=10)
+    args = parser.parse_args()
+    spark = spark_session(home=tempfile.mkdtemp(prefix="ivm_layouts_"))
+    spark.sql("CREATE DATABASE layouts")
+    spark.sql("USE layouts")
+    spark.sql(
+        "CREATE TABLE src (k BIGINT, g BIGINT, x DECIMAL(12, 2)) USING DELTA "
+        "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+    )
+    spark.sql(
+        f"INSERT INTO src SELECT id, id % {args.groups}, CAST(id % 1000 AS DECIMAL(12, 2)) / 10 "
+        f"FROM range({args.rows})"
+    )
+    ivm_sql(spark, f"CREATE MATERIALIZED VIEW v AS {VIEW}")
+    store = compile_definition(spark, "layouts.v").store
+    stored = spark.table(store_name("layouts.v"))
+    types = {f.name: f.dataType.simpleString() for f in stored.schema}
+    spark.sql(
+        f"CREATE TABLE {COPY} USING DELTA AS SELECT *, FALSE AS {APPENDED} "
+        f"FROM {store_name('layouts.v')}"
+    )
+    spark.sql(
+        f"CREATE TABLE {PROBED} USING DELTA AS SELECT *, FALSE AS {APPENDED}, FALSE AS {NEW} "
+        f"FROM {store_name('layouts.v')}"
+    )
+    spark.sql(
+        f"CREATE TABLE {REPLACED} USING DELTA "
+        "TBLPROPERTIES (delta.enableDeletionVectors = true) "
+        f"AS SELECT * FROM {store_name('layouts.v')}"
+    )
+    view_columns = ", ".join(store.view_columns)
+
+    def noop(query: str):
+        # every row computed, none collected (py4j: the JVM's plan, as an RDD, counted)
+        return lambda: spark.sql(query)._jdf.queryExecution().toRdd().count()
+
+    merge, append, merged, folded, merged_again, folded_again = [], [], [], [], [], []
+    replace, replaced, replaced_again = [], [], []
+    probe, probed, probed_again = [], [], []
+    for i in range(args.refreshes):
+        spark.sql(f"UPDATE src SET x = x + 1 WHERE k = {i * 7919 % args.rows}")
+        version = spark.sql("DESCRIBE HISTORY src LIMIT 1").first().version
+        result = ivm_sql(spark, "REFRESH MATERIALIZED VIEW v")
+        write = result.phases["write"]
+        merge.append((write.seconds, write.jobs))
+        rows = appended_rows(store, types, version)
+        append.append(timed(spark, lambda rows=rows: spark.sql(f"INSERT INTO {COPY} {rows}")))
+        replace.append(timed(spark, lambda rows=rows: replace_keys(spark, store, rows)))
+        probe.append(timed(spark, lambda rows=rows: append_probed(spark, store, rows)))
+        merged.append(timed(spark, noop("SELECT * FROM v")))
+        folded.append(timed(spark, noop(fold(store, COPY))))
+        replaced.append(timed(spark, noop(f"SELECT {view_columns} FROM {REPLACED}")))
+        probed.append(timed(spark, noop(fold_probed(store, PROBED))))
+        merged_again.append(timed(spark, noop("SELECT * FROM v")))
+        folded_again.append(timed(spark, noop(fold(store, COPY))))
+        replaced_again.append(timed(spark, noop(f"SELECT {view_columns} FROM {REPLACED}")))
+        probed_again.append(timed(spark, noop(fold_probed(store, PROBED))))
+    view = spark.sql("SELECT * FROM v")
+    copy = spark.sql(fold(store, COPY))
+    assert view.exceptAll(copy).count() == 0 and copy.exceptAll(view).count() == 0, (
+        "the folded copy is not the view"
+    )
+    for name, query in (
+        (REPLACED, f"SELECT {view_columns} FROM {REPLACED}"),
+        (PROBED, fold_probed(store, PROBED)),
+    ):
+        other = spark.sql(query)
+        assert view.exceptAll(other).count() == 0 and other.exceptAll(view).count() == 0, (
+            f"{name} does not hold the view"
+        )
+    columns = ", ".join(store.columns)
+    compaction = timed(
+        spark,
+        lambda: spark.sql(
+            f"INSERT OVERWRITE {COPY} SELECT {columns}, FALSE FROM ({fold_store(store, COPY)})"
+        ),
+    )
+    compacted = [timed(spark, noop(fold(store, COPY))) for _ in range(3)]
+
+    def median(pairs) -> str:
+        return (
+            f"{statistics.median(s for s, _ in pairs):.3f} s, "
+            f"{statistics.median(j for _, j in pairs):.0f} jobs"
+        )
+
+    print(f"rows {args.rows}, groups {args.groups}, refreshes {args.refreshes}")
+    print(f"write, MERGE (the refresh's write phase): {median(merge)}")
+    print(f"write, append: {median(append)}")
+    print(
+        f"read, merged store, first after the write: {median(merged)}; "
+        f"again: {median(merged_again)}"
+    )
+    print(
+        f"read, folded on read (1 to {args.refreshes} appends), first after the write: "
+        f"{median(folded)}; again: {median(folded_again)}"
+    )
+    print(f"write, REPLACE WHERE the changed keys (deletion vectors): {median(replace)}")
+    print(
+        f"read, replaced store, first after the write: {median(replaced)}; "
+        f"again: {median(replaced_again)}"
+    )
+    print(f"write, append with the new keys probed: {median(probe)}")
+    print(
+        f"read, probed appends folded in one scan, first after the write: {median(probed)}; "
+        f"again: {median(probed_again)}"
+    )
+    print(f"compaction, once: {compaction[0]:.3f} s, {compaction[1]} jobs")
+    print(f"read, compacted: {median(compacted)}")
+
+
+def append_probed(spark, store: Store, rows: str) -> None:
+    """Append the change ``rows`` to the probed copy, each row marked ``_ivm_new`` where its
+    key has no stored (compacted) row: a read of the stored rows of the changed keys (the
+    keys are literals, none NULL here), which Delta's file statistics narrow."""
+    keys = spark.sql(f"SELECT DISTINCT {', '.join(store.keys)} FROM ({rows})").collect()
+    predicate = " OR ".join(
+        "(" + " AND ".join(f"b.{k} = {row[k]!r}" for k in store.keys) + ")" for row in keys
+    )
+    on = " AND ".join(f"b.{k} <=> c.{k}" for k in store.keys)
+    spark.sql(
+        f"INSERT INTO {PROBED} SELECT c.*, NOT EXISTS (SELECT 1 FROM {PROBED} b "
+        f"WHERE NOT b.{APPENDED} AND ({predicate}) AND {on}) FROM ({rows}) c"
+    )
+
+
+def fold_probed(store: Store, relation: str) -> str:
+    """The view's rows from ``relation``, a store whose appended rows say whether their key
+    is new, folded in one scan of the stored rows:
+
+        visible(stored ⟕ Σ appended by key)  ∪  visible(Σ appended of new keys)
+
+    the appended rows' sums small enough to broadcast; a group whose count is 0 is gone."""
+    keys = ", ".join(store.keys)
+    on = " AND ".join(f"b.{k} <=> d.{k}" for k in store.keys)
+    accumulators = [a.name for a in store.accumulators]
+    sums = ", ".join(f"SUM({a}) AS {a}" for a in accumulators)
+    added = ", ".join(f"b.{a} + COALESCE(d.{a}, 0) AS {a}" for a in accumulators)
+    visible = ", ".join(f"{e.sql('spark')} AS {name}" for name, e in store.visible)
+    return f"""
+        WITH d AS (
+            SELECT {keys}, {sums}, MAX({NEW}) AS {NEW} FROM {relation} WHERE {APPENDED}
+            GROUP BY {keys}
+        )
+        SELECT {visible} FROM (
+            SELECT {", ".join(f"b.{k}" for k in store.keys)}, {added}
+            FROM {relation} b LEFT JOIN d ON {on} WHERE NOT b.{APPENDED}
+            UNION ALL
+            SELECT {keys}, {", ".join(accumulators)} FROM d WHERE {NEW}
+        ) WHERE _ivm_count > 0"""
+
+
+def replace_keys(spark, store: Store, rows: str) -> None:
+    """Write the change ``rows`` (as appended rows) to the replaced copy: the changed keys'
+    rows read, summed with the change, and written back in place of the old ones, in one
+    commit (``INSERT … REPLACE WHERE``; the keys are literals, none NULL here)."""
+    keys = spark.sql(f"SELECT DISTINCT {', '.join(store.keys)} FROM ({rows})").collect()
+    predicate = " OR ".join(
+        "(" + " AND ".join(f"{k} = {row[k]!r}" for k in store.keys) + ")" for row in keys
+    )
+    columns = ", ".join(store.columns)
+    both = (
+        f"(SELECT {columns} FROM {REPLACED} WHERE {predicate} "
+        f"UNION ALL SELECT {columns} FROM ({rows})) AS both"
+    )
+    spark.sql(f"INSERT INTO {REPLACED} REPLACE WHERE {predicate} {fold_store(store, both)}")
+
+
+def fold_store(store: Store, relation: str) -> str:
+    """The store's own rows (its columns, in order) of :func:`fold`, every key's rows
+    summed."""
+    keys = ", ".join(store.keys)
+    sums = ", ".join(f"SUM({a.name}) AS {a.name}" for a in store.accumulators)
+    visible = dict(store.visible)
+    columns = ", ".join(
+        name
+        if store.is_key(name) or name not in visible
+        else f"{visible[name].sql('spark')} AS {name}"
+        for name in store.columns
+    )
+    return f"""
+        SELECT {columns} FROM (SELECT {keys}, {sums} FROM {relation} GROUP BY {keys})
+        WHERE _ivm_count > 0"""
+
+
+if __name__ == "__main__":
+    main()
