@@ -236,8 +236,8 @@ def _create_store(
 ) -> dict[str, int]:
     """Write the store of ``view`` (a view, or a state table) computed in full, with
     ``properties``, replacing the store of an earlier definition, then its catalog view; the
-    source versions it reflects. (The write plans from each log and catalog answer read
-    once; the store, which it asks after, is written last.)"""
+    source versions it reflects. Up to the store's commit, each log and catalog answer it
+    plans from is read once (nothing it reads is written before that commit)."""
     store = store_name(view)
     properties = {CDF_PROPERTY: "true", VIEW: view, **properties}
     with reading_each_log_once():
