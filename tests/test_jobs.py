@@ -133,15 +133,20 @@ def test_the_runtime_archive_imports_from_itself(tmp_path):
     archive = build_archive(tmp_path / "ivm_runtime.zip")
     names = set(zipfile.ZipFile(archive).namelist())
     assert {"ivm/runtime/job.py", "sqlglot/__init__.py", "networkx/__init__.py"} <= names
+    assert {name + "c" for name in names if name.endswith(".py")} <= names
     probe = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import ivm.job, sqlglot, networkx; "
-        "print(ivm.job.__file__, sqlglot.__file__, networkx.__file__)"
+        "import sys; sys.path.insert(0, sys.argv[1]); import ivm.runtime.job, sqlglot, networkx; "
+        "print(ivm.runtime.job.__file__, sqlglot.__file__, networkx.__file__)"
     )
     result = subprocess.run(
-        [sys.executable, "-c", probe, str(archive)], capture_output=True, text=True
+        [sys.executable, "-I", "-c", probe, str(archive)], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
-    assert all(path.startswith(str(archive)) for path in result.stdout.split())
+    # loaded from the archive, and from the bytecode in it (the zip importer names the file
+    # it loaded), not compiled again as the job starts
+    assert all(
+        path.startswith(str(archive)) and path.endswith(".pyc") for path in result.stdout.split()
+    ), result.stdout
 
 
 def test_bad_arguments_exit_2_with_usage(tmp_path):
