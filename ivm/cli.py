@@ -13,7 +13,7 @@
     ivm verify VIEW... | --all         compare views with their queries at the versions they
                                        reflect (one full recompute each); exit 1 on a difference
                                        or an error
-    ivm check view.sql [--examples N] [--seed S] [-o repro.sql]
+    ivm check view.sql [--examples N] [--seed S] [--shrink-seconds T] [-o repro.sql]
                                        property-test a view on drawn sources and changes; on a
                                        difference, a minimal reproduction script; exit 1
     ivm metastore [--port N]           serve the catalog to several processes (IVM_METASTORE)
@@ -545,7 +545,8 @@ def _cmd_check(args) -> int:
     sql = Path(args.file).read_text()
     spark = _session(args)
     try:
-        examples = {} if args.examples is None else {"examples": args.examples}
+        given = {"examples": args.examples, "shrink_seconds": args.shrink_seconds}
+        options = {name: value for name, value in given.items() if value is not None}
         with _Progress(sys.stderr) as progress:
             checked = check_view(
                 spark,
@@ -554,7 +555,7 @@ def _cmd_check(args) -> int:
                 seed=args.seed,
                 name=args.name,
                 progress=progress,
-                **examples,
+                **options,
             )
         print(checked)
     except ViewCheckFailed as failure:
@@ -720,6 +721,12 @@ def parser() -> argparse.ArgumentParser:
         "--examples", type=_whole_number(1), help="scenarios to draw (default 25)"
     )
     checking.add_argument("--seed", type=int, help="draw the scenarios of an earlier run again")
+    checking.add_argument(
+        "--shrink-seconds",
+        type=_whole_number(0),
+        help="how long to make a failing scenario smaller before reporting the smallest "
+        "found (default 120; 0: report it as found)",
+    )
     checking.set_defaults(run=_cmd_check)
     served = commands.add_parser(
         "metastore",

@@ -56,6 +56,8 @@ def test_a_planted_bug_is_found_and_its_reproduction_shows_it(
             "10",
             "--seed",
             "1",
+            "--shrink-seconds",
+            "30",
             "-o",
             str(tmp_path / "repro.sql"),
         ]
