@@ -31,6 +31,12 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 jars: $(VENV)/.installed
 	$(PY) -m ivm.runtime.spark.jars
 
+# The class archive the Spark processes of the tests start from (tests/class_archive.py):
+# rebuilt with the environment, whose JVM and jars it must match.
+CLASS_ARCHIVE := $(VENV)/spark-classes.jsa
+$(CLASS_ARCHIVE): $(VENV)/.installed | jars
+	$(PY) tests/class_archive.py $@
+
 demo: $(VENV)/.installed
 	$(VENV)/bin/ivm demo
 
@@ -46,7 +52,7 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/pyright
 
 # lint first, then the suite.
-test: lint jars
+test: lint jars $(CLASS_ARCHIVE)
 	@echo "$(RERUN)"
 	$(PYTEST) -m "$(TEST_MARKERS)" || { echo "$(RERUN)"; exit 1; }
 
@@ -57,7 +63,7 @@ test-fast: $(VENV)/.installed
 		--hypothesis-seed=$(SEED) || { echo "$(RERUN)"; exit 1; }
 
 # spark-submit jobs, shells and restarts in processes of their own, and the 22 TPC-H views.
-test-integration: $(VENV)/.installed jars
+test-integration: $(VENV)/.installed jars $(CLASS_ARCHIVE)
 	@echo "$(RERUN)"
 	$(PYTEST) -m "slow or tpch" || { echo "$(RERUN)"; exit 1; }
 
