@@ -15,10 +15,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from class_archive import QUIET
 from hypothesis import HealthCheck, settings
 
 from cdf import CDF
+from class_archive import QUIET
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
