@@ -25,6 +25,7 @@ from ivm.frontend.positions import position_at_offset, position_of
 from ivm.names import DIALECT
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.failures import Failure, classify
+from ivm.runtime.spark.settings import RESERVED_KEYWORDS, session_settings
 
 TEMPORARY_REASON = (
     "temporary objects cannot be used in a materialized view, because "
@@ -51,11 +52,10 @@ def refuse_temporary(spark: Session, sql: str) -> None:
     calls = [f for f in query.find_all(exp.Anonymous)]
     if calls:
         # SHOW USER FUNCTIONS names a session's functions bare, the catalog's qualified
-        temporary = {
-            row[0].lower()
-            for row in spark.sql("SHOW USER FUNCTIONS").collect()
-            if "." not in row[0]
-        }
+        # (USER is a reserved keyword where the session enforces them)
+        with session_settings(spark, {RESERVED_KEYWORDS: "false"}):
+            listed = spark.sql("SHOW USER FUNCTIONS").collect()
+        temporary = {row[0].lower() for row in listed if "." not in row[0]}
         for call in calls:
             if call.name.lower() in temporary:
                 _refuse(
