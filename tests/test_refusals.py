@@ -6,6 +6,7 @@ import ivm
 from ivm.errors import CatalogError, Position, SqlSyntaxError, UnsupportedQuery
 from ivm.frontend.statements import parse_statement
 from ivm.runtime.catalog.tables import store_name
+from ivm.runtime.spark.settings import session_settings
 
 from cdf import CDF
 
@@ -129,6 +130,20 @@ def test_what_lives_only_in_this_session_is_refused_as_temporary(
     assert construct in caught.value.construct
     assert "refreshes run in other sessions" in caught.value.message
     assert caught.value.position == position
+
+
+def test_session_functions_are_looked_up_where_spark_reserves_keywords(spark, orders):
+    """The functions a query calls are listed with ``SHOW USER FUNCTIONS``, which Spark
+    cannot parse where it enforces reserved keywords (``USER`` is one): the lookup must not
+    fail with Spark's parse error in such a session."""
+    _python_udf(spark)
+    with session_settings(spark, {"spark.sql.ansi.enforceReservedKeywords": "true"}):
+        with pytest.raises(UnsupportedQuery) as temporary:
+            ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS SELECT id, plus_one(id) AS n FROM orders")
+        with pytest.raises(CatalogError) as unknown:
+            ivm.sql(spark, "CREATE MATERIALIZED VIEW v AS SELECT id, nosuchfn(id) AS n FROM orders")
+    assert "temporary function plus_one" in temporary.value.construct
+    assert "nosuchfn" in unknown.value.message
 
 
 @pytest.mark.slow
