@@ -4,6 +4,7 @@ import pytest
 
 import ivm
 from ivm.runtime.catalog.tables import store_name
+from ivm.runtime.spark.settings import session_settings
 
 from cdf import CDF
 from helpers import assert_equals_query, history
@@ -58,3 +59,15 @@ def test_a_partition_refresh_checks_the_store_as_a_refresh_does(spark, fresh_db)
     with pytest.raises(ivm.StateError, match="no longer matches its store") as caught:
         ivm.sql(spark, "REFRESH MATERIALIZED VIEW copy PARTITION (k = 1)")
     assert "CREATE OR REPLACE MATERIALIZED VIEW" in caught.value.hint
+
+
+def test_a_full_refresh_replaces_every_partition_where_the_session_overwrites_dynamically(
+    spark, partitioned
+):
+    """Under ``spark.sql.sources.partitionOverwriteMode = dynamic`` (a common session
+    setting) an ``INSERT OVERWRITE`` replaces only the partitions its rows fall in: a full
+    refresh must still replace the whole store, or a partition whose rows are all gone stays."""
+    spark.sql("DELETE FROM r WHERE k = 3")
+    with session_settings(spark, {"spark.sql.sources.partitionOverwriteMode": "dynamic"}):
+        assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals FULL").mode == "full"
+    assert_equals_query(spark, "totals", TOTALS)

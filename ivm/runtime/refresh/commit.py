@@ -54,6 +54,7 @@ from ivm.runtime.spark.settings import session_settings
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+PARTITION_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 ATTEMPTS = 3
 """How often a refresh that lost a race with another refresh of its view starts again."""
 
@@ -211,8 +212,10 @@ def committed_write(
 @contextmanager
 def _commit_settings(spark: Session, view: str, record: RefreshRecord, read_version: int | None):
     """Settings for the statements of the block: ``record`` goes into their commit, and, with
-    ``read_version``, the commit is the idempotent transaction ``(ivm:<view>, read_version)``."""
-    conf = {USER_METADATA: record.to_json()}
+    ``read_version``, the commit is the idempotent transaction ``(ivm:<view>, read_version)``.
+    An overwrite replaces the whole store whatever the session's partition overwrite mode
+    (a dynamic one would keep every partition the new rows do not fall in)."""
+    conf = {USER_METADATA: record.to_json(), PARTITION_OVERWRITE_MODE: "static"}
     if read_version is not None:
         conf |= {TXN_APP_ID: f"ivm:{view}", TXN_VERSION: str(read_version)}
     with session_settings(spark, conf):
