@@ -1,33 +1,33 @@
 """Store layouts measured side by side: what writing a refresh's change to the store costs
-as today's MERGE, as an append to a change log folded on read, and as a replacement of the
-changed keys' rows, and what reading the view costs in each.
+as a MERGE (``merge``, ivm's default), as an append folded on read (``log``, ivm's
+``spark.ivm.storeLayout = log``) and as a replacement of the changed keys' rows, and what
+reading the view costs in each.
 
     python -m benchmarks.layouts [--rows 1000000] [--groups 100000] [--refreshes 10]
 
 One Delta source of ``--rows`` rows in ``--groups`` groups, and an aggregate view over it
 (``SELECT g, COUNT(*), SUM(x) … GROUP BY g``): a store of one row per group, as large as a
 TPC-H view's state table at a small scale. Each round updates one source row and refreshes
-the view; the refresh's ``write`` phase is its MERGE. The same change, as its groups'
+two views of that query, ``v`` with a merged store and ``w`` with a logged one; each
+refresh's ``write`` phase is its MERGE or its append. The same change, as its groups'
 accumulator deltas (computed from the source's change data feed the way the refresh does),
-is then appended to a copy of the store, its rows marked ``_ivm_appended``. Read back:
+is also written to two copies of the store that ivm does not offer:
 
-* ``merged``: the view by its catalog name (a scan of the store);
-* ``folded``: the copy folded on read: the stored rows of groups no appended row touches,
-  and, for the touched groups, their rows summed by key (``fold`` below);
-* ``replaced``: a third layout, a copy with deletion vectors on, written by
-  ``INSERT … REPLACE WHERE`` the changed keys: their rows read, summed with the change and
-  written back in one commit (:func:`replace_keys`);
-* ``probed``: appends as in ``folded``, each row marked ``_ivm_new`` where its key has no
-  stored row (probed at the write), so that a read scans the stored rows once, joined with
-  the appended rows' sums by key (:func:`fold_probed`);
-* ``compacted``: the append copy after one ``INSERT OVERWRITE`` of its fold (also timed).
+* ``replaced``: a copy with deletion vectors on, written by ``INSERT … REPLACE WHERE`` the
+  changed keys: their rows read, summed with the change and written back in one commit
+  (:func:`replace_keys`);
+* ``probed``: appends, each row marked ``_ivm_new`` where its key has no stored row (probed
+  at the write), so that a read scans the stored rows once, joined with the appended rows'
+  sums by key (:func:`fold_probed`).
 
-Each layout is read twice after each write: the first read after a commit pays Delta's
-reconstruction of the new version's file list, the second finds it cached.
+Read back: ``v`` and ``w`` by their catalog names (``w`` folds its 1 to ``--refreshes``
+appended changes on read), and the copies. Each is read twice after each write: the first
+read after a commit pays Delta's reconstruction of the new version's file list, the second
+finds it cached. At the end ``w``'s log is folded in once (upkeep's fold, timed) and ``w``
+read again.
 
-Every read runs to the end (its rows counted in the JVM, none collected), and each copy is
-checked to hold the view. Figures are medians over the rounds, seconds and Spark jobs;
-nothing here is part of ivm's refresh path.
+Every read runs to the end (its rows counted in the JVM, none collected), and each is
+checked to hold the view. Figures are medians over the rounds, seconds and Spark jobs.
 """
 
 from __future__ import annotations
@@ -38,16 +38,18 @@ import tempfile
 
 from sqlglot import exp
 
+from ivm.codegen.store import LOGGED
 from ivm.runtime.catalog.definition import compile_definition
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.commands.statements import sql as ivm_sql
 from ivm.runtime.refresh.phases import PhaseClock
+from ivm.runtime.refresh.upkeep import LOG_FOLD_AT, compact
 from ivm.runtime.spark.session import spark_session
+from ivm.runtime.spark.settings import STORE_LAYOUT, session_settings
 from ivm.store import Store
 
 VIEW = "SELECT g, COUNT(*) AS n, SUM(x) AS s FROM src GROUP BY g"
 APPENDED = "_ivm_appended"
-COPY = "append_store"
 REPLACED = "replaced_store"
 PROBED = "probed_store"
 NEW = "_ivm_new"
@@ -63,30 +65,6 @@ def timed(spark, action) -> tuple[float, int]:
     clock.count_jobs()
     phase = clock.phases["write"]
     return phase.seconds, phase.jobs or 0
-
-
-def fold(store: Store, relation: str) -> str:
-    """The view's rows from ``relation``, a store whose appended rows are folded on read:
-
-        rows of untouched keys  ∪  visible(Σ accumulators over the rows of each touched key)
-
-    where a key is touched when an appended row has it; a folded group whose count is 0 is
-    gone. (Keys compare null-safely, as the MERGE's do.)"""
-    keys = ", ".join(store.keys)
-    on = " AND ".join(f"b.{k} <=> t.{k}" for k in store.keys)
-    sums = ", ".join(f"SUM({a.name}) AS {a.name}" for a in store.accumulators)
-    visible = ", ".join(f"{e.sql('spark')} AS {name}" for name, e in store.visible)
-    columns = ", ".join(store.view_columns)
-    return f"""
-        WITH touched AS (SELECT DISTINCT {keys} FROM {relation} WHERE {APPENDED})
-        SELECT {columns} FROM {relation} b LEFT ANTI JOIN touched t ON {on}
-        WHERE NOT b.{APPENDED}
-        UNION ALL
-        SELECT {visible} FROM (
-            SELECT {", ".join(f"b.{k}" for k in store.keys)}, {sums}
-            FROM {relation} b LEFT SEMI JOIN touched t ON {on}
-            GROUP BY {", ".join(f"b.{k}" for k in store.keys)}
-        ) WHERE _ivm_count > 0"""
 
 
 def appended_rows(store: Store, types: dict[str, str], version: int) -> str:
@@ -140,13 +118,12 @@ def main() -> None:
         f"FROM range({args.rows})"
     )
     ivm_sql(spark, f"CREATE MATERIALIZED VIEW v AS {VIEW}")
+    # folded only when this benchmark says so, at the end
+    with session_settings(spark, {STORE_LAYOUT: "log", LOG_FOLD_AT: "1000000"}):
+        ivm_sql(spark, f"CREATE MATERIALIZED VIEW w AS {VIEW}")
     store = compile_definition(spark, "layouts.v").store
     stored = spark.table(store_name("layouts.v"))
     types = {f.name: f.dataType.simpleString() for f in stored.schema}
-    spark.sql(
-        f"CREATE TABLE {COPY} USING DELTA AS SELECT *, FALSE AS {APPENDED} "
-        f"FROM {store_name('layouts.v')}"
-    )
     spark.sql(
         f"CREATE TABLE {PROBED} USING DELTA AS SELECT *, FALSE AS {APPENDED}, FALSE AS {NEW} "
         f"FROM {store_name('layouts.v')}"
@@ -168,24 +145,24 @@ def main() -> None:
     for i in range(args.refreshes):
         spark.sql(f"UPDATE src SET x = x + 1 WHERE k = {i * 7919 % args.rows}")
         version = spark.sql("DESCRIBE HISTORY src LIMIT 1").first().version
-        result = ivm_sql(spark, "REFRESH MATERIALIZED VIEW v")
-        write = result.phases["write"]
-        merge.append((write.seconds, write.jobs))
+        for view, writes in (("v", merge), ("w", append)):
+            with session_settings(spark, {LOG_FOLD_AT: "1000000"}):
+                write = ivm_sql(spark, f"REFRESH MATERIALIZED VIEW {view}").phases["write"]
+            writes.append((write.seconds, write.jobs))
         rows = appended_rows(store, types, version)
-        append.append(timed(spark, lambda rows=rows: spark.sql(f"INSERT INTO {COPY} {rows}")))
         replace.append(timed(spark, lambda rows=rows: replace_keys(spark, store, rows)))
         probe.append(timed(spark, lambda rows=rows: append_probed(spark, store, rows)))
         merged.append(timed(spark, noop("SELECT * FROM v")))
-        folded.append(timed(spark, noop(fold(store, COPY))))
+        folded.append(timed(spark, noop("SELECT * FROM w")))
         replaced.append(timed(spark, noop(f"SELECT {view_columns} FROM {REPLACED}")))
         probed.append(timed(spark, noop(fold_probed(store, PROBED))))
         merged_again.append(timed(spark, noop("SELECT * FROM v")))
-        folded_again.append(timed(spark, noop(fold(store, COPY))))
+        folded_again.append(timed(spark, noop("SELECT * FROM w")))
         replaced_again.append(timed(spark, noop(f"SELECT {view_columns} FROM {REPLACED}")))
         probed_again.append(timed(spark, noop(fold_probed(store, PROBED))))
     view = spark.sql("SELECT * FROM v")
     for name, query in (
-        (COPY, fold(store, COPY)),
+        ("w", "SELECT * FROM w"),
         (REPLACED, f"SELECT {view_columns} FROM {REPLACED}"),
         (PROBED, fold_probed(store, PROBED)),
     ):
@@ -193,14 +170,10 @@ def main() -> None:
         assert view.exceptAll(other).count() == 0 and other.exceptAll(view).count() == 0, (
             f"{name} does not hold the view"
         )
-    columns = ", ".join(store.columns)
-    compaction = timed(
-        spark,
-        lambda: spark.sql(
-            f"INSERT OVERWRITE {COPY} SELECT {columns}, FALSE FROM ({fold_store(store, COPY)})"
-        ),
-    )
-    compacted = [timed(spark, noop(fold(store, COPY))) for _ in range(3)]
+    with session_settings(spark, {LOG_FOLD_AT: str(args.refreshes)}):
+        compaction = timed(spark, lambda: compact(spark, "layouts.w"))
+    compacted = [timed(spark, noop("SELECT * FROM w")) for _ in range(3)]
+    assert spark.table(store_name("layouts.w")).where(LOGGED).count() == 0, "w was not folded"
 
     def median(pairs) -> str:
         return (
@@ -210,13 +183,14 @@ def main() -> None:
 
     print(f"rows {args.rows}, groups {args.groups}, refreshes {args.refreshes}")
     print(f"write, MERGE (the refresh's write phase): {median(merge)}")
-    print(f"write, append: {median(append)}")
+    print(f"write, append (logged store): {median(append)}")
     print(
         f"read, merged store, first after the write: {median(merged)}; "
         f"again: {median(merged_again)}"
     )
     print(
-        f"read, folded on read (1 to {args.refreshes} appends), first after the write: "
+        f"read, logged store folded on read (1 to {args.refreshes} appends), first after "
+        f"the write: "
         f"{median(folded)}; again: {median(folded_again)}"
     )
     print(f"write, REPLACE WHERE the changed keys (deletion vectors): {median(replace)}")
@@ -229,8 +203,8 @@ def main() -> None:
         f"read, probed appends folded in one scan, first after the write: {median(probed)}; "
         f"again: {median(probed_again)}"
     )
-    print(f"compaction, once: {compaction[0]:.3f} s, {compaction[1]} jobs")
-    print(f"read, compacted: {median(compacted)}")
+    print(f"fold of the log, once: {compaction[0]:.3f} s, {compaction[1]} jobs")
+    print(f"read, logged store folded: {median(compacted)}")
 
 
 def changed_keys(spark, store: Store, rows: str, prefix: str = "") -> str:
@@ -294,8 +268,8 @@ def replace_keys(spark, store: Store, rows: str) -> None:
 
 
 def fold_store(store: Store, relation: str) -> str:
-    """The store's own rows (its columns, in order) of :func:`fold`, every key's rows
-    summed."""
+    """The store's own rows (its columns, in order) from ``relation``, stored and appended
+    rows alike, every key's rows summed; a group whose count is 0 is gone."""
     keys = ", ".join(store.keys)
     sums = ", ".join(f"SUM({a.name}) AS {a.name}" for a in store.accumulators)
     visible = dict(store.visible)

@@ -48,6 +48,7 @@ from benchmarks.measure import Meter, written
 from benchmarks.workload import APPEND_VIEWS, CORE, Batches, View, views
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.refresh.execute import INSERTS_ONLY_RULES
+from ivm.runtime.spark.settings import STORE_LAYOUT
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -328,6 +329,12 @@ def main(argv: list[str] | None = None) -> int:
         "the session's); Delta rebuilds a table's state at each commit outside UTC",
     )
     parser.add_argument(
+        "--store-layout",
+        choices=["merge", "log"],
+        help="the layout of the views' stores (spark.ivm.storeLayout; default: merge): log "
+        "appends each change and folds it in on read",
+    )
+    parser.add_argument(
         "--load-only",
         action="store_true",
         help="generate and load the setting's data, measure nothing",
@@ -349,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
         spark.conf.set(INSERTS_ONLY_RULES, "false")
     if args.time_zone:
         spark.conf.set("spark.sql.session.timeZone", args.time_zone)
+    if args.store_layout:
+        spark.conf.set(STORE_LAYOUT, args.store_layout)
     if args.load_only:
         for scale in scales:
             prepare(spark, scale)

@@ -28,6 +28,10 @@ DECIMAL(38) holds and Spark would cut its scale. Its change is summed over rows 
 ±1 instead (a row of weight w repeated |w| times), with the type Spark's own SUM has. A
 change's sum is NULL only when it overflowed (NULL arguments add 0), and so is a folded sum
 while its group has non-NULL input: the fold then fails rather than store a wrong sum.
+
+Because the fold is addition, a store may also keep the changes beside its rows and add them
+up when it is read (the ``log`` layout of :mod:`ivm.codegen.store`): any order of folding
+gives the same accumulators.
 """
 
 from __future__ import annotations

@@ -2,10 +2,13 @@
 
 from ivm.codegen.sql import to_select, to_sql
 from ivm.codegen.store import (
+    append_statement,
+    compaction_statement,
     create_database_statement,
     create_table_statement,
     create_view_statement,
     drop_statement,
+    logged_query,
     merge_statement,
     overwrite_statement,
     record_only_statement,
@@ -15,10 +18,13 @@ from ivm.codegen.store import (
 )
 
 __all__ = [
+    "append_statement",
+    "compaction_statement",
     "create_database_statement",
     "create_table_statement",
     "create_view_statement",
     "drop_statement",
+    "logged_query",
     "merge_statement",
     "overwrite_statement",
     "record_only_statement",

@@ -11,6 +11,18 @@ as ``stored``; a key matches with null-safe equality, as NULL is a key like any 
 
 ``types`` (store column → type), where known, makes every assigned value a CAST to the
 stored type, so the arithmetic of a fold does not widen the store's types.
+
+A store *logged* (:data:`LOGGED`, the ``log`` layout) takes a change as an append instead:
+each change row (keys + accumulator changes) is written as it is, marked ``_ivm_logged``,
+and every read folds the logged rows into the stored ones (:func:`folded_query`)::
+
+    untouched = stored rows whose key no logged row has               (read as they are)
+    touched   = Σ accumulators over the stored and logged rows of each logged key
+    store     = untouched ∪ touched, count' checked and filtered as the MERGE does
+
+Accumulators form an abelian group, so the sum of the changes in any order is the MERGE's
+fold applied change by change. :func:`compaction_statement` folds the log into the stored
+rows in one MERGE and removes the logged rows in the same commit.
 """
 
 from __future__ import annotations
@@ -20,10 +32,14 @@ from collections.abc import Callable, Mapping
 from sqlglot import exp
 
 from ivm.names import DIALECT
-from ivm.store import Store, parenthesized
+from ivm.store import OVERFLOW, Store, parenthesized
 from ivm.zset import COUNT
 
 STORED, CHANGE = "stored", "change"
+LOGGED = "_ivm_logged"
+"""The column of a logged store that marks a row appended by a refresh (a change, not yet
+folded in); the store is partitioned by it, so that a read of either part prunes the other."""
+LOG, TOUCHED = "_ivm_log", "_ivm_touched"
 NEGATIVE_COUNT = (
     "ivm: a refresh would give a row a negative count: the view's store "
     "disagrees with its sources. Run REFRESH MATERIALIZED VIEW ... FULL."
@@ -86,10 +102,29 @@ def _new_group(name: str) -> None:
     return None
 
 
+def _same_key(store: Store, left: str, right: str) -> exp.Expr:
+    """The rows ``left`` and ``right`` hold the same key (NULL is a key like any other)."""
+    if not store.keys:
+        return exp.true()
+    return exp.and_(
+        *(
+            exp.NullSafeEQ(this=exp.column(k, left), expression=exp.column(k, right))
+            for k in store.keys
+        )
+    )
+
+
 def merge_statement(
-    store: Store, target: str, change: exp.Query, types: Types | None = None
+    store: Store,
+    target: str,
+    change: exp.Query,
+    types: Types | None = None,
+    compacting: bool = False,
 ) -> exp.Merge:
-    """``MERGE INTO target`` folding the rows of ``change`` (keys + accumulator changes)."""
+    """``MERGE INTO target`` folding the rows of ``change`` (keys + accumulator changes).
+
+    ``compacting``: ``target`` is a logged store and ``change`` its logged rows summed by
+    key; the MERGE folds them into the stored rows and deletes the logged ones."""
 
     def stored(name: str) -> exp.Expr:
         return exp.column(name, STORED)
@@ -97,11 +132,9 @@ def merge_statement(
     def changed(name: str) -> exp.Expr:
         return exp.column(name, CHANGE)
 
-    on = (
-        exp.and_(*(exp.NullSafeEQ(this=stored(k), expression=changed(k)) for k in store.keys))
-        if store.keys
-        else exp.true()
-    )
+    on = _same_key(store, STORED, CHANGE)
+    if compacting:
+        on = exp.and_(on, exp.not_(stored(LOGGED)))
 
     updated = _folded(store, stored, changed, types)
     inserted = _folded(store, _new_group, changed, types)
@@ -143,7 +176,8 @@ def merge_statement(
         **{k: changed(k) for k in store.keys},
         **_view_values(store, changed, inserted, types),
         **inserted,
-    }
+    } | ({LOGGED: exp.false()} if compacting else {})
+    columns = store.columns + ((LOGGED,) if compacting else ())
     whens.append(
         exp.When(
             matched=False,
@@ -159,11 +193,15 @@ def merge_statement(
             matched=False,
             condition=exp.GT(this=changed(COUNT), expression=exp.Literal.number(0)),
             then=exp.Insert(
-                this=exp.Tuple(expressions=[exp.column(c) for c in store.columns]),
-                expression=exp.Tuple(expressions=[values[c] for c in store.columns]),
+                this=exp.Tuple(expressions=[exp.column(c) for c in columns]),
+                expression=exp.Tuple(expressions=[values[c] for c in columns]),
             ),
         )
     )
+    if compacting:
+        whens.append(
+            exp.When(matched=False, source=True, condition=stored(LOGGED), then=exp.var("DELETE"))
+        )
     return exp.Merge(
         this=exp.alias_(exp.to_table(target, dialect=DIALECT), STORED, table=True),
         using=exp.Subquery(this=change, alias=exp.TableAlias(this=exp.to_identifier(CHANGE))),
@@ -187,9 +225,147 @@ def record_only_statement(target: str) -> exp.Update:
     )
 
 
-def view_query(store: Store, target: str, spelled: tuple[str, ...] | None = None) -> exp.Select:
+def logged_query(query: exp.Query) -> exp.Select:
+    """The rows of ``query`` (a store's full query) as a logged store holds them: folded,
+    none of them logged."""
+    return exp.select("*", exp.alias_(exp.false(), LOGGED)).from_(
+        exp.Subquery(this=query.copy(), alias=exp.TableAlias(this=exp.to_identifier("_ivm_full")))
+    )
+
+
+def append_statement(
+    store: Store, target: str, change: exp.Query, types: Types | None = None
+) -> exp.Insert:
+    """``INSERT INTO target`` the rows of ``change`` (keys + accumulator changes), logged:
+    one append, no stored row read. A view column that is not a key has no meaning in a
+    change row and is NULL. A sum's change is NULL only where it overflowed, which fails
+    here rather than vanish from the fold (which skips NULLs).
+
+    >>> from ivm.store import ROWS, Store
+    >>> s = Store(("k",), (("k", exp.column("k")), ("n", exp.column("_ivm_count"))), (ROWS,))
+    >>> append = append_statement(s, "t", exp.select("*").from_("c"), {"n": "bigint"})
+    >>> append.sql("spark").split(" FROM ")[0]
+    'INSERT INTO t SELECT k, CAST(NULL AS BIGINT) AS n, _ivm_count, TRUE AS _ivm_logged'
+    """
+    sums = {acc.name for acc in store.accumulators if acc.kind == "sum"}
+    overflowed = exp.func("RAISE_ERROR", exp.Literal.string(OVERFLOW))
+
+    def value(column: str) -> exp.Expr:
+        if store.is_key(column):
+            return exp.column(column)
+        if column in sums:
+            return exp.alias_(exp.func("COALESCE", exp.column(column), overflowed), column)
+        if any(column == acc.name for acc in store.accumulators):
+            return exp.column(column)
+        return exp.alias_(_cast(exp.Null(), column, types), column)
+
+    rows = exp.select(*(value(c) for c in store.columns), exp.alias_(exp.true(), LOGGED)).from_(
+        exp.Subquery(this=change.copy(), alias=exp.TableAlias(this=exp.to_identifier(CHANGE)))
+    )
+    return exp.Insert(this=exp.to_table(target, dialect=DIALECT), expression=rows)
+
+
+def folded_query(store: Store, target: str, types: Types | None = None) -> exp.Query:
+    """The store columns of the logged store ``target`` with its logged rows folded in: its
+    rows as a MERGE of each logged change would have left them (see the module docstring).
+    A group's count that would be negative fails the read, as it fails the MERGE."""
+
+    def part(logged: bool) -> exp.Select:
+        condition = exp.column(LOGGED) if logged else exp.not_(exp.column(LOGGED))
+        return exp.select("*").from_(exp.to_table(target, dialect=DIALECT)).where(condition)
+
+    def sub(query: exp.Query, alias: str) -> exp.Subquery:
+        return exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+
+    keys = [exp.column(k) for k in store.keys]
+    touched = exp.select(*keys).from_(sub(part(True), LOG)).distinct() if keys else None
+    accumulators = [acc.name for acc in store.accumulators]
+
+    def joined(kind: str) -> exp.Select:
+        rows = exp.select(*(exp.column(c, STORED) for c in store.columns)).from_(
+            sub(part(False), STORED)
+        )
+        if touched is None:  # a global aggregate: one group, touched by any logged row
+            marker = (
+                exp.select(exp.Literal.number(1).as_("one")).from_(sub(part(True), LOG)).limit(1)
+            )
+            return rows.join(sub(marker, TOUCHED), join_type=kind)
+        return rows.join(
+            sub(touched.copy(), TOUCHED), on=_same_key(store, STORED, TOUCHED), join_type=kind
+        )
+
+    inputs = exp.union(
+        exp.select(*keys, *(exp.column(a) for a in accumulators)).from_(sub(part(True), LOG)),
+        exp.select(*(exp.column(c, STORED) for c in [*store.keys, *accumulators])).from_(
+            sub(joined("LEFT SEMI"), STORED)
+        ),
+        distinct=False,
+    )
+    sums = {a: exp.func("SUM", exp.column(a)) for a in accumulators}
+    new = _folded(store, _new_group, lambda name: sums[name].copy(), types)
+    count = new[COUNT]
+    fail = exp.Cast(
+        this=exp.func("raise_error", exp.Literal.string(NEGATIVE_COUNT)),
+        to=exp.DataType.build("BIGINT"),
+    )
+    new[COUNT] = exp.If(
+        this=exp.LT(this=count.copy(), expression=exp.Literal.number(0)), true=fail, false=count
+    )
+    values = {
+        **{k: exp.column(k) for k in store.keys},
+        **_view_values(store, exp.column, new, types),
+        **new,
+    }
+    folded = exp.select(*(exp.alias_(values[c], c) for c in store.columns)).from_(
+        sub(inputs, "_ivm_inputs")
+    )
+    if keys:
+        folded = folded.group_by(*keys)
+    else:
+        folded = folded.having(
+            exp.GT(this=exp.func("COUNT", exp.Star()), expression=exp.Literal.number(0))
+        )
+    if not store.single_row:
+        folded = (
+            exp.select("*")
+            .from_(sub(folded, "_ivm_folded"))
+            .where(exp.GT(this=exp.column(COUNT), expression=exp.Literal.number(0)))
+        )
+    untouched = exp.select(*(exp.column(c) for c in store.columns)).from_(
+        sub(joined("LEFT ANTI"), STORED)
+    )
+    return exp.union(untouched, folded, distinct=False)
+
+
+def compaction_statement(store: Store, target: str, types: Types | None = None) -> exp.Merge:
+    """The MERGE that folds the logged rows of ``target`` into its stored rows and removes
+    them, in one commit: the logged changes summed by key, merged as one change."""
+    accumulators = [acc.name for acc in store.accumulators]
+    sums = [exp.alias_(exp.func("SUM", exp.column(a)), a) for a in accumulators]
+    change = (
+        exp.select(*(exp.column(k) for k in store.keys), *sums)
+        .from_(exp.to_table(target, dialect=DIALECT))
+        .where(exp.column(LOGGED))
+    )
+    if store.keys:
+        change = change.group_by(*(exp.column(k) for k in store.keys))
+    else:  # a global aggregate: nothing to fold where nothing is logged
+        change = change.having(
+            exp.GT(this=exp.func("COUNT", exp.Star()), expression=exp.Literal.number(0))
+        )
+    return merge_statement(store, target, change, types, compacting=True)
+
+
+def view_query(
+    store: Store,
+    target: str,
+    spelled: tuple[str, ...] | None = None,
+    logged: bool = False,
+    types: Types | None = None,
+) -> exp.Select:
     """The query behind the view: its columns from the store, each row repeated as counted,
     named as ``spelled`` says where given (the query's own spelling of each column).
+    ``logged``: the store is logged, and read folded (:func:`folded_query`, with ``types``).
 
     >>> from ivm.store import ROWS, Store
     >>> s = Store(("a",), (("a", exp.column("a")),), (ROWS,), repeat_rows=True)
@@ -204,7 +380,16 @@ def view_query(store: Store, target: str, spelled: tuple[str, ...] | None = None
             exp.column(column) if name == column else exp.alias_(exp.column(column), name)
             for column, name in zip(store.view_columns, names, strict=True)
         )
-    ).from_(exp.to_table(target, dialect=DIALECT))
+    )
+    if logged:
+        select = select.from_(
+            exp.Subquery(
+                this=folded_query(store, target, types),
+                alias=exp.TableAlias(this=exp.to_identifier("_ivm_store")),
+            )
+        )
+    else:
+        select = select.from_(exp.to_table(target, dialect=DIALECT))
     if store.repeat_rows:
         explode = exp.Explode(this=exp.func("SEQUENCE", exp.Literal.number(1), exp.column(COUNT)))
         select.set(

@@ -32,5 +32,16 @@ DELETED_FILE_RETENTION = "delta.deletedFileRetentionDuration"
 LOG_RETENTION = "delta.logRetentionDuration"
 """Delta's: how long the log keeps its commits; the view's ``RETENTION`` too."""
 
+LAYOUT = "ivm.storeLayout"
+"""How the store takes a change: ``merge`` (absent: a MERGE folds each change into the stored
+rows) or ``log`` (each change is appended, reads fold it in; :mod:`ivm.codegen.store`)."""
+MERGED_LAYOUT, LOGGED_LAYOUT = "merge", "log"
+
+
+def is_logged(properties: dict[str, str]) -> bool:
+    """Whether the store with ``properties`` takes its changes as appends (``log`` layout)."""
+    return properties.get(LAYOUT) == LOGGED_LAYOUT
+
+
 STORE = "ivm.store"
 """The property of the view's catalog view (not of its store) that names its store."""

@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
 from ivm import codegen
+from ivm.codegen.store import LOGGED
 from ivm.compiler import CompiledView, compile
 from ivm.errors import CatalogError, UnsupportedQuery, ViewExists, ViewInUse
 from ivm.names import DIALECT, internal_database, is_internal_database, quote, split
@@ -41,10 +42,14 @@ from ivm.runtime.catalog.properties import (
     COLUMNS,
     DEFINITION,
     FRESHNESS,
+    LAYOUT,
+    LOGGED_LAYOUT,
+    MERGED_LAYOUT,
     POLICY,
     STATE_OF,
     SUSPENDED,
     VIEW,
+    is_logged,
 )
 from ivm.runtime.catalog.tables import (
     catalog_kind,
@@ -82,6 +87,7 @@ from ivm.runtime.refresh.upkeep import (
 )
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import (
+    STORE_LAYOUT,
     apply_settings,
     evaluation_settings,
     plan_settings,
@@ -142,6 +148,21 @@ def create_view(
             read = [t for t in compiled.tables_read if t not in states]
             for table in read:
                 check_source(work, table)
+                if is_logged(store_properties(work, table) or {}):
+                    raise CatalogError(
+                        f"{view} reads the materialized view {table}, whose store is "
+                        f"logged ({STORE_LAYOUT}={LOGGED_LAYOUT}): a view over such a "
+                        f"view is not maintained yet",
+                        hint=f"recreate {table} with {STORE_LAYOUT}=merge",
+                    )
+            logged = work.conf.get(STORE_LAYOUT, MERGED_LAYOUT) == LOGGED_LAYOUT
+            if logged and partitioned_by:
+                raise CatalogError(
+                    f"PARTITIONED BY of {view}: a logged store ({STORE_LAYOUT}="
+                    f"{LOGGED_LAYOUT}) is partitioned by what it has logged, and not by "
+                    f"view columns yet",
+                    hint=f"set {STORE_LAYOUT}=merge for this view",
+                )
             for column in partitioned_by:
                 if column not in compiled.store.view_columns:
                     raise CatalogError(
@@ -186,7 +207,7 @@ def create_view(
         )
         for table, state in compiled.states:
             _create_store(work, table, state, shared | {STATE_OF: view}, policy)
-        properties = shared | {VIEW: view}
+        properties = shared | {VIEW: view} | ({LAYOUT: LOGGED_LAYOUT} if logged else {})
         if spelled is not None and tuple(spelled) != compiled.store.view_columns:
             properties[COLUMNS] = json.dumps(spelled)
         if freshness is not None:
@@ -253,13 +274,14 @@ def _create_store(
             if policy is not None:
                 schema = spark.sql(compiled.full_query.sql(DIALECT)).schema
                 check_policy(view, Policy(policy), compiled, schema)
+            logged = is_logged(properties)
             commit(
                 codegen.create_table_statement(
                     store,
-                    compiled.full_query,
+                    codegen.logged_query(compiled.full_query) if logged else compiled.full_query,
                     properties,
                     replace=_is_materialized_view(spark, view),
-                    partitioned_by=partitioned_by,
+                    partitioned_by=(LOGGED,) if logged else partitioned_by,
                 )
             )
     write_catalog_view(spark, view, compiled, properties)

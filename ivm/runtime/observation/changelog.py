@@ -14,9 +14,12 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ivm.runtime.catalog.definition import compile_definition
+from ivm.errors import StateError
+from ivm.runtime.catalog.definition import compile_definition, view_properties
+from ivm.runtime.catalog.properties import LOGGED_LAYOUT, is_logged
 from ivm.runtime.catalog.tables import qualified_name, store_name
 from ivm.runtime.spark.connect import Session
+from ivm.runtime.spark.settings import STORE_LAYOUT
 from ivm.zset import COUNT
 
 OPERATIONS = {"insert": "+I", "update_preimage": "-U", "update_postimage": "+U", "delete": "-D"}
@@ -30,6 +33,13 @@ def view_changes(
     ``starting_version`` (to ``ending_version``): its columns, then ``_op`` (``+I``, ``-U``,
     ``+U``, ``-D``), ``_commit_version`` and ``_commit_timestamp``, in commit order."""
     view = qualified_name(spark, name)
+    if is_logged(view_properties(spark, view)):
+        raise StateError(
+            f"the changes of {view} cannot be read: its store is logged "
+            f"({STORE_LAYOUT}={LOGGED_LAYOUT}), and its change data feed holds the "
+            f"changes of its accumulators, not of its rows",
+            hint=f"recreate {view} with {STORE_LAYOUT}=merge to read its changes",
+        )
     store = compile_definition(spark, view).store
     reader = (
         spark.read.format("delta")

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 from pyspark.errors import PySparkException
 
-from ivm.codegen import view_query
 from ivm.errors import StateError
 from ivm.frontend.parse import canonical_name, parse_query, referenced_tables, replace_tables
 from ivm.names import DIALECT
@@ -37,7 +36,6 @@ from ivm.runtime.catalog.definition import (
     compile_definition,
     resolution_database,
     settings,
-    spelled_columns,
     view_properties,
 )
 from ivm.runtime.catalog.history import RefreshRecord, latest_record
@@ -45,6 +43,7 @@ from ivm.runtime.catalog.properties import DEFINITION, STATE_OF
 from ivm.runtime.catalog.tables import qualified_name, store_name, store_properties
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.observation.compare import Difference, column_difference, columns_of, difference
+from ivm.runtime.refresh.commit import store_view_query
 from ivm.runtime.refresh.sources import latest_sources, snapshot, upstream_repeats_rows
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import session_settings
@@ -137,9 +136,7 @@ def verify(
             .createOrReplaceTempView(store)
         )
         views.append(store)
-        got = spark.sql(
-            view_query(compiled.store, store, spelled_columns(compiled, properties)).sql(DIALECT)
-        )
+        got = spark.sql(store_view_query(spark, name, compiled, properties, store).sql(DIALECT))
         query = replace_tables(properties[DEFINITION], database, snapshots)
         with session_settings(spark, settings(properties) or {}):
             want = spark.sql(query)

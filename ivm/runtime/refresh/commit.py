@@ -41,7 +41,7 @@ from ivm.errors import ConcurrentRefresh, SourceError, StateError
 from ivm.names import DIALECT
 from ivm.runtime.catalog.definition import is_pinned, settings, spelled_columns, view_properties
 from ivm.runtime.catalog.history import USER_METADATA, RefreshRecord, latest_record
-from ivm.runtime.catalog.properties import STORE
+from ivm.runtime.catalog.properties import STORE, is_logged
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.refresh import faults
@@ -88,6 +88,20 @@ def execute(spark: Session, statement) -> list:
     return spark.sql(statement.sql(DIALECT)).collect()
 
 
+def store_view_query(
+    spark: Session, view: str, compiled: CompiledView, properties: dict[str, str], store: str
+):
+    """The query of the view's rows from ``store`` (its store, or a snapshot of it): folded
+    where the store is logged, each column read as the store types it."""
+    logged = is_logged(properties)
+    types = (
+        {f.name: f.dataType.simpleString() for f in spark.table(store).schema} if logged else None
+    )
+    return codegen.view_query(
+        compiled.store, store, spelled_columns(compiled, properties), logged=logged, types=types
+    )
+
+
 def write_catalog_view(
     spark: Session, view: str, compiled: CompiledView, properties: dict[str, str]
 ) -> None:
@@ -96,9 +110,7 @@ def write_catalog_view(
         spark,
         codegen.create_view_statement(
             view,
-            codegen.view_query(
-                compiled.store, store_name(view), spelled_columns(compiled, properties)
-            ),
+            store_view_query(spark, view, compiled, properties, store_name(view)),
             {STORE: store_name(view)},
             replace=True,
         ),

@@ -24,6 +24,7 @@ from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from ivm import codegen
+from ivm.codegen.store import LOGGED
 from ivm.compiler import CompiledView
 from ivm.errors import CatalogError, SourceError, StateError
 from ivm.names import DIALECT
@@ -37,6 +38,7 @@ from ivm.runtime.catalog.history import (
     RefreshResult,
     latest_record,
 )
+from ivm.runtime.catalog.properties import LOGGED_LAYOUT, is_logged
 from ivm.runtime.catalog.tables import qualified_name, store_name
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once, rows_written
 from ivm.runtime.refresh import faults
@@ -63,6 +65,7 @@ from ivm.runtime.refresh.upkeep import compact_after_refresh
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.failures import Failure, classify
 from ivm.runtime.spark.settings import (
+    STORE_LAYOUT,
     apply_settings,
     evaluation_settings,
     merge_settings,
@@ -198,6 +201,11 @@ def _refresh_partition(
     """Carry out a partition refresh: a store checked as a refresh checks it, the sources
     at the versions it reflects, one partition overwritten."""
     start = time.perf_counter()
+    if is_logged(properties):
+        raise CatalogError(
+            f"{view} has no partitions: its store is logged ({STORE_LAYOUT}={LOGGED_LAYOUT})",
+            hint=f"run REFRESH MATERIALIZED VIEW {view}",
+        )
     compiled, schema = _prepared(spark, view, properties, clock)
     store = store_name(view)
     with clock.phase("versions"):
@@ -253,7 +261,8 @@ def _prepared(
         compiled = compile_definition(spark, view, properties)
         apply_settings(spark, plan_settings(compiled))
         schema = spark.table(store_name(view)).schema
-        if tuple(schema.names) != compiled.store.columns:
+        logged = (LOGGED,) if is_logged(properties) else ()
+        if tuple(schema.names) != compiled.store.columns + logged:
             raise StateError(
                 f"the definition of {view} no longer matches its store (did a "
                 f"source's schema change?)",
@@ -319,6 +328,7 @@ def _refresh(
                 clock,
                 model=model,
                 recheck_against=plan.recheck_against,
+                logged=is_logged(properties),
             ),
         )
         if isinstance(outcome, Revision):
@@ -342,7 +352,17 @@ def _refresh(
         )
         with session_settings(spark, evaluation_settings(spark, known.full_bytes)):
             outcome = _write(
-                spark, Write(view, compiled, schema, store_version, known.previous, record, clock)
+                spark,
+                Write(
+                    view,
+                    compiled,
+                    schema,
+                    store_version,
+                    known.previous,
+                    record,
+                    clock,
+                    logged=is_logged(properties),
+                ),
             )
     assert isinstance(outcome, RefreshResult)  # a recompute is not revised
     outcome.seconds = time.perf_counter() - start
@@ -370,6 +390,7 @@ class Write:
     model: CostModel = field(default_factory=CostModel)
     recheck_against: int | None = None
     partition: exp.Condition | None = None
+    logged: bool = False  # the store takes a change as an append (its layout is ``log``)
 
     @property
     def store(self) -> str:
@@ -407,13 +428,14 @@ def _overwrite(spark: Session, write: Write) -> RefreshResult:
     source's column changed its type, replace the store, its properties and partitioning
     kept."""
     view, compiled, store = write.view, write.compiled, write.store
+    full = codegen.logged_query(compiled.full_query) if write.logged else compiled.full_query
     with _committed(spark, write) as commit:
-        if _types_changed(spark, compiled.full_query, write.schema):
+        if _types_changed(spark, full, write.schema):
             log = DeltaLogReader.of(spark, store)
             commit(
                 codegen.create_table_statement(
                     store,
-                    compiled.full_query,
+                    full,
                     log.properties(),
                     replace=True,
                     partitioned_by=tuple(log.partition_columns()),
@@ -423,7 +445,7 @@ def _overwrite(spark: Session, write: Write) -> RefreshResult:
                 spark, view, compiled, view_properties(spark, view), spark.table(store).schema
             )
         else:
-            commit(codegen.overwrite_statement(store, compiled.full_query))
+            commit(codegen.overwrite_statement(store, full))
     return write.result(rows_inserted=rows_written(spark, store))
 
 
@@ -508,6 +530,15 @@ def _merge(spark: Session, write: Write) -> RefreshResult | Revision:
                 commit(codegen.record_only_statement(store), **planned)
                 return write.result()
             change.frame.createOrReplaceTempView(STORE_CHANGE)
+            if write.logged:  # one append; Delta skipping it as done is found by the check
+                with session_settings(spark, evaluation_settings(spark, query_bytes)):
+                    commit(
+                        codegen.append_statement(
+                            compiled.store, store, exp.select("*").from_(STORE_CHANGE), types
+                        ),
+                        **planned,
+                    )
+                return write.result(rows_inserted=change.rows)
             with session_settings(spark, settings):
                 merged = commit(
                     codegen.merge_statement(

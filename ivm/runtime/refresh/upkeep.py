@@ -16,6 +16,11 @@ checkpoint. Two things are left to ivm:
   commit changes no row (``dataChange = false``): it carries no refresh record, a
   reader of the store's change data feed skips it, and a refresh that meets it among its
   sources' commits reads nothing for it;
+* **folding the log** (:func:`fold_log`) of a logged store (``log`` layout,
+  :mod:`ivm.codegen.store`): once :data:`DEFAULT_LOG_FOLD_AT` refreshes in a row (the
+  setting :data:`LOG_FOLD_AT`) appended their
+  change, one MERGE folds the logged rows into the stored ones and removes them, in one
+  commit that carries no refresh record (the store reflects the same source versions);
 * **vacuum** (:func:`vacuum`): ``VACUUM`` deletes the files that no version within the
   store's retention needs. It lists the table's files, so ``ivm run`` does it between
   refreshes, once per :data:`VACUUM_EVERY_SECONDS` per view, and ``ivm upkeep`` on demand.
@@ -33,15 +38,17 @@ from dataclasses import dataclass
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 
+from ivm import codegen
 from ivm.errors import CatalogError
-from ivm.runtime.catalog.definition import view_properties
-from ivm.runtime.catalog.properties import DELETED_FILE_RETENTION, LOG_RETENTION
+from ivm.names import DIALECT
+from ivm.runtime.catalog.definition import compile_definition, settings, view_properties
+from ivm.runtime.catalog.properties import DELETED_FILE_RETENTION, LOG_RETENTION, is_logged
 from ivm.runtime.catalog.tables import qualified_name, state_tables, store_name
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.messages import one_line
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.failures import Failure, classify
-from ivm.runtime.spark.settings import session_settings
+from ivm.runtime.spark.settings import number_setting, session_settings
 
 COMPACT_AT = 50
 """How many files more than its size needs a store may hold before it is compacted: Delta's
@@ -72,7 +79,7 @@ class Upkeep:
     """What one step of upkeep did to a store."""
 
     store: str
-    action: str  # compact | vacuum
+    action: str  # fold | compact | vacuum
     files_before: int | None
     files_after: int | None
     seconds: float
@@ -81,6 +88,8 @@ class Upkeep:
     def __str__(self) -> str:
         if self.error is not None:
             return f"compaction of {self.store} failed, left to the next refresh: {self.error}"
+        if self.action == "fold":
+            return f"folded the log of {self.store} in {self.seconds:.2f}s"
         if self.action == "compact":
             return (
                 f"compacted {self.store}: {self.files_before} files into "
@@ -102,11 +111,13 @@ def compaction_due(files: int, size_bytes: int) -> bool:
 
 
 def compact(spark: Session, view: str) -> Upkeep | None:
-    """Compact the store of ``view`` (a view or a state table) if it is due; what was done,
-    or None. Another write of the store that commits first wins: the compaction is then
-    left to the next refresh."""
+    """Compact the store of ``view`` (a view or a state table) if it is due (a logged
+    store: fold its log, :func:`fold_log`); what was done, or None. Another write of the
+    store that commits first wins: the compaction is then left to the next refresh."""
     store = store_name(view)
     log = DeltaLogReader(spark, store)
+    if is_logged(log.properties()):  # its log folded in is its compaction
+        return fold_log(spark, view, log)
     files, size = log.file_count(), log.size_in_bytes()
     if files is None or size is None or not compaction_due(files, size):
         return None
@@ -129,6 +140,45 @@ def compact(spark: Session, view: str) -> Upkeep | None:
         DeltaLogReader(spark, store).file_count(),
         time.perf_counter() - start,
     )
+
+
+LOG_FOLD_AT = "spark.ivm.logFoldAt"
+DEFAULT_LOG_FOLD_AT = 8
+"""How many appends in a row a logged store takes before its log is folded in: a read of
+the view folds at most this many refreshes' changes."""
+
+
+def log_fold_due(log: DeltaLogReader, at: int) -> bool:
+    """Whether the last ``at`` commits of a logged store all appended (none folded the log
+    in, recomputed or replaced it)."""
+    latest = log.version()
+    if latest + 1 < at:  # fewer commits than that
+        return False
+    commits = log.commits(latest - at, latest) or []
+    return len(commits) == at and all(c.inserts_only for c in commits)
+
+
+def fold_log(spark: Session, view: str, log: DeltaLogReader) -> Upkeep | None:
+    """Fold the logged rows of the logged store of ``view`` (``log``: its log) into its
+    stored rows, if due (:func:`log_fold_due`); what was done, or None. A refresh that
+    appends meanwhile keeps its rows: the MERGE removes only the files it read, and another
+    fold that commits first wins."""
+    properties, store = log.properties(), log.table
+    if not log_fold_due(log, max(1, int(number_setting(spark, LOG_FOLD_AT, DEFAULT_LOG_FOLD_AT)))):
+        return None
+    start, files = time.perf_counter(), log.file_count()
+    compiled = compile_definition(spark, view, properties)
+    types = {f.name: f.dataType.simpleString() for f in spark.table(store).schema}
+    statement = codegen.compaction_statement(compiled.store, store, types)
+    try:
+        with session_settings(spark, settings(properties) or {}):
+            spark.sql(statement.sql(DIALECT)).collect()
+    except (PySparkException, Py4JJavaError) as error:
+        if classify(error) is Failure.LOST_RACE:
+            return None
+        raise
+    seconds = time.perf_counter() - start
+    return Upkeep(store, "fold", files, DeltaLogReader(spark, store).file_count(), seconds)
 
 
 def compact_after_refresh(spark: Session, view: str) -> Upkeep | None:

@@ -1,0 +1,110 @@
+"""A logged store (``spark.ivm.storeLayout = log``): each refresh appends its change, every
+read of the view folds the appended rows in, and upkeep folds the log into the stored rows;
+the view equals its query throughout (the oracle: Spark running the query)."""
+
+import random
+from collections import Counter
+
+import pytest
+
+import ivm
+from ivm.codegen.store import LOGGED
+from ivm.errors import CatalogError, StateError
+from ivm.runtime.catalog.tables import store_name
+from ivm.runtime.refresh.upkeep import LOG_FOLD_AT
+from ivm.runtime.spark.settings import STORE_LAYOUT, session_settings
+
+from cdf import CDF
+from helpers import history
+
+VIEWS = {
+    "grouped": (
+        "SELECT k, COUNT(*) AS n, SUM(x) AS s, AVG(d) AS a, COUNT(d) AS nd FROM facts GROUP BY k"
+    ),
+    "kept_rows": "SELECT k, x FROM facts WHERE x > 0",
+    "total": "SELECT COUNT(*) AS n, SUM(d) AS s, MAX(k) IS NULL AS none FROM facts",
+}
+
+FOLD_AT = 3
+"""Appends in a row before the log is folded in, for these tests."""
+
+
+@pytest.fixture
+def logged(spark, fresh_db):
+    """Views created in this test get logged stores."""
+    spark.sql(f"CREATE TABLE facts (id INT, k INT, x INT, d DECIMAL(12, 2)) USING DELTA {CDF}")
+    with session_settings(spark, {STORE_LAYOUT: "log", LOG_FOLD_AT: str(FOLD_AT)}):
+        yield fresh_db
+
+
+def assert_holds_query(spark, view: str, query: str) -> None:
+    """``view`` has the columns, types and rows (as a multiset) of ``query``; the view is
+    read once (each read of a logged store folds its log)."""
+    got, want = spark.table(view), spark.sql(query)
+    assert [(f.name, f.dataType) for f in got.schema] == [(f.name, f.dataType) for f in want.schema]
+    assert Counter(got.collect()) == Counter(want.collect())
+
+
+def _change(spark, draw: random.Random, next_id: int) -> int:
+    """Insert a few rows (NULL keys and NULL decimals among them), update and delete some."""
+    values = []
+    for i in range(draw.randint(1, 4)):
+        k = draw.choice(["NULL", "1", "2", "3", "4"])
+        d = draw.choice(["NULL", "0.50", "-2.25", "10.00"])
+        values.append(f"({next_id + i}, {k}, {draw.randint(-2, 5)}, {d})")
+    spark.sql(f"INSERT INTO facts VALUES {', '.join(values)}")
+    spark.sql(f"UPDATE facts SET x = x + 1, d = NULL WHERE id % 5 = {draw.randint(0, 4)}")
+    spark.sql(f"DELETE FROM facts WHERE id % 7 = {draw.randint(0, 6)}")
+    return next_id + len(values)
+
+
+def test_a_logged_store_appends_each_change_and_reads_as_its_query(spark, logged):
+    spark.sql("INSERT INTO facts VALUES (1, 1, 3, 1.25), (2, NULL, -1, NULL), (3, 2, 0, 4.00)")
+    for name, query in VIEWS.items():
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW {name} AS {query}")
+    draw, next_id, folds = random.Random(7), 10, {}
+    for round_ in range(FOLD_AT):  # the CREATE and two appends, folded; one more append
+        next_id = _change(spark, draw, next_id)
+        for name, query in VIEWS.items():
+            result = ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {name}")
+            assert result.mode == "incremental", (name, round_)
+            folds[name] = folds.get(name, 0) + sum(s.action == "fold" for s in result.upkeep)
+            assert_holds_query(spark, name, query)
+    assert folds == {name: 1 for name in VIEWS}
+    for name in VIEWS:
+        store = store_name(f"{logged}.{name}")
+        commits = history(spark, store)
+        refreshes = [
+            c for c in commits if c.userMetadata and c.operation != "CREATE TABLE AS SELECT"
+        ]
+        assert len(refreshes) == FOLD_AT
+        assert all(c.operationMetrics.get("numRemovedFiles", "0") == "0" for c in refreshes)
+        (fold,) = [c for c in commits if c.operation == "MERGE"]
+        folded = spark.read.option("versionAsOf", fold.version).table(store)
+        assert folded.where(LOGGED).count() == 0
+        assert spark.table(store).where(LOGGED).count() > 0  # appended since
+        assert ivm.verify(spark, name).equal
+
+
+def test_a_full_refresh_rewrites_a_logged_store_unlogged(spark, logged):
+    spark.sql("INSERT INTO facts VALUES (1, 1, 3, 1.25), (2, 2, 1, NULL)")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW grouped AS {VIEWS['grouped']}")
+    spark.sql("INSERT INTO facts VALUES (3, 1, 1, 2.00)")
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW grouped").mode == "incremental"
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW grouped FULL").mode == "full"
+    assert spark.table(store_name(f"{logged}.grouped")).where(LOGGED).count() == 0
+    assert_holds_query(spark, "grouped", VIEWS["grouped"])
+
+
+def test_what_a_logged_store_cannot_do_yet_is_refused_by_name(spark, logged):
+    spark.sql("INSERT INTO facts VALUES (1, 1, 3, 1.25)")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW grouped AS {VIEWS['grouped']}")
+    with pytest.raises(CatalogError, match="whose store is logged"):
+        ivm.sql(spark, "CREATE MATERIALIZED VIEW over AS SELECT k, n FROM grouped WHERE n > 1")
+    with pytest.raises(StateError, match="its store is logged"):
+        ivm.view_changes(spark, "grouped", 0)
+    with pytest.raises(CatalogError, match="not by view columns yet"):
+        ivm.sql(
+            spark,
+            f"CREATE MATERIALIZED VIEW parted PARTITIONED BY (k) AS {VIEWS['grouped']}",
+        )
