@@ -84,6 +84,8 @@ def test_a_logged_store_appends_each_change_and_reads_as_its_query(spark, logged
         assert folded.where(LOGGED).count() == 0
         assert spark.table(store).where(LOGGED).count() > 0  # appended since
         assert ivm.verify(spark, name).equal
+    described = dict(ivm.sql(spark, "DESCRIBE MATERIALIZED VIEW grouped").collect())
+    assert described["store layout"].startswith("log: ")
 
 
 def test_a_full_refresh_rewrites_a_logged_store_unlogged(spark, logged):
@@ -103,6 +105,14 @@ def test_what_a_logged_store_cannot_do_yet_is_refused_by_name(spark, logged):
         ivm.sql(spark, "CREATE MATERIALIZED VIEW over AS SELECT k, n FROM grouped WHERE n > 1")
     with pytest.raises(StateError, match="its store is logged"):
         ivm.view_changes(spark, "grouped", 0)
+    with session_settings(spark, {STORE_LAYOUT: "merge"}):
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW base AS {VIEWS['grouped']}")
+        ivm.sql(spark, "CREATE MATERIALIZED VIEW reader AS SELECT k, n FROM base WHERE n > 1")
+    with pytest.raises(CatalogError, match="reader read it"):
+        ivm.sql(spark, f"CREATE OR REPLACE MATERIALIZED VIEW base AS {VIEWS['grouped']}")
+    with session_settings(spark, {STORE_LAYOUT: "columnar"}):
+        with pytest.raises(CatalogError, match="no store layout has that name"):
+            ivm.sql(spark, f"CREATE MATERIALIZED VIEW other AS {VIEWS['total']}")
     with pytest.raises(CatalogError, match="not by view columns yet"):
         ivm.sql(
             spark,

@@ -54,6 +54,7 @@ def test_a_store_that_refreshes_grow_is_compacted_and_stays_the_query(spark, sho
     assert max(counts) <= 1 + upkeep.COMPACT_AT, counts
     described = dict(ivm.sql(spark, "DESCRIBE MATERIALIZED VIEW open_orders").collect())
     assert described["store files"].startswith(f"{counts[-1]} files, ")
+    assert described["store layout"].startswith("merge: ")
     # a view reading the compacted one consumes the compaction as no change
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW by_customer")
     assert_equals_query(spark, "by_customer", BY_CUSTOMER)

@@ -268,7 +268,10 @@ def append_statement(
 def folded_query(store: Store, target: str, types: Types | None = None) -> exp.Query:
     """The store columns of the logged store ``target`` with its logged rows folded in: its
     rows as a MERGE of each logged change would have left them (see the module docstring).
-    A group's count that would be negative fails the read, as it fails the MERGE."""
+    A group's count that would be negative fails the read, as it fails the MERGE. The query
+    reads ``target`` five times; Delta scans one table at one snapshot throughout a query
+    (its ``PrepareDeltaScan``), so a fold of the log committed meanwhile is seen by every
+    part or by none."""
 
     def part(logged: bool) -> exp.Select:
         condition = exp.column(LOGGED) if logged else exp.not_(exp.column(LOGGED))

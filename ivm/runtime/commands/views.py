@@ -155,7 +155,20 @@ def create_view(
                         f"view is not maintained yet",
                         hint=f"recreate {table} with {STORE_LAYOUT}=merge",
                     )
-            logged = work.conf.get(STORE_LAYOUT, MERGED_LAYOUT) == LOGGED_LAYOUT
+            layout = (work.conf.get(STORE_LAYOUT, MERGED_LAYOUT) or MERGED_LAYOUT).lower()
+            if layout not in (MERGED_LAYOUT, LOGGED_LAYOUT):
+                raise CatalogError(
+                    f"{STORE_LAYOUT} is {layout!r}: no store layout has that name",
+                    hint=f"set it to {MERGED_LAYOUT} (the default) or {LOGGED_LAYOUT}",
+                )
+            logged = layout == LOGGED_LAYOUT
+            if logged and existing is not None and (downstream := readers(work, view)):
+                raise CatalogError(
+                    f"{view} cannot be given a logged store ({STORE_LAYOUT}="
+                    f"{LOGGED_LAYOUT}): {', '.join(downstream)} read it, and a view over "
+                    f"such a view is not maintained yet",
+                    hint=f"keep {STORE_LAYOUT}=merge for {view}",
+                )
             if logged and partitioned_by:
                 raise CatalogError(
                     f"PARTITIONED BY of {view}: a logged store ({STORE_LAYOUT}="

@@ -13,7 +13,16 @@ from ivm.runtime.catalog.definition import (
     view_properties,
 )
 from ivm.runtime.catalog.history import history, latest_consumed, latest_record
-from ivm.runtime.catalog.properties import DEFINITION, FRESHNESS, POLICY, STATE_OF, SUSPENDED
+from ivm.runtime.catalog.properties import (
+    DEFINITION,
+    FRESHNESS,
+    LOGGED_LAYOUT,
+    MERGED_LAYOUT,
+    POLICY,
+    STATE_OF,
+    SUSPENDED,
+    is_logged,
+)
 from ivm.runtime.catalog.tables import qualified_name, store_name
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.messages import size
@@ -78,6 +87,12 @@ def _describe_view(spark: Session, view: str) -> DataFrame:
             f"+{last.rows_inserted or 0} ~{last.rows_updated or 0} -{last.rows_deleted or 0}",
         ),
         ("database", resolution_database(view, properties)),
+        (
+            "store layout",
+            f"{LOGGED_LAYOUT}: each refresh appends its change, reads fold it in"
+            if is_logged(properties)
+            else f"{MERGED_LAYOUT}: each refresh merges its change into the stored rows",
+        ),
         ("store files", _files(DeltaLogReader.of(spark, store))),
         (
             "store retention",
