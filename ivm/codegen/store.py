@@ -97,6 +97,19 @@ def _view_values(
     }
 
 
+def _negative_count_failure() -> exp.Expr:
+    """A BIGINT that fails the statement: a group's count would be negative."""
+    return exp.Cast(
+        this=exp.func("raise_error", exp.Literal.string(NEGATIVE_COUNT)),
+        to=exp.DataType.build("BIGINT"),
+    )
+
+
+def _some_rows() -> exp.Expr:
+    """``COUNT(*) > 0``: a global aggregate over no rows gives no group here."""
+    return exp.GT(this=exp.func("COUNT", exp.Star()), expression=exp.Literal.number(0))
+
+
 def _new_group(name: str) -> None:
     """The old value of every column of a group the store does not hold yet: none."""
     return None
@@ -139,10 +152,7 @@ def merge_statement(
     updated = _folded(store, stored, changed, types)
     inserted = _folded(store, _new_group, changed, types)
     new_count = updated[COUNT]
-    fail = exp.Cast(
-        this=exp.func("raise_error", exp.Literal.string(NEGATIVE_COUNT)),
-        to=exp.DataType.build("BIGINT"),
-    )
+    fail = _negative_count_failure()
 
     whens = [
         exp.When(
@@ -307,12 +317,10 @@ def folded_query(store: Store, target: str, types: Types | None = None) -> exp.Q
     sums = {a: exp.func("SUM", exp.column(a)) for a in accumulators}
     new = _folded(store, _new_group, lambda name: sums[name].copy(), types)
     count = new[COUNT]
-    fail = exp.Cast(
-        this=exp.func("raise_error", exp.Literal.string(NEGATIVE_COUNT)),
-        to=exp.DataType.build("BIGINT"),
-    )
     new[COUNT] = exp.If(
-        this=exp.LT(this=count.copy(), expression=exp.Literal.number(0)), true=fail, false=count
+        this=exp.LT(this=count.copy(), expression=exp.Literal.number(0)),
+        true=_negative_count_failure(),
+        false=count,
     )
     values = {
         **{k: exp.column(k) for k in store.keys},
@@ -325,9 +333,7 @@ def folded_query(store: Store, target: str, types: Types | None = None) -> exp.Q
     if keys:
         folded = folded.group_by(*keys)
     else:
-        folded = folded.having(
-            exp.GT(this=exp.func("COUNT", exp.Star()), expression=exp.Literal.number(0))
-        )
+        folded = folded.having(_some_rows())
     if not store.single_row:
         folded = (
             exp.select("*")
@@ -353,9 +359,7 @@ def compaction_statement(store: Store, target: str, types: Types | None = None) 
     if store.keys:
         change = change.group_by(*(exp.column(k) for k in store.keys))
     else:  # a global aggregate: nothing to fold where nothing is logged
-        change = change.having(
-            exp.GT(this=exp.func("COUNT", exp.Star()), expression=exp.Literal.number(0))
-        )
+        change = change.having(_some_rows())
     return merge_statement(store, target, change, types, compacting=True)
 
 

@@ -525,27 +525,26 @@ def _merge(spark: Session, write: Write) -> RefreshResult | Revision:
                     if cheaper is not None:  # the change read is spent
                         return Revision(cheaper, planned["prediction"], observed)
                 change = kept(spark, query, query_bytes)
-                settings = _merge_settings(spark, store, query_bytes) if change.rows else {}
+                settings = {}
+                if change.rows:  # one append, or the MERGE
+                    settings = (
+                        evaluation_settings(spark, query_bytes)
+                        if write.logged
+                        else _merge_settings(spark, store, query_bytes)
+                    )
             if not change.rows:  # no stored row changes: the commit carries the record
                 commit(codegen.record_only_statement(store), **planned)
                 return write.result()
             change.frame.createOrReplaceTempView(STORE_CHANGE)
-            if write.logged:  # one append; Delta skipping it as done is found by the check
-                with session_settings(spark, evaluation_settings(spark, query_bytes)):
-                    commit(
-                        codegen.append_statement(
-                            compiled.store, store, exp.select("*").from_(STORE_CHANGE), types
-                        ),
-                        **planned,
-                    )
-                return write.result(rows_inserted=change.rows)
+            # an append that Delta skips as done is found by the committed write's check
+            written = codegen.append_statement if write.logged else codegen.merge_statement
             with session_settings(spark, settings):
                 merged = commit(
-                    codegen.merge_statement(
-                        compiled.store, store, exp.select("*").from_(STORE_CHANGE), types
-                    ),
+                    written(compiled.store, store, exp.select("*").from_(STORE_CHANGE), types),
                     **planned,
                 )
+            if write.logged:
+                return write.result(rows_inserted=change.rows)
         except (PySparkException, Py4JJavaError) as error:
             if classify(error) is Failure.OVERFLOW:
                 return Revision(Obstacle(ObstacleKind.UNAVAILABLE, OVERFLOW_REASON))
