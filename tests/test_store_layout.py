@@ -118,3 +118,25 @@ def test_what_a_logged_store_cannot_do_yet_is_refused_by_name(spark, logged):
             spark,
             f"CREATE MATERIALIZED VIEW parted PARTITIONED BY (k) AS {VIEWS['grouped']}",
         )
+
+
+INSERTS_ONLY_VIEWS = {
+    # the rules for inserted rows only read the view's own rows at the changed keys
+    "extremes": "SELECT k, MIN(x) AS lo, MAX(x) AS hi, COUNT(*) AS n, SUM(x) AS s "
+    "FROM facts GROUP BY k",
+    "latest": "SELECT id, k, x, d FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k "
+    "ORDER BY x DESC, id) AS r FROM facts) WHERE r = 1",
+}
+
+
+def test_inserted_rows_fold_into_a_logged_views_own_rows(spark, logged):
+    spark.sql("INSERT INTO facts VALUES (1, 1, 3, 1.25), (2, NULL, -1, NULL), (3, 2, 0, 4.00)")
+    for name, query in INSERTS_ONLY_VIEWS.items():
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW {name} AS {query}")
+    for i, (k, x) in enumerate([(1, 5), (2, -3), (1, 9), ("NULL", 2)]):
+        spark.sql(f"INSERT INTO facts VALUES ({10 + i}, {k}, {x}, 1.00)")
+        for name, query in INSERTS_ONLY_VIEWS.items():
+            result = ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {name}")
+            assert (result.mode, result.rules) == ("incremental", "inserts only"), name
+            assert_holds_query(spark, name, query)
+

@@ -275,17 +275,31 @@ def append_statement(
     return exp.Insert(this=exp.to_table(target, dialect=DIALECT), expression=rows)
 
 
-def folded_query(store: Store, target: str, types: Types | None = None) -> exp.Query:
-    """The store columns of the logged store ``target`` with its logged rows folded in: its
-    rows as a MERGE of each logged change would have left them (see the module docstring).
-    A group's count that would be negative fails the read, as it fails the MERGE. The query
-    reads ``target`` five times; Delta scans one table at one snapshot throughout a query
-    (its ``PrepareDeltaScan``), so a fold of the log committed meanwhile is seen by every
-    part or by none."""
+def folded_query(
+    store: Store, target: str, types: Types | None = None, version: int | None = None
+) -> exp.Query:
+    """The store columns of the logged store ``target`` (as of ``version``, if given) with
+    its logged rows folded in: its rows as a MERGE of each logged change would have left them
+    (see the module docstring). A group's count that would be negative fails the read, as it
+    fails the MERGE. The query reads ``target`` five times; Delta scans one table at one
+    snapshot throughout a query (its ``PrepareDeltaScan``), so a fold of the log committed
+    meanwhile is seen by every part or by none.
+
+    >>> from ivm.store import ROWS, Store
+    >>> s = Store(("k",), (("k", exp.column("k")), ("n", exp.column("_ivm_count"))), (ROWS,))
+    >>> folded_query(s, "t", version=4).sql("spark").count("FROM t VERSION AS OF 4")
+    5
+    """
 
     def part(logged: bool) -> exp.Select:
         condition = exp.column(LOGGED) if logged else exp.not_(exp.column(LOGGED))
-        return exp.select("*").from_(exp.to_table(target, dialect=DIALECT)).where(condition)
+        table = exp.to_table(target, dialect=DIALECT)
+        if version is not None:
+            table.set(
+                "version",
+                exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(version)),
+            )
+        return exp.select("*").from_(table).where(condition)
 
     def sub(query: exp.Query, alias: str) -> exp.Subquery:
         return exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier(alias)))

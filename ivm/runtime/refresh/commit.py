@@ -33,6 +33,7 @@ from dataclasses import replace
 
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException, PySparkException
+from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
 from ivm import codegen
@@ -47,7 +48,7 @@ from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.obstacles import CHANGE_DATA_UNAVAILABLE
 from ivm.runtime.refresh.phases import PhaseClock
-from ivm.runtime.refresh.sources import bind, delta_table, unbind
+from ivm.runtime.refresh.sources import bind, delta_table, snapshot, unbind
 from ivm.runtime.spark.connect import Session, session_of_its_own, set_settings, settings_of
 from ivm.runtime.spark.failures import Failure, classify, is_under, missing_file
 from ivm.runtime.spark.settings import session_settings
@@ -100,6 +101,19 @@ def store_view_query(
     return codegen.view_query(
         compiled.store, store, spelled_columns(compiled, properties), logged=logged, types=types
     )
+
+
+def stored_rows(
+    spark: Session, view: str, compiled: CompiledView, logged: bool, version: int
+) -> DataFrame:
+    """The store columns of the rows of ``view``'s store as of ``version``, as a change that
+    reads the view's own rows needs them: each group's accumulators as a MERGE would have
+    left them, so a ``logged`` store's log folded in."""
+    store = store_name(view)
+    if not logged:
+        return snapshot(spark, view, compiled.store.columns, version, repeats=False)
+    types = {f.name: f.dataType.simpleString() for f in spark.table(store).schema}
+    return spark.sql(codegen.folded_query(compiled.store, store, types, version).sql(DIALECT))
 
 
 def write_catalog_view(
@@ -166,9 +180,12 @@ def committed_write(
     before: dict[str, int] | None = None,
     read_version: int | None = None,
     clock: PhaseClock | None = None,
+    logged: bool = False,
 ):
     """A block that writes the store of ``view`` in one commit carrying ``record``, with the
-    sources of ``compiled`` bound at ``record.sources`` (and at ``before`` for a change);
+    sources of ``compiled`` bound at ``record.sources`` (and at ``before`` for a change), and
+    the view's own rows at ``read_version`` where the change reads them (folded, where the
+    store is ``logged``: :func:`stored_rows`);
     ``stage`` (``create`` or ``refresh``) names its fault points. The block receives
     ``commit(statement, **amend)``, which runs its one writing statement and returns its
     rows; ``amend`` sets fields of the record known only once the write is planned. A block
@@ -187,7 +204,9 @@ def committed_write(
             compiled.delta_reads,
             wrap=lambda frame: faults.during(f"{stage}.during_write", frame),
             change_bytes=record.read_bytes,
-            store=None if read_version is None else (view, compiled.store.columns, read_version),
+            store=None
+            if read_version is None
+            else (view, lambda: stored_rows(spark, view, compiled, logged, read_version)),
         )
 
     committed = False

@@ -472,6 +472,7 @@ def _committed(spark: Session, write: Write, before: dict[str, int] | None = Non
         before=before,
         read_version=write.store_version,
         clock=write.clock,
+        logged=write.logged,
     )
 
 

@@ -253,7 +253,7 @@ def bind(
     reads: Mapping[str, Collection[Read]],
     wrap=lambda frame: frame,
     change_bytes: int | None = None,
-    store: tuple[str, tuple[str, ...], int] | None = None,
+    store: tuple[str, Callable[[], DataFrame]] | None = None,
 ) -> Bound:
     """Register each source's reads under the names delta queries use.
 
@@ -261,18 +261,16 @@ def bind(
     With it, the reads of each table that ``reads`` names (what the delta query reads), its
     change read here, once (:func:`kept`), for the key sets and the delta query to share;
     ``change_bytes``: the size of all sources' change data (None: unknown); ``store``: the
-    view, its store's columns and the store version the refresh read, bound as the view's
-    ``STORE`` read where ``reads`` has one. The first source's reads pass through ``wrap``.
+    view and its store's rows as the refresh read them, bound as the view's ``STORE`` read
+    where ``reads`` has one. The first source's reads pass through ``wrap``.
     """
     bound = Bound()
     try:
         _bind_each(spark, sources, before, after, wrap, reads, bound, change_bytes)
         if store is not None and before is not None and Read.STORE in reads.get(store[0], ()):
-            view, columns, version = store
+            view, stored_rows = store
             name = relation_name(view, Read.STORE)
-            snapshot(spark, view, columns, version, repeats=False).createOrReplaceTempView(
-                quote(name)
-            )
+            stored_rows().createOrReplaceTempView(quote(name))
             bound.names.append(name)
     except BaseException:
         unbind(spark, bound)
