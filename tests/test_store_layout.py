@@ -13,6 +13,7 @@ from ivm.errors import CatalogError, StateError
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.refresh.upkeep import LOG_FOLD_AT
 from ivm.runtime.spark.settings import STORE_LAYOUT, session_settings
+from ivm.testing.data import LOGGED_STORES
 
 from cdf import CDF
 from helpers import history
@@ -140,3 +141,9 @@ def test_inserted_rows_fold_into_a_logged_views_own_rows(spark, logged):
             assert (result.mode, result.rules) == ("incremental", "inserts only"), name
             assert_holds_query(spark, name, query)
 
+
+def test_drawn_scenarios_log_stores_by_the_runtimes_settings():
+    """The drawn scenarios' logged stores (which cannot import the runtime) are set by the
+    names the runtime reads."""
+    assert LOGGED_STORES == LOGGED_STORES | {STORE_LAYOUT: "log"}
+    assert set(LOGGED_STORES) == {STORE_LAYOUT, LOG_FOLD_AT}

@@ -846,10 +846,20 @@ KEYWORDS_RESERVED = {"spark.sql.ansi.enforceReservedKeywords": "true"}
 """ANSI SQL's reserved keywords are no names unless quoted: a keyword named column or table
 must be quoted in every statement, ivm's included."""
 
+LOGGED_STORES = {"spark.ivm.storeLayout": "log", "spark.ivm.logFoldAt": "2"}
+"""Views created with logged stores (the runtime's ``STORE_LAYOUT`` and ``LOG_FOLD_AT``):
+each refresh appends its change, every read folds it in, and upkeep folds the log in after
+two appends, so that a scenario's refreshes read and write the store at every point of its
+cycle."""
+
 
 @st.composite
 def scenarios(
-    draw, sources: Sequence[Source], min_batches: int = 2, max_batches: int = 4
+    draw,
+    sources: Sequence[Source],
+    min_batches: int = 2,
+    max_batches: int = 4,
+    store_layouts: bool = False,
 ) -> Scenario:
     """``sources`` with initial rows, and ``min_batches``-``max_batches`` batches of 0-3
     changes each; in most scenarios one batch first sets another session time zone, which the
@@ -858,8 +868,11 @@ def scenarios(
     and no other; in some the views are created with ANSI mode off, in others where
     Spark reserves keywords (:data:`KEYWORDS_RESERVED`); in some every other
     change inserts rows only, as into an append table (which views refresh by the rules for
-    inserted rows, :mod:`ivm.rules.append`)."""
+    inserted rows, :mod:`ivm.rules.append`). With ``store_layouts``, in some the views'
+    stores are logged (:data:`LOGGED_STORES`; views that read other views cannot be)."""
     settings = draw(st.sampled_from([{}, {}, ANSI_OFF, KEYWORDS_RESERVED]))
+    if store_layouts:
+        settings = settings | draw(st.sampled_from([{}, {}, LOGGED_STORES]))
     kinds = draw(st.sampled_from([CHANGE_KINDS, CHANGE_KINDS, APPENDS]))
     initial = {s.name: draw(table_rows(s)) for s in sources}
     known = {name: list(rs) for name, rs in initial.items()}

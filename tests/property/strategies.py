@@ -155,7 +155,9 @@ def changes(table: str, known: list[tuple], kinds=CHANGE_KINDS) -> st.SearchStra
 def scenarios(
     tables=("r", "s", "t"), min_batches: int = 2, max_batches: int = 4
 ) -> st.SearchStrategy[Scenario]:
-    return data.scenarios([SOURCES[t] for t in tables], min_batches, max_batches)
+    return data.scenarios(
+        [SOURCES[t] for t in tables], min_batches, max_batches, store_layouts=True
+    )
 
 
 @st.composite
