@@ -27,7 +27,7 @@ def refresh_and_check(spark, mode, reason=None):
         assert reason in result.reason
     assert_equals_query(spark, "totals", TOTALS)
     last = ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW totals").first()
-    assert (last.mode, last.reason) == (mode, result.reason)
+    assert (last.mode, last.reason, last.technique) == (mode, result.reason, result.technique)
     return result
 
 
@@ -84,10 +84,12 @@ def test_describe_shows_the_last_refresh_and_the_lag(spark, totals):
     spark.sql("INSERT INTO r VALUES (4, 1)")
     facts = dict(ivm.sql(spark, "DESCRIBE MATERIALIZED VIEW totals").collect())
     assert facts["definition"] == TOTALS and facts["last refresh mode"] == "incremental"
+    assert facts["last refresh technique"] == "merge"
     assert facts[f"source {totals}.r"] == "version 2 of 3"
     assert float(facts["lag seconds"]) > 0
     history = ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW totals").collect()
     assert [h.mode for h in history] == ["incremental", "create"]
+    assert [h.technique for h in history] == ["merge", "recompute"]
     assert history[0].sources == {f"{totals}.r": 2} and history[0].rows_inserted == 1
 
 

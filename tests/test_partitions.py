@@ -27,6 +27,7 @@ def test_a_partition_refresh_repairs_one_partition_and_leaves_the_rest(spark, pa
     spark.sql("INSERT INTO r VALUES (1, 1)")  # not yet consumed
     result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals PARTITION (k = 2)")
     assert result.mode == "partition" and result.consumed == result.previous
+    assert result.technique == "partition overwrite"
     assert result.rows_inserted == 1, "the rows of partition k = 2 alone"
     rows = {r.k: r.total for r in spark.table("totals").collect()}
     assert rows == {1: 10, 2: 25, 3: 999}, "only partition k = 2 is recomputed, as consumed"

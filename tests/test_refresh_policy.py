@@ -281,9 +281,10 @@ def test_explain_create_says_how_a_view_would_be_maintained_and_creates_nothing(
     spark, r, float_sums_folded
 ):
     lines = plan(spark, f"EXPLAIN CREATE MATERIALIZED VIEW totals AS {TOTALS}")
-    assert lines[:3] == [
+    assert lines[:4] == [
         f"materialized view {r}.totals",
         "refresh policy: AUTO (the default)",
+        "store layout: merge: each refresh merges its change into the stored rows",
         "maintained: incrementally, unless a refresh predicts a full recompute cheaper",
     ]
     assert "delta circuit (inputs first):" in lines
@@ -293,11 +294,11 @@ def test_explain_create_says_how_a_view_would_be_maintained_and_creates_nothing(
 
     assert plan(
         spark, f"EXPLAIN CREATE MATERIALIZED VIEW totals REFRESH POLICY INCREMENTAL AS {FLOAT_SUMS}"
-    )[2].startswith(
+    )[3].startswith(
         "maintained: no, CREATE fails: sums stored as types that cannot be added exactly"
     )
-    assert plan(spark, f"EXPLAIN CREATE MATERIALIZED VIEW totals AS {FLOAT_SUMS}")[2].startswith(
+    assert plan(spark, f"EXPLAIN CREATE MATERIALIZED VIEW totals AS {FLOAT_SUMS}")[3].startswith(
         "maintained: by a full recompute on every refresh: sums stored as"
     )
     refused = plan(spark, "EXPLAIN CREATE MATERIALIZED VIEW v AS SELECT k, rand() AS x FROM r")
-    assert refused[2].startswith("maintained: no, CREATE fails: ") and "rand" in refused[2].lower()
+    assert refused[3].startswith("maintained: no, CREATE fails: ") and "rand" in refused[3].lower()

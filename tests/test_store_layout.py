@@ -69,6 +69,7 @@ def test_a_logged_store_appends_each_change_and_reads_as_its_query(spark, logged
         for name, query in VIEWS.items():
             result = ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {name}")
             assert result.mode == "incremental", (name, round_)
+            assert result.technique in ("append", "record only"), (name, round_)
             folds[name] = folds.get(name, 0) + sum(s.action == "fold" for s in result.upkeep)
             assert_holds_query(spark, name, query)
     assert folds == {name: 1 for name in VIEWS}
@@ -87,6 +88,10 @@ def test_a_logged_store_appends_each_change_and_reads_as_its_query(spark, logged
         assert ivm.verify(spark, name).equal
     described = dict(ivm.sql(spark, "DESCRIBE MATERIALIZED VIEW grouped").collect())
     assert described["store layout"].startswith("log: ")
+    assert described["last refresh technique"] == "append"
+    written = ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW grouped").collect()
+    assert [w.technique for w in written] == ["append"] * FOLD_AT + ["recompute"]
+    assert [w.mode for w in written] == ["incremental"] * FOLD_AT + ["create"]
 
 
 def test_a_full_refresh_rewrites_a_logged_store_unlogged(spark, logged):
@@ -111,9 +116,13 @@ def test_what_a_logged_store_cannot_do_yet_is_refused_by_name(spark, logged):
         ivm.sql(spark, "CREATE MATERIALIZED VIEW reader AS SELECT k, n FROM base WHERE n > 1")
     with pytest.raises(CatalogError, match="reader read it"):
         ivm.sql(spark, f"CREATE OR REPLACE MATERIALIZED VIEW base AS {VIEWS['grouped']}")
+    explained = ivm.sql(spark, f"EXPLAIN CREATE MATERIALIZED VIEW other AS {VIEWS['total']}")
+    assert explained.collect()[2].plan.startswith("store layout: log: each refresh appends")
     with session_settings(spark, {STORE_LAYOUT: "columnar"}):
         with pytest.raises(CatalogError, match="no store layout has that name"):
             ivm.sql(spark, f"CREATE MATERIALIZED VIEW other AS {VIEWS['total']}")
+        explained = ivm.sql(spark, f"EXPLAIN CREATE MATERIALIZED VIEW other AS {VIEWS['total']}")
+        assert explained.collect()[2].plan.startswith("store layout: CREATE fails: ")
     with pytest.raises(CatalogError, match="not by view columns yet"):
         ivm.sql(
             spark,

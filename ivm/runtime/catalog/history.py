@@ -45,6 +45,17 @@ class Mode(StrEnum):
     NOOP = "noop"  # no source changed: nothing written
 
 
+class Technique(StrEnum):
+    """How a write applied its rows to the store; its value is what the record, the result
+    and the history say (as Databricks logs a technique per refresh)."""
+
+    MERGE = "merge"  # the change merged into the stored rows, row by row
+    APPEND = "append"  # the change appended to a logged store's log, folded on read
+    RECORD_ONLY = "record only"  # no stored row changed: the commit carries the record
+    RECOMPUTE = "recompute"  # the store overwritten with the query's rows
+    PARTITION_OVERWRITE = "partition overwrite"  # the rows of one partition overwritten
+
+
 @dataclass
 class RefreshResult:
     """What one CREATE or REFRESH did."""
@@ -60,6 +71,7 @@ class RefreshResult:
     reason: str | None = None  # why a refresh was full
     rules: str | None = None  # INSERTS_ONLY where an incremental refresh
     # applied the rules for inserted rows only
+    technique: Technique | None = None  # how it wrote the store (None: it wrote nothing)
     phases: dict = field(default_factory=dict)  # phase → Phase (ivm.runtime.refresh.phases)
     states: list[RefreshResult] = field(default_factory=list)  # its state tables', first
     upkeep: list = field(default_factory=list)  # the compactions that followed it
@@ -76,7 +88,9 @@ class RefreshResult:
         if self.reason or self.rules:
             text += f" ({self.reason or self.rules})"
         text += f"; sources: {versions}"
-        if self.mode != Mode.NOOP:
+        if self.technique is Technique.APPEND:
+            text += f"; appended: {self.rows_inserted} change rows, folded on read"
+        elif self.mode != Mode.NOOP:
             text += (
                 f"; store rows: +{self.rows_inserted} inserted, ~{self.rows_updated} "
                 f"updated, -{self.rows_deleted} deleted"
@@ -122,6 +136,8 @@ class RefreshRecord:
     # the cost model's prediction, where it chose
     prediction: str | None = field(default=None, metadata=_shown("STRING"))
     rules: str | None = field(default=None, metadata=_shown("STRING"))  # as RefreshResult.rules
+    # a Technique's value: how the write applied its rows
+    technique: str | None = field(default=None, metadata=_shown("STRING"))
     committed_ms: int | None = None  # when it was committed: read from the log,
     # never written
 
@@ -224,8 +240,9 @@ def history(spark: Session, store: str) -> DataFrame:
     """Every write of ``store`` that ivm made, newest first: its store version and time, the
     refresh's id, mode and reason, the cost model's prediction where it chose the mode (see
     :mod:`ivm.runtime.refresh.policy`), the rules of an incremental refresh where they were those
-    for inserted rows only (:data:`INSERTS_ONLY`), the source versions it consumed, the bytes
-    it read, the store rows it inserted, updated and deleted, how long it took until its
+    for inserted rows only (:data:`INSERTS_ONLY`), how it wrote the store (:class:`Technique`),
+    the source versions it consumed, the bytes it read, the store rows it inserted (an append:
+    the change rows it logged), updated and deleted, how long it took until its
     commit, and where that time went: ``phases``, each phase's seconds and Spark jobs (see
     :mod:`ivm.runtime.refresh.phases`), the ``write`` up to its commit included, its jobs uncounted
     (the commit is written before they are known)."""
@@ -267,6 +284,7 @@ def history(spark: Session, store: str) -> DataFrame:
             "record.reason",
             "record.prediction",
             "record.rules",
+            "record.technique",
             "record.sources",
             "record.read_bytes",
             metric("numTargetRowsInserted", "numOutputRows").alias("rows_inserted"),

@@ -43,5 +43,16 @@ def is_logged(properties: dict[str, str]) -> bool:
     return properties.get(LAYOUT) == LOGGED_LAYOUT
 
 
+def layout_description(logged: bool) -> str:
+    """A store's layout as ``DESCRIBE`` and ``EXPLAIN CREATE`` name it.
+
+    >>> layout_description(True)
+    'log: each refresh appends its change, reads fold it in'
+    """
+    if logged:
+        return f"{LOGGED_LAYOUT}: each refresh appends its change, reads fold it in"
+    return f"{MERGED_LAYOUT}: each refresh merges its change into the stored rows"
+
+
 STORE = "ivm.store"
 """The property of the view's catalog view (not of its store) that names its store."""

@@ -37,7 +37,7 @@ from ivm.names import DIALECT, internal_database, is_internal_database, quote, s
 from ivm.runtime.catalog.analysis import analyse, refuse_temporary
 from ivm.runtime.catalog.definition import compile_definition, named_view, not_a_view, pin
 from ivm.runtime.catalog.graph import check_no_cycle, readers
-from ivm.runtime.catalog.history import Mode, RefreshRecord, RefreshResult
+from ivm.runtime.catalog.history import Mode, RefreshRecord, RefreshResult, Technique
 from ivm.runtime.catalog.properties import (
     COLUMNS,
     DEFINITION,
@@ -50,6 +50,7 @@ from ivm.runtime.catalog.properties import (
     SUSPENDED,
     VIEW,
     is_logged,
+    layout_description,
 )
 from ivm.runtime.catalog.tables import (
     catalog_kind,
@@ -155,13 +156,7 @@ def create_view(
                         f"view is not maintained yet",
                         hint=f"recreate {table} with {STORE_LAYOUT}=merge",
                     )
-            layout = (work.conf.get(STORE_LAYOUT, MERGED_LAYOUT) or MERGED_LAYOUT).lower()
-            if layout not in (MERGED_LAYOUT, LOGGED_LAYOUT):
-                raise CatalogError(
-                    f"{STORE_LAYOUT} is {layout!r}: no store layout has that name",
-                    hint=f"set it to {MERGED_LAYOUT} (the default) or {LOGGED_LAYOUT}",
-                )
-            logged = layout == LOGGED_LAYOUT
+            logged = _logged_layout_chosen(work)
             if logged and existing is not None and (downstream := readers(work, view)):
                 raise CatalogError(
                     f"{view} cannot be given a logged store ({STORE_LAYOUT}="
@@ -232,7 +227,13 @@ def create_view(
         faults.reach("create.after_write")
         rows = rows_written(work, store_name(view))
     return RefreshResult(
-        view, Mode.CREATE, versions, {}, rows_inserted=rows, seconds=time.perf_counter() - start
+        view,
+        Mode.CREATE,
+        versions,
+        {},
+        rows_inserted=rows,
+        seconds=time.perf_counter() - start,
+        technique=Technique.RECOMPUTE,
     )
 
 
@@ -278,7 +279,12 @@ def _create_store(
         versions, ids = latest_sources(spark, compiled.sources)
         total = total_source_bytes(spark, compiled.sources)
         record = RefreshRecord(
-            Mode.CREATE, versions, read_bytes=total, table_ids=ids, planned_bytes=total
+            Mode.CREATE,
+            versions,
+            read_bytes=total,
+            table_ids=ids,
+            planned_bytes=total,
+            technique=Technique.RECOMPUTE,
         )
         with (
             session_settings(spark, evaluation_settings(spark, total)),
@@ -301,6 +307,18 @@ def _create_store(
     return versions
 
 
+def _logged_layout_chosen(spark: Session) -> bool:
+    """Whether the session's :data:`STORE_LAYOUT` gives the stores it creates the ``log``
+    layout (else ``merge``, the default); an unknown layout is refused."""
+    layout = (spark.conf.get(STORE_LAYOUT, MERGED_LAYOUT) or MERGED_LAYOUT).lower()
+    if layout not in (MERGED_LAYOUT, LOGGED_LAYOUT):
+        raise CatalogError(
+            f"{STORE_LAYOUT} is {layout!r}: no store layout has that name",
+            hint=f"set it to {MERGED_LAYOUT} (the default) or {LOGGED_LAYOUT}",
+        )
+    return layout == LOGGED_LAYOUT
+
+
 def explain_create(spark: Session, name: str, sql: str, *, policy: str | None = None) -> DataFrame:
     """``EXPLAIN CREATE MATERIALIZED VIEW``: whether and how the view defined by the SELECT
     ``sql`` would be maintained under ``policy``, before anything is created; one ``plan``
@@ -312,6 +330,10 @@ def explain_create(spark: Session, name: str, sql: str, *, policy: str | None = 
         f"materialized view {view}",
         f"refresh policy: {chosen}{'' if policy else ' (the default)'}",
     ]
+    try:
+        lines.append(f"store layout: {layout_description(_logged_layout_chosen(spark))}")
+    except CatalogError as refused:
+        lines.append(f"store layout: CREATE fails: {refused.message}")
     with isolated(spark) as work:
         try:
             lines += _maintenance(work, view, sql, Policy(chosen))

@@ -16,12 +16,11 @@ from ivm.runtime.catalog.history import history, latest_consumed, latest_record
 from ivm.runtime.catalog.properties import (
     DEFINITION,
     FRESHNESS,
-    LOGGED_LAYOUT,
-    MERGED_LAYOUT,
     POLICY,
     STATE_OF,
     SUSPENDED,
     is_logged,
+    layout_description,
 )
 from ivm.runtime.catalog.tables import qualified_name, store_name
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
@@ -79,6 +78,7 @@ def _describe_view(spark: Session, view: str) -> DataFrame:
         ("refresh policy", properties.get(POLICY, DEFAULT_POLICY.value)),
         ("last refresh", str(last.timestamp)),
         ("last refresh mode", last.mode),
+        ("last refresh technique", last.technique or ""),
         ("last refresh reason", last.reason or ""),
         ("last refresh prediction", last.prediction or ""),
         ("last refresh read bytes", "" if last.read_bytes is None else str(last.read_bytes)),
@@ -87,12 +87,7 @@ def _describe_view(spark: Session, view: str) -> DataFrame:
             f"+{last.rows_inserted or 0} ~{last.rows_updated or 0} -{last.rows_deleted or 0}",
         ),
         ("database", resolution_database(view, properties)),
-        (
-            "store layout",
-            f"{LOGGED_LAYOUT}: each refresh appends its change, reads fold it in"
-            if is_logged(properties)
-            else f"{MERGED_LAYOUT}: each refresh merges its change into the stored rows",
-        ),
+        ("store layout", layout_description(is_logged(properties))),
         ("store files", _files(DeltaLogReader.of(spark, store))),
         (
             "store retention",

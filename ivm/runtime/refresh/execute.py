@@ -36,6 +36,7 @@ from ivm.runtime.catalog.history import (
     Mode,
     RefreshRecord,
     RefreshResult,
+    Technique,
     latest_record,
 )
 from ivm.runtime.catalog.properties import LOGGED_LAYOUT, is_logged
@@ -396,8 +397,9 @@ class Write:
     def store(self) -> str:
         return store_name(self.view)
 
-    def result(self, **counts) -> RefreshResult:
-        """The result of this write, once committed, with its store rows ``counts``."""
+    def result(self, technique: Technique, **counts) -> RefreshResult:
+        """The result of this write, once committed by ``technique``, with its store rows
+        ``counts``."""
         return RefreshResult(
             self.view,
             Mode(self.record.mode),
@@ -405,6 +407,7 @@ class Write:
             self.previous,
             reason=self.record.reason,
             rules=self.record.rules,
+            technique=technique,
             **counts,
         )
 
@@ -439,14 +442,15 @@ def _overwrite(spark: Session, write: Write) -> RefreshResult:
                     log.properties(),
                     replace=True,
                     partitioned_by=tuple(log.partition_columns()),
-                )
+                ),
+                technique=Technique.RECOMPUTE,
             )
             repair_catalog_view(
                 spark, view, compiled, view_properties(spark, view), spark.table(store).schema
             )
         else:
-            commit(codegen.overwrite_statement(store, full))
-    return write.result(rows_inserted=rows_written(spark, store))
+            commit(codegen.overwrite_statement(store, full), technique=Technique.RECOMPUTE)
+    return write.result(Technique.RECOMPUTE, rows_inserted=rows_written(spark, store))
 
 
 def _overwrite_partition(spark: Session, write: Write) -> RefreshResult:
@@ -455,9 +459,14 @@ def _overwrite_partition(spark: Session, write: Write) -> RefreshResult:
     assert write.partition is not None
     with _committed(spark, write) as commit:
         commit(
-            codegen.replace_where_statement(write.store, write.compiled.full_query, write.partition)
+            codegen.replace_where_statement(
+                write.store, write.compiled.full_query, write.partition
+            ),
+            technique=Technique.PARTITION_OVERWRITE,
         )
-    return write.result(rows_inserted=rows_written(spark, write.store))
+    return write.result(
+        Technique.PARTITION_OVERWRITE, rows_inserted=rows_written(spark, write.store)
+    )
 
 
 def _committed(spark: Session, write: Write, before: dict[str, int] | None = None):
@@ -498,8 +507,8 @@ def _merge(spark: Session, write: Write) -> RefreshResult | Revision:
     change_bytes, model = write.record.read_bytes, write.model
     if change_bytes == 0:  # the commits since changed no row, nor does the view
         with _committed(spark, write) as commit:
-            commit(codegen.record_only_statement(store))
-        return write.result()
+            commit(codegen.record_only_statement(store), technique=Technique.RECORD_ONLY)
+        return write.result(Technique.RECORD_ONLY)
     with _committed(spark, write, before=write.previous) as commit:
         with clock.phase("prune"), spark_errors(view, spark, compiled.sources):
             delta = codegen.to_select(prune(spark, compiled.maintenance.delta, change_bytes))
@@ -534,18 +543,27 @@ def _merge(spark: Session, write: Write) -> RefreshResult | Revision:
                         else _merge_settings(spark, store, query_bytes)
                     )
             if not change.rows:  # no stored row changes: the commit carries the record
-                commit(codegen.record_only_statement(store), **planned)
-                return write.result()
+                commit(
+                    codegen.record_only_statement(store),
+                    technique=Technique.RECORD_ONLY,
+                    **planned,
+                )
+                return write.result(Technique.RECORD_ONLY)
             change.frame.createOrReplaceTempView(STORE_CHANGE)
             # an append that Delta skips as done is found by the committed write's check
-            written = codegen.append_statement if write.logged else codegen.merge_statement
+            written, technique = (
+                (codegen.append_statement, Technique.APPEND)
+                if write.logged
+                else (codegen.merge_statement, Technique.MERGE)
+            )
             with session_settings(spark, settings):
                 merged = commit(
                     written(compiled.store, store, exp.select("*").from_(STORE_CHANGE), types),
+                    technique=technique,
                     **planned,
                 )
             if write.logged:
-                return write.result(rows_inserted=change.rows)
+                return write.result(technique, rows_inserted=change.rows)
         except (PySparkException, Py4JJavaError) as error:
             if classify(error) is Failure.OVERFLOW:
                 return Revision(Obstacle(ObstacleKind.UNAVAILABLE, OVERFLOW_REASON))
@@ -558,6 +576,7 @@ def _merge(spark: Session, write: Write) -> RefreshResult | Revision:
         raise LostRace()
     metrics = merged[0]
     return write.result(
+        Technique.MERGE,
         rows_inserted=metrics.num_inserted_rows,
         rows_updated=metrics.num_updated_rows,
         rows_deleted=metrics.num_deleted_rows,
