@@ -8,9 +8,12 @@ import threading
 import pytest
 
 import ivm
+from ivm.codegen.store import LOGGED
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.execute import refresh_view
+from ivm.runtime.refresh.upkeep import LOG_FOLD_AT, compact
+from ivm.runtime.spark.settings import STORE_LAYOUT, session_settings
 
 from cdf import CDF
 from helpers import assert_equals_query, ivm_commits, rows
@@ -49,6 +52,57 @@ def test_a_refresh_killed_at_any_point_is_completed_by_the_next(spark, totals, p
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals")
     assert_equals_query(spark, "totals", TOTALS)
     assert len(ivm_commits(spark, "totals")) == commits + 1, "one commit applies the change"
+
+
+@pytest.fixture
+def logged_totals(spark, fresh_db):
+    """``totals`` with a logged store, its log folded after two appends."""
+    spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {CDF}")
+    spark.sql("INSERT INTO r VALUES (1, 10), (2, 20), (2, 5)")
+    with session_settings(spark, {STORE_LAYOUT: "log", LOG_FOLD_AT: "2"}):
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
+        yield fresh_db
+
+
+def test_a_logged_refresh_killed_at_any_point_is_completed_by_the_next(spark, logged_totals):
+    """The append of a logged store is a committed write as the MERGE is; the log is folded
+    in between some of the crashes."""
+    for i, point in enumerate(REFRESH_POINTS):
+        spark.sql(f"INSERT INTO r VALUES ({i}, {i + 1})")
+        spark.sql("UPDATE r SET a = a + 100 WHERE k = 2")
+        before = rows(spark, "totals")
+        commits = len(ivm_commits(spark, "totals"))
+        with pytest.raises(Exception, match=f"injected fault at {point}"), faults.inject(point):
+            refresh_view(spark, "totals")
+        after_crash = rows(spark, "totals")
+        assert after_crash == before or after_crash == sorted(
+            tuple(r) for r in spark.sql(TOTALS).collect()
+        ), f"the view is half refreshed at {point}"
+        ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals")
+        assert_equals_query(spark, "totals", TOTALS)
+        assert len(ivm_commits(spark, "totals")) == commits + 1, "one commit applies the change"
+
+
+def test_a_fold_between_a_refreshs_read_and_its_append_keeps_both(spark, logged_totals):
+    """Upkeep folds the log while a refresh, its change computed, is about to append it: the
+    append does not depend on the stored rows, and the fold removed only what it read."""
+    spark.sql("INSERT INTO r VALUES (1, 1), (3, 3)")
+    with session_settings(spark, {LOG_FOLD_AT: "100"}):  # appended, not folded
+        ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals")
+    spark.sql("DELETE FROM r WHERE k = 1")
+    folds = []
+
+    def fold():
+        with session_settings(spark, {LOG_FOLD_AT: "1"}):
+            folds.append(compact(spark, f"{logged_totals}.totals"))
+
+    with faults.inject("refresh.before_write", fold):
+        result = refresh_view(spark, "totals")
+    assert folds[0] is not None and folds[0].action == "fold"
+    assert result.technique == "append"
+    assert_equals_query(spark, "totals", TOTALS)
+    store = spark.table(store_name(f"{logged_totals}.totals"))
+    assert store.where(LOGGED).count() > 0, "the append came after the fold"
 
 
 @pytest.mark.parametrize("point", [p for p in faults.WRITE_POINTS if p.startswith("create.")])
