@@ -33,7 +33,7 @@ FOLD_AT = 3
 @pytest.fixture
 def logged(spark, fresh_db):
     """Views created in this test get logged stores."""
-    spark.sql(f"CREATE TABLE facts (id INT, k INT, x INT, d DECIMAL(12, 2)) USING DELTA {CDF}")
+    spark.sql(f"CREATE TABLE facts (id INT, k INT, x INT, d DECIMAL(18, 8)) USING DELTA {CDF}")
     with session_settings(spark, {STORE_LAYOUT: "log", LOG_FOLD_AT: str(FOLD_AT)}):
         yield fresh_db
 
@@ -51,7 +51,8 @@ def _change(spark, draw: random.Random, next_id: int) -> int:
     values = []
     for i in range(draw.randint(1, 4)):
         k = draw.choice(["NULL", "1", "2", "3", "4"])
-        d = draw.choice(["NULL", "0.50", "-2.25", "10.00"])
+        # eight digits of scale: a sum of them is a DECIMAL(28, 8), which a fold must keep
+        d = draw.choice(["NULL", "0.12345678", "-2.25000001", "123456.78901234"])
         values.append(f"({next_id + i}, {k}, {draw.randint(-2, 5)}, {d})")
     spark.sql(f"INSERT INTO facts VALUES {', '.join(values)}")
     spark.sql(f"UPDATE facts SET x = x + 1, d = NULL WHERE id % 5 = {draw.randint(0, 4)}")

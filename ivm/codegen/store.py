@@ -362,9 +362,22 @@ def folded_query(
 
 def compaction_statement(store: Store, target: str, types: Types | None = None) -> exp.Merge:
     """The MERGE that folds the logged rows of ``target`` into its stored rows and removes
-    them, in one commit: the logged changes summed by key, merged as one change."""
+    them, in one commit: the logged changes summed by key, merged as one change. A stored
+    DECIMAL(p, s)'s changes are summed as a DECIMAL(p + 1, s) (at most 37 digits), as their
+    sum is the difference of two values of the stored type: Spark's own SUM would give
+    DECIMAL(p + 10, s), and adding that to the stored value would round off a digit of its
+    scale.
+
+    >>> from ivm.store import ROWS, Store
+    >>> s = Store(("k",), (("k", exp.column("k")),), (ROWS,))
+    >>> fold = compaction_statement(s, "t", {"_ivm_count": "bigint"}).sql("spark")
+    >>> fold[fold.index("USING"):fold.index(" FROM")]
+    'USING (SELECT k, SUM(_ivm_count) AS _ivm_count'
+    >>> _change_sum("s", {"s": "decimal(28,8)"}).sql("spark")
+    'CAST(SUM(s) AS DECIMAL(29, 8)) AS s'
+    """
     accumulators = [acc.name for acc in store.accumulators]
-    sums = [exp.alias_(exp.func("SUM", exp.column(a)), a) for a in accumulators]
+    sums = [_change_sum(a, types) for a in accumulators]
     change = (
         exp.select(*(exp.column(k) for k in store.keys), *sums)
         .from_(exp.to_table(target, dialect=DIALECT))
@@ -375,6 +388,21 @@ def compaction_statement(store: Store, target: str, types: Types | None = None) 
     else:  # a global aggregate: nothing to fold where nothing is logged
         change = change.having(_some_rows())
     return merge_statement(store, target, change, types, compacting=True)
+
+
+def _change_sum(column: str, types: Types | None) -> exp.Expr:
+    """``SUM(column)`` over logged changes of a store column, typed as the change of a
+    stored value (see :func:`compaction_statement`)."""
+    total = exp.func("SUM", exp.column(column))
+    stored = (
+        exp.DataType.build(types[column], dialect=DIALECT) if types and column in types else None
+    )
+    if stored is not None and stored.this == exp.DataType.Type.DECIMAL and stored.expressions:
+        precision, scale = (int(p.name) for p in stored.expressions)
+        total = exp.Cast(
+            this=total, to=exp.DataType.build(f"DECIMAL({min(precision + 1, 37)}, {scale})")
+        )
+    return exp.alias_(total, column)
 
 
 def view_query(
