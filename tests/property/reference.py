@@ -48,7 +48,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from ivm import codegen, compile
-from ivm.codegen.store import NEGATIVE_COUNT
+from ivm.codegen.store import LOGGED, NEGATIVE_COUNT
 from ivm.compiler import CompiledView
 from ivm.frontend import lower, parse_query, qualify_query
 from ivm.ir import reading, scans
@@ -474,7 +474,10 @@ class _Statements:
     delta: str  # the delta query
     negative: str  # the change's rows that would leave a count below zero
     merge: str  # the runtime's MERGE of ``change`` into ``store``, unguarded
-    views: dict[str, str]  # the view's rows, of the stores ``store`` and ``fresh``
+    views: dict[str, str]  # the view's rows, of the stores ``store`` and ``fresh``, and of
+    # ``logged``, the store before the change with the change appended, folded on read
+    append: str  # the runtime's append of ``change`` to ``logged``
+    compaction: str  # upkeep's fold of the log of ``logged``, unguarded
     inserting: tuple[str, str] | None  # the delta query for changes that insert rows only,
     # and the name it reads the store by (None: none)
 
@@ -495,17 +498,8 @@ def _part_statements(compiled: CompiledView) -> _Statements:
         " AND ".join(f'store."{k}" IS NOT DISTINCT FROM change."{k}"' for k in compiled.store.keys)
         or "TRUE"
     )
-    merge = codegen.merge_statement(
-        compiled.store, "store", sqlglot.parse_one("SELECT * FROM change")
-    )
-    whens = merge.args["whens"]  # DuckDB runs every action eagerly: the guard is a query
-    whens.set(
-        "expressions",
-        [
-            w
-            for w in whens.expressions
-            if not any(literal.this == NEGATIVE_COUNT for literal in w.find_all(exp.Literal))
-        ],
+    merge = _unguarded(
+        codegen.merge_statement(compiled.store, "store", sqlglot.parse_one("SELECT * FROM change"))
     )
     inserting = compiled.inserting()
     stored = (
@@ -524,15 +518,45 @@ def _part_statements(compiled: CompiledView) -> _Statements:
         f"SELECT change.* FROM change LEFT JOIN store ON {on} "
         f"WHERE COALESCE(store.{COUNT}, 0) + change.{COUNT} < 0",
         duck(merge),
-        {store: duck(codegen.view_query(compiled.store, store)) for store in ("store", "fresh")},
+        {store: duck(codegen.view_query(compiled.store, store)) for store in ("store", "fresh")}
+        # DuckDB sums BIGINTs as HUGEINTs, which its range() does not take: the count as Spark
+        # types it
+        | {
+            "logged": duck(
+                codegen.view_query(compiled.store, "logged", logged=True, types={COUNT: "bigint"})
+            )
+        },
+        duck(
+            codegen.append_statement(
+                compiled.store, "logged", sqlglot.parse_one("SELECT * FROM change")
+            )
+        ),
+        duck(_unguarded(codegen.compaction_statement(compiled.store, "logged"))),
         None if inserting is None or stored is None else (duck(inserting.delta_query), stored),
     )
+
+
+def _unguarded(merge: exp.Merge) -> exp.Merge:
+    """``merge`` without its action that fails on a negative count: DuckDB runs every action
+    eagerly, so the guard is a query (:attr:`_Statements.negative`)."""
+    whens = merge.args["whens"]
+    whens.set(
+        "expressions",
+        [
+            w
+            for w in whens.expressions
+            if not any(literal.this == NEGATIVE_COUNT for literal in w.find_all(exp.Literal))
+        ],
+    )
+    return merge
 
 
 def _fold(connection, statements: _Statements, inserts_only: bool) -> bool:
     """The runtime's MERGE of the change into ``store``, its negative-count guard a query;
     the change by the rules for inserted rows where it ``inserts_only`` and they apply
-    (reading the store before the MERGE, as the runtime does). Whether they did."""
+    (reading the store before the MERGE, as the runtime does). Whether they did. Before the
+    MERGE, the store is copied to ``logged`` and the change appended to it, as a logged
+    store takes it."""
     delta = statements.delta
     if inserts_only and statements.inserting is not None:
         delta, stored = statements.inserting
@@ -541,8 +565,18 @@ def _fold(connection, statements: _Statements, inserts_only: bool) -> bool:
     negative = connection.execute(statements.negative).fetchall()
     if negative:
         raise AssertionError(f"the change gives rows a negative count: {negative[:3]}")
+    connection.execute(f"CREATE OR REPLACE TABLE logged AS SELECT *, FALSE AS {LOGGED} FROM store")
+    connection.execute(statements.append)
     connection.execute(statements.merge)
     return delta is not statements.delta
+
+
+def _compacted(connection, statements: _Statements) -> Rows:
+    """The view of ``logged`` once upkeep folded its log in; no logged row is left."""
+    connection.execute(statements.compaction)
+    left = connection.execute(f"SELECT COUNT(*) FROM logged WHERE {LOGGED}").fetchone()
+    assert left == (0,), f"the fold left {left} logged rows"
+    return _rows(connection, statements.views["logged"])
 
 
 def _inserts_only(compiled: CompiledView, schema, before, after) -> bool:
@@ -566,6 +600,8 @@ class _Kept:
     before: Rows | None
     fresh: Rows | None = None
     folded: Rows | None = None
+    logged: Rows | None = None  # the view of the logged store, folded on read
+    compacted: Rows | None = None  # and once its log is folded into its stored rows
     source: tuple[list, list, list] | None = None
 
 
@@ -626,6 +662,8 @@ def check_identity(
         kept.how,
         [
             ("the view folded", kept.folded, "the view recomputed", kept.fresh),
+            ("the logged store read", kept.logged, "the view recomputed", kept.fresh),
+            ("the logged store compacted", kept.compacted, "the view recomputed", kept.fresh),
             (
                 "the view before the change",
                 kept.before,
@@ -683,6 +721,8 @@ def _check(statements: _Statements, schema, before, after) -> _Kept:
         kept,
         how="folded inserts only" if appended else "folded",
         folded=_rows(connection, statements.views["store"]),
+        logged=_rows(connection, statements.views["logged"]),
+        compacted=_compacted(connection, statements),
     )
 
 

@@ -4,7 +4,9 @@ incremental form, in-process without Spark.
 For each view of :mod:`views` and each query the generator draws, and for source rows before
 and after a drawn change, folding the delta query's rows into the store computed before the
 change must give the store computed after it, and the view must show the rows of its own SQL
-before the change and after it (:func:`reference.check_identity`). DuckDB runs both, the SQL
+before the change and after it (:func:`reference.check_identity`); so must the view of a
+logged store, the change appended to the store before it, folded on read and once its log is
+folded in. DuckDB runs both, the SQL
 translated by sqlglot, so a rule or lowering bug shows here in milliseconds; Spark, Delta and
 the MERGE stay checked end to end by :mod:`test_refresh_equals_recompute`. Each test counts
 its checks and fails if too few compared the view with its SQL (``tests/conftest.py``).
