@@ -617,7 +617,8 @@ def check_identity(
     ``after`` rows: for each of its state tables, then for the view, which reads the state
     tables' rows before and after the change as those of any source; and whether the view
     shows, before the change and after it, the rows of ``original`` (its own SQL, ``sql``
-    unless given) over the same source rows."""
+    unless given) over the same source rows; and whether the view's logged store, the change
+    appended, reads as the view recomputed, folded on read and once its log is folded in."""
     expected = _original_rows(original or sql, schema, {"before": before, "after": after})
     schema, before, after = dict(schema), dict(before), dict(after)
     *states, (_, statements) = _statements(
