@@ -190,6 +190,11 @@ def catalog_schema(spark: Session) -> SchemaLookup:
     return partial(source_schema, spark)
 
 
+def column_types(spark: Session, table: str) -> dict[str, str]:
+    """Each column of ``table`` (a store, say) and its Spark type, as Spark spells it."""
+    return {f.name: f.dataType.simpleString() for f in spark.table(table).schema}
+
+
 def source_schema(
     spark: Session, query: exp.Expr, sql: str, default_db: str | None = None
 ) -> tuple[dict, str]:

@@ -43,7 +43,7 @@ from ivm.names import DIALECT
 from ivm.runtime.catalog.definition import is_pinned, settings, spelled_columns, view_properties
 from ivm.runtime.catalog.history import USER_METADATA, RefreshRecord, latest_record
 from ivm.runtime.catalog.properties import STORE, is_logged
-from ivm.runtime.catalog.tables import store_name
+from ivm.runtime.catalog.tables import column_types, store_name
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.obstacles import CHANGE_DATA_UNAVAILABLE
@@ -95,9 +95,7 @@ def store_view_query(
     """The query of the view's rows from ``store`` (its store, or a snapshot of it): folded
     where the store is logged, each column read as the store types it."""
     logged = is_logged(properties)
-    types = (
-        {f.name: f.dataType.simpleString() for f in spark.table(store).schema} if logged else None
-    )
+    types = column_types(spark, store) if logged else None
     return codegen.view_query(
         compiled.store, store, spelled_columns(compiled, properties), logged=logged, types=types
     )
@@ -112,8 +110,8 @@ def stored_rows(
     store = store_name(view)
     if not logged:
         return snapshot(spark, view, compiled.store.columns, version, repeats=False)
-    types = {f.name: f.dataType.simpleString() for f in spark.table(store).schema}
-    return spark.sql(codegen.folded_query(compiled.store, store, types, version).sql(DIALECT))
+    folded = codegen.folded_query(compiled.store, store, column_types(spark, store), version)
+    return spark.sql(folded.sql(DIALECT))
 
 
 def write_catalog_view(

@@ -43,7 +43,7 @@ from ivm.errors import CatalogError
 from ivm.names import DIALECT
 from ivm.runtime.catalog.definition import compile_definition, settings, view_properties
 from ivm.runtime.catalog.properties import DELETED_FILE_RETENTION, LOG_RETENTION, is_logged
-from ivm.runtime.catalog.tables import qualified_name, state_tables, store_name
+from ivm.runtime.catalog.tables import column_types, qualified_name, state_tables, store_name
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.messages import one_line
 from ivm.runtime.spark.connect import Session
@@ -168,8 +168,7 @@ def fold_log(spark: Session, view: str, log: DeltaLogReader) -> Upkeep | None:
         return None
     start, files = time.perf_counter(), log.file_count()
     compiled = compile_definition(spark, view, properties)
-    types = {f.name: f.dataType.simpleString() for f in spark.table(store).schema}
-    statement = codegen.compaction_statement(compiled.store, store, types)
+    statement = codegen.compaction_statement(compiled.store, store, column_types(spark, store))
     try:
         with session_settings(spark, settings(properties) or {}):
             spark.sql(statement.sql(DIALECT)).collect()
