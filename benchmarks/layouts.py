@@ -1,15 +1,18 @@
 """Store layouts measured side by side: what writing a refresh's change to the store costs
-as a MERGE (``merge``, ivm's default), as an append folded on read (``log``, ivm's
-``spark.ivm.storeLayout = log``) and as a replacement of the changed keys' rows, and what
-reading the view costs in each.
+as a MERGE (``merge``, ivm's default; with and without deletion vectors), as an append folded
+on read (``log``, ivm's ``spark.ivm.storeLayout = log``) and as a replacement of the changed
+keys' rows, and what reading the view costs in each.
 
     python -m benchmarks.layouts [--rows 1000000] [--groups 100000] [--refreshes 10]
 
 One Delta source of ``--rows`` rows in ``--groups`` groups, and an aggregate view over it
 (``SELECT g, COUNT(*), SUM(x) … GROUP BY g``): a store of one row per group, as large as a
 TPC-H view's state table at a small scale. Each round updates one source row and refreshes
-two views of that query, ``v`` with a merged store and ``w`` with a logged one; each
-refresh's ``write`` phase is its MERGE or its append. The same change, as its groups'
+three views of that query: ``v`` with a merged store, ``d`` with a merged store whose table
+has deletion vectors on (Delta's MERGE then marks the changed rows deleted in a deletion
+vector and writes their new versions to a new file, instead of rewriting the file that held
+them) and ``w`` with a logged one; each refresh's ``write`` phase is its MERGE or its
+append. The same change, as its groups'
 accumulator deltas (computed from the source's change data feed the way the refresh does),
 is also written to two copies of the store that ivm does not offer:
 
@@ -20,7 +23,7 @@ is also written to two copies of the store that ivm does not offer:
   at the write), so that a read scans the stored rows once, joined with the appended rows'
   sums by key (:func:`fold_probed`).
 
-Read back: ``v`` and ``w`` by their catalog names (``w`` folds its 1 to ``--refreshes``
+Read back: ``v``, ``d`` and ``w`` by their catalog names (``w`` folds its 1 to ``--refreshes``
 appended changes on read), and the copies. Each is read twice after each write: the first
 read after a commit pays Delta's reconstruction of the new version's file list, the second
 finds it cached. At the end ``w``'s log is folded in once (upkeep's fold, timed) and ``w``
@@ -118,6 +121,11 @@ def main() -> None:
         f"FROM range({args.rows})"
     )
     ivm_sql(spark, f"CREATE MATERIALIZED VIEW v AS {VIEW}")
+    ivm_sql(spark, f"CREATE MATERIALIZED VIEW d AS {VIEW}")
+    spark.sql(
+        f"ALTER TABLE {store_name('layouts.d')} "
+        "SET TBLPROPERTIES (delta.enableDeletionVectors = true)"
+    )
     # folded only when this benchmark says so, at the end
     with session_settings(spark, {STORE_LAYOUT: "log", LOG_FOLD_AT: "1000000"}):
         ivm_sql(spark, f"CREATE MATERIALIZED VIEW w AS {VIEW}")
@@ -140,12 +148,13 @@ def main() -> None:
         return lambda: spark.sql(query)._jdf.queryExecution().toRdd().count()
 
     merge, append, merged, folded, merged_again, folded_again = [], [], [], [], [], []
+    marked, marked_read, marked_again = [], [], []
     replace, replaced, replaced_again = [], [], []
     probe, probed, probed_again = [], [], []
     for i in range(args.refreshes):
         spark.sql(f"UPDATE src SET x = x + 1 WHERE k = {i * 7919 % args.rows}")
         version = spark.sql("DESCRIBE HISTORY src LIMIT 1").first().version
-        for view, writes in (("v", merge), ("w", append)):
+        for view, writes in (("v", merge), ("d", marked), ("w", append)):
             with session_settings(spark, {LOG_FOLD_AT: "1000000"}):
                 write = ivm_sql(spark, f"REFRESH MATERIALIZED VIEW {view}").phases["write"]
             writes.append((write.seconds, write.jobs))
@@ -153,15 +162,18 @@ def main() -> None:
         replace.append(timed(spark, lambda rows=rows: replace_keys(spark, store, rows)))
         probe.append(timed(spark, lambda rows=rows: append_probed(spark, store, rows)))
         merged.append(timed(spark, noop("SELECT * FROM v")))
+        marked_read.append(timed(spark, noop("SELECT * FROM d")))
         folded.append(timed(spark, noop("SELECT * FROM w")))
         replaced.append(timed(spark, noop(f"SELECT {view_columns} FROM {REPLACED}")))
         probed.append(timed(spark, noop(fold_probed(store, PROBED))))
         merged_again.append(timed(spark, noop("SELECT * FROM v")))
+        marked_again.append(timed(spark, noop("SELECT * FROM d")))
         folded_again.append(timed(spark, noop("SELECT * FROM w")))
         replaced_again.append(timed(spark, noop(f"SELECT {view_columns} FROM {REPLACED}")))
         probed_again.append(timed(spark, noop(fold_probed(store, PROBED))))
     view = spark.sql("SELECT * FROM v")
     for name, query in (
+        ("d", "SELECT * FROM d"),
         ("w", "SELECT * FROM w"),
         (REPLACED, f"SELECT {view_columns} FROM {REPLACED}"),
         (PROBED, fold_probed(store, PROBED)),
@@ -170,6 +182,10 @@ def main() -> None:
         assert view.exceptAll(other).count() == 0 and other.exceptAll(view).count() == 0, (
             f"{name} does not hold the view"
         )
+    metrics = spark.sql(f"DESCRIBE HISTORY {store_name('layouts.d')} LIMIT 1").first()
+    assert int(metrics.operationMetrics.get("numTargetDeletionVectorsAdded", 0)) > 0, (
+        f"d's last write marked no row deleted: {metrics.operation} {metrics.operationMetrics}"
+    )
     with session_settings(spark, {LOG_FOLD_AT: str(args.refreshes)}):
         compaction = timed(spark, lambda: compact(spark, "layouts.w"))
     compacted = [timed(spark, noop("SELECT * FROM w")) for _ in range(3)]
@@ -183,10 +199,15 @@ def main() -> None:
 
     print(f"rows {args.rows}, groups {args.groups}, refreshes {args.refreshes}")
     print(f"write, MERGE (the refresh's write phase): {median(merge)}")
+    print(f"write, MERGE with deletion vectors: {median(marked)}")
     print(f"write, append (logged store): {median(append)}")
     print(
         f"read, merged store, first after the write: {median(merged)}; "
         f"again: {median(merged_again)}"
+    )
+    print(
+        f"read, merged store with deletion vectors, first after the write: "
+        f"{median(marked_read)}; again: {median(marked_again)}"
     )
     print(
         f"read, logged store folded on read (1 to {args.refreshes} appends), first after "
