@@ -149,21 +149,7 @@ def create_view(
             read = [t for t in compiled.tables_read if t not in states]
             for table in read:
                 check_source(work, table)
-                if is_logged(store_properties(work, table) or {}):
-                    raise CatalogError(
-                        f"{view} reads the materialized view {table}, whose store is "
-                        f"logged ({STORE_LAYOUT}={LOGGED_LAYOUT}): a view over such a "
-                        f"view is not maintained yet",
-                        hint=f"recreate {table} with {STORE_LAYOUT}=merge",
-                    )
             logged = _logged_layout_chosen(work)
-            if logged and existing is not None and (downstream := readers(work, view)):
-                raise CatalogError(
-                    f"{view} cannot be given a logged store ({STORE_LAYOUT}="
-                    f"{LOGGED_LAYOUT}): {', '.join(downstream)} read it, and a view over "
-                    f"such a view is not maintained yet",
-                    hint=f"keep {STORE_LAYOUT}=merge for {view}",
-                )
             if logged and partitioned_by:
                 raise CatalogError(
                     f"PARTITIONED BY of {view}: a logged store ({STORE_LAYOUT}="

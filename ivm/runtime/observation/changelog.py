@@ -7,23 +7,32 @@ before) followed by ``+U`` (after) — so the new total of an aggregate group ar
 update of that group, not as the deletion of one row and the insertion of an unrelated one.
 Within a commit the retractions (``-U``, ``-D``) come before the additions. A store row that
 stands for ``n`` identical view rows appears ``n`` times.
+
+A logged store's change data feed holds appended accumulator changes, not rows: its changelog
+is found by comparing the view's rows folded before and after each commit, at the keys the
+commit touched (:func:`_row_feed`), and reads as a merged store's would.
 """
 
 from __future__ import annotations
 
+from functools import reduce
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ivm.errors import StateError
+from ivm.names import quote
 from ivm.runtime.catalog.definition import compile_definition, view_properties
-from ivm.runtime.catalog.properties import LOGGED_LAYOUT, is_logged
+from ivm.runtime.catalog.properties import is_logged
 from ivm.runtime.catalog.tables import qualified_name, store_name
+from ivm.runtime.refresh.sources import at_keys, folded_rows, touched_keys
 from ivm.runtime.spark.connect import Session
-from ivm.runtime.spark.settings import STORE_LAYOUT
+from ivm.store import Store
 from ivm.zset import COUNT
 
 OPERATIONS = {"insert": "+I", "update_preimage": "-U", "update_postimage": "+U", "delete": "-D"}
 """Delta's change types, as changelog operations."""
+AFTER = "_ivm_after"
+"""The columns of a logged store's rows after a commit, beside those before it."""
 
 
 def view_changes(
@@ -33,13 +42,6 @@ def view_changes(
     ``starting_version`` (to ``ending_version``): its columns, then ``_op`` (``+I``, ``-U``,
     ``+U``, ``-D``), ``_commit_version`` and ``_commit_timestamp``, in commit order."""
     view = qualified_name(spark, name)
-    if is_logged(view_properties(spark, view)):
-        raise StateError(
-            f"the changes of {view} cannot be read: its store is logged "
-            f"({STORE_LAYOUT}={LOGGED_LAYOUT}), and its change data feed holds the "
-            f"changes of its accumulators, not of its rows",
-            hint=f"recreate {view} with {STORE_LAYOUT}=merge to read its changes",
-        )
     store = compile_definition(spark, view).store
     reader = (
         spark.read.format("delta")
@@ -49,6 +51,8 @@ def view_changes(
     if ending_version is not None:
         reader = reader.option("endingVersion", ending_version)
     feed = reader.table(store_name(view))
+    if is_logged(view_properties(spark, view)):
+        feed = _row_feed(spark, store, store_name(view), feed)
     if store.repeat_rows:
         feed = feed.withColumn("_copy", F.explode(F.sequence(F.lit(1), F.col(COUNT))))
     op = F.create_map(*(F.lit(x) for pair in OPERATIONS.items() for x in pair))[
@@ -65,4 +69,72 @@ def view_changes(
         )
         .orderBy("_commit_version", "_order")
         .drop("_order")
+    )
+
+
+def _row_feed(spark: Session, store: Store, table: str, feed: DataFrame) -> DataFrame:
+    """The change feed ``feed`` of the logged store ``table`` (appended accumulator changes,
+    folds of the log) as the change feed of its rows folded: for each commit ``v``, the
+    folded rows as of ``v - 1`` and as of ``v`` at the keys ``v`` touched, compared by key::
+
+        key in both, row changed  → update_preimage (before), update_postimage (after)
+        key after only            → insert
+        key before only           → delete
+
+    A fold of the log changes no folded row, and leaves nothing. Each commit costs two folded
+    reads of the store, at the keys it touched."""
+    commits = (
+        feed.select("_commit_version", "_commit_timestamp")
+        .distinct()
+        .orderBy("_commit_version")
+        .collect()
+    )
+    parts = []
+    for commit in commits:
+        version = commit["_commit_version"]
+        touched = touched_keys(store, feed.where(F.col("_commit_version") == version))
+        after = at_keys(store, folded_rows(spark, store, table, version), touched)
+        before = (
+            at_keys(store, folded_rows(spark, store, table, version - 1), touched)
+            if version > 0
+            else after.limit(0)
+        )
+        parts.append(
+            _compared(store, before, after).select(
+                "*",
+                F.lit(version).alias("_commit_version"),
+                F.lit(commit["_commit_timestamp"]).alias("_commit_timestamp"),
+            )
+        )
+    return reduce(DataFrame.unionByName, parts) if parts else feed
+
+
+def _compared(store: Store, before: DataFrame, after: DataFrame) -> DataFrame:
+    """The store rows ``before`` and ``after`` a commit (at the keys it touched), as the
+    change types of a change feed (see :func:`_row_feed`)."""
+    columns = list(store.columns)
+    renamed = after.select(*(F.col(quote(c)).alias(f"{AFTER}{i}") for i, c in enumerate(columns)))
+    same_key = [
+        before[quote(c)].eqNullSafe(renamed[f"{AFTER}{i}"])
+        for i, c in enumerate(columns)
+        if store.is_key(c)
+    ] or [F.lit(True)]
+    same_row = reduce(
+        lambda x, y: x & y,
+        (before[quote(c)].eqNullSafe(renamed[f"{AFTER}{i}"]) for i, c in enumerate(columns)),
+    )
+    as_after = [F.col(f"{AFTER}{i}").alias(c) for i, c in enumerate(columns)]
+    pairs = before.join(renamed, on=same_key, how="inner").where(~same_row)
+
+    def typed(rows: DataFrame, change_type: str) -> DataFrame:
+        return rows.withColumn("_change_type", F.lit(change_type))
+
+    return reduce(
+        DataFrame.unionByName,
+        [
+            typed(before.join(renamed, on=same_key, how="left_anti"), "delete"),
+            typed(pairs.select(*(before[quote(c)] for c in columns)), "update_preimage"),
+            typed(pairs.select(*as_after), "update_postimage"),
+            typed(renamed.join(before, on=same_key, how="left_anti").select(*as_after), "insert"),
+        ],
     )

@@ -44,7 +44,7 @@ from ivm.runtime.catalog.tables import qualified_name, store_name, store_propert
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.observation.compare import Difference, column_difference, columns_of, difference
 from ivm.runtime.refresh.commit import store_view_query
-from ivm.runtime.refresh.sources import latest_sources, snapshot, upstream_repeats_rows
+from ivm.runtime.refresh.sources import latest_sources, snapshot, upstream
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import session_settings
 
@@ -124,7 +124,7 @@ def verify(
             columns = spark.table(table).columns
             (
                 snapshot(
-                    spark, table, columns, version, upstream_repeats_rows(spark, table)
+                    spark, table, columns, version, upstream(spark, table)
                 ).createOrReplaceTempView(snapshots[table])
             )
             views.append(snapshots[table])

@@ -48,7 +48,7 @@ from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.obstacles import CHANGE_DATA_UNAVAILABLE
 from ivm.runtime.refresh.phases import PhaseClock
-from ivm.runtime.refresh.sources import bind, delta_table, snapshot, unbind
+from ivm.runtime.refresh.sources import bind, delta_table, folded_rows, snapshot, unbind
 from ivm.runtime.spark.connect import Session, session_of_its_own, set_settings, settings_of
 from ivm.runtime.spark.failures import Failure, classify, is_under, missing_file
 from ivm.runtime.spark.settings import session_settings
@@ -107,11 +107,9 @@ def stored_rows(
     """The store columns of the rows of ``view``'s store as of ``version``, as a change that
     reads the view's own rows needs them: each group's accumulators as a MERGE would have
     left them, so a ``logged`` store's log folded in."""
-    store = store_name(view)
     if not logged:
-        return snapshot(spark, view, compiled.store.columns, version, repeats=False)
-    folded = codegen.folded_query(compiled.store, store, column_types(spark, store), version)
-    return spark.sql(folded.sql(DIALECT))
+        return snapshot(spark, store_name(view), compiled.store.columns, version)
+    return folded_rows(spark, compiled.store, store_name(view), version)
 
 
 def write_catalog_view(

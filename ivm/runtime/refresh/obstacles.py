@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.refresh.policy import Obstacle, ObstacleKind
-from ivm.runtime.refresh.sources import delta_table
+from ivm.runtime.refresh.sources import appends_rows, delta_table
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import number_setting
 
@@ -72,7 +72,8 @@ class Estimate:
     change_bytes: int | None
     source_bytes: int | None
     obstacle: Obstacle | None = None
-    inserts_only: bool = False  # every source's change inserts rows and removes none
+    inserts_only: bool = False  # every source's change inserts rows and removes none (as
+    # far as its log says: a logged view's appends say nothing of its rows)
 
 
 def estimate(spark: Session, previous: dict[str, int], current: dict[str, int]) -> Estimate:
@@ -142,7 +143,9 @@ def estimate(spark: Session, previous: dict[str, int], current: dict[str, int]) 
                     ),
                 ),
             )
-        inserts_only = inserts_only and all(c.inserts_only for c in commits)
+        inserts_only = (
+            inserts_only and appends_rows(spark, table) and all(c.inserts_only for c in commits)
+        )
         sizes = [c.change_bytes for c in commits if c.change_bytes is not None]
         if len(sizes) < len(commits):
             sized = False

@@ -7,7 +7,16 @@ whatever the order of the commits (a row inserted then deleted cancels out).
 
 A source may be another materialized view. It is read through its store, whose versions
 and change feed are the view's own: a store row stands for one view row, or, in a view that
-keeps duplicates, for ``_ivm_count`` of them, so its change weighs ``±_ivm_count``.
+keeps duplicates, for ``_ivm_count`` of them, so its change weighs ``±_ivm_count``. A logged
+store (:func:`ivm.codegen.store.folded_query`) is read folded, and its change feed holds
+appended accumulator changes, not rows; its change over ``(a, b]`` is the difference of its
+folded rows at the keys ``K`` that the commits in between touched (an append, or a fold of the
+log)::
+
+    Δ = folded(b) ⋉ K  −  folded(a) ⋉ K
+
+exact because a key's folded row depends on that key's store rows only, which no commit
+outside ``K`` changed.
 """
 
 from __future__ import annotations
@@ -21,27 +30,60 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType, LongType, StructField, StructType
 
+from ivm import codegen
 from ivm.errors import SourceError
-from ivm.names import quote
+from ivm.names import DIALECT, quote
 from ivm.runtime.catalog.definition import compile_definition
-from ivm.runtime.catalog.tables import store_name, store_properties
+from ivm.runtime.catalog.properties import is_logged
+from ivm.runtime.catalog.tables import column_types, store_name, store_properties
 from ivm.runtime.log.delta_log import CDF_PROPERTY, DeltaLogReader, describe_detail
 from ivm.runtime.spark.connect import Session, driver_jvm, is_connect, java_session
 from ivm.runtime.spark.settings import evaluation_settings, session_settings
+from ivm.store import Store
 from ivm.zset import COUNT, WEIGHT, Read, relation_name
 
 INSERTED = ("insert", "update_postimage")
 BITS = "_ivm_bits"
 """Grouping keys of a change's float columns, by their text (see :func:`changes`)."""
+SIGN, TOUCHED = "_ivm_sign", "_ivm_touched"
+"""A logged upstream's folded rows before (-1) and after (+1) a change, and the keys the
+change touched (see :func:`changes`)."""
 
 
-def upstream_repeats_rows(spark: Session, table: str) -> bool | None:
-    """None if ``table`` is no materialized view; else whether a row of its store stands
-    for ``_ivm_count`` identical rows of the view."""
+@dataclass(frozen=True)
+class Upstream:
+    """A source that is a materialized view, read through its store: described by
+    ``store``, the store ``logged`` or not."""
+
+    store: Store
+    logged: bool
+
+    @property
+    def repeats(self) -> bool:
+        """A row of the store stands for ``_ivm_count`` identical rows of the view."""
+        return self.store.repeat_rows
+
+
+def upstream(spark: Session, table: str) -> Upstream | None:
+    """``table`` as a source that is a materialized view; None if it is no such view."""
     properties = store_properties(spark, table)
     if properties is None:
         return None
-    return compile_definition(spark, table, properties).store.repeat_rows
+    store = compile_definition(spark, table, properties).store
+    return Upstream(store, is_logged(properties))
+
+
+def appends_rows(spark: Session, table: str) -> bool:
+    """Whether a commit of the source ``table`` that adds files and removes none inserts rows
+    and removes none: not so of a logged view, whose appends are accumulator changes."""
+    return not is_logged(store_properties(spark, table) or {})
+
+
+def folded_rows(spark: Session, store: Store, table: str, version: int) -> DataFrame:
+    """The store columns of the logged store ``table`` (described by ``store``) as of
+    ``version``, its log folded in (:func:`ivm.codegen.store.folded_query`)."""
+    query = codegen.folded_query(store, table, column_types(spark, table), version)
+    return spark.sql(query.sql(DIALECT))
 
 
 def delta_table(spark: Session, table: str) -> str:
@@ -123,30 +165,39 @@ def _delta_read(spark: Session, name: str, **options) -> DataFrame:
 
 
 def snapshot(
-    spark: Session, table: str, columns, version: int, repeats: bool | None = None
+    spark: Session, table: str, columns, version: int, view: Upstream | None = None
 ) -> DataFrame:
-    """``columns`` of ``table`` as of ``version``; ``repeats`` as
-    :func:`upstream_repeats_rows` says of ``table``."""
-    rows = _delta_read(spark, table if repeats is None else store_name(table), versionAsOf=version)
-    if repeats:
+    """``columns`` of ``table`` as of ``version``; ``view``: ``table`` is that materialized
+    view (:func:`upstream`)."""
+    if view is None:
+        rows = _delta_read(spark, table, versionAsOf=version)
+    elif view.logged:
+        rows = folded_rows(spark, view.store, store_name(table), version)
+    else:
+        rows = _delta_read(spark, store_name(table), versionAsOf=version)
+    if view is not None and view.repeats:
         rows = rows.withColumn("_copy", F.explode(F.sequence(F.lit(1), F.col(COUNT))))
     return rows.select(*columns)
 
 
 def changes(
-    spark: Session, table: str, columns, after: int, upto: int, repeats: bool | None = None
+    spark: Session, table: str, columns, after: int, upto: int, view: Upstream | None = None
 ) -> DataFrame:
     """The net change of ``columns`` of ``table`` over versions ``(after, upto]``, weighted;
-    ``upto`` > ``after``."""
+    ``upto`` > ``after``; ``view``: ``table`` is that materialized view (:func:`upstream`)."""
     feed = _delta_read(
         spark,
-        table if repeats is None else store_name(table),
+        table if view is None else store_name(table),
         readChangeFeed="true",
         startingVersion=after + 1,
         endingVersion=upto,
     )
-    sign = F.when(F.col("_change_type").isin(*INSERTED), F.lit(1)).otherwise(F.lit(-1))
-    weight = sign * F.col(COUNT) if repeats else sign
+    if view is not None and view.logged:
+        feed = _folded_difference(spark, view.store, store_name(table), feed, after, upto)
+        sign = F.col(SIGN)
+    else:
+        sign = F.when(F.col("_change_type").isin(*INSERTED), F.lit(1)).otherwise(F.lit(-1))
+    weight = sign * F.col(COUNT) if view is not None and view.repeats else sign
     # Spark groups floats by value, -0.0 with 0.0: group them by their text, which keeps the
     # sign, and carry the value itself through.
     # ``columns`` are the compiler's lowercase names; Spark resolves them in any case.
@@ -166,6 +217,38 @@ def changes(
         .where(F.col(WEIGHT) != 0)
         .select(*columns, WEIGHT)
     )
+
+
+def _folded_difference(
+    spark: Session, store: Store, table: str, feed: DataFrame, after: int, upto: int
+) -> DataFrame:
+    """The folded rows of the logged store ``table`` as of ``upto`` (``SIGN`` 1) and as of
+    ``after`` (``SIGN`` -1), at the keys of the rows of ``feed``, its change feed in
+    between (see the module's docstring). A global aggregate's one group is compared
+    whole."""
+    touched = touched_keys(store, feed)
+
+    def side(version: int, sign: int) -> DataFrame:
+        rows = at_keys(store, folded_rows(spark, store, table, version), touched)
+        return rows.withColumn(SIGN, F.lit(sign))
+
+    return side(upto, 1).unionByName(side(after, -1))
+
+
+def touched_keys(store: Store, feed: DataFrame) -> DataFrame:
+    """The distinct store keys of the rows of ``feed`` (a store's change feed)."""
+    return feed.select(
+        *(F.col(quote(k)).alias(f"{TOUCHED}{i}") for i, k in enumerate(store.keys))
+    ).distinct()
+
+
+def at_keys(store: Store, rows: DataFrame, touched: DataFrame) -> DataFrame:
+    """The store ``rows`` whose key is one of ``touched`` (:func:`touched_keys`), NULL a key
+    like any other; all of them where the store has no key (a global aggregate)."""
+    if not store.keys:
+        return rows
+    on = [rows[quote(k)].eqNullSafe(touched[f"{TOUCHED}{i}"]) for i, k in enumerate(store.keys)]
+    return rows.join(touched, on=on, how="left_semi")
 
 
 @dataclass
@@ -279,14 +362,14 @@ def bind(
 
 
 def _snapshots(
-    spark: Session, table: str, columns, repeats: bool | None
+    spark: Session, table: str, columns, view: Upstream | None
 ) -> Callable[[int], DataFrame]:
     """``table``'s snapshot at a version, a version read twice resolved once."""
     resolved: dict[int, DataFrame] = {}
 
     def at(version: int) -> DataFrame:
         if version not in resolved:
-            resolved[version] = snapshot(spark, table, columns, version, repeats)
+            resolved[version] = snapshot(spark, table, columns, version, view)
         return resolved[version]
 
     return at
@@ -296,9 +379,9 @@ def _bind_each(
     spark: Session, sources, before, after, wrap, reads, bound: Bound, change_bytes: int | None
 ) -> None:
     for i, (table, columns) in enumerate(sources.items()):
-        repeats = upstream_repeats_rows(spark, table)
+        view = upstream(spark, table)
         wanted = reads.get(table, ())
-        at = _snapshots(spark, table, columns, repeats)
+        at = _snapshots(spark, table, columns, view)
         frames = {}
         if before is None or Read.AFTER in wanted:
             frames[Read.AFTER] = at(after[table])
@@ -308,7 +391,7 @@ def _bind_each(
             if after[table] > before[table]:
                 change = kept(
                     spark,
-                    changes(spark, table, columns, before[table], after[table], repeats),
+                    changes(spark, table, columns, before[table], after[table], view),
                     change_bytes,
                     collect=True,
                 )
