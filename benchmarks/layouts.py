@@ -21,7 +21,11 @@ is also written to two copies of the store that ivm does not offer:
   (:func:`replace_keys`);
 * ``probed``: appends, each row marked ``_ivm_new`` where its key has no stored row (probed
   at the write), so that a read scans the stored rows once, joined with the appended rows'
-  sums by key (:func:`fold_probed`).
+  sums by key (:func:`fold_probed`);
+* ``relogged``: a log that holds each key touched since the last fold once, as its row now
+  stands (not as a change), replaced whole by each write (:func:`relog`), so that a read is
+  the stored rows less the logged keys, plus the logged rows: no sum, one broadcast of the
+  log (:func:`read_relogged`).
 
 Read back: ``v``, ``d`` and ``w`` by their catalog names (``w`` folds its 1 to ``--refreshes``
 appended changes on read), and the copies. Each is read twice after each write: the first
@@ -57,6 +61,8 @@ APPENDED = "_ivm_appended"
 REPLACED = "replaced_store"
 PROBED = "probed_store"
 NEW = "_ivm_new"
+RELOGGED = "relogged_store"
+CURRENT = "_ivm_current"
 
 
 def timed(spark, action) -> tuple[float, int]:
@@ -138,6 +144,10 @@ def main() -> None:
         f"FROM {store_name('layouts.v')}"
     )
     spark.sql(
+        f"CREATE TABLE {RELOGGED} USING DELTA PARTITIONED BY ({CURRENT}) AS "
+        f"SELECT *, FALSE AS {CURRENT} FROM {store_name('layouts.v')}"
+    )
+    spark.sql(
         f"CREATE TABLE {REPLACED} USING DELTA "
         "TBLPROPERTIES (delta.enableDeletionVectors = true) "
         f"AS SELECT * FROM {store_name('layouts.v')}"
@@ -152,6 +162,7 @@ def main() -> None:
     marked, marked_read, marked_again = [], [], []
     replace, replaced, replaced_again = [], [], []
     probe, probed, probed_again = [], [], []
+    relogs, relogged, relogged_again = [], [], []
     for i in range(args.refreshes):
         spark.sql(f"UPDATE src SET x = x + 1 WHERE k = {i * 7919 % args.rows}")
         version = spark.sql("DESCRIBE HISTORY src LIMIT 1").first().version
@@ -162,22 +173,26 @@ def main() -> None:
         rows = appended_rows(store, types, version)
         replace.append(timed(spark, lambda rows=rows: replace_keys(spark, store, rows)))
         probe.append(timed(spark, lambda rows=rows: append_probed(spark, store, rows)))
+        relogs.append(timed(spark, lambda rows=rows: relog(spark, store, rows)))
         merged.append(timed(spark, noop("SELECT * FROM v")))
         marked_read.append(timed(spark, noop("SELECT * FROM d")))
         folded.append(timed(spark, noop("SELECT * FROM w")))
         replaced.append(timed(spark, noop(f"SELECT {view_columns} FROM {REPLACED}")))
         probed.append(timed(spark, noop(fold_probed(store, PROBED))))
+        relogged.append(timed(spark, noop(read_relogged(store))))
         merged_again.append(timed(spark, noop("SELECT * FROM v")))
         marked_again.append(timed(spark, noop("SELECT * FROM d")))
         folded_again.append(timed(spark, noop("SELECT * FROM w")))
         replaced_again.append(timed(spark, noop(f"SELECT {view_columns} FROM {REPLACED}")))
         probed_again.append(timed(spark, noop(fold_probed(store, PROBED))))
+        relogged_again.append(timed(spark, noop(read_relogged(store))))
     view = spark.sql("SELECT * FROM v")
     for name, query in (
         ("d", "SELECT * FROM d"),
         ("w", "SELECT * FROM w"),
         (REPLACED, f"SELECT {view_columns} FROM {REPLACED}"),
         (PROBED, fold_probed(store, PROBED)),
+        (RELOGGED, read_relogged(store)),
     ):
         other = spark.sql(query)
         assert view.exceptAll(other).count() == 0 and other.exceptAll(view).count() == 0, (
@@ -224,6 +239,11 @@ def main() -> None:
     print(
         f"read, probed appends folded in one scan, first after the write: {median(probed)}; "
         f"again: {median(probed_again)}"
+    )
+    print(f"write, the log replaced with the changed keys' rows refolded: {median(relogs)}")
+    print(
+        f"read, relogged store (stored rows less the logged keys, plus the logged rows), "
+        f"first after the write: {median(relogged)}; again: {median(relogged_again)}"
     )
     print(f"fold of the log, once: {compaction[0]:.3f} s, {compaction[1]} jobs")
     appended = statistics.median(s for s, _ in append)
@@ -279,6 +299,56 @@ def fold_probed(store: Store, relation: str) -> str:
             UNION ALL
             SELECT {keys}, {", ".join(accumulators)} FROM d WHERE {NEW}
         ) WHERE _ivm_count > 0"""
+
+
+def relog(spark, store: Store, rows: str) -> None:
+    """Write the change ``rows`` (as appended rows) to the relogged copy, in one commit that
+    removes only the log's files: the log (``_ivm_current``) replaced by its rows of other
+    keys as they are and each changed key's row as it now stands — its logged row, or else
+    its stored row, plus the change. A key whose count falls to 0 stays in the log, as a
+    tombstone that hides its stored row (the keys are literals, none NULL here)."""
+    changed = changed_keys(spark, store, rows)
+    keys = ", ".join(store.keys)
+    on = " AND ".join(f"b.{k} <=> l.{k}" for k in store.keys)
+    accumulators = ", ".join(a.name for a in store.accumulators)
+    sums = ", ".join(f"SUM({a.name}) AS {a.name}" for a in store.accumulators)
+    visible = dict(store.visible)
+    columns = ", ".join(
+        name
+        if store.is_key(name) or name not in visible
+        else f"{visible[name].sql('spark')} AS {name}"
+        for name in store.columns
+    )
+    now = f"""
+        SELECT {keys}, {sums} FROM (
+            SELECT {keys}, {accumulators} FROM ({rows})
+            UNION ALL
+            SELECT {keys}, {accumulators} FROM {RELOGGED} WHERE {CURRENT} AND ({changed})
+            UNION ALL
+            SELECT {keys}, {accumulators} FROM {RELOGGED} b
+            WHERE NOT {CURRENT} AND ({changed}) AND NOT EXISTS (
+                SELECT 1 FROM {RELOGGED} l WHERE l.{CURRENT} AND {on})
+        ) GROUP BY {keys}"""
+    spark.sql(
+        f"INSERT INTO {RELOGGED} REPLACE WHERE {CURRENT} "
+        f"SELECT {columns}, TRUE FROM ({now}) "
+        f"UNION ALL SELECT {', '.join(store.columns)}, TRUE FROM {RELOGGED} "
+        f"WHERE {CURRENT} AND NOT ({changed})"
+    )
+
+
+def read_relogged(store: Store) -> str:
+    """The view's rows from the relogged copy: the stored rows whose key the log does not
+    hold, and the logged rows but the tombstones; the log, small, broadcast."""
+    view_columns = ", ".join(store.view_columns)
+    on = " AND ".join(f"b.{k} <=> l.{k}" for k in store.keys)
+    return f"""
+        SELECT /*+ BROADCAST(l) */ {", ".join(f"b.{c}" for c in store.view_columns)}
+        FROM {RELOGGED} b LEFT ANTI JOIN (
+            SELECT {", ".join(store.keys)} FROM {RELOGGED} WHERE {CURRENT}) l ON {on}
+        WHERE NOT b.{CURRENT}
+        UNION ALL
+        SELECT {view_columns} FROM {RELOGGED} WHERE {CURRENT} AND _ivm_count > 0"""
 
 
 def replace_keys(spark, store: Store, rows: str) -> None:
