@@ -312,13 +312,7 @@ def relog(spark, store: Store, rows: str) -> None:
     on = " AND ".join(f"b.{k} <=> l.{k}" for k in store.keys)
     accumulators = ", ".join(a.name for a in store.accumulators)
     sums = ", ".join(f"SUM({a.name}) AS {a.name}" for a in store.accumulators)
-    visible = dict(store.visible)
-    columns = ", ".join(
-        name
-        if store.is_key(name) or name not in visible
-        else f"{visible[name].sql('spark')} AS {name}"
-        for name in store.columns
-    )
+    columns = refolded_columns(store)
     now = f"""
         SELECT {keys}, {sums} FROM (
             SELECT {keys}, {accumulators} FROM ({rows})
@@ -364,18 +358,24 @@ def replace_keys(spark, store: Store, rows: str) -> None:
     spark.sql(f"INSERT INTO {REPLACED} REPLACE WHERE {predicate} {fold_store(store, both)}")
 
 
-def fold_store(store: Store, relation: str) -> str:
-    """The store's own rows (its columns, in order) from ``relation``, stored and appended
-    rows alike, every key's rows summed; a group whose count is 0 is gone."""
-    keys = ", ".join(store.keys)
-    sums = ", ".join(f"SUM({a.name}) AS {a.name}" for a in store.accumulators)
+def refolded_columns(store: Store) -> str:
+    """The store's columns, in order, over a relation of its keys and accumulators: each
+    view column that is not a key computed from the accumulators."""
     visible = dict(store.visible)
-    columns = ", ".join(
+    return ", ".join(
         name
         if store.is_key(name) or name not in visible
         else f"{visible[name].sql('spark')} AS {name}"
         for name in store.columns
     )
+
+
+def fold_store(store: Store, relation: str) -> str:
+    """The store's own rows (its columns, in order) from ``relation``, stored and appended
+    rows alike, every key's rows summed; a group whose count is 0 is gone."""
+    keys = ", ".join(store.keys)
+    sums = ", ".join(f"SUM({a.name}) AS {a.name}" for a in store.accumulators)
+    columns = refolded_columns(store)
     return f"""
         SELECT {columns} FROM (SELECT {keys}, {sums} FROM {relation} GROUP BY {keys})
         WHERE _ivm_count > 0"""
