@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from ivm.names import quote
 from ivm.runtime.catalog.definition import compile_definition, view_properties
 from ivm.runtime.catalog.properties import is_logged
-from ivm.runtime.catalog.tables import qualified_name, store_name
+from ivm.runtime.catalog.tables import column_types, qualified_name, store_name
 from ivm.runtime.refresh.sources import at_keys, folded_rows, touched_keys
 from ivm.runtime.spark.connect import Session
 from ivm.store import Store
@@ -89,13 +89,13 @@ def _row_feed(spark: Session, store: Store, table: str, feed: DataFrame) -> Data
         .orderBy("_commit_version")
         .collect()
     )
-    parts = []
+    types, parts = column_types(spark, table), []
     for commit in commits:
         version = commit["_commit_version"]
         touched = touched_keys(store, feed.where(F.col("_commit_version") == version))
-        after = at_keys(store, folded_rows(spark, store, table, version), touched)
+        after = at_keys(store, folded_rows(spark, store, table, version, types), touched)
         before = (
-            at_keys(store, folded_rows(spark, store, table, version - 1), touched)
+            at_keys(store, folded_rows(spark, store, table, version - 1, types), touched)
             if version > 0
             else after.limit(0)
         )

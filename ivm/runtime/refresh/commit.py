@@ -109,7 +109,8 @@ def stored_rows(
     left them, so a ``logged`` store's log folded in."""
     if not logged:
         return snapshot(spark, store_name(view), compiled.store.columns, version)
-    return folded_rows(spark, compiled.store, store_name(view), version)
+    store = store_name(view)
+    return folded_rows(spark, compiled.store, store, version, column_types(spark, store))
 
 
 def write_catalog_view(

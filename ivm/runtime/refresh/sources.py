@@ -53,10 +53,12 @@ change touched (see :func:`changes`)."""
 @dataclass(frozen=True)
 class Upstream:
     """A source that is a materialized view, read through its store: described by
-    ``store``, the store ``logged`` or not."""
+    ``store``, the store ``logged`` or not (and then its column ``types``, which every
+    folded read of it keeps)."""
 
     store: Store
     logged: bool
+    types: Mapping[str, str] | None = None
 
     @property
     def repeats(self) -> bool:
@@ -70,7 +72,9 @@ def upstream(spark: Session, table: str) -> Upstream | None:
     if properties is None:
         return None
     store = compile_definition(spark, table, properties).store
-    return Upstream(store, is_logged(properties))
+    if not is_logged(properties):
+        return Upstream(store, logged=False)
+    return Upstream(store, logged=True, types=column_types(spark, store_name(table)))
 
 
 def appends_rows(spark: Session, table: str) -> bool:
@@ -79,10 +83,13 @@ def appends_rows(spark: Session, table: str) -> bool:
     return not is_logged(store_properties(spark, table) or {})
 
 
-def folded_rows(spark: Session, store: Store, table: str, version: int) -> DataFrame:
-    """The store columns of the logged store ``table`` (described by ``store``) as of
-    ``version``, its log folded in (:func:`ivm.codegen.store.folded_query`)."""
-    query = codegen.folded_query(store, table, column_types(spark, table), version)
+def folded_rows(
+    spark: Session, store: Store, table: str, version: int, types: Mapping[str, str] | None
+) -> DataFrame:
+    """The store columns of the logged store ``table`` (described by ``store``, its columns
+    of ``types``) as of ``version``, its log folded in
+    (:func:`ivm.codegen.store.folded_query`)."""
+    query = codegen.folded_query(store, table, types, version)
     return spark.sql(query.sql(DIALECT))
 
 
@@ -172,7 +179,7 @@ def snapshot(
     if view is None:
         rows = _delta_read(spark, table, versionAsOf=version)
     elif view.logged:
-        rows = folded_rows(spark, view.store, store_name(table), version)
+        rows = folded_rows(spark, view.store, store_name(table), version, view.types)
     else:
         rows = _delta_read(spark, store_name(table), versionAsOf=version)
     if view is not None and view.repeats:
@@ -193,7 +200,7 @@ def changes(
         endingVersion=upto,
     )
     if view is not None and view.logged:
-        feed = _folded_difference(spark, view.store, store_name(table), feed, after, upto)
+        feed = _folded_difference(spark, view, store_name(table), feed, after, upto)
         sign = F.col(SIGN)
     else:
         sign = F.when(F.col("_change_type").isin(*INSERTED), F.lit(1)).otherwise(F.lit(-1))
@@ -220,16 +227,17 @@ def changes(
 
 
 def _folded_difference(
-    spark: Session, store: Store, table: str, feed: DataFrame, after: int, upto: int
+    spark: Session, view: Upstream, table: str, feed: DataFrame, after: int, upto: int
 ) -> DataFrame:
     """The folded rows of the logged store ``table`` as of ``upto`` (``SIGN`` 1) and as of
     ``after`` (``SIGN`` -1), at the keys of the rows of ``feed``, its change feed in
     between (see the module's docstring). A global aggregate's one group is compared
     whole."""
-    touched = touched_keys(store, feed)
+    store, touched = view.store, touched_keys(view.store, feed)
 
     def side(version: int, sign: int) -> DataFrame:
-        rows = at_keys(store, folded_rows(spark, store, table, version), touched)
+        folded = folded_rows(spark, store, table, version, view.types)
+        rows = at_keys(store, folded, touched)
         return rows.withColumn(SIGN, F.lit(sign))
 
     return side(upto, 1).unionByName(side(after, -1))
