@@ -305,7 +305,9 @@ def folded_query(
         return exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier(alias)))
 
     keys = [exp.column(k) for k in store.keys]
-    touched = exp.select(*keys).from_(sub(part(True), LOG)).distinct() if keys else None
+    # the logged keys, repeated as logged: a semi or anti join reads each key once however
+    # often it repeats, and a DISTINCT would cost the read a shuffle (a Spark job)
+    touched = exp.select(*keys).from_(sub(part(True), LOG)) if keys else None
     accumulators = [acc.name for acc in store.accumulators]
 
     def joined(kind: str) -> exp.Select:
