@@ -1,6 +1,7 @@
-"""A logged store (``spark.ivm.storeLayout = log``): each refresh appends its change, every
-read of the view folds the appended rows in, and upkeep folds the log into the stored rows;
-the view equals its query throughout (the oracle: Spark running the query)."""
+"""A logged store (``STORE LAYOUT LOG``, or ``spark.ivm.storeLayout = log`` in the session):
+each refresh appends its change, every read of the view folds the appended rows in, and
+upkeep folds the log into the stored rows; the view equals its query throughout (the oracle:
+Spark running the query)."""
 
 import random
 from collections import Counter
@@ -105,16 +106,39 @@ def test_a_full_refresh_rewrites_a_logged_store_unlogged(spark, logged):
     assert_holds_query(spark, "grouped", VIEWS["grouped"])
 
 
-def test_what_a_logged_store_cannot_do_yet_is_refused_by_name(spark, logged):
+def test_a_views_store_layout_is_its_own_or_else_the_sessions(spark, logged):
+    """``STORE LAYOUT`` in a CREATE gives that view's store its layout whatever the session
+    says; without it the session's setting does; an unknown layout and what a logged store
+    cannot do yet are refused by name."""
     spark.sql("INSERT INTO facts VALUES (1, 1, 3, 1.25)")
+
+    def layout_explained(clause: str) -> str:
+        explained = ivm.sql(
+            spark, f"EXPLAIN CREATE MATERIALIZED VIEW other {clause} AS {VIEWS['total']}"
+        )
+        return explained.collect()[2].plan
+
+    assert layout_explained("").startswith("store layout: log: each refresh appends")
+    assert layout_explained("STORE LAYOUT MERGE").startswith("store layout: merge: ")
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW grouped AS {VIEWS['grouped']}")
-    explained = ivm.sql(spark, f"EXPLAIN CREATE MATERIALIZED VIEW other AS {VIEWS['total']}")
-    assert explained.collect()[2].plan.startswith("store layout: log: each refresh appends")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW plain STORE LAYOUT MERGE AS {VIEWS['grouped']}")
+    with session_settings(spark, {STORE_LAYOUT: "merge"}):
+        assert layout_explained("STORE LAYOUT LOG").startswith("store layout: log: ")
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW chosen STORE LAYOUT LOG AS {VIEWS['grouped']}")
+    spark.sql("INSERT INTO facts VALUES (2, 1, 4, 2.50)")
+    for name, layout, technique in (
+        ("grouped", "log", "append"),
+        ("plain", "merge", "merge"),
+        ("chosen", "log", "append"),
+    ):
+        described = dict(ivm.sql(spark, f"DESCRIBE MATERIALIZED VIEW {name}").collect())
+        assert described["store layout"].startswith(f"{layout}: "), name
+        assert ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {name}").technique == technique, name
+        assert_holds_query(spark, name, VIEWS["grouped"])
     with session_settings(spark, {STORE_LAYOUT: "columnar"}):
         with pytest.raises(CatalogError, match="no store layout has that name"):
             ivm.sql(spark, f"CREATE MATERIALIZED VIEW other AS {VIEWS['total']}")
-        explained = ivm.sql(spark, f"EXPLAIN CREATE MATERIALIZED VIEW other AS {VIEWS['total']}")
-        assert explained.collect()[2].plan.startswith("store layout: CREATE fails: ")
+        assert layout_explained("").startswith("store layout: CREATE fails: ")
     with pytest.raises(CatalogError, match="not by view columns yet"):
         ivm.sql(
             spark,
@@ -165,8 +189,9 @@ def test_views_over_logged_views_read_their_folded_changes(spark, logged):
     spark.sql("INSERT INTO facts VALUES (1, 1, 3, 1.25), (2, NULL, -1, NULL), (3, 2, 4, 4.00)")
     for name in UPSTREAM:
         ivm.sql(spark, f"CREATE MATERIALIZED VIEW {name} AS {VIEWS[name]}")
-        with session_settings(spark, {STORE_LAYOUT: "merge"}):
-            ivm.sql(spark, f"CREATE MATERIALIZED VIEW {name}_merged AS {VIEWS[name]}")
+        ivm.sql(
+            spark, f"CREATE MATERIALIZED VIEW {name}_merged STORE LAYOUT MERGE AS {VIEWS[name]}"
+        )
     for name, query in OVER_VIEWS.items():
         ivm.sql(spark, f"CREATE MATERIALIZED VIEW {name} AS {query}")
     draw, next_id, folds = random.Random(11), 10, Counter()

@@ -5,7 +5,8 @@ runs them).
         [PARTITIONED BY (column, ...)]
         [FRESHNESS = INTERVAL '<n>' {SECOND|MINUTE|HOUR|DAY}[S]]
         [RETENTION = INTERVAL '<n>' {SECOND|MINUTE|HOUR|DAY}[S]]
-        [REFRESH POLICY {AUTO | INCREMENTAL [STRICT] | FULL}] AS <select>
+        [REFRESH POLICY {AUTO | INCREMENTAL [STRICT] | FULL}]
+        [STORE LAYOUT {MERGE | LOG}] AS <select>
     REFRESH MATERIALIZED {VIEW|TABLE} name [FULL | PARTITION (column = literal, ...)]
     REFRESH ALL MATERIALIZED {VIEWS|TABLES}
     ALTER MATERIALIZED {VIEW|TABLE} name
@@ -16,9 +17,11 @@ runs them).
     VERIFY MATERIALIZED {VIEW|TABLE} name
 
 ``MATERIALIZED TABLE`` is Flink's spelling of the same thing; ``REFRESH POLICY`` and
-``EXPLAIN CREATE`` are Databricks' (see :mod:`ivm.runtime.refresh.policy`). The query keeps
-its place in the statement text, so errors in it point at the statement's own lines and
-columns.
+``EXPLAIN CREATE`` are Databricks' (see :mod:`ivm.runtime.refresh.policy`). ``STORE LAYOUT``
+chooses how the view's store takes a change (:mod:`ivm.codegen.store`): merged into the
+stored rows, or appended and folded on read; without it, the session's setting does. The
+query keeps its place in the statement text, so errors in it point at the statement's own
+lines and columns.
 
 >>> s = parse_statement("CREATE MATERIALIZED TABLE s.v AS SELECT 1 AS x")
 >>> s.action, s.name, s.query.strip()
@@ -35,6 +38,8 @@ columns.
 'INCREMENTAL STRICT'
 >>> parse_statement("EXPLAIN CREATE MATERIALIZED VIEW v REFRESH POLICY FULL AS SELECT 1").action
 'explain'
+>>> parse_statement("CREATE MATERIALIZED VIEW v STORE LAYOUT LOG AS SELECT 1").layout
+'log'
 >>> parse_statement("DROP MATERIALIZED VIEW db.`order`").name
 'db.`order`'
 >>> parse_statement("VERIFY MATERIALIZED VIEW v").action
@@ -73,6 +78,7 @@ class Statement:
     suspended: bool | None = None  # ALTER ... SUSPEND / RESUME
     policy: str | None = None  # REFRESH POLICY: AUTO | INCREMENTAL | INCREMENTAL STRICT |
     # FULL
+    layout: str | None = None  # STORE LAYOUT: merge | log
 
 
 _EXPLAIN = re.compile(r"\s*EXPLAIN\b", re.IGNORECASE)
@@ -155,6 +161,13 @@ class _Tokens:
                 return " ".join(words)
         self.fail("expected AUTO, INCREMENTAL, INCREMENTAL STRICT or FULL after REFRESH POLICY")
 
+    def layout(self) -> str:
+        """``MERGE | LOG``, after ``STORE LAYOUT``, in lower case."""
+        for word in ("MERGE", "LOG"):
+            if self.accept(word):
+                return word.lower()
+        self.fail("expected MERGE or LOG after STORE LAYOUT")
+
     def partition_spec(self) -> dict[str, exp.Literal]:
         """``(column = literal, ...)``."""
         self.expect("(", "(")
@@ -196,7 +209,7 @@ def parse_statement(sql: str) -> Statement | None:
             return None
         if_not_exists = tokens.accept("IF", "NOT", "EXISTS")
         name = tokens.name()
-        freshness, retention, partitioned_by, policy = None, None, (), None
+        freshness, retention, partitioned_by, policy, layout = None, None, (), None, None
         while not tokens.peek("AS"):
             if freshness is None and tokens.accept("FRESHNESS"):
                 tokens.expect("= after FRESHNESS", "=")
@@ -211,10 +224,12 @@ def parse_statement(sql: str) -> Statement | None:
                 partitioned_by = tokens.columns()
             elif policy is None and tokens.accept("REFRESH", "POLICY"):
                 policy = tokens.policy()
+            elif layout is None and tokens.accept("STORE", "LAYOUT"):
+                layout = tokens.layout()
             else:
                 tokens.fail(
-                    "expected PARTITIONED BY, FRESHNESS, RETENTION, REFRESH POLICY or "
-                    "AS before the query"
+                    "expected PARTITIONED BY, FRESHNESS, RETENTION, REFRESH POLICY, "
+                    "STORE LAYOUT or AS before the query"
                 )
         tokens.expect("AS before the query", "AS")
         if tokens.i >= len(tokens.tokens):
@@ -232,6 +247,7 @@ def parse_statement(sql: str) -> Statement | None:
             retention=retention,
             partitioned_by=partitioned_by,
             policy=policy,
+            layout=layout,
         )
     if explain:
         return None

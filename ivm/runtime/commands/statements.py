@@ -37,10 +37,13 @@ def sql(spark: Session, statement: str):
             retention=parsed.retention,
             partitioned_by=parsed.partitioned_by,
             policy=parsed.policy,
+            layout=parsed.layout,
         )
     if parsed.action == "explain":
         assert parsed.query is not None  # so is an EXPLAIN CREATE
-        return explain_create(spark, parsed.name, parsed.query, policy=parsed.policy)
+        return explain_create(
+            spark, parsed.name, parsed.query, policy=parsed.policy, layout=parsed.layout
+        )
     if parsed.action == "refresh" and parsed.partition is not None:
         return refresh_partition(spark, parsed.name, parsed.partition)
     if parsed.action == "refresh":

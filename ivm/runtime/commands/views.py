@@ -112,6 +112,7 @@ def create_view(
     retention: int | None = None,
     partitioned_by: tuple[str, ...] = (),
     policy: str | None = None,
+    layout: str | None = None,
 ) -> RefreshResult:
     """Create the materialized view ``name`` defined by the SELECT ``sql``, computed in full.
 
@@ -122,7 +123,9 @@ def create_view(
     readable (:mod:`ivm.runtime.refresh.upkeep`; default 7 days, for its files and its log).
     ``partitioned_by``: columns of the view that partition its store, so that a partition
     can be recomputed alone (:func:`refresh_partition`). ``policy``: the view's refresh
-    policy (:mod:`ivm.runtime.refresh.policy`; default AUTO).
+    policy (:mod:`ivm.runtime.refresh.policy`; default AUTO). ``layout``: how the store
+    takes a change, ``merge`` or ``log`` (:mod:`ivm.codegen.store`; default the session's
+    :data:`STORE_LAYOUT`, else ``merge``).
 
     The view's state tables (:mod:`ivm.passes.states`) are created first, each a hidden
     materialized view; those of a replaced definition that this one does not have are
@@ -149,13 +152,13 @@ def create_view(
             read = [t for t in compiled.tables_read if t not in states]
             for table in read:
                 check_source(work, table)
-            logged = _logged_layout_chosen(work)
+            logged = _logged_layout_chosen(work, layout)
             if logged and partitioned_by:
                 raise CatalogError(
-                    f"PARTITIONED BY of {view}: a logged store ({STORE_LAYOUT}="
-                    f"{LOGGED_LAYOUT}) is partitioned by what it has logged, and not by "
-                    f"view columns yet",
-                    hint=f"set {STORE_LAYOUT}=merge for this view",
+                    f"PARTITIONED BY of {view}: a logged store (STORE LAYOUT "
+                    f"{LOGGED_LAYOUT.upper()}) is partitioned by what it has logged, and "
+                    f"not by view columns yet",
+                    hint=f"give this view STORE LAYOUT {MERGED_LAYOUT.upper()}",
                 )
             for column in partitioned_by:
                 if column not in compiled.store.view_columns:
@@ -293,9 +296,12 @@ def _create_store(
     return versions
 
 
-def _logged_layout_chosen(spark: Session) -> bool:
-    """Whether the session's :data:`STORE_LAYOUT` gives the stores it creates the ``log``
-    layout (else ``merge``, the default); an unknown layout is refused."""
+def _logged_layout_chosen(spark: Session, layout: str | None = None) -> bool:
+    """Whether a CREATE's ``STORE LAYOUT`` (``layout``), or else the session's
+    :data:`STORE_LAYOUT`, gives the store the ``log`` layout (else ``merge``, the default);
+    an unknown layout is refused."""
+    if layout is not None:
+        return layout == LOGGED_LAYOUT
     layout = (spark.conf.get(STORE_LAYOUT, MERGED_LAYOUT) or MERGED_LAYOUT).lower()
     if layout not in (MERGED_LAYOUT, LOGGED_LAYOUT):
         raise CatalogError(
@@ -305,11 +311,14 @@ def _logged_layout_chosen(spark: Session) -> bool:
     return layout == LOGGED_LAYOUT
 
 
-def explain_create(spark: Session, name: str, sql: str, *, policy: str | None = None) -> DataFrame:
+def explain_create(
+    spark: Session, name: str, sql: str, *, policy: str | None = None, layout: str | None = None
+) -> DataFrame:
     """``EXPLAIN CREATE MATERIALIZED VIEW``: whether and how the view defined by the SELECT
-    ``sql`` would be maintained under ``policy``, before anything is created; one ``plan``
-    row per line: the verdict, the delta circuit and what a refresh reads. SQL that ivm
-    cannot maintain is no error here: the verdict names what stands in the way."""
+    ``sql`` would be maintained under ``policy``, with its store in ``layout`` (or the
+    session's), before anything is created; one ``plan`` row per line: the verdict, the
+    store layout, the delta circuit and what a refresh reads. SQL that ivm cannot maintain is
+    no error here: the verdict names what stands in the way."""
     view = qualified_name(spark, name)
     chosen = policy or DEFAULT_POLICY
     lines = [
@@ -317,7 +326,7 @@ def explain_create(spark: Session, name: str, sql: str, *, policy: str | None = 
         f"refresh policy: {chosen}{'' if policy else ' (the default)'}",
     ]
     try:
-        lines.append(f"store layout: {layout_description(_logged_layout_chosen(spark))}")
+        lines.append(f"store layout: {layout_description(_logged_layout_chosen(spark, layout))}")
     except CatalogError as refused:
         lines.append(f"store layout: CREATE fails: {refused.message}")
     with isolated(spark) as work:

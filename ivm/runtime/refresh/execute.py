@@ -66,7 +66,6 @@ from ivm.runtime.refresh.upkeep import compact_after_refresh
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.failures import Failure, classify
 from ivm.runtime.spark.settings import (
-    STORE_LAYOUT,
     apply_settings,
     evaluation_settings,
     merge_settings,
@@ -204,7 +203,7 @@ def _refresh_partition(
     start = time.perf_counter()
     if is_logged(properties):
         raise CatalogError(
-            f"{view} has no partitions: its store is logged ({STORE_LAYOUT}={LOGGED_LAYOUT})",
+            f"{view} has no partitions: its store is logged (STORE LAYOUT {LOGGED_LAYOUT.upper()})",
             hint=f"run REFRESH MATERIALIZED VIEW {view}",
         )
     compiled, schema = _prepared(spark, view, properties, clock)

@@ -70,9 +70,9 @@ ADAPTIVE, SHUFFLE_PARTITIONS = "spark.sql.adaptive.enabled", "spark.sql.shuffle.
 BROADCAST_MAX_BYTES = "spark.sql.autoBroadcastJoinThreshold"
 
 STORE_LAYOUT = "spark.ivm.storeLayout"
-"""The layout a CREATE gives the view's store: ``merge`` (the default) or ``log``
-(:data:`~ivm.runtime.catalog.properties.LAYOUT`); a prototype, measured in
-``benchmarks/``."""
+"""The layout a CREATE without ``STORE LAYOUT`` gives the view's store: ``merge`` (the
+default) or ``log`` (:data:`~ivm.runtime.catalog.properties.LAYOUT`); a prototype, measured
+in ``benchmarks/``."""
 
 INTERPRETED_MAX_BYTES = "spark.ivm.interpretedMaxBytes"
 DEFAULT_INTERPRETED_MAX_BYTES = 2 * 1024 * 1024
