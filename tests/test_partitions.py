@@ -3,6 +3,7 @@
 import pytest
 
 import ivm
+from ivm.codegen.store import LOGGED
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.spark.settings import session_settings
 
@@ -72,3 +73,35 @@ def test_a_full_refresh_replaces_every_partition_where_the_session_overwrites_dy
     with session_settings(spark, {"spark.sql.sources.partitionOverwriteMode": "dynamic"}):
         assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals FULL").mode == "full"
     assert_equals_query(spark, "totals", TOTALS)
+
+
+def test_a_logged_store_is_partitioned_by_keys_and_a_partition_refresh_folds_one(spark, fresh_db):
+    """A logged store (``STORE LAYOUT LOG``) partitioned by a key of the view: refreshes
+    append their changes into their keys' partitions, and a partition refresh recomputes one
+    partition, its logged rows with it (left, they would count twice), while the others'
+    logged rows wait for upkeep's fold. A column that is not a key is refused by name: a
+    logged change row carries the view's keys alone."""
+    spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {CDF}")
+    spark.sql("INSERT INTO r VALUES (1, 10), (2, 20), (2, 5), (3, 1)")
+    ivm.sql(
+        spark, f"CREATE MATERIALIZED VIEW totals PARTITIONED BY (k) STORE LAYOUT LOG AS {TOTALS}"
+    )
+    store = store_name(f"{fresh_db}.totals")
+    assert spark.sql(f"DESCRIBE DETAIL {store}").first().partitionColumns == ["k", LOGGED]
+    spark.sql("INSERT INTO r VALUES (2, 1), (3, 2), (NULL, 4)")
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals").technique == "append"
+    assert_equals_query(spark, "totals", TOTALS)
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals PARTITION (k = 3)")
+    assert result.technique == "partition overwrite"
+    waiting = {row.k for row in spark.table(store).where(LOGGED).collect()}
+    assert waiting == {2, None}, "partition k = 3 is recomputed, the others' changes wait"
+    assert_equals_query(spark, "totals", TOTALS)
+    spark.sql("DELETE FROM r WHERE k = 2")
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals").mode == "incremental"
+    assert_equals_query(spark, "totals", TOTALS)
+    with pytest.raises(ivm.CatalogError, match="n is not one of them") as caught:
+        ivm.sql(
+            spark,
+            f"CREATE MATERIALIZED VIEW other PARTITIONED BY (n) STORE LAYOUT LOG AS {TOTALS}",
+        )
+    assert "partition by keys of the view (k)" in caught.value.hint

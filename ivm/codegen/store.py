@@ -38,7 +38,8 @@ from ivm.zset import COUNT
 STORED, CHANGE = "stored", "change"
 LOGGED = "_ivm_logged"
 """The column of a logged store that marks a row appended by a refresh (a change, not yet
-folded in); the store is partitioned by it, so that a read of either part prunes the other."""
+folded in); the store is partitioned by it (after the view's own partition columns, keys of
+the view), so that a read of either part prunes the other."""
 LOG, TOUCHED = "_ivm_log", "_ivm_touched"
 NEGATIVE_COUNT = (
     "ivm: a refresh would give a row a negative count: the view's store "

@@ -153,19 +153,22 @@ def create_view(
             for table in read:
                 check_source(work, table)
             logged = _logged_layout_chosen(work, layout)
-            if logged and partitioned_by:
-                raise CatalogError(
-                    f"PARTITIONED BY of {view}: a logged store (STORE LAYOUT "
-                    f"{LOGGED_LAYOUT.upper()}) is partitioned by what it has logged, and "
-                    f"not by view columns yet",
-                    hint=f"give this view STORE LAYOUT {MERGED_LAYOUT.upper()}",
-                )
             for column in partitioned_by:
                 if column not in compiled.store.view_columns:
                     raise CatalogError(
                         f"PARTITIONED BY {column}: {view} has no column {column}",
                         hint=f"partition by columns of the view: "
                         f"{', '.join(compiled.store.view_columns)}",
+                    )
+                if logged and not compiled.store.is_key(column):
+                    # a logged change row holds its key and accumulators, not the rest
+                    raise CatalogError(
+                        f"PARTITIONED BY {column}: {view}'s store is logged (STORE LAYOUT "
+                        f"{LOGGED_LAYOUT.upper()}), whose appended changes carry the view's "
+                        f"keys alone, and {column} is not one of them",
+                        hint=f"partition by keys of the view "
+                        f"({', '.join(compiled.store.keys) or 'it has none'}), or give it "
+                        f"STORE LAYOUT {MERGED_LAYOUT.upper()}",
                     )
             if existing is not None and STATE_OF in existing:
                 raise ViewExists(
@@ -289,7 +292,7 @@ def _create_store(
                     codegen.logged_query(compiled.full_query) if logged else compiled.full_query,
                     properties,
                     replace=_is_materialized_view(spark, view),
-                    partitioned_by=(LOGGED,) if logged else partitioned_by,
+                    partitioned_by=(*partitioned_by, LOGGED) if logged else partitioned_by,
                 )
             )
     write_catalog_view(spark, view, compiled, properties)

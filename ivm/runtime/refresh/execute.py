@@ -39,7 +39,7 @@ from ivm.runtime.catalog.history import (
     Technique,
     latest_record,
 )
-from ivm.runtime.catalog.properties import LOGGED_LAYOUT, is_logged
+from ivm.runtime.catalog.properties import is_logged
 from ivm.runtime.catalog.tables import qualified_name, store_name
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once, rows_written
 from ivm.runtime.refresh import faults
@@ -201,16 +201,11 @@ def _refresh_partition(
     """Carry out a partition refresh: a store checked as a refresh checks it, the sources
     at the versions it reflects, one partition overwritten."""
     start = time.perf_counter()
-    if is_logged(properties):
-        raise CatalogError(
-            f"{view} has no partitions: its store is logged (STORE LAYOUT {LOGGED_LAYOUT.upper()})",
-            hint=f"run REFRESH MATERIALIZED VIEW {view}",
-        )
     compiled, schema = _prepared(spark, view, properties, clock)
     store = store_name(view)
     with clock.phase("versions"):
         log = DeltaLogReader(spark, store)
-        partitioned_by = log.partition_columns()
+        partitioned_by = [c for c in log.partition_columns() if c != LOGGED]
         unknown = [c for c in partition if c not in partitioned_by]
         if unknown or not partition:
             raise CatalogError(
@@ -242,6 +237,7 @@ def _refresh_partition(
         ),
         clock,
         partition=exp.and_(*(exp.column(c).eq(v) for c, v in partition.items())),
+        logged=is_logged(properties),
     )
     evaluation = evaluation_settings(spark, total_source_bytes(spark, compiled.sources))
     with session_settings(spark, evaluation):
@@ -454,13 +450,15 @@ def _overwrite(spark: Session, write: Write) -> RefreshResult:
 
 def _overwrite_partition(spark: Session, write: Write) -> RefreshResult:
     """Overwrite the rows of the store in ``write.partition`` with the query's, at the
-    source versions the store reflects."""
+    source versions the store reflects. A logged store's partition columns are keys of the
+    view (:func:`~ivm.runtime.commands.views.create_view`), so its logged rows of the
+    partition are replaced with its stored ones: the partition is left folded."""
     assert write.partition is not None
+    compiled = write.compiled
+    full = codegen.logged_query(compiled.full_query) if write.logged else compiled.full_query
     with _committed(spark, write) as commit:
         commit(
-            codegen.replace_where_statement(
-                write.store, write.compiled.full_query, write.partition
-            ),
+            codegen.replace_where_statement(write.store, full, write.partition),
             technique=Technique.PARTITION_OVERWRITE,
         )
     return write.result(
