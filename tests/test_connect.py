@@ -1,8 +1,8 @@
 """ivm through Spark Connect: a server started by ``ivm connect-server`` (Delta, and the
-catalog of its home), and a client of it that creates views, refreshes them after inserts,
-deletes and updates, recomputes a partition, dies half-way through refreshes and recovers,
-verifies, and asks for status (``tests/connect_client.py``, each step checked against
-Spark's run of the view's query)."""
+catalog of its home), and a client of it that creates views (one with a logged store),
+refreshes them after inserts, deletes and updates, recomputes a partition, dies half-way
+through refreshes and recovers, verifies, and asks for status (``tests/connect_client.py``,
+each step checked against Spark's run of the view's query)."""
 
 import os
 import subprocess
