@@ -5,6 +5,7 @@ driver's heap, and whether ``ivm run`` keeps 50 views within their freshness.
                                                 # minutes: under 30 minutes here
     python -m benchmarks.soak --rounds 500      # 2,000 refreshes: about 45 minutes here
     python -m benchmarks.soak --setting quick   # 200 refreshes, 12 views for 2 minutes
+    python -m benchmarks.soak --store-layout log    # every store logged, folded in upkeep
 
 Two sources, ``events`` (appended to, some rows updated or deleted) and ``customers`` (a
 dimension, now and then updated), take a steady trickle of changes.
@@ -45,6 +46,7 @@ from ivm.runtime.observation.describe import refresh_history
 from ivm.runtime.refresh.execute import refresh_view
 from ivm.runtime.refresh.phases import PHASES
 from ivm.runtime.refresh.upkeep import COMPACT_AT
+from ivm.runtime.spark.settings import STORE_LAYOUT
 
 RESULTS = Path(__file__).parent / "results"
 DATABASE = "soak"
@@ -224,6 +226,7 @@ def many_refreshes(spark, rounds: int, out: Path) -> tuple[list[dict], list[dict
                     seconds=round(seconds, 4),
                     **where_the_time_went(result, seconds),
                     compacted=int(any(s.action == "compact" for s in result.upkeep)),
+                    folded=int(any(s.action == "fold" for s in result.upkeep)),
                     store_files=store.file_count(),
                     store_version=store.version(),
                     log_bytes=log_bytes(store),
@@ -394,6 +397,8 @@ def write_report(
         f"({median(first):.3f} s → {median(last):.3f} s) | ≤ 1.2× |",
         f"| the same, mean (compactions included) | {mean(last) / mean(first):.2f}× "
         f"({mean(first):.3f} s → {mean(last):.3f} s) | ≤ 1.2× |",
+        f"| logged stores' folds of their logs (in the refreshes' upkeep, their time "
+        f"counted in the refresh's) | {sum(r['folded'] for r in rows)} | - |",
         f"| store files: the most any store held, and after its first compaction | "
         f"{max(r['store_files'] for r in rows)}, "
         f"{max(files_after_first_compaction, default=0)} (compaction at {COMPACT_AT} more "
@@ -532,6 +537,12 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="results directory (default: benchmarks/results/soak or soak_quick)",
     )
+    parser.add_argument(
+        "--store-layout",
+        choices=["merge", "log"],
+        help="the layout of every view's store (spark.ivm.storeLayout; default: merge): log "
+        "appends each change, and upkeep folds the log in every spark.ivm.logFoldAt appends",
+    )
     args = parser.parse_args(argv)
     setting = SETTINGS[args.setting]
     out = args.out or RESULTS / ("soak" if args.setting == "soak" else f"soak_{args.setting}")
@@ -540,6 +551,8 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(["python -m benchmarks.soak", *(argv or sys.argv[1:])])
     home = Path(os.environ.get("IVM_SOAK_HOME", Path.home() / ".cache" / "ivm" / "soak"))
     spark = ivm.spark_session(home, app_name="ivm soak")
+    if args.store_layout:
+        spark.conf.set(STORE_LAYOUT, args.store_layout)
     prepare(spark)
     log(
         f"sources loaded; {(args.rounds or setting['rounds']) * len(FEW_VIEWS)} refreshes of "
