@@ -242,3 +242,33 @@ def test_only_exact_sums_are_folded(aggregate, invertible):
         "aggregate" if invertible else "integrate",
         invertible,
     )
+
+
+UNIONS = {
+    # a DECIMAL(18, 8) widened to DECIMAL(38, 0) beside a DECIMAL(38, 0): rounded to 0 or 1,
+    # so 0.12345678 equals 0.2 (cast to the union's type too, 0), and 0.5 equals 1
+    "widened": "SELECT u.v = 0.2 AS near_zero, u.v = 1 AS one FROM "
+    "(SELECT d1 AS v FROM narrow UNION ALL SELECT d3 AS v FROM wide) u",
+    # an INT widened to BIGINT beside a BIGINT: 1 more than the largest INT is no overflow
+    "counted": "SELECT u.n + 1 AS next FROM "
+    "(SELECT i AS n FROM narrow UNION ALL SELECT b AS n FROM wide) u",
+    "intersected": "SELECT d1 AS v FROM narrow INTERSECT ALL SELECT d3 AS v FROM wide",
+}
+
+
+def test_a_union_of_columns_of_different_types_reads_its_change_as_the_union_types_it(
+    spark, fresh_db
+):
+    """Spark casts each branch of a set operation to the wider of their types; a change of
+    one branch alone, read by what reads the union, is cast the same way (a change read in
+    its own branch's type compared 0.12345678 with 0.2 where the query compared 0 with 0)."""
+    spark.sql(f"CREATE TABLE narrow (k INT, d1 DECIMAL(18,8), i INT) USING DELTA {CDF}")
+    spark.sql(f"CREATE TABLE wide (k INT, d3 DECIMAL(38,0), b BIGINT) USING DELTA {CDF}")
+    spark.sql("INSERT INTO narrow VALUES (1, 0.5, 1)")
+    spark.sql("INSERT INTO wide VALUES (1, 0, 2), (2, 1, 3)")
+    for name, query in UNIONS.items():
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW {name} AS {query}")
+    spark.sql("INSERT INTO narrow VALUES (2, 0.12345678, 2147483647), (3, 0.49999999, 5)")
+    for name, query in UNIONS.items():
+        refresh(spark, name)
+        assert_same_as_query(spark, name, query)
