@@ -326,5 +326,21 @@ FAMILIES: dict[str, dict[str, str | Rewritten]] = {
             "SELECT u.x, u.y FROM (SELECT k AS x, s AS y FROM r UNION ALL "
             "SELECT c, d FROM s) u WHERE u.x = 1 AND u.y <> 'p'"
         ),
+        # branches of different types, which Spark casts to the wider: r.b's DECIMAL(18, 8)
+        # rounded to t's DECIMAL(38, 0) (0.12345678 to 0, -1.5 to -2), then compared, filtered
+        # on and grouped by (a change read in its branch's own type compares otherwise)
+        "union_widened": (
+            "SELECT u.v = 0 AS zero, u.v = -2 AS minus_two, u.w FROM (SELECT b AS v, k AS w "
+            "FROM r UNION ALL SELECT `größe`, c FROM t) u"
+        ),
+        "union_widened_filtered": (
+            "SELECT u.w FROM (SELECT b AS v, k AS w FROM r UNION ALL SELECT `größe`, c FROM t) u "
+            "WHERE u.v = 0"
+        ),
+        "union_widened_grouped": (
+            "SELECT u.v, COUNT(*) AS n, SUM(u.w) AS w FROM (SELECT b AS v, k AS w FROM r "
+            "UNION ALL SELECT `größe`, x FROM t) u GROUP BY u.v"
+        ),
+        "intersect_widened": "SELECT b AS v FROM r INTERSECT ALL SELECT `größe` FROM t",
     },
 }
