@@ -50,6 +50,7 @@ from ivm.frontend.grouping_sets import (
 from ivm.frontend.lookups import check_marks_facts, has_lookups, is_lookup
 from ivm.frontend.positions import position_of
 from ivm.frontend.subqueries import SUBQUERY_PREFIX, unnest
+from ivm.frontend.widening import widened
 from ivm.frontend.windows import deterministic
 from ivm.ir import (
     Aggregate,
@@ -162,7 +163,7 @@ class _Lowering:
             branches += list(plan.inputs) if isinstance(plan, Union) and same_kind else [plan]
         names = _output_names(branches[0])
         aligned = [branches[0]] + [_renamed(b, names, self, query) for b in branches[1:]]
-        union = Union(tuple(aligned))
+        union = Union(tuple(widened(aligned)))
         plan = union if query.args.get("distinct") is False else Distinct(union)
         return self.limited(query, plan)
 
@@ -170,6 +171,7 @@ class _Lowering:
         self.refuse_set_clauses(query)
         left = self.query(query.left)
         right = _renamed(self.query(query.right), _output_names(left), self, query)
+        left, right = widened([left, right])
         kind = "intersect" if isinstance(query, exp.Intersect) else "except"
         plan = SetOperation(left, right, kind, all=query.args.get("distinct") is False)
         return self.limited(query, plan)
