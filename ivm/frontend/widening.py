@@ -46,14 +46,12 @@ STRING_BESIDE = {T.DATE, T.TIMESTAMPTZ, T.TIMESTAMPNTZ, T.BOOLEAN}
 MAX_DIGITS = 38
 
 
-def _decimal(data_type: exp.DataType) -> tuple[int, int] | None:
-    """(precision, scale) of a DECIMAL or an integral type; None for another type."""
+def _decimal(data_type: exp.DataType) -> tuple[int, int]:
+    """(precision, scale) of a DECIMAL, or of the DECIMAL an integral type widens to."""
     if data_type.this in INTEGRAL_DIGITS:
         return INTEGRAL_DIGITS[data_type.this], 0
-    if data_type.this is T.DECIMAL:
-        params = [int(p.name) for p in data_type.expressions]
-        return (params + [10, 0][len(params) :])[0], (params + [0, 0])[1]
-    return None
+    params = [int(p.name) for p in data_type.expressions]
+    return (params + [10, 0][len(params) :])[0], (params + [0, 0])[1]
 
 
 def _build(name: str) -> exp.DataType:
@@ -94,7 +92,7 @@ def wider_type(a: exp.DataType, b: exp.DataType) -> exp.DataType | None:
     if kinds & FLOATING and kinds <= FLOATING | INTEGRAL_DIGITS.keys() | {T.DECIMAL}:
         return _build("DOUBLE")
     if kinds <= INTEGRAL_DIGITS.keys() | {T.DECIMAL}:
-        (p1, s1), (p2, s2) = _decimal(a) or (0, 0), _decimal(b) or (0, 0)
+        (p1, s1), (p2, s2) = _decimal(a), _decimal(b)
         integer, scale = max(p1 - s1, p2 - s2), max(s1, s2)
         return _build(
             f"DECIMAL({min(integer + scale, MAX_DIGITS)}, {min(scale, MAX_DIGITS - integer)})"
