@@ -236,9 +236,11 @@ def record_only_statement(target: str) -> exp.Update:
     )
 
 
-def logged_query(query: exp.Query) -> exp.Select:
-    """The rows of ``query`` (a store's full query) as a logged store holds them: folded,
-    none of them logged."""
+def stored_query(query: exp.Query, logged: bool) -> exp.Query:
+    """The rows of ``query`` (a store's full query) as the store holds them: as they are in
+    a merged store; in a ``logged`` one, folded, none of them logged."""
+    if not logged:
+        return query
     return exp.select("*", exp.alias_(exp.false(), LOGGED)).from_(
         exp.Subquery(this=query.copy(), alias=exp.TableAlias(this=exp.to_identifier("_ivm_full")))
     )

@@ -140,22 +140,25 @@ def _scans(node: Relation) -> dict[str, Relation]:
             return {}
 
 
-def _type_of(expression: exp.Expr, node: Relation) -> exp.DataType | None:
-    """The type Spark gives ``expression`` over the rows of ``node``, where it is certain: a
-    column of a source table (its schema's type), of a derived table or an inner block (its
-    exact type there), or a CAST."""
+def _type_of(
+    expression: exp.Expr, inner: dict[str, exp.DataType], read: dict[str, Relation]
+) -> exp.DataType | None:
+    """The type Spark gives ``expression`` over a block whose input has the exact types
+    ``inner`` and reads the tables and derived tables ``read`` (by alias), where it is
+    certain: a column of a source table (its schema's type), of a derived table or an inner
+    block (its exact type there), or a CAST."""
     if isinstance(expression, exp.Cast):
         to = _known(expression.to)
         return to if to is None or to.this is not T.DECIMAL or to.expressions else None
     if not isinstance(expression, exp.Column):
         return None
     if not expression.table:
-        return exact_types(node).get(expression.name)
-    read = _scans(node).get(expression.table)
-    if isinstance(read, Scan):
+        return inner.get(expression.name)
+    table = read.get(expression.table)
+    if isinstance(table, Scan):
         return _known(expression.type)
-    if isinstance(read, Subquery):
-        return exact_types(read.input).get(expression.name)
+    if isinstance(table, Subquery):
+        return exact_types(table.input).get(expression.name)
     return None
 
 
@@ -163,17 +166,17 @@ def exact_types(node: Relation) -> dict[str, exp.DataType]:
     """The output columns of ``node`` whose type Spark gives is known exactly, and that type
     (see :func:`_type_of`); a set operation's, where :func:`wider_type` knows it."""
     match node:
-        case Project():
-            found = {name: _type_of(e, node.input) for name, e in node.columns}
-        case Aggregate():
-            found = {name: _type_of(e, node.input) for name, e in node.keys}
+        case Project() | Aggregate():
+            inner, read = exact_types(node.input), _scans(node.input)
+            named = node.columns if isinstance(node, Project) else node.keys
+            found = {name: _type_of(e, inner, read) for name, e in named}
+            return {name: t for name, t in found.items() if t is not None}
         case Filter() | Distinct() | Restrict() | Weighted() | Window():
             return exact_types(node.input)
         case Union():
             return _union_types([exact_types(b) for b in node.inputs], columns(node))
         case _:
             return {}
-    return {name: t for name, t in found.items() if t is not None}
 
 
 def _union_types(
@@ -188,7 +191,8 @@ def _union_types(
             continue
         wider: exp.DataType | None = types[0]
         for t in types[1:]:
-            wider = None if wider is None or t is None else wider_type(wider, t)
+            if wider is not None and t is not None:
+                wider = wider_type(wider, t)
         if wider is not None:
             widened[name] = wider
     return widened

@@ -289,7 +289,7 @@ def _create_store(
             commit(
                 codegen.create_table_statement(
                     store,
-                    codegen.logged_query(compiled.full_query) if logged else compiled.full_query,
+                    codegen.stored_query(compiled.full_query, logged),
                     properties,
                     replace=_is_materialized_view(spark, view),
                     partitioned_by=(*partitioned_by, LOGGED) if logged else partitioned_by,

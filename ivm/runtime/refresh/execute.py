@@ -426,7 +426,7 @@ def _overwrite(spark: Session, write: Write) -> RefreshResult:
     source's column changed its type, replace the store, its properties and partitioning
     kept."""
     view, compiled, store = write.view, write.compiled, write.store
-    full = codegen.logged_query(compiled.full_query) if write.logged else compiled.full_query
+    full = codegen.stored_query(compiled.full_query, write.logged)
     with _committed(spark, write) as commit:
         if _types_changed(spark, full, write.schema):
             log = DeltaLogReader.of(spark, store)
@@ -454,8 +454,7 @@ def _overwrite_partition(spark: Session, write: Write) -> RefreshResult:
     view (:func:`~ivm.runtime.commands.views.create_view`), so its logged rows of the
     partition are replaced with its stored ones: the partition is left folded."""
     assert write.partition is not None
-    compiled = write.compiled
-    full = codegen.logged_query(compiled.full_query) if write.logged else compiled.full_query
+    full = codegen.stored_query(write.compiled.full_query, write.logged)
     with _committed(spark, write) as commit:
         commit(
             codegen.replace_where_statement(write.store, full, write.partition),
