@@ -48,7 +48,7 @@ from benchmarks.measure import Meter, written
 from benchmarks.workload import APPEND_VIEWS, CORE, Batches, View, views
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.refresh.execute import INSERTS_ONLY_RULES
-from ivm.runtime.spark.settings import STORE_LAYOUT
+from ivm.runtime.spark.settings import STATE_LAYOUT, STORE_LAYOUT, session_settings
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -335,6 +335,19 @@ def main(argv: list[str] | None = None) -> int:
         "appends each change and folds it in on read",
     )
     parser.add_argument(
+        "--state-layout",
+        choices=["merge", "log"],
+        help="the layout of the views' state tables (spark.ivm.stateLayout; default: merge)",
+    )
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting the views are created and refreshed under (not the data's "
+        "load), e.g. spark.databricks.delta.properties.defaults.enableDeletionVectors=true",
+    )
+    parser.add_argument(
         "--load-only",
         action="store_true",
         help="generate and load the setting's data, measure nothing",
@@ -356,8 +369,11 @@ def main(argv: list[str] | None = None) -> int:
         spark.conf.set(INSERTS_ONLY_RULES, "false")
     if args.time_zone:
         spark.conf.set("spark.sql.session.timeZone", args.time_zone)
+    measured_settings = dict(conf.split("=", 1) for conf in args.conf)
     if args.store_layout:
-        spark.conf.set(STORE_LAYOUT, args.store_layout)
+        measured_settings[STORE_LAYOUT] = args.store_layout
+    if args.state_layout:
+        measured_settings[STATE_LAYOUT] = args.state_layout
     if args.load_only:
         for scale in scales:
             prepare(spark, scale)
@@ -368,15 +384,16 @@ def main(argv: list[str] | None = None) -> int:
         writer.writeheader()
         for scale, fractions in scales.items():
             prepare(spark, scale)
-            Run(
-                spark,
-                scale,
-                chosen,
-                writer,
-                args.policy,
-                setting.get("planner", False),
-                setting.get("appends", False),
-            ).run(fractions, repetitions)
+            with session_settings(spark, measured_settings):
+                Run(
+                    spark,
+                    scale,
+                    chosen,
+                    writer,
+                    args.policy,
+                    setting.get("planner", False),
+                    setting.get("appends", False),
+                ).run(fractions, repetitions)
             file.flush()
     report.write(
         out,

@@ -7,14 +7,17 @@ from contextlib import ExitStack
 import pytest
 
 import ivm
+from ivm.codegen.store import LOGGED
 from ivm.errors import CatalogError, ViewExists, ViewInUse
 from ivm.runtime.catalog.graph import materialized_views
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.execute import refresh_view
+from ivm.runtime.refresh.upkeep import LOG_FOLD_AT
+from ivm.runtime.spark.settings import STATE_LAYOUT, session_settings
 
 from cdf import CDF, vacuum_everything
-from helpers import assert_equals_query, ivm_commits, rows
+from helpers import assert_equals_query, history, ivm_commits, rows
 
 TOP = (
     "SELECT r.k, s.d, SUM(r.a) AS total, COUNT(*) AS n FROM r JOIN s ON r.k = s.k "
@@ -173,3 +176,30 @@ def test_a_partition_of_a_view_with_a_state_table_is_recomputed_from_it(spark, f
     change_sources(spark)
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW top")
     assert_equals_query(spark, "top", TOP)
+
+
+def test_logged_state_tables_take_their_change_as_an_append(spark, fresh_db):
+    """Under ``spark.ivm.stateLayout = log`` the state table's store is logged: each refresh
+    appends its change to it, the view reads it folded, and upkeep folds its log in; the view
+    stays equal to its query throughout, the view's own store merged."""
+    create_sources(
+        spark, "(1, 10), (2, 20), (2, 5), (3, 7), (4, 1)", "(1, 'x'), (2, 'y'), (3, 'x'), (4, 'z')"
+    )
+    with session_settings(spark, {STATE_LAYOUT: "log", LOG_FOLD_AT: "2"}):
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW top AS {TOP}")
+        changes = [
+            change_sources,
+            lambda spark: spark.sql("INSERT INTO r VALUES (3, 50), (6, 1)"),
+            lambda spark: spark.sql("UPDATE r SET a = a * 3 WHERE k = 4"),
+        ]
+        for change in changes:
+            change(spark)
+            result = refresh_view(spark, "top")
+            assert result.mode == "incremental"
+            assert [s.technique for s in result.states] == ["append"]
+            assert_equals_query(spark, "top", TOP)
+    assert LOGGED in spark.table(store_name(state(fresh_db))).columns
+    assert LOGGED not in spark.table(store_name(f"{fresh_db}.top")).columns
+    commits = history(spark, store_name(state(fresh_db)))
+    folds = [c.operation for c in commits if not c.userMetadata]
+    assert folds and set(folds) == {"MERGE"}, "upkeep folded the state table's log in"

@@ -88,6 +88,7 @@ from ivm.runtime.refresh.upkeep import (
 )
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import (
+    STATE_LAYOUT,
     STORE_LAYOUT,
     apply_settings,
     evaluation_settings,
@@ -205,9 +206,10 @@ def create_view(
             | ({} if policy is None else {POLICY: policy})
             | retention_properties(DEFAULT_RETENTION_SECONDS if retention is None else retention)
         )
+        state_layout = _layout(_logged_layout_chosen(work, setting=STATE_LAYOUT))
         for table, state in compiled.states:
-            _create_store(work, table, state, shared | {STATE_OF: view}, policy)
-        properties = shared | {VIEW: view} | ({LAYOUT: LOGGED_LAYOUT} if logged else {})
+            _create_store(work, table, state, shared | {STATE_OF: view} | state_layout, policy)
+        properties = shared | {VIEW: view} | _layout(logged)
         if spelled is not None and tuple(spelled) != compiled.store.view_columns:
             properties[COLUMNS] = json.dumps(spelled)
         if freshness is not None:
@@ -299,19 +301,27 @@ def _create_store(
     return versions
 
 
-def _logged_layout_chosen(spark: Session, layout: str | None = None) -> bool:
-    """Whether a CREATE's ``STORE LAYOUT`` (``layout``), or else the session's
-    :data:`STORE_LAYOUT`, gives the store the ``log`` layout (else ``merge``, the default);
-    an unknown layout is refused."""
+def _logged_layout_chosen(
+    spark: Session, layout: str | None = None, setting: str = STORE_LAYOUT
+) -> bool:
+    """Whether a CREATE's ``STORE LAYOUT`` (``layout``), or else the session's ``setting``
+    (:data:`STORE_LAYOUT` for a view's store, :data:`STATE_LAYOUT` for its state tables'),
+    gives the store the ``log`` layout (else ``merge``, the default); an unknown layout is
+    refused."""
     if layout is not None:
         return layout == LOGGED_LAYOUT
-    layout = (spark.conf.get(STORE_LAYOUT, MERGED_LAYOUT) or MERGED_LAYOUT).lower()
+    layout = (spark.conf.get(setting, MERGED_LAYOUT) or MERGED_LAYOUT).lower()
     if layout not in (MERGED_LAYOUT, LOGGED_LAYOUT):
         raise CatalogError(
-            f"{STORE_LAYOUT} is {layout!r}: no store layout has that name",
+            f"{setting} is {layout!r}: no store layout has that name",
             hint=f"set it to {MERGED_LAYOUT} (the default) or {LOGGED_LAYOUT}",
         )
     return layout == LOGGED_LAYOUT
+
+
+def _layout(logged: bool) -> dict[str, str]:
+    """The store property that gives a store the ``log`` layout, if ``logged``."""
+    return {LAYOUT: LOGGED_LAYOUT} if logged else {}
 
 
 def explain_create(

@@ -144,8 +144,9 @@ def compact(spark: Session, view: str) -> Upkeep | None:
 
 LOG_FOLD_AT = "spark.ivm.logFoldAt"
 DEFAULT_LOG_FOLD_AT = 8
-"""How many appends in a row a logged store takes before its log is folded in: a read of
-the view folds at most this many refreshes' changes."""
+"""How many commits in a row that added files alone (appends, and the CREATE's among them) a
+logged store takes before its log is folded in: a read of the view folds at most this many
+refreshes' changes."""
 
 
 def log_fold_due(log: DeltaLogReader, at: int) -> bool:

@@ -74,6 +74,11 @@ STORE_LAYOUT = "spark.ivm.storeLayout"
 default) or ``log`` (:data:`~ivm.runtime.catalog.properties.LAYOUT`); a prototype, measured
 in ``benchmarks/``."""
 
+STATE_LAYOUT = "spark.ivm.stateLayout"
+"""The layout a CREATE gives the view's state tables: ``merge`` (the default) or ``log``; a
+prototype, measured in ``benchmarks/`` (a refresh that reads a logged state table reads it
+folded, as a view over a logged view does)."""
+
 INTERPRETED_MAX_BYTES = "spark.ivm.interpretedMaxBytes"
 DEFAULT_INTERPRETED_MAX_BYTES = 2 * 1024 * 1024
 """Statements reading up to this many bytes (of Delta data files) run without compiled
