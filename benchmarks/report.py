@@ -244,6 +244,70 @@ def _label(summary, view: str) -> str:
     return f"{view} + {upstream}" if upstream else view
 
 
+def same_changes(summary) -> list[tuple[tuple[str, float], tuple[str, float]]]:
+    """Pairs of (scale, batch fraction), smaller scale first, whose batches change the same
+    number of line items (scale × fraction equal), the smallest and largest scale of each
+    such number.
+
+    >>> summary = {("1", 0.0001, "q1", "incremental"): {}, ("10", 0.00001, "q1", "incremental"): {},
+    ...            ("10", 0.001, "q1", "incremental"): {}}
+    >>> same_changes(summary)
+    [(('1', 0.0001), ('10', 1e-05))]
+    """
+    by_change: dict[float, set[tuple[str, float]]] = defaultdict(set)
+    for scale, fraction, _, kind in summary:
+        if fraction > 0 and kind == "incremental":
+            by_change[round(float(scale) * fraction, 12)].add((scale, fraction))
+    pairs = []
+    for _, found in sorted(by_change.items()):
+        ordered = sorted(found, key=lambda s: float(s[0]))
+        if len(ordered) > 1:
+            pairs.append((ordered[0], ordered[-1]))
+    return pairs
+
+
+def _same_change_growth(summary, views: list[str]) -> list[str]:
+    """The headline of a run over scale factors with the same change: per view, how many
+    times its incremental refresh grew from the smaller scale to the larger, beside the
+    full recompute's growth and the larger scale's full / incremental."""
+    lines = []
+    for (small, small_fraction), (large, large_fraction) in same_changes(summary):
+        lines += [
+            f"## Growth with the scale factor, the same change: SF {small} ({small_fraction:.3%}"
+            f" batches) → SF {large} ({large_fraction:.3%})",
+            "",
+            f"| view | incremental s, SF {small} | SF {large} | growth | full s, SF {small} "
+            f"| SF {large} | growth | full / incremental, SF {large} |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        growths, ratios = [], []
+        for view in views:
+            cells = [
+                summary.get((scale, fraction, view, kind))
+                for kind in ("incremental", "full")
+                for scale, fraction in ((small, small_fraction), (large, large_fraction))
+            ]
+            if not all(cells):
+                continue
+            incr_small, incr_large, full_small, full_large = (c["seconds"] for c in cells)
+            growths.append(incr_large / incr_small)
+            ratios.append(full_large / incr_large)
+            lines.append(
+                f"| {_label(summary, view)} | {incr_small:.2f} | {incr_large:.2f} "
+                f"| {incr_large / incr_small:.2f}× | {full_small:.2f} | {full_large:.2f} "
+                f"| {full_large / full_small:.1f}× | {full_large / incr_large:.1f}× |"
+            )
+        lines += [
+            "",
+            f"Incremental growth over {len(growths)} views: at most **{max(growths):.2f}×**; "
+            f"geometric mean of full / incremental at SF {large}: **{_geomean(ratios):.1f}×**."
+            if growths
+            else "No view was measured at both.",
+            "",
+        ]
+    return lines
+
+
 def _ratio_table(summary, scale: str, fraction: float, views: list[str]) -> list[str]:
     lines = [
         f"### SF {scale}, batches of {fraction:.2%} of lineitem",
@@ -466,6 +530,7 @@ def write(
         *(f"| {k} | {v} |" for k, v in machine.items()),
         "",
     ]
+    lines += _same_change_growth(summary, views)
     lines += ["## Full recompute / incremental refresh", ""]
     for scale in scales:
         fractions = sorted({k[1] for k in summary if k[0] == scale and k[3] == "incremental"})

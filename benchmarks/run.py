@@ -64,6 +64,13 @@ SETTINGS = {
         views=[*CORE, "latest_order", "revenue_bands"],
         repetitions=2,
     ),
+    # the same change (600 line items) at SF 1 and SF 10: what a refresh's time owes to the
+    # tables' size rather than the change's
+    "growth": dict(
+        scales={"1": [0.0001], "10": [0.00001]},
+        views=[*CORE, "latest_order", "revenue_bands"],
+        repetitions=2,
+    ),
     # the fixed cost of a refresh, to check a change of the refresh path in minutes
     "fixed": dict(
         scales={"0.1": []}, views=[*CORE, "latest_order", "revenue_bands"], repetitions=3
