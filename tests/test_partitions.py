@@ -105,3 +105,29 @@ def test_a_logged_store_is_partitioned_by_keys_and_a_partition_refresh_folds_one
             f"CREATE MATERIALIZED VIEW other PARTITIONED BY (n) STORE LAYOUT LOG AS {TOTALS}",
         )
     assert "partition by keys of the view (k)" in caught.value.hint
+
+
+def test_explain_create_says_how_the_store_is_partitioned_or_why_a_create_refuses_it(
+    spark, fresh_db
+):
+    """``EXPLAIN CREATE`` reads ``PARTITIONED BY`` as the CREATE does: the store's partition
+    columns where the CREATE would take them, the CREATE's refusal where it would not."""
+    spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {CDF}")
+
+    def partitioning(clauses: str) -> list[str]:
+        plan = ivm.sql(spark, f"EXPLAIN CREATE MATERIALIZED VIEW totals {clauses} AS {TOTALS}")
+        return [r.plan for r in plan.collect() if r.plan.startswith("partitioned by")]
+
+    assert partitioning("PARTITIONED BY (n)") == ["partitioned by: n"]
+    assert partitioning("PARTITIONED BY (k) STORE LAYOUT LOG") == [f"partitioned by: k, {LOGGED}"]
+    (refused,) = partitioning("PARTITIONED BY (n) STORE LAYOUT LOG")
+    assert refused.startswith("partitioned by: CREATE fails: PARTITIONED BY n: ")
+    assert refused.endswith("n is not one of them")
+    (missing,) = partitioning("PARTITIONED BY (nope)")
+    assert missing.endswith("has no column nope")
+    assert partitioning("") == []
+    with pytest.raises(ivm.CatalogError, match="n is not one of them"):
+        ivm.sql(
+            spark,
+            f"CREATE MATERIALIZED VIEW totals PARTITIONED BY (n) STORE LAYOUT LOG AS {TOTALS}",
+        )

@@ -42,7 +42,12 @@ def sql(spark: Session, statement: str):
     if parsed.action == "explain":
         assert parsed.query is not None  # so is an EXPLAIN CREATE
         return explain_create(
-            spark, parsed.name, parsed.query, policy=parsed.policy, layout=parsed.layout
+            spark,
+            parsed.name,
+            parsed.query,
+            policy=parsed.policy,
+            layout=parsed.layout,
+            partitioned_by=parsed.partitioned_by,
         )
     if parsed.action == "refresh" and parsed.partition is not None:
         return refresh_partition(spark, parsed.name, parsed.partition)

@@ -154,23 +154,7 @@ def create_view(
             for table in read:
                 check_source(work, table)
             logged = _logged_layout_chosen(work, layout)
-            for column in partitioned_by:
-                if column not in compiled.store.view_columns:
-                    raise CatalogError(
-                        f"PARTITIONED BY {column}: {view} has no column {column}",
-                        hint=f"partition by columns of the view: "
-                        f"{', '.join(compiled.store.view_columns)}",
-                    )
-                if logged and not compiled.store.is_key(column):
-                    # a logged change row holds its key and accumulators, not the rest
-                    raise CatalogError(
-                        f"PARTITIONED BY {column}: {view}'s store is logged (STORE LAYOUT "
-                        f"{LOGGED_LAYOUT.upper()}), whose appended changes carry the view's "
-                        f"keys alone, and {column} is not one of them",
-                        hint=f"partition by keys of the view "
-                        f"({', '.join(compiled.store.keys) or 'it has none'}), or give it "
-                        f"STORE LAYOUT {MERGED_LAYOUT.upper()}",
-                    )
+            _check_partitioning(view, compiled, partitioned_by, logged)
             if existing is not None and STATE_OF in existing:
                 raise ViewExists(
                     f"{view} is a state table of the materialized view {existing[STATE_OF]}",
@@ -301,6 +285,30 @@ def _create_store(
     return versions
 
 
+def _check_partitioning(
+    view: str, compiled: CompiledView, partitioned_by: tuple[str, ...], logged: bool
+) -> None:
+    """Refuse ``PARTITIONED BY`` columns that ``view`` (``compiled``, its store ``logged``
+    or not) cannot be partitioned by: a column it does not have, or, for a logged store, a
+    column that is not one of its keys."""
+    for column in partitioned_by:
+        if column not in compiled.store.view_columns:
+            raise CatalogError(
+                f"PARTITIONED BY {column}: {view} has no column {column}",
+                hint=f"partition by columns of the view: {', '.join(compiled.store.view_columns)}",
+            )
+        if logged and not compiled.store.is_key(column):
+            # a logged change row holds its key and accumulators, not the rest
+            raise CatalogError(
+                f"PARTITIONED BY {column}: {view}'s store is logged (STORE LAYOUT "
+                f"{LOGGED_LAYOUT.upper()}), whose appended changes carry the view's "
+                f"keys alone, and {column} is not one of them",
+                hint=f"partition by keys of the view "
+                f"({', '.join(compiled.store.keys) or 'it has none'}), or give it "
+                f"STORE LAYOUT {MERGED_LAYOUT.upper()}",
+            )
+
+
 def _logged_layout_chosen(
     spark: Session, layout: str | None = None, setting: str = STORE_LAYOUT
 ) -> bool:
@@ -325,37 +333,62 @@ def _layout(logged: bool) -> dict[str, str]:
 
 
 def explain_create(
-    spark: Session, name: str, sql: str, *, policy: str | None = None, layout: str | None = None
+    spark: Session,
+    name: str,
+    sql: str,
+    *,
+    policy: str | None = None,
+    layout: str | None = None,
+    partitioned_by: tuple[str, ...] = (),
 ) -> DataFrame:
     """``EXPLAIN CREATE MATERIALIZED VIEW``: whether and how the view defined by the SELECT
     ``sql`` would be maintained under ``policy``, with its store in ``layout`` (or the
-    session's), before anything is created; one ``plan`` row per line: the verdict, the
-    store layout, the delta circuit and what a refresh reads. SQL that ivm cannot maintain is
-    no error here: the verdict names what stands in the way."""
+    session's) and partitioned by ``partitioned_by``, before anything is created; one
+    ``plan`` row per line: the verdict, the store layout, the partitioning, the delta circuit
+    and what a refresh reads. SQL or clauses that a CREATE would refuse are no error here:
+    the line they concern says the CREATE fails, and why."""
     view = qualified_name(spark, name)
     chosen = policy or DEFAULT_POLICY
     lines = [
         f"materialized view {view}",
         f"refresh policy: {chosen}{'' if policy else ' (the default)'}",
     ]
+    logged = None
     try:
-        lines.append(f"store layout: {layout_description(_logged_layout_chosen(spark, layout))}")
+        logged = _logged_layout_chosen(spark, layout)
+        lines.append(f"store layout: {layout_description(logged)}")
     except CatalogError as refused:
         lines.append(f"store layout: CREATE fails: {refused.message}")
     with isolated(spark) as work:
         try:
-            lines += _maintenance(work, view, sql, Policy(chosen))
+            schema = catalog_schema(work)
+            compiled = compile(sql, schema, name=view, legacy_layout=is_legacy_view(work, view))
+            if partitioned_by:
+                lines.append(_partitioning_line(view, compiled, partitioned_by, bool(logged)))
+            lines += _maintenance(work, sql, schema, compiled, Policy(chosen))
         except UnsupportedQuery as refused:
             lines.append(f"maintained: no, CREATE fails: {refused.message}")
         return work.createDataFrame([(line,) for line in lines], "plan STRING")
 
 
-def _maintenance(spark: Session, view: str, sql: str, policy: Policy) -> list[str]:
-    """How the view ``view`` defined by ``sql`` is maintained under ``policy``, as lines:
-    the verdict, the delta circuit and what a refresh reads. Raises
-    :class:`UnsupportedQuery` for SQL that ivm cannot maintain."""
-    schema = catalog_schema(spark)
-    compiled = compile(sql, schema, name=view, legacy_layout=is_legacy_view(spark, view))
+def _partitioning_line(
+    view: str, compiled: CompiledView, partitioned_by: tuple[str, ...], logged: bool
+) -> str:
+    """What ``EXPLAIN CREATE`` says of the view's ``PARTITIONED BY`` columns: the store's
+    partition columns, or why a CREATE refuses them."""
+    try:
+        _check_partitioning(view, compiled, partitioned_by, logged)
+    except CatalogError as refused:
+        return f"partitioned by: CREATE fails: {refused.message}"
+    return f"partitioned by: {', '.join((*partitioned_by, LOGGED) if logged else partitioned_by)}"
+
+
+def _maintenance(
+    spark: Session, sql: str, schema, compiled: CompiledView, policy: Policy
+) -> list[str]:
+    """How the view defined by ``sql`` (over the catalog ``schema``; ``compiled``) is
+    maintained under ``policy``, as lines: the verdict, the delta circuit and what a refresh
+    reads. Raises :class:`UnsupportedQuery` for SQL that ivm cannot maintain."""
     analyse(spark, sql, schema)
     never = next(
         (
