@@ -154,6 +154,7 @@ def create_view(
             for table in read:
                 check_source(work, table)
             logged = _logged_layout_chosen(work, layout)
+            states_logged = _logged_layout_chosen(work, setting=STATE_LAYOUT)
             _check_partitioning(view, compiled, partitioned_by, logged)
             if existing is not None and STATE_OF in existing:
                 raise ViewExists(
@@ -190,9 +191,9 @@ def create_view(
             | ({} if policy is None else {POLICY: policy})
             | retention_properties(DEFAULT_RETENTION_SECONDS if retention is None else retention)
         )
-        state_layout = _layout(_logged_layout_chosen(work, setting=STATE_LAYOUT))
         for table, state in compiled.states:
-            _create_store(work, table, state, shared | {STATE_OF: view} | state_layout, policy)
+            state_properties = shared | {STATE_OF: view} | _layout(states_logged)
+            _create_store(work, table, state, state_properties, policy)
         properties = shared | {VIEW: view} | _layout(logged)
         if spelled is not None and tuple(spelled) != compiled.store.view_columns:
             properties[COLUMNS] = json.dumps(spelled)
