@@ -279,7 +279,7 @@ def _create_store(
                     codegen.stored_query(compiled.full_query, logged),
                     properties,
                     replace=_is_materialized_view(spark, view),
-                    partitioned_by=(*partitioned_by, LOGGED) if logged else partitioned_by,
+                    partitioned_by=_store_partitioning(partitioned_by, logged),
                 )
             )
     write_catalog_view(spark, view, compiled, properties)
@@ -326,6 +326,12 @@ def _logged_layout_chosen(
             hint=f"set it to {MERGED_LAYOUT} (the default) or {LOGGED_LAYOUT}",
         )
     return layout == LOGGED_LAYOUT
+
+
+def _store_partitioning(partitioned_by: tuple[str, ...], logged: bool) -> tuple[str, ...]:
+    """The partition columns of a store whose view is ``PARTITIONED BY`` ``partitioned_by``:
+    those, then, in a ``logged`` store, the column marking logged rows."""
+    return (*partitioned_by, LOGGED) if logged else partitioned_by
 
 
 def _layout(logged: bool) -> dict[str, str]:
@@ -381,7 +387,7 @@ def _partitioning_line(
         _check_partitioning(view, compiled, partitioned_by, logged)
     except CatalogError as refused:
         return f"partitioned by: CREATE fails: {refused.message}"
-    return f"partitioned by: {', '.join((*partitioned_by, LOGGED) if logged else partitioned_by)}"
+    return f"partitioned by: {', '.join(_store_partitioning(partitioned_by, logged))}"
 
 
 def _maintenance(
