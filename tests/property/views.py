@@ -71,6 +71,12 @@ FAMILIES: dict[str, dict[str, str | Rewritten]] = {
             "AVG(rate) AS avg_rate FROM r GROUP BY a % 2",
             ("sum_rate", "avg_rate"),
         ),
+        # a float sum under HAVING: the groups a change touches leave, come back, and replace
+        # their stored rows, whose sums were added in another order than a recomputation's
+        "heavy_rates": Approximate(
+            "SELECT k, COUNT(*) AS n, SUM(Rate) AS total FROM r GROUP BY k HAVING COUNT(*) > 1",
+            ("total",),
+        ),
         # GROUP BY keys that are not selected (the view repeats rows), under a filter
         "keys_hidden": (
             "SELECT COUNT(*) AS n, SUM(a) AS sum_a FROM r WHERE b IS NOT NULL GROUP BY k, s"
@@ -227,6 +233,10 @@ FAMILIES: dict[str, dict[str, str | Rewritten]] = {
         "top3": "SELECT k, a FROM r ORDER BY a DESC, k LIMIT 3",
         "top_groups": (
             "SELECT k, SUM(a) AS total FROM r GROUP BY k ORDER BY total DESC NULLS LAST, k LIMIT 2"
+        ),
+        # a float sum over each partition, beside every row of it
+        "rate_per_key": Approximate(
+            "SELECT k, a, SUM(Rate) OVER (PARTITION BY k) AS key_rate FROM r", ("key_rate",)
         ),
         "rank_groups": (
             "SELECT k, COUNT(*) AS n, RANK() OVER (ORDER BY COUNT(*) DESC) AS rk FROM r GROUP BY k"
