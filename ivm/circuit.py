@@ -32,7 +32,7 @@ from ivm.ir import (
     scans,
 )
 from ivm.names import DIALECT
-from ivm.rules import Kind, append, rule_for
+from ivm.rules import Kind, append, replace, rule_for
 from ivm.rules.maintenance import Maintenance
 from ivm.zset import Read
 
@@ -161,6 +161,16 @@ def _rooted(plan, maintenance: Maintenance):
     )
 
 
+def _rule(node, rooted, maintenance: Maintenance):
+    """The rule that maintains ``node`` in the view: the root rule for the root operator it
+    maintains, :mod:`ivm.rules.replace` for the operator whose rows it replaces."""
+    if node is rooted:
+        return maintenance.rule
+    if node is maintenance.replaced:
+        return replace.RULE
+    return rule_for(node)
+
+
 def to_dot(plan, maintenance: Maintenance) -> str:
     """The circuit in Graphviz's DOT language: an operator per node, labelled with its rule;
     an edge from each input to the operator that reads it."""
@@ -173,7 +183,7 @@ def to_dot(plan, maintenance: Maintenance) -> str:
 
     lines = ["digraph delta_circuit {", "  rankdir=BT;", "  node [shape=box, fontname=monospace];"]
     for node, number in numbers.items():
-        rule = maintenance.rule if node is rooted else rule_for(node)
+        rule = _rule(node, rooted, maintenance)
         label = f"[{number}] {describe(node)}"
         if node is plan and rooted is not plan:
             label += "\nview columns from the group accumulators"
@@ -203,7 +213,7 @@ def explain(plan, maintenance: Maintenance, states: frozenset[str] = frozenset()
     for node in nx.topological_sort(graph):
         numbers[node] = len(numbers) + 1
         inputs = ", ".join(f"[{numbers[c]}]" for c in children(node))
-        rule = maintenance.rule if node is rooted else rule_for(node)
+        rule = _rule(node, rooted, maintenance)
         lines.append(f"  [{numbers[node]}] {describe(node)}" + (f"  ← {inputs}" if inputs else ""))
         if node in dimensions:
             lines.append(
@@ -223,8 +233,13 @@ def explain(plan, maintenance: Maintenance, states: frozenset[str] = frozenset()
             elif _recomputed_whole(node, rule):
                 whole.append(numbers[node])
                 lines.append(
-                    "      reads its whole input before and after the change "
-                    "(no key to restrict it to): a full recompute of this operator"
+                    "      reads its whole input "
+                    + (
+                        "after the change"
+                        if rule is replace.RULE
+                        else "before and after the change"
+                    )
+                    + " (no key to restrict it to): a full recompute of this operator"
                 )
             else:
                 lines.append(f"      reads {rule.reads}")

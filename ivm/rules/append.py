@@ -81,8 +81,8 @@ def appended(plan: Relation, differentiate: Differentiate, view: str) -> Relatio
         return None
     operator, ranks = found
     needed = set(columns(operator.input) if isinstance(operator, Window) else columns(operator))
-    exposed = _exposed(plan, needed)
-    if not needed <= set(exposed) or not reads_only_change(operator.input):
+    named = exposed(plan, needed)
+    if not needed <= set(named) or not reads_only_change(operator.input):
         return None
     if isinstance(operator, Window):
         if not _window_applies(operator, ranks):
@@ -98,16 +98,16 @@ def appended(plan: Relation, differentiate: Differentiate, view: str) -> Relatio
     stored = restricted(
         Scan(view, STORED, names + (COUNT,), Read.STORE),
         Read.STORE,
-        [_over_store(k, operator, exposed) for k in keys],
+        [stored_key(k, operator, named) for k in keys],
         affected,
     )
     if isinstance(operator, Window):
         rebuilt: Relation = Window(
-            _window_input(operator, stored, change, exposed), operator.partition, operator.functions
+            _window_input(operator, stored, change, named), operator.partition, operator.functions
         )
     else:
-        rebuilt = _combined(operator, stored, change, exposed)
-    after = _replaced(plan, operator, rebuilt)
+        rebuilt = _combined(operator, stored, change, named)
+    after = replaced(plan, operator, rebuilt)
     if not keys:  # a global aggregate has its one row over no input: only where K is
         after = restricted(after, Read.STORE, [], affected)
     weighted = ((n, exp.column(n)) for n in names)
@@ -134,15 +134,15 @@ def _operator(plan: Relation) -> tuple[Window | Aggregate, list[exp.Expr]] | Non
     return None
 
 
-def _exposed(plan: Relation, wanted: set[str]) -> dict[str, str]:
+def exposed(plan: Relation, wanted: set[str]) -> dict[str, str]:
     """Each output column of the operator (among ``wanted``) that a view column names as it
     is, and the first such view column."""
-    exposed: dict[str, str] = {}
+    found: dict[str, str] = {}
     for name in columns(plan):
         traced = _trace(plan, name, wanted)
         if traced is not None:
-            exposed.setdefault(traced, name)
-    return exposed
+            found.setdefault(traced, name)
+    return found
 
 
 def _trace(node: Relation, name: str, wanted: set[str]) -> str | None:
@@ -207,13 +207,13 @@ def _combinable(call: AggregateCall) -> bool:
     return False
 
 
-def _over_store(key: exp.Expr, operator: Window | Aggregate, exposed: dict[str, str]) -> exp.Expr:
+def stored_key(key: exp.Expr, operator: Window | Aggregate, named: dict[str, str]) -> exp.Expr:
     """A key of the operator as the store's column that holds it."""
     if isinstance(operator, Aggregate):
         name = next(n for n, e in operator.keys if e == key)
-        return exp.column(exposed[name], STORED)
+        return exp.column(named[name], STORED)
     assert isinstance(key, exp.Column)  # a window's input is named: its partition, columns
-    return exp.column(exposed[key.name], STORED)
+    return exp.column(named[key.name], STORED)
 
 
 def _as_rows(change: Union, named: list[tuple[str, exp.Expr]]) -> list[Relation]:
@@ -234,15 +234,13 @@ def _as_rows(change: Union, named: list[tuple[str, exp.Expr]]) -> list[Relation]
     return rows
 
 
-def _window_input(
-    window: Window, stored: Relation, change: Union, exposed: dict[str, str]
-) -> Union:
+def _window_input(window: Window, stored: Relation, change: Union, named: dict[str, str]) -> Union:
     """The window's input at ``K``: its stored rows, each as often as the store counts it,
     and the inserted rows."""
     names = columns(window.input)
     old = Project(
         stored,
-        tuple((n, exp.column(exposed[n], STORED)) for n in names)
+        tuple((n, exp.column(named[n], STORED)) for n in names)
         + (copies(exp.column(COUNT, STORED)),),
     )
     return Union((old, *_as_rows(change, [(n, exp.column(n)) for n in names])))
@@ -267,13 +265,13 @@ def _partial(call: AggregateCall) -> exp.Expr:
 
 
 def _combined(
-    aggregate: Aggregate, stored: Relation, change: Union, exposed: dict[str, str]
+    aggregate: Aggregate, stored: Relation, change: Union, named: dict[str, str]
 ) -> Aggregate:
     """The GROUP BY at ``K`` over the stored groups' values and the inserted rows' parts,
     each aggregate combining the two (a count by summing them)."""
     names = [n for n, _ in aggregate.keys] + [n for n, _ in aggregate.calls]
     old = Project(
-        stored, tuple((n, exp.column(exposed[n], STORED)) for n in names) + ((COPY, exp.true()),)
+        stored, tuple((n, exp.column(named[n], STORED)) for n in names) + ((COPY, exp.true()),)
     )
     parts = list(aggregate.keys) + [(n, _partial(call)) for n, call in aggregate.calls]
 
@@ -290,11 +288,11 @@ def _combined(
     )
 
 
-def _replaced(node: Relation, old: Relation, new: Relation) -> Relation:
+def replaced(node: Relation, old: Relation, new: Relation) -> Relation:
     """``node`` with its subtree ``old`` replaced by ``new``."""
     if node == old:
         return new
-    return with_children(node, tuple(_replaced(c, old, new) for c in children(node)))
+    return with_children(node, tuple(replaced(c, old, new) for c in children(node)))
 
 
 RULE = Rule(

@@ -19,7 +19,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ivm.ir import Aggregate, Filter, Project, Relation, columns
-from ivm.rules import append
+from ivm.rules import append, replace
 from ivm.rules.base import Differentiate, Kind, Rule
 from ivm.rules.maintenance import Maintenance
 from ivm.store import ROWS, Store
@@ -29,19 +29,22 @@ from ivm.zset import COUNT, WEIGHT
 def maintain_rows(
     plan: Relation, differentiate: Differentiate, repeat_rows: bool = True, name: str | None = None
 ) -> Maintenance:
-    """``name``: the view's, whose store the rules for changes that insert rows only read
-    (:mod:`ivm.rules.append`); without it, they are not derived."""
+    """``name``: the view's, whose store the rules for a GROUP BY or window at the root
+    (:mod:`ivm.rules.replace`) and for changes that insert rows only (:mod:`ivm.rules.append`)
+    read; without it, they are not derived."""
     names = columns(plan)
     keys = tuple((n, exp.column(n)) for n in names)
     store = Store(keys=names, visible=keys, accumulators=(ROWS,), repeat_rows=repeat_rows)
     full = Aggregate(plan, keys, ((COUNT, ROWS.full_call()),))
     appended = None if name is None else append.appended(plan, differentiate, name)
+    regrouped = None if name is None else replace.replaced_keys(plan, differentiate, name)
     return Maintenance(
         store,
         full,
-        _consolidated(differentiate(plan), keys),
+        _consolidated(differentiate(plan) if regrouped is None else regrouped[1], keys),
         RULE,
         None if appended is None else _consolidated(appended, keys),
+        None if regrouped is None else regrouped[0],
     )
 
 

@@ -478,8 +478,8 @@ class _Statements:
     # ``logged``, the store before the change with the change appended, folded on read
     append: str  # the runtime's append of ``change`` to ``logged``
     compaction: str  # upkeep's fold of the log of ``logged``, unguarded
-    inserting: tuple[str, str] | None  # the delta query for changes that insert rows only,
-    # and the name it reads the store by (None: none)
+    inserting: str | None  # the delta query for changes that insert rows only (None: none)
+    stored: str | None  # the name the delta queries read the store by (None: they do not)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -502,14 +502,15 @@ def _part_statements(compiled: CompiledView) -> _Statements:
         codegen.merge_statement(compiled.store, "store", sqlglot.parse_one("SELECT * FROM change"))
     )
     inserting = compiled.inserting()
-    stored = (
-        None
-        if inserting is None
-        else next(  # the rules read the view's own store
+    stored = next(  # the rules that read the view's own store, under its name
+        (
             relation_name(s.table, s.read)
-            for s in scans(inserting.maintenance.delta)
+            for part in (compiled, inserting)
+            if part is not None
+            for s in scans(part.maintenance.delta)
             if s.read is Read.STORE
-        )
+        ),
+        None,
     )
     return _Statements(
         compiled,
@@ -532,7 +533,8 @@ def _part_statements(compiled: CompiledView) -> _Statements:
             )
         ),
         duck(_unguarded(codegen.compaction_statement(compiled.store, "logged"))),
-        None if inserting is None or stored is None else (duck(inserting.delta_query), stored),
+        None if inserting is None else duck(inserting.delta_query),
+        stored,
     )
 
 
@@ -558,9 +560,10 @@ def _fold(connection, statements: _Statements, inserts_only: bool) -> bool:
     MERGE, the store is copied to ``logged`` and the change appended to it, as a logged
     store takes it."""
     delta = statements.delta
+    if statements.stored is not None:
+        connection.execute(f'CREATE OR REPLACE VIEW "{statements.stored}" AS SELECT * FROM store')
     if inserts_only and statements.inserting is not None:
-        delta, stored = statements.inserting
-        connection.execute(f'CREATE OR REPLACE VIEW "{stored}" AS SELECT * FROM store')
+        delta = statements.inserting
     connection.execute(f"CREATE TABLE change AS {delta}")
     negative = connection.execute(statements.negative).fetchall()
     if negative:

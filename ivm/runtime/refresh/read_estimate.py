@@ -49,8 +49,8 @@ def _estimate(spark: Session, compiled: CompiledView, view: str | None) -> str:
     sizes = source_bytes(spark, compiled.sources)
     lines = ["estimate of what a refresh reads (from the sources' Delta logs):"]
     for table, kinds in sorted(reads.items()):
-        if table not in sizes:  # the view's own store (a lookup join's state)
-            lines.append(f"  {table}: its own rows at the changed fact rows")
+        if table not in sizes:  # the view's own store (:mod:`ivm.rules.replace`, a lookup state)
+            lines.append(f"  {table}: its own rows at the keys the change touches")
             continue
         parts = ["its change (Δ)"] if Read.DELTA in kinds else []
         snapshots = [k.value for k in SNAPSHOTS if k in kinds]
