@@ -58,6 +58,12 @@ FAMILIES: dict[str, dict[str, str | Rewritten]] = {
             ("sum_rate",),
         ),
         "join_global": "SELECT COUNT(*) AS n, SUM(r.a * t.e) AS dot FROM r JOIN t ON r.k = t.c",
+        # a float sum per key under a join: a state table, whose stored sums the join reads
+        "join_rate_totals": Approximate(
+            "SELECT s.d, q.total FROM s JOIN "
+            "(SELECT k, SUM(Rate) AS total FROM r GROUP BY k) q ON s.k = q.k",
+            ("total",),
+        ),
     },
     "aggregates": {
         # every aggregate, NULL group keys, groups whose argument is all NULL (SUM is NULL)
