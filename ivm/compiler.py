@@ -36,6 +36,7 @@ from ivm.names import DIALECT, canonical, join, split
 from ivm.passes import optimize
 from ivm.passes.states import StatePlan, split_lookups, split_states
 from ivm.rules import Kind, Maintenance, maintain
+from ivm.rules.replace import replaced_operator
 from ivm.zset import Read
 
 
@@ -197,8 +198,13 @@ def compile(
     # into it, and it must keep every fact row as it enriched it
     named = canonical(join(view))
     plan, lookups = split_lookups(lower(qualified, sql), named, legacy_layout)
+    optimized = optimize(plan)
     plan, windows = split_states(
-        optimize(plan), named, first=len(lookups) + 1, legacy_layout=legacy_layout
+        optimized,
+        named,
+        first=len(lookups) + 1,
+        legacy_layout=legacy_layout,
+        kept=replaced_operator(optimized),
     )
     states = [StatePlan(s.table, optimize(s.plan)) for s in lookups] + list(windows)
     return CompiledView(

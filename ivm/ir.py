@@ -128,6 +128,28 @@ class Project:
 
 INVERTIBLE_AGGREGATES = ("count", "sum", "avg")
 
+FLOATING_STATISTICS = (
+    exp.Stddev,
+    exp.StddevPop,
+    exp.StddevSamp,
+    exp.Variance,
+    exp.VariancePop,
+    exp.Corr,
+    exp.CovarPop,
+    exp.CovarSamp,
+    exp.Skewness,
+    exp.Kurtosis,
+    exp.RegrAvgx,
+    exp.RegrAvgy,
+    exp.RegrIntercept,
+    exp.RegrR2,
+    exp.RegrSlope,
+    exp.RegrSxx,
+    exp.RegrSxy,
+    exp.RegrSyy,
+)
+"""Aggregates Spark accumulates in floating point, whatever their argument's type."""
+
 
 @dataclass(frozen=True)
 class AggregateCall:
@@ -148,6 +170,22 @@ class AggregateCall:
     def invertible(self) -> bool:
         """A group's value follows from additive accumulators (see :mod:`ivm.store`)."""
         return self.function in INVERTIBLE_AGGREGATES and self.call is None
+
+    @property
+    def order_dependent(self) -> bool:
+        """Its value depends on the order Spark adds the rows in, which differs from one query
+        to another over the same rows: a SUM or AVG of floating-point values (or of values of
+        a type not known), a statistic accumulated in floating point (STDDEV, CORR, …)."""
+        call = self.call.this if isinstance(self.call, exp.Filter) else self.call
+        if isinstance(call, FLOATING_STATISTICS):
+            return True
+        if not isinstance(call, (exp.Sum, exp.Avg)):
+            return False
+        argument = call.this
+        if isinstance(argument, exp.Distinct):
+            argument = argument.expressions[0]
+        typed = argument.type
+        return typed is None or typed.this in (exp.DType.UNKNOWN, *exp.DataType.FLOAT_TYPES)
 
     def to_sql(self) -> exp.Expr:
         if self.call is not None:

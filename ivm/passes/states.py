@@ -15,6 +15,13 @@ The window then reads ``S``'s snapshots and change feed in place of ``R``'s::
 
 which costs the size of ``R``'s result (the groups under a top-N), not of its sources.
 
+An aggregate whose value depends on the order Spark adds its rows in (a SUM of DOUBLEs,
+STDDEV; :attr:`ivm.ir.AggregateCall.order_dependent`) is a state table too, unless it is the
+view's own root: recomputed over the input before a change, a group's value need not be the
+one the rows above it were computed from, and a refresh could not retract those rows. Its
+state table retracts its rows as it stored them (:mod:`ivm.rules.replace`), and the view
+above reads them as they were stored.
+
 A lookup join (``JOIN d FOR SYSTEM_TIME AS OF …``) is always a state table (split off before
 the passes, :func:`split_lookups`): it holds each fact row as enriched when first consumed,
 which its own rule reads back (see :mod:`ivm.rules.lookup`); the view above reads the
@@ -198,11 +205,16 @@ def split_lookups(
 
 
 def split_states(
-    plan: Relation, view: str, first: int = 1, legacy_layout: bool = False
+    plan: Relation,
+    view: str,
+    first: int = 1,
+    legacy_layout: bool = False,
+    kept: Relation | None = None,
 ) -> tuple[Relation, tuple[StatePlan, ...]]:
     """``plan`` reading state tables of ``view`` (numbered from ``first``; ``legacy_layout``:
     see :func:`state_name`) in place of the inputs of its global windows that are costly to
-    compute, and those state tables, each before any that reads it."""
+    compute and of its order-dependent aggregates but ``kept`` (the view's root, whose store
+    holds its rows), and those state tables, each before any that reads it."""
     states: list[StatePlan] = []
     done: dict[Relation, Relation] = {}
 
@@ -217,6 +229,12 @@ def split_states(
             and _costly(new.input)
         ):
             new = Window(_read_state(new.input), new.partition, new.functions)
+        elif (
+            isinstance(new, Aggregate)
+            and node is not kept
+            and any(call.order_dependent for _, call in new.calls)
+        ):
+            new = _read_state(Project(new, tuple((n, exp.column(n)) for n in columns(new))))
         done[node] = new
         return new
 

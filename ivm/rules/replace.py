@@ -47,20 +47,11 @@ def replaced_keys(
     """The GROUP BY or window at the root of the view ``plan`` (named ``view``, whose store it
     reads) and the view's change as view rows with their weights; None where the rule does not
     apply."""
-    operator = _root(plan)
+    operator = replaced_operator(plan)
     if operator is None:
         return None
-    if isinstance(operator, Aggregate):
-        keys = [e for _, e in operator.keys]
-        named = {n for n, _ in operator.keys}
-    else:
-        keys = list(operator.partition)
-        if not all(isinstance(k, exp.Column) and not k.table for k in keys):
-            return None
-        named = {k.name for k in keys if isinstance(k, exp.Column)}
-    found = exposed(plan, named)
-    if not named <= set(found):
-        return None
+    keys = _keys(operator)
+    found = exposed(plan, _named(keys, operator))
     affected = affected_keys([(differentiate(operator.input), keys)])
     rows = restricted(operator.input, Read.AFTER, keys, affected)
     rebuilt: Relation = (
@@ -89,12 +80,35 @@ def replaced_keys(
     return operator, Union((new, old))
 
 
-def _root(plan: Relation) -> Aggregate | Window | None:
-    """The GROUP BY or window under the view's projections, derived tables and filters."""
+def replaced_operator(plan: Relation) -> Aggregate | Window | None:
+    """The GROUP BY or window under the view's projections, derived tables and filters, where
+    the view names its keys as they are; None where there is none."""
     node = plan
     while isinstance(node, (Project, Subquery, Filter)):
         node = node.input
-    return node if isinstance(node, (Aggregate, Window)) else None
+    if not isinstance(node, (Aggregate, Window)):
+        return None
+    keys = _keys(node)
+    if isinstance(node, Window) and not all(
+        isinstance(k, exp.Column) and not k.table for k in keys
+    ):
+        return None  # a window's input is named: its partition, columns of it
+    named = _named(keys, node)
+    return node if named <= set(exposed(plan, named)) else None
+
+
+def _keys(operator: Aggregate | Window) -> list[exp.Expr]:
+    """The operator's keys: a GROUP BY's expressions, a window's partition columns."""
+    if isinstance(operator, Aggregate):
+        return [e for _, e in operator.keys]
+    return list(operator.partition)
+
+
+def _named(keys: list[exp.Expr], operator: Aggregate | Window) -> set[str]:
+    """The names of the operator's output columns that are its keys."""
+    if isinstance(operator, Aggregate):
+        return {n for n, _ in operator.keys}
+    return {k.name for k in keys if isinstance(k, exp.Column)}
 
 
 RULE = Rule(
