@@ -82,6 +82,28 @@ def test_explain_and_describe_show_the_state_table(spark, top):
     assert facts[f"state table {state(top)}"].startswith("keyed by (k, d)")
 
 
+def test_explain_create_says_the_state_tables_layout_or_why_a_create_refuses_it(spark, top):
+    """``EXPLAIN CREATE`` reads ``spark.ivm.stateLayout`` as the CREATE does: the layout its
+    state tables take, or, for a name no layout has, that the CREATE fails and why."""
+
+    def explained() -> list[str]:
+        statement = f"EXPLAIN CREATE MATERIALIZED VIEW other AS {TOP}"
+        return [r.plan for r in ivm.sql(spark, statement).collect()]
+
+    with session_settings(spark, {STATE_LAYOUT: "log"}):
+        assert "state tables' layout: log: each refresh appends its change, reads fold it in" in (
+            explained()
+        )
+    with session_settings(spark, {STATE_LAYOUT: "bogus"}):
+        refused = [line for line in explained() if line.startswith("state tables' layout")]
+        assert refused == [
+            "state tables' layout: CREATE fails: spark.ivm.stateLayout is 'bogus': no store "
+            "layout has that name"
+        ]
+        with pytest.raises(CatalogError, match="spark.ivm.stateLayout is 'bogus'"):
+            ivm.sql(spark, f"CREATE MATERIALIZED VIEW other AS {TOP}")
+
+
 def test_drop_removes_the_state_tables_and_a_state_table_is_not_dropped_alone(spark, top):
     with pytest.raises(ViewInUse, match="state table of the materialized view"):
         ivm.sql(spark, f"DROP MATERIALIZED VIEW {state(top)}")
