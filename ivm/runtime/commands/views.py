@@ -351,9 +351,9 @@ def explain_create(
     """``EXPLAIN CREATE MATERIALIZED VIEW``: whether and how the view defined by the SELECT
     ``sql`` would be maintained under ``policy``, with its store in ``layout`` (or the
     session's) and partitioned by ``partitioned_by``, before anything is created; one
-    ``plan`` row per line: the verdict, the store layout, the partitioning, the delta circuit
-    and what a refresh reads. SQL or clauses that a CREATE would refuse are no error here:
-    the line they concern says the CREATE fails, and why."""
+    ``plan`` row per line: the verdict, the store layout (and the state tables'), the
+    partitioning, the delta circuit and what a refresh reads. SQL or clauses that a CREATE
+    would refuse are no error here: the line they concern says the CREATE fails, and why."""
     view = qualified_name(spark, name)
     chosen = policy or DEFAULT_POLICY
     lines = [
@@ -366,10 +366,17 @@ def explain_create(
         lines.append(f"store layout: {layout_description(logged)}")
     except CatalogError as refused:
         lines.append(f"store layout: CREATE fails: {refused.message}")
+    states_logged = None
+    try:
+        states_logged = _logged_layout_chosen(spark, setting=STATE_LAYOUT)
+    except CatalogError as refused:  # a CREATE refuses it with or without state tables
+        lines.append(f"state tables' layout: CREATE fails: {refused.message}")
     with isolated(spark) as work:
         try:
             schema = catalog_schema(work)
             compiled = compile(sql, schema, name=view, legacy_layout=is_legacy_view(work, view))
+            if compiled.states and states_logged is not None:
+                lines.append(f"state tables' layout: {layout_description(states_logged)}")
             if partitioned_by:
                 lines.append(_partitioning_line(view, compiled, partitioned_by, bool(logged)))
             lines += _maintenance(work, sql, schema, compiled, Policy(chosen))
