@@ -94,28 +94,49 @@ def appended(plan: Relation, differentiate: Differentiate, view: str) -> Relatio
         keys = [e for _, e in operator.keys]
     change = differentiate(operator.input)
     affected = affected_keys([(change, keys)])
-    names = columns(plan)
-    stored = restricted(
-        Scan(view, STORED, names + (COUNT,), Read.STORE),
-        Read.STORE,
-        [stored_key(k, operator, named) for k in keys],
-        affected,
-    )
+    stored = stored_at(view, plan, operator, keys, named, affected)
     if isinstance(operator, Window):
         rebuilt: Relation = Window(
             _window_input(operator, stored, change, named), operator.partition, operator.functions
         )
     else:
         rebuilt = _combined(operator, stored, change, named)
-    after = replaced(plan, operator, rebuilt)
-    if not keys:  # a global aggregate has its one row over no input: only where K is
+    return replacing(replaced(plan, operator, rebuilt), stored, plan, not keys, affected)
+
+
+def stored_at(
+    view: str,
+    plan: Relation,
+    operator: Window | Aggregate,
+    keys: list[exp.Expr],
+    named: dict[str, str],
+    affected: Relation,
+) -> Relation:
+    """The store of the view ``plan`` (named ``view``) at the affected keys ``K`` of its
+    ``operator`` (``keys``, the view columns that hold them ``named``): its rows and counts."""
+    return restricted(
+        Scan(view, STORED, columns(plan) + (COUNT,), Read.STORE),
+        Read.STORE,
+        [stored_key(k, operator, named) for k in keys],
+        affected,
+    )
+
+
+def replacing(
+    after: Relation, stored: Relation, plan: Relation, keyless: bool, affected: Relation
+) -> Union:
+    """``ΔV = V' ⋉ K − V ⋉ K``: the rows of the view ``plan`` after the change at the affected
+    keys ``K`` (``after``), each of weight 1, less its ``stored`` rows there, each of weight its
+    count. A global aggregate (``keyless``) has its one row over no input: only where K is."""
+    if keyless:
         after = restricted(after, Read.STORE, [], affected)
-    weighted = ((n, exp.column(n)) for n in names)
+    names = columns(plan)
     before = Project(
         stored,
         tuple((n, exp.column(n, STORED)) for n in names)
         + ((WEIGHT, exp.Neg(this=exp.column(COUNT, STORED))),),
     )
+    weighted = tuple((n, exp.column(n)) for n in names)
     return Union((Project(after, (*weighted, (WEIGHT, exp.Literal.number(1)))), before))
 
 

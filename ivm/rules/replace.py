@@ -33,12 +33,12 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ivm.ir import Aggregate, Filter, Project, Relation, Scan, Subquery, Union, Window, columns
+from ivm.ir import Aggregate, Filter, Project, Relation, Subquery, Union, Window
 from ivm.ir import reading as read_as
-from ivm.rules.append import STORED, exposed, replaced, stored_key
+from ivm.rules.append import exposed, replaced, replacing, stored_at
 from ivm.rules.base import Differentiate, Kind, Rule
 from ivm.rules.keyed import affected_keys, restricted
-from ivm.zset import COUNT, WEIGHT, Read
+from ivm.zset import Read
 
 
 def replaced_keys(
@@ -51,7 +51,7 @@ def replaced_keys(
     if operator is None:
         return None
     keys = _keys(operator)
-    found = exposed(plan, _named(keys, operator))
+    found = exposed(plan, _named(operator))
     affected = affected_keys([(differentiate(operator.input), keys)])
     rows = restricted(operator.input, Read.AFTER, keys, affected)
     rebuilt: Relation = (
@@ -60,24 +60,8 @@ def replaced_keys(
         else Window(rows, operator.partition, operator.functions)
     )
     after = read_as(replaced(plan, operator, rebuilt), Read.AFTER)
-    if not keys:  # a global aggregate has its one row over no input: only where K is
-        after = restricted(after, Read.AFTER, [], affected)
-    names = columns(plan)
-    stored = restricted(
-        Scan(view, STORED, names + (COUNT,), Read.STORE),
-        Read.STORE,
-        [stored_key(k, operator, found) for k in keys],
-        affected,
-    )
-    old = Project(
-        stored,
-        tuple((n, exp.column(n, STORED)) for n in names)
-        + ((WEIGHT, exp.Neg(this=exp.column(COUNT, STORED))),),
-    )
-    new = Project(
-        after, tuple((n, exp.column(n)) for n in names) + ((WEIGHT, exp.Literal.number(1)),)
-    )
-    return operator, Union((new, old))
+    stored = stored_at(view, plan, operator, keys, found, affected)
+    return operator, replacing(after, stored, plan, not keys, affected)
 
 
 def replaced_operator(plan: Relation) -> Aggregate | Window | None:
@@ -88,12 +72,11 @@ def replaced_operator(plan: Relation) -> Aggregate | Window | None:
         node = node.input
     if not isinstance(node, (Aggregate, Window)):
         return None
-    keys = _keys(node)
     if isinstance(node, Window) and not all(
-        isinstance(k, exp.Column) and not k.table for k in keys
+        isinstance(k, exp.Column) and not k.table for k in node.partition
     ):
         return None  # a window's input is named: its partition, columns of it
-    named = _named(keys, node)
+    named = _named(node)
     return node if named <= set(exposed(plan, named)) else None
 
 
@@ -104,11 +87,11 @@ def _keys(operator: Aggregate | Window) -> list[exp.Expr]:
     return list(operator.partition)
 
 
-def _named(keys: list[exp.Expr], operator: Aggregate | Window) -> set[str]:
+def _named(operator: Aggregate | Window) -> set[str]:
     """The names of the operator's output columns that are its keys."""
     if isinstance(operator, Aggregate):
         return {n for n, _ in operator.keys}
-    return {k.name for k in keys if isinstance(k, exp.Column)}
+    return {k.name for k in operator.partition if isinstance(k, exp.Column)}
 
 
 RULE = Rule(
