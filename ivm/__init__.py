@@ -4,7 +4,9 @@
 CREATE / REFRESH / DROP MATERIALIZED VIEW (and passes other statements to Spark);
 ``spark_session()`` starts local Spark with Delta and a persistent catalog;
 ``view_changes(spark, view, version)`` reads a view's changelog (``+I/-U/+U/-D``);
-``verify(spark, view)`` compares a view with its query at the source versions it reflects.
+``verify(spark, view)`` compares a view with its query at the source versions it reflects;
+``materialized_views(spark, database)`` lists the views and ``view_definition(spark, view)``
+gives one's definition (its query and clauses), as tools that create views from code need.
 The names backed by the runtime load it, and pyspark, on first use.
 """
 
@@ -35,9 +37,11 @@ from ivm.errors import (
 )
 
 if TYPE_CHECKING:  # loaded at run time by __getattr__, on first use
+    from ivm.runtime.catalog.graph import materialized_views
     from ivm.runtime.catalog.history import RefreshResult
     from ivm.runtime.commands.statements import sql
     from ivm.runtime.observation.changelog import view_changes
+    from ivm.runtime.observation.describe import ViewDefinition, view_definition
     from ivm.runtime.observation.verify import Verification, verify
     from ivm.runtime.spark.connect import Session
     from ivm.runtime.spark.session import spark_session
@@ -49,6 +53,9 @@ _RUNTIME = {
     "view_changes": "ivm.runtime.observation.changelog",
     "verify": "ivm.runtime.observation.verify",
     "Verification": "ivm.runtime.observation.verify",
+    "materialized_views": "ivm.runtime.catalog.graph",
+    "view_definition": "ivm.runtime.observation.describe",
+    "ViewDefinition": "ivm.runtime.observation.describe",
 }
 """Public names and the runtime modules that define them."""
 
@@ -106,12 +113,15 @@ __all__ = [
     "StateError",
     "UnsupportedQuery",
     "Verification",
+    "ViewDefinition",
     "ViewExists",
     "ViewInUse",
     "ViewNotFound",
     "compile",
+    "materialized_views",
     "spark_session",
     "sql",
     "verify",
     "view_changes",
+    "view_definition",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import networkx as nx
 
 from ivm.errors import DependencyCycle
-from ivm.names import join, split
+from ivm.names import internal_database, join, split
 from ivm.runtime.catalog.history import latest_consumed
 from ivm.runtime.catalog.properties import STATE_OF
 from ivm.runtime.catalog.tables import STORE_SUFFIX, store_properties, view_of_store
@@ -18,21 +18,27 @@ from ivm.runtime.log.delta_log import reading_each_log_once
 from ivm.runtime.spark.connect import Session
 
 
-def materialized_views(spark: Session) -> list[str]:
-    """Every materialized view in the catalog, as ``db.name`` (not the state tables, which
-    are parts of their views), its store in the internal database or beside it; not those
-    whose database was dropped (``DROP DATABASE … CASCADE`` leaves their stores in the
-    internal database), which no query can read any more."""
+def materialized_views(spark: Session, database: str | None = None) -> list[str]:
+    """Every materialized view in the catalog (or in ``database``), as ``db.name`` (not the
+    state tables, which are parts of their views), its store in the internal database or
+    beside it; not those whose database was dropped (``DROP DATABASE … CASCADE`` leaves
+    their stores in the internal database), which no query can read any more."""
     views = []
-    databases = {database.name for database in spark.catalog.listDatabases()}
+    databases = {listed.name for listed in spark.catalog.listDatabases()}
+    searched = (
+        databases
+        if database is None
+        else databases & {database.lower(), internal_database(database.lower())}
+    )
     with reading_each_log_once(reuse=True):  # each store's log and each listing once
-        for database in sorted(databases):
-            for table in spark.catalog.listTables(database):
+        for searching in sorted(searched):
+            for table in spark.catalog.listTables(searching):
                 if table.name.endswith(STORE_SUFFIX) and not table.isTemporary:
-                    view = view_of_store(spark, join([database, table.name]))
+                    view = view_of_store(spark, join([searching, table.name]))
                     if (
                         view is not None
                         and split(view)[0] in databases
+                        and (database is None or split(view)[0] == database.lower())
                         and STATE_OF not in (store_properties(spark, view) or {})
                     ):
                         views.append(view)

@@ -1,8 +1,10 @@
-"""What a materialized view says about itself: DESCRIBE, its history, its lag."""
+"""What a materialized view says about itself: DESCRIBE, its history, its lag, its
+definition."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
@@ -15,20 +17,30 @@ from ivm.runtime.catalog.definition import (
 from ivm.runtime.catalog.history import history, latest_consumed, latest_record
 from ivm.runtime.catalog.properties import (
     DEFINITION,
+    DELETED_FILE_RETENTION,
     FRESHNESS,
+    LOGGED_LAYOUT,
+    MERGED_LAYOUT,
     POLICY,
     STATE_OF,
     SUSPENDED,
     is_logged,
     layout_description,
 )
-from ivm.runtime.catalog.tables import qualified_name, store_name
+from ivm.runtime.catalog.tables import qualified_name, store_name, store_properties
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.messages import size
 from ivm.runtime.observation.lag import lag_seconds
 from ivm.runtime.refresh.plan import predict
 from ivm.runtime.refresh.policy import DEFAULT_POLICY
-from ivm.runtime.refresh.retention import Assessment, Unconsumed, assess, retentions, unconsumed
+from ivm.runtime.refresh.retention import (
+    Assessment,
+    Unconsumed,
+    assess,
+    interval_seconds,
+    retentions,
+    unconsumed,
+)
 from ivm.runtime.refresh.upkeep import COMPACT_AT
 from ivm.runtime.spark.connect import Session
 
@@ -167,3 +179,38 @@ def refresh_history(spark: Session, name: str) -> DataFrame:
     view = qualified_name(spark, name)
     view_properties(spark, view, "DESCRIBE HISTORY")
     return history(spark, store_name(view))
+
+
+@dataclass(frozen=True)
+class ViewDefinition:
+    """A materialized view as its CREATE defined it: each clause that a CREATE OR REPLACE
+    with another value would change. A tool that keeps views in step with their source code
+    (the dbt adapter) compares its own with these."""
+
+    view: str
+    query: str  # the SELECT, as the CREATE spelled it
+    partitioned_by: tuple[str, ...]
+    freshness: int | None  # seconds; None: no FRESHNESS (ivm run leaves the view alone)
+    retention: float | None  # seconds its change data and earlier versions stay readable
+    policy: str  # its REFRESH POLICY
+    layout: str  # its STORE LAYOUT
+
+
+def view_definition(spark: Session, name: str) -> ViewDefinition | None:
+    """The definition of the materialized view ``name``; None where ``name`` is none (a
+    table, a Spark view, nothing, or a state table, which is part of a view)."""
+    view = qualified_name(spark, name)
+    with reading_each_log_once():
+        properties = store_properties(spark, view)
+        if properties is None or STATE_OF in properties:
+            return None
+        freshness = properties.get(FRESHNESS)
+        return ViewDefinition(
+            view=view,
+            query=properties[DEFINITION],
+            partitioned_by=tuple(DeltaLogReader.of(spark, store_name(view)).partition_columns()),
+            freshness=None if freshness is None else int(freshness),
+            retention=interval_seconds(properties.get(DELETED_FILE_RETENTION, "")),
+            policy=properties.get(POLICY, DEFAULT_POLICY.value),
+            layout=LOGGED_LAYOUT if is_logged(properties) else MERGED_LAYOUT,
+        )
