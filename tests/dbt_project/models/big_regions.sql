@@ -1,0 +1,3 @@
+SELECT region, revenue
+FROM {{ ref('revenue_by_region') }}
+WHERE revenue > 100

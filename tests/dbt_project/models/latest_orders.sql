@@ -1,0 +1,7 @@
+SELECT order_id, customer_id, amount, updated_at
+FROM (
+  SELECT o.*,
+         ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY updated_at DESC, order_id DESC) AS rn
+  FROM {{ source('shop', 'orders') }} AS o
+)
+WHERE rn = 1

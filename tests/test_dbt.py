@@ -1,0 +1,229 @@
+"""A dbt project on ivm (``tests/dbt_project``), run by the real ``dbt`` command.
+
+Two Delta sources with change data feed (orders, customers) and one without (payments); three
+models kept as materialized views (a join aggregate, a dedup, a view on that aggregate) and
+two that ivm refuses (an ORDER BY, a source without change data feed). ``dbt run`` creates the
+views, the sources change, ``dbt run`` refreshes them incrementally, ``dbt test`` tests them;
+after each run every view equals Spark running the model's compiled SQL, and the refused models
+fail with ivm's own words, leaving nothing behind, while the rest runs.
+
+dbt and each check run in processes of their own: a catalog (the ivm home) is one process's at
+a time.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).parent / "dbt_project"
+DBT = Path(sys.executable).parent / "dbt"
+VIEWS = ("revenue_by_region", "latest_orders", "big_regions")
+REFUSED = {
+    "ordered_orders": "is not supported in a materialized view",
+    "payments_total": "shop.payments",
+}
+
+PROFILE = """
+ivm_shop:
+  target: dev
+  outputs:
+    dev:
+      type: ivm
+      schema: shop_models
+      home: {home}
+      threads: 2
+"""
+
+SOURCES = """
+import ivm
+spark = ivm.spark_session()
+spark.sql("CREATE DATABASE shop")
+cdf = "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+spark.sql("CREATE TABLE shop.customers (customer_id INT, name STRING, region STRING) "
+          f"USING DELTA {cdf}")
+spark.sql("CREATE TABLE shop.orders (order_id INT, customer_id INT, amount DECIMAL(10, 2), "
+          f"updated_at TIMESTAMP) USING DELTA {cdf}")
+spark.sql("CREATE TABLE shop.payments (payment_id INT, amount DECIMAL(10, 2)) USING DELTA")
+spark.sql("INSERT INTO shop.customers VALUES (1, 'Ada', 'north'), (2, 'Bo', 'south'), "
+          "(3, 'Cy', 'north'), (4, 'Di', NULL)")
+spark.sql("INSERT INTO shop.orders VALUES "
+          "(10, 1, 120.50, TIMESTAMP '2026-01-01 10:00:00'), "
+          "(11, 1, 30.00, TIMESTAMP '2026-01-02 10:00:00'), "
+          "(12, 2, 80.25, TIMESTAMP '2026-01-01 11:00:00'), "
+          "(13, 3, 99.99, TIMESTAMP '2026-01-03 09:00:00'), "
+          "(14, 4, 5.00, TIMESTAMP '2026-01-03 09:00:00')")
+spark.sql("INSERT INTO shop.payments VALUES (1, 10.00)")
+"""
+
+CHANGES = """
+spark.sql("INSERT INTO shop.orders VALUES (15, 2, 60.00, TIMESTAMP '2026-01-04 08:00:00'), "
+          "(16, 5, 1.00, TIMESTAMP '2026-01-04 08:00:00')")
+spark.sql("UPDATE shop.orders SET amount = 10.00 WHERE order_id = 10")
+spark.sql("DELETE FROM shop.orders WHERE order_id = 13")
+spark.sql("UPDATE shop.customers SET region = 'south' WHERE customer_id = 3")
+spark.sql("INSERT INTO shop.customers VALUES (5, 'Ed', 'east')")
+"""
+
+COMPARE = """
+import json, sys
+from pathlib import Path
+import ivm
+from ivm.runtime.observation.compare import difference
+spark = ivm.spark_session()
+compiled = Path(sys.argv[1])
+found = {}
+for view in sys.argv[2:]:
+    query = (compiled / f"{view}.sql").read_text()
+    different = difference(spark, spark.table(f"shop_models.{view}"), spark.sql(query))
+    found[view] = None if different is None else str(different)
+found["relations"] = sorted(r.tableName for r in spark.sql("SHOW TABLES IN shop_models").collect())
+found["views"] = sorted(ivm.materialized_views(spark, "shop_models"))
+defined = ivm.view_definition(spark, "shop_models.revenue_by_region")
+found["clauses"] = [
+    list(defined.partitioned_by), defined.freshness, defined.retention, defined.policy
+]
+print(json.dumps(found))
+"""
+
+
+def python(code: str, env, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def dbt(project: Path, env, *command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(DBT), *command, "--project-dir", str(project), "--profiles-dir", str(project)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def results(project: Path) -> dict[str, dict]:
+    """``{model or test name: its result}`` of the last dbt command's run_results.json."""
+    run = json.loads((project / "target" / "run_results.json").read_text())
+    return {r["unique_id"].split(".")[-1]: r for r in run["results"]}
+
+
+def check_run(
+    project: Path, done: subprocess.CompletedProcess, env, modes: dict[str, str], then: str = ""
+) -> None:
+    """The views built (each one's message saying its mode in ``modes``) and equal to Spark
+    running their models' compiled SQL; the refused models failed with ivm's words and left
+    nothing (no relation, no store). ``then``: code for the checking process to run last."""
+    assert done.returncode == 1, done.stdout[-3000:]  # the refused models fail the run
+    ran = results(project)
+    for view in VIEWS:
+        assert ran[view]["status"] == "success", ran[view]["message"]
+        assert ran[view]["adapter_response"]["_message"].startswith(modes[view]), ran[view]
+    for model, words in REFUSED.items():
+        assert ran[model]["status"] == "error" and words in ran[model]["message"], ran[model]
+        assert "\tat " not in ran[model]["message"]  # no Java stack
+    compiled = project / "target" / "compiled" / "shop" / "models"
+    out = python(COMPARE + then, env, str(compiled), *VIEWS)
+    found = json.loads(out.strip().splitlines()[-1])
+    assert {view: found[view] for view in VIEWS} == dict.fromkeys(VIEWS)
+    assert found["relations"] == sorted(VIEWS)
+    assert found["views"] == sorted(f"shop_models.{view}" for view in VIEWS)
+    # the model's partition_by, freshness (5 minutes), retention (30 days), and the project's
+    # refresh_policy
+    assert found["clauses"] == [["region"], 300, 30 * 86400, "INCREMENTAL"]
+
+
+@pytest.mark.slow
+def test_a_dbt_project_runs_its_materialized_views_incrementally(tmp_path):
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    (project / "profiles.yml").write_text(PROFILE.format(home=tmp_path / "home"))
+    env = os.environ | {"IVM_HOME": str(tmp_path / "home"), "DBT_SEND_ANONYMOUS_USAGE_STATS": "0"}
+    python(SOURCES, env)
+
+    first = dbt(project, env, "run")
+    assert "change data feed" in results(project)["payments_total"]["message"]
+    check_run(project, first, env, dict.fromkeys(VIEWS, "create"), then=CHANGES)
+
+    # the sources changed; one model's query too: its view is replaced (on_configuration_change
+    # apply, dbt's default), the others refreshed incrementally
+    model = project / "models" / "big_regions.sql"
+    model.write_text(model.read_text().replace("> 100", "> 50"))
+    second = dbt(project, env, "run")
+    replaced = {"big_regions": "create"}
+    check_run(project, second, env, dict.fromkeys(VIEWS, "incremental") | replaced)
+
+    tested = dbt(project, env, "test")
+    assert tested.returncode == 0, tested.stdout[-3000:]
+    passed = [r for r in results(project).values() if r["status"] == "pass"]
+    assert len(passed) == 6, results(project)
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    "config, freshness, retention, partitioned_by, chosen",
+    [
+        ({}, None, None, (), None),
+        (
+            {
+                "partition_by": "region",
+                "freshness": {"build_after": {"count": 5, "period": "minute"}},
+                "retention": "30 days",
+                "refresh_policy": "incremental_strict",
+            },
+            300,
+            30 * 86400,
+            ("region",),
+            "INCREMENTAL STRICT",
+        ),
+        (
+            {"partition_by": ["ds", "hour"], "retention": 3600, "refresh_policy": "Full"},
+            None,
+            3600,
+            ("ds", "hour"),
+            "FULL",
+        ),
+    ],
+)
+def test_a_models_config_becomes_the_clauses_ivm_parses(
+    config, freshness, retention, partitioned_by, chosen
+):
+    """The clauses the adapter writes for a model's config, read back by ivm's own parser of
+    ``CREATE MATERIALIZED VIEW``."""
+    from dbt.adapters.ivm.impl import create_clauses
+    from ivm.frontend.statements import parse_statement
+
+    parsed = parse_statement(f"CREATE MATERIALIZED VIEW v {create_clauses(config)} AS SELECT 1")
+    assert parsed is not None and (parsed.query or "").strip() == "SELECT 1"
+    assert (parsed.freshness, parsed.retention) == (freshness, retention)
+    assert (parsed.partitioned_by, parsed.policy) == (partitioned_by, chosen)
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"freshness": {"build_after": {"count": 5, "period": "year"}}},
+        {"retention": "soon"},
+        {"refresh_policy": "sometimes"},
+    ],
+)
+def test_a_config_ivm_cannot_read_is_refused_by_name(config):
+    from dbt_common.exceptions import DbtRuntimeError
+
+    from dbt.adapters.ivm.impl import create_clauses
+
+    with pytest.raises(DbtRuntimeError, match=f"config {next(iter(config))} is"):
+        create_clauses(config)
