@@ -114,6 +114,11 @@ def dbt(project: Path, env, *command: str) -> subprocess.CompletedProcess:
     )
 
 
+def edit(model: Path, old: str, new: str) -> None:
+    assert old in model.read_text()
+    model.write_text(model.read_text().replace(old, new))
+
+
 def results(project: Path) -> dict[str, dict]:
     """``{model or test name: its result}`` of the last dbt command's run_results.json."""
     run = json.loads((project / "target" / "run_results.json").read_text())
@@ -121,11 +126,17 @@ def results(project: Path) -> dict[str, dict]:
 
 
 def check_run(
-    project: Path, done: subprocess.CompletedProcess, env, modes: dict[str, str], then: str = ""
+    project: Path,
+    done: subprocess.CompletedProcess,
+    env,
+    modes: dict[str, str],
+    freshness: int,
+    then: str = "",
 ) -> None:
     """The views built (each one's message saying its mode in ``modes``) and equal to Spark
-    running their models' compiled SQL; the refused models failed with ivm's words and left
-    nothing (no relation, no store). ``then``: code for the checking process to run last."""
+    running their models' compiled SQL, revenue_by_region with the ``freshness`` its model
+    gives; the refused models failed with ivm's words and left nothing (no relation, no
+    store). ``then``: code for the checking process to run last."""
     assert done.returncode == 1, done.stdout[-3000:]  # the refused models fail the run
     ran = results(project)
     for view in VIEWS:
@@ -140,9 +151,8 @@ def check_run(
     assert {view: found[view] for view in VIEWS} == dict.fromkeys(VIEWS)
     assert found["relations"] == sorted(VIEWS)
     assert found["views"] == sorted(f"shop_models.{view}" for view in VIEWS)
-    # the model's partition_by, freshness (5 minutes), retention (30 days), and the project's
-    # refresh_policy
-    assert found["clauses"] == [["region"], 300, 30 * 86400, "INCREMENTAL"]
+    # the model's partition_by, freshness, retention (30 days), and the project's refresh_policy
+    assert found["clauses"] == [["region"], freshness, 30 * 86400, "INCREMENTAL"]
 
 
 @pytest.mark.slow
@@ -155,15 +165,16 @@ def test_a_dbt_project_runs_its_materialized_views_incrementally(tmp_path):
 
     first = dbt(project, env, "run")
     assert "change data feed" in results(project)["payments_total"]["message"]
-    check_run(project, first, env, dict.fromkeys(VIEWS, "create"), then=CHANGES)
+    check_run(project, first, env, dict.fromkeys(VIEWS, "create"), 300, then=CHANGES)
 
-    # the sources changed; one model's query too: its view is replaced (on_configuration_change
-    # apply, dbt's default), the others refreshed incrementally
-    model = project / "models" / "big_regions.sql"
-    model.write_text(model.read_text().replace("> 100", "> 50"))
+    # the sources changed, and two models: one's query, whose view is replaced, and one's
+    # freshness, which is altered, its view refreshed incrementally (on_configuration_change
+    # apply, dbt's default)
+    edit(project / "models" / "big_regions.sql", "> 100", "> 50")
+    edit(project / "models" / "revenue_by_region.sql", "'count': 5", "'count': 10")
     second = dbt(project, env, "run")
     replaced = {"big_regions": "create"}
-    check_run(project, second, env, dict.fromkeys(VIEWS, "incremental") | replaced)
+    check_run(project, second, env, dict.fromkeys(VIEWS, "incremental") | replaced, 600)
 
     tested = dbt(project, env, "test")
     assert tested.returncode == 0, tested.stdout[-3000:]

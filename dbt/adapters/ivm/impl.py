@@ -108,6 +108,18 @@ def create_clauses(config: dict[str, Any]) -> str:
     return " ".join(clauses)
 
 
+@dataclass(frozen=True)
+class Changes:
+    """What a model changes of its materialized view's definition: one line per clause
+    (``described``), and either the ``alters`` that apply them to the view as it is (a
+    freshness, a retention, a refresh policy) or, where one of them is the query or the
+    partitioning, ``replace``: only CREATE OR REPLACE can."""
+
+    described: list[str]
+    alters: list[str]
+    replace: bool
+
+
 def normalized(sql: str) -> str:
     """``sql`` with its whitespace and a trailing semicolon left out: two spellings of a
     model that differ in these alone define the same view."""
@@ -151,28 +163,38 @@ class IvmAdapter(SparkAdapter):
     @available
     def materialized_view_changes(
         self, relation: BaseRelation, sql: str, config: dict[str, Any]
-    ) -> list[str]:
+    ) -> Changes:
         """What the model (its ``sql`` and ``config``) changes of the materialized view
-        ``relation``'s definition, one line per clause; empty where it changes nothing."""
+        ``relation``'s definition, and how to apply it."""
         definition = ivm.view_definition(self._spark(), relation.render())
         if definition is None:
-            return [f"{relation} is no materialized view"]
-        changes = []
+            return Changes([f"{relation} is no materialized view"], [], replace=True)
+        described, alters, replace = [], [], False
         if normalized(sql) != normalized(definition.query):
-            changes.append("its query")
+            described.append("its query")
+            replace = True
         columns = tuple(c.lower() for c in partition_columns(config.get("partition_by")))
         if columns != tuple(c.lower() for c in definition.partitioned_by):
-            changes.append(f"partition_by: {list(definition.partitioned_by)} to {list(columns)}")
+            described.append(f"partition_by: {list(definition.partitioned_by)} to {list(columns)}")
+            replace = True
         freshness = seconds("freshness", config.get("freshness"))
         if freshness != definition.freshness:
-            changes.append(f"freshness: {definition.freshness} to {freshness} seconds")
+            described.append(f"freshness: {definition.freshness} to {freshness} seconds")
+            alters.append(f"SET FRESHNESS = INTERVAL '{freshness}' SECONDS")
+            replace = replace or freshness is None  # ALTER sets a freshness, removes none
         retention = seconds("retention", config.get("retention"))
         if retention is not None and retention != definition.retention:
-            changes.append(f"retention: {definition.retention} to {retention} seconds")
+            described.append(f"retention: {definition.retention} to {retention} seconds")
+            alters.append(f"SET RETENTION = INTERVAL '{retention}' SECONDS")
         chosen = policy(config.get("refresh_policy")) or "AUTO"
         if chosen != definition.policy.upper():
-            changes.append(f"refresh_policy: {definition.policy} to {chosen}")
-        return changes
+            described.append(f"refresh_policy: {definition.policy} to {chosen}")
+            alters.append(f"SET REFRESH POLICY {chosen}")
+        return Changes(
+            described,
+            [] if replace else [f"ALTER MATERIALIZED VIEW {relation} {alter}" for alter in alters],
+            replace,
+        )
 
     @available
     def check_materialized_view(self, sql: str) -> None:

@@ -2,7 +2,8 @@
   materialized='materialized_view', spelled as dbt-databricks spells it: the first run creates
   the view, later runs refresh it (incrementally where ivm can), --full-refresh recomputes it,
   and a model whose query or clauses changed is handled as on_configuration_change says
-  (apply: CREATE OR REPLACE; continue: a warning, the view left as it is; fail: an error).
+  (apply: ALTER where only the freshness, retention or refresh policy changed, else CREATE OR
+  REPLACE; continue: a warning, the view left as it is; fail: an error).
 #}
 {% materialization materialized_view, adapter='ivm' %}
   {%- set existing = load_cached_relation(this) -%}
@@ -41,7 +42,7 @@
 {% endmacro %}
 
 
-{#- The one statement this run sends for the model's view (or '' where it sends none). -#}
+{#- The statement that builds the model's view ('' where none does); ALTERs it needs first run here. -#}
 {% macro ivm_materialized_view_sql(existing, target, model_config) %}
   {%- set clauses = adapter.materialized_view_clauses(model_config) -%}
   {%- set create -%}
@@ -57,20 +58,28 @@
     {{ return(create) }}
   {%- endif -%}
   {%- set changes = adapter.materialized_view_changes(target, sql, model_config) -%}
-  {%- if not changes -%}
-    {{ return('refresh materialized view ' ~ target ~ (' full' if should_full_refresh() else '')) }}
+  {%- set refresh = 'refresh materialized view ' ~ target ~ (' full' if should_full_refresh() else '') -%}
+  {%- if not changes.described -%}
+    {{ return(refresh) }}
   {%- endif -%}
-  {%- set described = target ~ " changes: " ~ changes | join("; ") -%}
+  {%- set described = target ~ " changes: " ~ changes.described | join("; ") -%}
   {%- set on_change = config.get('on_configuration_change', 'apply') -%}
-  {%- if should_full_refresh() or on_change == 'apply' -%}
+  {%- if (should_full_refresh() or on_change == 'apply') and changes.replace -%}
     {{ log("Replacing " ~ described, info=True) }}
     {{ return('create or replace' ~ create.strip()[6:]) }}
+  {%- elif should_full_refresh() or on_change == 'apply' -%}
+    {#- a freshness, a retention or a refresh policy: altered, the rows kept -#}
+    {{ log("Altering " ~ described, info=True) }}
+    {%- for alter in changes.alters -%}
+      {% call statement('alter_' ~ loop.index) %}{{ alter }}{% endcall %}
+    {%- endfor -%}
+    {{ return(refresh) }}
   {%- elif on_change == 'continue' -%}
     {% do exceptions.warn(described ~ "; on_configuration_change is continue: left as it is") %}
     {{ return('') }}
   {%- elif on_change == 'fail' -%}
     {% do exceptions.raise_fail_fast_error(
-      described ~ "; on_configuration_change is fail (run with --full-refresh to replace it)") %}
+      described ~ "; on_configuration_change is fail (run with --full-refresh to apply it)") %}
   {%- else -%}
     {% do exceptions.raise_compiler_error(
       "on_configuration_change is " ~ on_change ~ ": give apply, continue or fail") %}
