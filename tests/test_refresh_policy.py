@@ -302,3 +302,19 @@ def test_explain_create_says_how_a_view_would_be_maintained_and_creates_nothing(
     )
     refused = plan(spark, "EXPLAIN CREATE MATERIALIZED VIEW v AS SELECT k, rand() AS x FROM r")
     assert refused[3].startswith("maintained: no, CREATE fails: ") and "rand" in refused[3].lower()
+
+
+def test_explain_create_says_a_create_over_a_source_without_change_data_fails(spark, r):
+    """``EXPLAIN CREATE`` checks the sources as the CREATE does: a Delta table without change
+    data feed, or a table of another format, is a line saying the CREATE fails, and why."""
+    spark.sql("CREATE TABLE plain (k INT, a INT) USING DELTA")
+    spark.sql("CREATE TABLE other (k INT) USING PARQUET")
+    query = "SELECT p.k, SUM(r.a) AS a FROM plain p JOIN r ON p.k = r.k JOIN other o ON o.k = p.k"
+    lines = plan(spark, f"EXPLAIN CREATE MATERIALIZED VIEW v AS {query} GROUP BY p.k")
+    refused = [line for line in lines if "CREATE fails" in line]
+    assert refused == [
+        f"source {r}.other: CREATE fails: source {r}.other is not a Delta table",
+        f"source {r}.plain: CREATE fails: source {r}.plain does not have change data feed enabled",
+    ], lines
+    with pytest.raises(ivm.SourceError, match="change data feed"):  # as the CREATE says
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW v AS {query} GROUP BY p.k")
