@@ -32,7 +32,7 @@ from pyspark.sql.types import StructType
 from ivm import codegen
 from ivm.codegen.store import LOGGED
 from ivm.compiler import CompiledView, compile
-from ivm.errors import CatalogError, UnsupportedQuery, ViewExists, ViewInUse
+from ivm.errors import CatalogError, SourceError, UnsupportedQuery, ViewExists, ViewInUse
 from ivm.names import DIALECT, internal_database, is_internal_database, quote, split
 from ivm.runtime.catalog.analysis import analyse, refuse_temporary
 from ivm.runtime.catalog.definition import compile_definition, named_view, not_a_view, pin
@@ -352,8 +352,9 @@ def explain_create(
     ``sql`` would be maintained under ``policy``, with its store in ``layout`` (or the
     session's) and partitioned by ``partitioned_by``, before anything is created; one
     ``plan`` row per line: the verdict, the store layout (and the state tables'), the
-    partitioning, the delta circuit and what a refresh reads. SQL or clauses that a CREATE
-    would refuse are no error here: the line they concern says the CREATE fails, and why."""
+    partitioning, the delta circuit and what a refresh reads. SQL, clauses or sources that a
+    CREATE would refuse are no error here: the line they concern says the CREATE fails, and
+    why (and where a source is refused, nothing is read to estimate a refresh)."""
     view = qualified_name(spark, name)
     chosen = policy or DEFAULT_POLICY
     lines = [
@@ -379,7 +380,8 @@ def explain_create(
                 lines.append(f"state tables' layout: {layout_description(states_logged)}")
             if partitioned_by:
                 lines.append(_partitioning_line(view, compiled, partitioned_by, bool(logged)))
-            lines += _maintenance(work, sql, schema, compiled, Policy(chosen))
+            refused_sources = _refused_sources(work, compiled)
+            lines += refused_sources or _maintenance(work, sql, schema, compiled, Policy(chosen))
         except UnsupportedQuery as refused:
             lines.append(f"maintained: no, CREATE fails: {refused.message}")
         return work.createDataFrame([(line,) for line in lines], "plan STRING")
@@ -395,6 +397,19 @@ def _partitioning_line(
     except CatalogError as refused:
         return f"partitioned by: CREATE fails: {refused.message}"
     return f"partitioned by: {', '.join(_store_partitioning(partitioned_by, logged))}"
+
+
+def _refused_sources(spark: Session, compiled: CompiledView) -> list[str]:
+    """A line for each source of ``compiled`` that a CREATE refuses (not Delta, or without
+    change data feed), saying so; nothing is read of the others while one is refused."""
+    states = {table for table, _ in compiled.states}
+    lines = []
+    for table in sorted(t for t in compiled.tables_read if t not in states):
+        try:
+            check_source(spark, table)
+        except SourceError as refused:
+            lines.append(f"source {table}: CREATE fails: {refused.message}")
+    return lines
 
 
 def _maintenance(
