@@ -197,7 +197,17 @@ class IvmAdapter(SparkAdapter):
         )
 
     @available
-    def check_materialized_view(self, sql: str) -> None:
-        """Raise ivm's error where ivm cannot maintain the model's ``sql``, before anything
-        in its place is dropped."""
-        ivm.compile(sql, spark=self._spark())
+    def check_materialized_view(
+        self, relation: BaseRelation, sql: str, config: dict[str, Any]
+    ) -> None:
+        """Raise where ivm would refuse to create the model's view (its ``sql``, ``config``):
+        SQL it cannot maintain (ivm's error, with the place in the SQL), or a source, clause
+        or setting that ``EXPLAIN CREATE`` says the CREATE fails on. Run before anything in
+        the view's place is dropped."""
+        spark = self._spark()
+        ivm.compile(sql, spark=spark)
+        explain = f"EXPLAIN CREATE MATERIALIZED VIEW {relation} {create_clauses(config)} AS {sql}"
+        plan = [row.plan for row in ivm.sql(spark, explain).collect()]
+        failing = [line for line in plan if "CREATE fails" in line]
+        if failing:
+            raise DbtRuntimeError(f"{relation} cannot be created: " + "; ".join(failing))

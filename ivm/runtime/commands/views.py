@@ -401,14 +401,15 @@ def _partitioning_line(
 
 def _refused_sources(spark: Session, compiled: CompiledView) -> list[str]:
     """A line for each source of ``compiled`` that a CREATE refuses (not Delta, or without
-    change data feed), saying so; nothing is read of the others while one is refused."""
+    change data feed), saying so and what to do; nothing is read of the others while one is
+    refused."""
     states = {table for table, _ in compiled.states}
     lines = []
     for table in sorted(t for t in compiled.tables_read if t not in states):
         try:
             check_source(spark, table)
         except SourceError as refused:
-            lines.append(f"source {table}: CREATE fails: {refused.message}")
+            lines.append(f"source {table}: CREATE fails: {refused.message}; {refused.hint}")
     return lines
 
 

@@ -53,7 +53,7 @@
     {{ return(create) }}
   {%- elif not existing.is_materialized_view -%}
     {#- a table or view of another materialization: dropped once ivm has accepted the query -#}
-    {% do adapter.check_materialized_view(sql) %}
+    {% do adapter.check_materialized_view(target, sql, model_config) %}
     {% do adapter.drop_relation(existing) %}
     {{ return(create) }}
   {%- endif -%}
