@@ -67,6 +67,9 @@ def main(url: str) -> None:
     )
 
     print("create")
+    explained = ivm.sql(spark, f"EXPLAIN CREATE MATERIALIZED VIEW totals AS {TOTALS}")
+    plan = [row.plan for row in explained.collect()]
+    assert "maintained: incrementally" in plan[3], plan
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
     # a logged store (changes appended, folded on read), folded after two appends in a row
     spark.conf.set("spark.ivm.logFoldAt", "2")

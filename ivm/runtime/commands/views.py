@@ -384,7 +384,8 @@ def explain_create(
             lines += refused_sources or _maintenance(work, sql, schema, compiled, Policy(chosen))
         except UnsupportedQuery as refused:
             lines.append(f"maintained: no, CREATE fails: {refused.message}")
-        return work.createDataFrame([(line,) for line in lines], "plan STRING")
+    # in the caller's session: a Connect session of its own is released after its block
+    return spark.createDataFrame([(line,) for line in lines], "plan STRING")
 
 
 def _partitioning_line(
