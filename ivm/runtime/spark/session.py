@@ -374,17 +374,26 @@ def connect_server_command(
     True
     >>> "spark.connect.grpc.binding.port=15099" in command
     True
+
+    Its catalog is the home's Hive catalog, as :func:`spark_session`'s (a server started by
+    ``spark-submit`` alone would keep its tables in memory, and lose them when it stops):
+
+    >>> "spark.sql.catalogImplementation=hive" in command
+    True
     """
     import pyspark
 
     home_path = resolve_home(home)
+    ambient = launch_conf()
     _, final = session_conf(
         home_path,
         app_name="ivm Spark Connect server",
         master=master,
         conf=conf,
-        ambient=launch_conf(),
+        ambient=ambient,
     )
+    if "spark.sql.catalogImplementation" not in ambient:  # as spark_session's enableHiveSupport
+        final.setdefault("spark.sql.catalogImplementation", "hive")
     final |= {
         "spark.connect.grpc.binding.address": host,
         "spark.connect.grpc.binding.port": str(port),
