@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -246,6 +247,39 @@ def wait_for_port(port: int, seconds: float = 120) -> None:
                 return
         time.sleep(0.5)
     raise AssertionError(f"nothing listens on port {port}")
+
+
+@contextmanager
+def connect_server(home: Path, log: Path):
+    """A Spark Connect server started by ``ivm connect-server`` on the catalog of ``home``
+    (its output in ``log``), for the block: its ``sc://`` address; stopped afterwards, which
+    frees the catalog for another process."""
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ivm.cli",
+            "--home",
+            str(home),
+            "connect-server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_for_port(port)
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
 
 
 @pytest.fixture

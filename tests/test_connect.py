@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import free_port, wait_for_port
+from conftest import connect_server as served_by_connect
 
 pytestmark = pytest.mark.slow
 
@@ -18,32 +18,8 @@ CLIENT = os.path.join(os.path.dirname(__file__), "connect_client.py")
 
 @pytest.fixture
 def connect_server(tmp_path):
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ivm.cli",
-            "--home",
-            str(tmp_path / "home"),
-            "connect-server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        stdout=open(tmp_path / "server.log", "w"),
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        wait_for_port(port)
-        yield f"sc://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
+    with served_by_connect(tmp_path / "home", tmp_path / "server.log") as remote:
+        yield remote
 
 
 def test_the_view_lifecycle_through_a_spark_connect_client(connect_server):

@@ -7,8 +7,10 @@ views, the sources change, ``dbt run`` refreshes them incrementally, ``dbt test`
 after each run every view equals Spark running the model's compiled SQL, and the refused models
 fail with ivm's own words, leaving nothing behind, while the rest runs.
 
-dbt and each check run in processes of their own: a catalog (the ivm home) is one process's at
-a time.
+dbt and each check run in processes of their own, clients of one Spark Connect server on the
+ivm home (the profile's ``remote``), so that one JVM serves them all; once it has stopped, a
+last ``dbt run`` starts Spark in its own process on the home (the profile's ``home``) and finds
+every view as it was.
 """
 
 import json
@@ -20,6 +22,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import connect_server
 
 PROJECT = Path(__file__).parent / "dbt_project"
 DBT = Path(sys.executable).parent / "dbt"
@@ -31,9 +34,14 @@ REFUSED = {
 
 PROFILE = """
 ivm_shop:
-  target: dev
+  target: served
   outputs:
-    dev:
+    served:
+      type: ivm
+      schema: shop_models
+      remote: {remote}
+      threads: 2
+    local:
       type: ivm
       schema: shop_models
       home: {home}
@@ -161,30 +169,38 @@ def check_run(
 
 @pytest.mark.slow
 def test_a_dbt_project_runs_its_materialized_views_incrementally(tmp_path):
-    project = tmp_path / "project"
+    project, home = tmp_path / "project", tmp_path / "home"
     shutil.copytree(PROJECT, project)
-    (project / "profiles.yml").write_text(PROFILE.format(home=tmp_path / "home"))
-    env = os.environ | {"IVM_HOME": str(tmp_path / "home"), "DBT_SEND_ANONYMOUS_USAGE_STATS": "0"}
-    python(SOURCES, env)
+    env = os.environ | {"DBT_SEND_ANONYMOUS_USAGE_STATS": "0"}
+    with connect_server(home, tmp_path / "server.log") as remote:
+        (project / "profiles.yml").write_text(PROFILE.format(remote=remote, home=home))
+        client = env | {"SPARK_REMOTE": remote}
+        python(SOURCES, client)
 
-    first = dbt(project, env, "run")
-    refused = results(project)["payments_total"]["message"]  # what is wrong, and the fix
-    assert "change data feed" in refused and "ALTER TABLE shop.payments SET" in refused
-    check_run(project, first, env, dict.fromkeys(VIEWS, "create"), 300, then=CHANGES)
+        first = dbt(project, env, "run")
+        refused = results(project)["payments_total"]["message"]  # what is wrong, and the fix
+        assert "change data feed" in refused and "ALTER TABLE shop.payments SET" in refused
+        check_run(project, first, client, dict.fromkeys(VIEWS, "create"), 300, then=CHANGES)
 
-    # the sources changed, and two models: one's query, whose view is replaced, and one's
-    # freshness, which is altered, its view refreshed incrementally (on_configuration_change
-    # apply, dbt's default)
-    edit(project / "models" / "big_regions.sql", "> 100", "> 50")
-    edit(project / "models" / "revenue_by_region.sql", "'count': 5", "'count': 10")
-    second = dbt(project, env, "run")
-    replaced = {"big_regions": "create"}
-    check_run(project, second, env, dict.fromkeys(VIEWS, "incremental") | replaced, 600)
+        # the sources changed, and two models: one's query, whose view is replaced, and one's
+        # freshness, which is altered, its view refreshed incrementally
+        # (on_configuration_change apply, dbt's default)
+        edit(project / "models" / "big_regions.sql", "> 100", "> 50")
+        edit(project / "models" / "revenue_by_region.sql", "'count': 5", "'count': 10")
+        second = dbt(project, env, "run")
+        replaced = {"big_regions": "create"}
+        check_run(project, second, client, dict.fromkeys(VIEWS, "incremental") | replaced, 600)
 
-    tested = dbt(project, env, "test")
-    assert tested.returncode == 0, tested.stdout[-3000:]
-    passed = [r for r in results(project).values() if r["status"] == "pass"]
-    assert len(passed) == 6, results(project)
+        tested = dbt(project, env, "test")
+        assert tested.returncode == 0, tested.stdout[-3000:]
+        passed = [r for r in results(project).values() if r["status"] == "pass"]
+        assert len(passed) == 6, results(project)
+
+    # Spark in dbt's own process, on the home: the views are there, and nothing changed
+    local = dbt(project, env, "run", "--target", "local")
+    assert local.returncode == 1, local.stdout[-3000:]
+    for view in VIEWS:
+        assert results(project)[view]["adapter_response"]["_message"].startswith("noop"), view
 
 
 @pytest.mark.fast
