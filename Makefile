@@ -72,11 +72,11 @@ test-integration: $(VENV)/.installed jars $(CLASS_ARCHIVE)
 
 # make test and make test-integration in one run, CI's: the two workers start and warm up their
 # SparkSessions once, not once per target, and share out the tests of both to the end. The
-# integration tier's five longest modules run in three turns, one per run, the turn the seed
+# integration tier's six longest modules run in three turns, one per run, the turn the seed
 # picks (make test-integration and make test-deep run them all): the whole tier took CI past
 # its 90 minutes on this machine.
 INTEGRATION_TURNS := tests/tpch,tests/test_lookup_join.py \
-	tests/test_connect.py,tests/property/test_stateful_refresh.py tests/test_jobs.py
+	tests/test_connect.py,tests/property/test_stateful_refresh.py tests/test_jobs.py,tests/test_dbt.py
 INTEGRATION_TURN = $(shell expr $(SEED) % 3 + 1)
 test-all:
 	$(MAKE) test TEST_MARKERS= SEED=$(SEED) RERUN_AS=test-all TEST_LEAVES_OUT="$(subst $(comma), \
