@@ -18,6 +18,7 @@ from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import DbtRuntimeError
+from pyspark.sql import DataFrame
 
 import ivm
 
@@ -207,7 +208,7 @@ class IvmAdapter(SparkAdapter):
         spark = self._spark()
         ivm.compile(sql, spark=spark)
         explain = f"EXPLAIN CREATE MATERIALIZED VIEW {relation} {create_clauses(config)} AS {sql}"
-        plan = [row.plan for row in ivm.sql(spark, explain).collect()]
+        plan = [row.plan for row in cast(DataFrame, ivm.sql(spark, explain)).collect()]
         failing = [line for line in plan if "CREATE fails" in line]
         if failing:
             raise DbtRuntimeError(f"{relation} cannot be created: " + "; ".join(failing))
