@@ -1,6 +1,11 @@
 """What the Spark tests share: a view compared with its query, a table's Delta history, the
 commits ivm made to a view's store, the sales view of the ``shop`` fixture
-(tests/conftest.py), and what ``ivm explain`` prints. Delta facts are in cdf.py."""
+(tests/conftest.py), what ``ivm explain`` prints, and Python run in a process of its own.
+Delta facts are in cdf.py."""
+
+import subprocess
+import sys
+import textwrap
 
 from delta.tables import DeltaTable
 
@@ -44,3 +49,18 @@ def explain(spark, monkeypatch, capsys, tmp_path, view: str, query: str) -> str:
     monkeypatch.setattr(cli, "_session", lambda args: spark)
     assert cli.main(["explain", str(definition)]) == 0
     return capsys.readouterr().out
+
+
+def run_python(code: str, env, *args: str, cwd=None, timeout: int = 600) -> str:
+    """What the Python ``code`` (dedented) printed, run with ``args`` in a process of its own
+    under ``env`` (in ``cwd``); fails with the end of its stderr unless it succeeded."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout

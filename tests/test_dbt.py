@@ -18,11 +18,12 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 from conftest import connect_server
+
+from helpers import run_python
 
 PROJECT = Path(__file__).parent / "dbt_project"
 DBT = Path(sys.executable).parent / "dbt"
@@ -103,18 +104,6 @@ print(json.dumps(found))
 """
 
 
-def python(code: str, env, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
-
-
 def dbt(project: Path, env, *command: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [str(DBT), *command, "--project-dir", str(project), "--profiles-dir", str(project)],
@@ -158,7 +147,7 @@ def check_run(
         assert ran[model]["status"] == "error" and words in ran[model]["message"], ran[model]
         assert "\tat " not in ran[model]["message"]  # no Java stack
     compiled = project / "target" / "compiled" / "shop" / "models"
-    out = python(COMPARE + then, env, str(compiled), *VIEWS)
+    out = run_python(COMPARE + then, env, str(compiled), *VIEWS)
     found = json.loads(out.strip().splitlines()[-1])
     assert {view: found[view] for view in VIEWS} == dict.fromkeys(VIEWS)
     assert found["relations"] == sorted([*VIEWS, "payments_total"])
@@ -175,7 +164,7 @@ def test_a_dbt_project_runs_its_materialized_views_incrementally(tmp_path):
     with connect_server(home, tmp_path / "server.log") as remote:
         (project / "profiles.yml").write_text(PROFILE.format(remote=remote, home=home))
         client = env | {"SPARK_REMOTE": remote}
-        python(SOURCES, client)
+        run_python(SOURCES, client)
 
         first = dbt(project, env, "run")
         refused = results(project)["payments_total"]["message"]  # what is wrong, and the fix

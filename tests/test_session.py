@@ -1,14 +1,13 @@
 """The SparkSession: Delta features ivm relies on, and the persistent catalog under the home."""
 
 import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from ivm.runtime.spark.session import resolve_home, session_conf
+
+from helpers import run_python
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -168,19 +167,6 @@ def test_catalog_and_warehouse_under_home(spark, spark_home, fresh_db):
 # --- persistence across JVMs (each subprocess starts its own JVM: ~10 s) -------------------
 
 
-def _run(script: str, cwd: Path, env: dict[str, str]) -> str:
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout
-
-
 @pytest.mark.slow
 def test_tables_persist_across_restarts(tmp_path):
     home, cwd = tmp_path / "home", tmp_path / "cwd"
@@ -191,7 +177,7 @@ def test_tables_persist_across_restarts(tmp_path):
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
     }
     env.pop("IVM_HOME", None)
-    _run(
+    run_python(
         f"""
         from ivm.runtime.spark.session import spark_session
         spark = spark_session(home={str(home)!r})
@@ -200,19 +186,21 @@ def test_tables_persist_across_restarts(tmp_path):
         spark.sql("INSERT INTO d.p VALUES (42)")
         spark.stop()
         """,
-        cwd,
         env,
+        cwd=cwd,
+        timeout=300,
     )
     # The second run finds the home through IVM_HOME, the default when no argument is given.
-    out = _run(
+    out = run_python(
         """
         from ivm.runtime.spark.session import spark_session
         spark = spark_session()
         print("count", spark.table("d.p").count(), spark.table("d.p").first()["x"])
         spark.stop()
         """,
-        cwd,
         {**env, "IVM_HOME": str(home)},
+        cwd=cwd,
+        timeout=300,
     )
     assert "count 1 42" in out.splitlines()
     assert list(cwd.iterdir()) == []  # no metastore_db, derby.log or spark-warehouse litter
