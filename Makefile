@@ -76,7 +76,7 @@ test-integration: $(VENV)/.installed jars $(CLASS_ARCHIVE)
 # picks (make test-integration and make test-deep run them all): the whole tier took CI past
 # its 90 minutes on this machine.
 INTEGRATION_TURNS := tests/tpch,tests/test_lookup_join.py \
-	tests/test_connect.py,tests/property/test_stateful_refresh.py tests/test_jobs.py,tests/test_dbt.py
+	tests/test_connect.py,tests/property/test_stateful_refresh.py,tests/test_dbt.py tests/test_jobs.py
 INTEGRATION_TURN = $(shell expr $(SEED) % 3 + 1)
 test-all:
 	$(MAKE) test TEST_MARKERS= SEED=$(SEED) RERUN_AS=test-all TEST_LEAVES_OUT="$(subst $(comma), \
