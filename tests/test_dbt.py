@@ -167,6 +167,8 @@ def test_a_dbt_project_runs_its_materialized_views_incrementally(tmp_path):
         run_python(SOURCES, client)
 
         first = dbt(project, env, "run")
+        logged = (project / "logs" / "dbt.log").read_text()
+        assert "ivm leaves out the config schedule of shop_models.latest_orders" in logged
         refused = results(project)["payments_total"]["message"]  # what is wrong, and the fix
         assert "change data feed" in refused and "ALTER TABLE shop.payments SET" in refused
         check_run(project, first, client, dict.fromkeys(VIEWS, "create"), 300, then=CHANGES)
