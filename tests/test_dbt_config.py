@@ -61,3 +61,14 @@ def test_a_config_ivm_cannot_read_is_refused_by_name(config):
 
     with pytest.raises(DbtRuntimeError, match=f"config {next(iter(config))} is"):
         create_clauses(config)
+
+
+def test_a_model_differing_from_its_views_definition_in_comments_and_spacing_alone_is_the_same():
+    """ivm keeps a definition from its first token on: a model whose SQL starts with a
+    comment is the same view, not a changed one to replace on every run."""
+    from dbt.adapters.ivm.impl import normalized
+
+    model = "-- each customer's latest order\nSELECT a,  b\nFROM t -- the source\n;"
+    assert normalized(model) == normalized("SELECT a, b FROM t")
+    assert normalized("SELECT 'a' FROM t") != normalized("SELECT a FROM t")
+    assert normalized("SELECT a FROM t WHERE a > 1") != normalized("SELECT a FROM t WHERE a > 2")

@@ -19,6 +19,7 @@ from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import DbtRuntimeError
 from pyspark.sql import DataFrame
+from sqlglot.tokens import Tokenizer
 
 import ivm
 
@@ -121,10 +122,12 @@ class Changes:
     replace: bool
 
 
-def normalized(sql: str) -> str:
-    """``sql`` with its whitespace and a trailing semicolon left out: two spellings of a
-    model that differ in these alone define the same view."""
-    return " ".join(sql.strip().removesuffix(";").split())
+def normalized(sql: str) -> list[tuple[str, str]]:
+    """``sql``'s tokens (sqlglot's, as Spark SQL), without comments, whitespace or a last
+    semicolon: two spellings of a model that differ in these alone define the same view (ivm
+    keeps a definition from its first token on, without the comments before it)."""
+    tokens = [(t.token_type.name, t.text) for t in Tokenizer(dialect="spark").tokenize(sql)]
+    return tokens[:-1] if tokens and tokens[-1][0] == "SEMICOLON" else tokens
 
 
 class IvmAdapter(SparkAdapter):
