@@ -75,6 +75,13 @@ class CompiledView:
         return tuple(tables)
 
     @cached_property
+    def source_tables(self) -> tuple[str, ...]:
+        """The tables the view and its state tables read, less its state tables: those that
+        must be sources a refresh can read changes of."""
+        states = {table for table, _ in self.states}
+        return tuple(t for t in self.tables_read if t not in states)
+
+    @cached_property
     def delta_reads(self) -> dict[str, frozenset[Read]]:
         """The reads of each source that the delta query makes (its change, snapshots)."""
         reads: dict[str, set[Read]] = {}

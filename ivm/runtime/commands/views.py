@@ -150,7 +150,7 @@ def create_view(
             spelled = analyse(work, sql, schema)
             apply_settings(work, plan_settings(compiled))
             states = [table for table, _ in compiled.states]
-            read = [t for t in compiled.tables_read if t not in states]
+            read = list(compiled.source_tables)
             for table in read:
                 check_source(work, table)
             logged = _logged_layout_chosen(work, layout)
@@ -404,9 +404,8 @@ def _refused_sources(spark: Session, compiled: CompiledView) -> list[str]:
     """A line for each source of ``compiled`` that a CREATE refuses (not Delta, or without
     change data feed), saying so and what to do; nothing is read of the others while one is
     refused."""
-    states = {table for table, _ in compiled.states}
     lines = []
-    for table in sorted(t for t in compiled.tables_read if t not in states):
+    for table in sorted(compiled.source_tables):
         try:
             check_source(spark, table)
         except SourceError as refused:
