@@ -278,6 +278,33 @@ def append_statement(
     return exp.Insert(this=exp.to_table(target, dialect=DIALECT), expression=rows)
 
 
+def folded_columns(store: Store, types: Types | None = None) -> dict[str, exp.Expr]:
+    """Each column of ``store`` folded over the rows, stored and logged, of one key (or of
+    the global aggregate's one group), as an aggregate over them: keys as they are,
+    accumulators summed and folded as a new group's, view columns computed from those; a
+    count that would be negative fails, as it fails the MERGE.
+
+    >>> from ivm.store import ROWS, Store
+    >>> s = Store(("k",), (("k", exp.column("k")), ("n", exp.column("_ivm_count"))), (ROWS,))
+    >>> folded = {c: v.sql("spark") for c, v in folded_columns(s).items()}
+    >>> folded["k"], folded["n"].split(",")[0], folded["n"] == folded["_ivm_count"]
+    ('k', 'IF(SUM(_ivm_count) < 0', True)
+    """
+    sums = {acc.name: exp.func("SUM", exp.column(acc.name)) for acc in store.accumulators}
+    new = _folded(store, _new_group, lambda name: sums[name].copy(), types)
+    count = new[COUNT]
+    new[COUNT] = exp.If(
+        this=exp.LT(this=count.copy(), expression=exp.Literal.number(0)),
+        true=_negative_count_failure(),
+        false=count,
+    )
+    return {
+        **{k: exp.column(k) for k in store.keys},
+        **_view_values(store, exp.column, new, types),
+        **new,
+    }
+
+
 def folded_query(
     store: Store, target: str, types: Types | None = None, version: int | None = None
 ) -> exp.Query:
@@ -333,19 +360,7 @@ def folded_query(
         ),
         distinct=False,
     )
-    sums = {a: exp.func("SUM", exp.column(a)) for a in accumulators}
-    new = _folded(store, _new_group, lambda name: sums[name].copy(), types)
-    count = new[COUNT]
-    new[COUNT] = exp.If(
-        this=exp.LT(this=count.copy(), expression=exp.Literal.number(0)),
-        true=_negative_count_failure(),
-        false=count,
-    )
-    values = {
-        **{k: exp.column(k) for k in store.keys},
-        **_view_values(store, exp.column, new, types),
-        **new,
-    }
+    values = folded_columns(store, types)
     folded = exp.select(*(exp.alias_(values[c], c) for c in store.columns)).from_(
         sub(inputs, "_ivm_inputs")
     )

@@ -24,7 +24,7 @@ from ivm.names import quote
 from ivm.runtime.catalog.definition import compile_definition, view_properties
 from ivm.runtime.catalog.properties import is_logged
 from ivm.runtime.catalog.tables import column_types, qualified_name, store_name
-from ivm.runtime.refresh.sources import at_keys, folded_rows, touched_keys
+from ivm.runtime.refresh.sources import SIGN, folded_sides
 from ivm.runtime.spark.connect import Session
 from ivm.store import Store
 from ivm.zset import COUNT
@@ -81,8 +81,8 @@ def _row_feed(spark: Session, store: Store, table: str, feed: DataFrame) -> Data
         key after only            → insert
         key before only           → delete
 
-    A fold of the log changes no folded row, and leaves nothing. Each commit costs two folded
-    reads of the store, at the keys it touched."""
+    A fold of the log changes no folded row, and leaves nothing. Each commit costs one read
+    of the store, at the keys it touched (:func:`~ivm.runtime.refresh.sources.folded_sides`)."""
     commits = (
         feed.select("_commit_version", "_commit_timestamp")
         .distinct()
@@ -92,13 +92,10 @@ def _row_feed(spark: Session, store: Store, table: str, feed: DataFrame) -> Data
     types, parts = column_types(spark, table), []
     for commit in commits:
         version = commit["_commit_version"]
-        touched = touched_keys(store, feed.where(F.col("_commit_version") == version))
-        after = at_keys(store, folded_rows(spark, store, table, version, types), touched)
-        before = (
-            at_keys(store, folded_rows(spark, store, table, version - 1, types), touched)
-            if version > 0
-            else after.limit(0)
+        sides = folded_sides(
+            spark, store, table, feed.where(F.col("_commit_version") == version), version, types
         )
+        after, before = (sides.where(F.col(SIGN) == sign).drop(SIGN) for sign in (1, -1))
         parts.append(
             _compared(store, before, after).select(
                 "*",

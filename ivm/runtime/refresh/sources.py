@@ -10,13 +10,19 @@ and change feed are the view's own: a store row stands for one view row, or, in 
 keeps duplicates, for ``_ivm_count`` of them, so its change weighs ``±_ivm_count``. A logged
 store (:func:`ivm.codegen.store.folded_query`) is read folded, and its change feed holds
 appended accumulator changes, not rows; its change over ``(a, b]`` is the difference of its
-folded rows at the keys ``K`` that the commits in between touched (an append, or a fold of the
-log)::
+folded rows at the keys ``K`` that the commits in between touched (an append, a fold of the
+log, an overwrite)::
 
     Δ = folded(b) ⋉ K  −  folded(a) ⋉ K
 
 exact because a key's folded row depends on that key's store rows only, which no commit
-outside ``K`` changed.
+outside ``K`` changed. Both sides come from one read of the store, as of ``b``
+(:func:`folded_sides`): a key's folded row is its accumulators summed over its store rows,
+then folded, and each commit adds the rows its change feed shows inserted and takes away
+those it shows removed, so that, per key and accumulator (sums of integers and decimals,
+exact in any order)::
+
+    Σ rows(a) = Σ rows(b) − Σ inserted(a, b] + Σ removed(a, b]
 """
 
 from __future__ import annotations
@@ -45,9 +51,9 @@ from ivm.zset import COUNT, WEIGHT, Read, relation_name
 INSERTED = ("insert", "update_postimage")
 BITS = "_ivm_bits"
 """Grouping keys of a change's float columns, by their text (see :func:`changes`)."""
-SIGN, TOUCHED = "_ivm_sign", "_ivm_touched"
-"""A logged upstream's folded rows before (-1) and after (+1) a change, and the keys the
-change touched (see :func:`changes`)."""
+SIGN, TOUCHED, PRESENT = "_ivm_sign", "_ivm_touched", "_ivm_present"
+"""A logged upstream's folded rows before (-1) and after (+1) a change, the keys the change
+touched, and how many store rows a side has (see :func:`folded_sides`)."""
 
 
 @dataclass(frozen=True)
@@ -200,7 +206,7 @@ def changes(
         endingVersion=upto,
     )
     if view is not None and view.logged:
-        feed = _folded_difference(spark, view, store_name(table), feed, after, upto)
+        feed = folded_sides(spark, view.store, store_name(table), feed, upto, view.types)
         sign = F.col(SIGN)
     else:
         sign = F.when(F.col("_change_type").isin(*INSERTED), F.lit(1)).otherwise(F.lit(-1))
@@ -226,21 +232,50 @@ def changes(
     )
 
 
-def _folded_difference(
-    spark: Session, view: Upstream, table: str, feed: DataFrame, after: int, upto: int
+def folded_sides(
+    spark: Session,
+    store: Store,
+    table: str,
+    feed: DataFrame,
+    version: int,
+    types: Mapping[str, str] | None,
 ) -> DataFrame:
-    """The folded rows of the logged store ``table`` as of ``upto`` (``SIGN`` 1) and as of
-    ``after`` (``SIGN`` -1), at the keys of the rows of ``feed``, its change feed in
-    between (see the module's docstring). A global aggregate's one group is compared
-    whole."""
-    store, touched = view.store, touched_keys(view.store, feed)
-
-    def side(version: int, sign: int) -> DataFrame:
-        folded = folded_rows(spark, store, table, version, view.types)
-        rows = at_keys(store, folded, touched)
-        return rows.withColumn(SIGN, F.lit(sign))
-
-    return side(upto, 1).unionByName(side(after, -1))
+    """The folded rows of the logged store ``table`` (described by ``store``, its columns of
+    ``types``) as of ``version`` (``SIGN`` 1) and before the commits of ``feed``, its change
+    feed up to ``version`` (``SIGN`` -1), at the keys ``feed`` touched, from one read of
+    the store (see the module's docstring). A global aggregate's one group is read whole,
+    and a side has it where that side has store rows."""
+    keys = [F.col(quote(k)) for k in store.keys]
+    accumulators = [acc.name for acc in store.accumulators]
+    rows = at_keys(store, _delta_read(spark, table, versionAsOf=version), touched_keys(store, feed))
+    inserted = F.col("_change_type").isin(*INSERTED)
+    # each store row counts on both sides; the feed's rows, undone, on the side before
+    inputs = rows.select(
+        *keys,
+        *(F.col(quote(a)) for a in accumulators),
+        F.lit(1).alias(PRESENT),
+        F.explode(F.array(F.lit(1), F.lit(-1))).alias(SIGN),
+    ).unionByName(
+        feed.select(
+            *keys,
+            *(
+                F.when(inserted, -F.col(quote(a))).otherwise(F.col(quote(a))).alias(a)
+                for a in accumulators
+            ),
+            F.when(inserted, F.lit(-1)).otherwise(F.lit(1)).alias(PRESENT),
+            F.lit(-1).alias(SIGN),
+        )
+    )
+    values = codegen.folded_columns(store, types)
+    folded = inputs.groupBy(*keys, SIGN).agg(
+        *(F.expr(values[c].sql(DIALECT)).alias(c) for c in store.columns if not store.is_key(c)),
+        F.sum(PRESENT).alias(PRESENT),
+    )
+    if not keys:  # a global aggregate over no store rows has no group
+        folded = folded.where(F.col(PRESENT) > 0)
+    if not store.single_row:
+        folded = folded.where(F.col(COUNT) > 0)
+    return folded.select(*(F.col(quote(c)) for c in store.columns), SIGN)
 
 
 def touched_keys(store: Store, feed: DataFrame) -> DataFrame:
