@@ -14,7 +14,7 @@ from ivm.errors import CatalogError
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.refresh.sources import changes, snapshot, table_version, upstream
 from ivm.runtime.refresh.upkeep import LOG_FOLD_AT
-from ivm.runtime.spark.settings import STORE_LAYOUT, session_settings
+from ivm.runtime.spark.settings import STATE_LAYOUT, STORE_LAYOUT, session_settings
 from ivm.testing.data import LOGGED_STORES
 
 from cdf import CDF
@@ -257,5 +257,5 @@ def changelog(spark, view: str) -> list[Counter]:
 def test_drawn_scenarios_log_stores_by_the_runtimes_settings():
     """The drawn scenarios' logged stores (which cannot import the runtime) are set by the
     names the runtime reads."""
-    assert LOGGED_STORES == LOGGED_STORES | {STORE_LAYOUT: "log"}
-    assert set(LOGGED_STORES) == {STORE_LAYOUT, LOG_FOLD_AT}
+    assert LOGGED_STORES == LOGGED_STORES | {STORE_LAYOUT: "log", STATE_LAYOUT: "log"}
+    assert set(LOGGED_STORES) == {STORE_LAYOUT, STATE_LAYOUT, LOG_FOLD_AT}

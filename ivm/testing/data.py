@@ -846,11 +846,15 @@ KEYWORDS_RESERVED = {"spark.sql.ansi.enforceReservedKeywords": "true"}
 """ANSI SQL's reserved keywords are no names unless quoted: a keyword named column or table
 must be quoted in every statement, ivm's included."""
 
-LOGGED_STORES = {"spark.ivm.storeLayout": "log", "spark.ivm.logFoldAt": "2"}
-"""Views created with logged stores (the runtime's ``STORE_LAYOUT`` and ``LOG_FOLD_AT``):
-each refresh appends its change, every read folds it in, and upkeep folds the log in after
-two appends, so that a scenario's refreshes read and write the store at every point of its
-cycle."""
+LOGGED_STORES = {
+    "spark.ivm.storeLayout": "log",
+    "spark.ivm.stateLayout": "log",
+    "spark.ivm.logFoldAt": "2",
+}
+"""Views created with logged stores and state tables (the runtime's ``STORE_LAYOUT``,
+``STATE_LAYOUT`` and ``LOG_FOLD_AT``): each refresh appends its change, every read folds it
+in, and upkeep folds the log in after two appends, so that a scenario's refreshes read and
+write each store at every point of its cycle."""
 
 
 @st.composite

@@ -287,11 +287,12 @@ def touched_keys(store: Store, feed: DataFrame) -> DataFrame:
 
 def at_keys(store: Store, rows: DataFrame, touched: DataFrame) -> DataFrame:
     """The store ``rows`` whose key is one of ``touched`` (:func:`touched_keys`), NULL a key
-    like any other; all of them where the store has no key (a global aggregate)."""
+    like any other; all of them where the store has no key (a global aggregate). The keys
+    are broadcast: a change touches few keys of a store, which a shuffle would move whole."""
     if not store.keys:
         return rows
     on = [rows[quote(k)].eqNullSafe(touched[f"{TOUCHED}{i}"]) for i, k in enumerate(store.keys)]
-    return rows.join(touched, on=on, how="left_semi")
+    return rows.join(F.broadcast(touched), on=on, how="left_semi")
 
 
 @dataclass
