@@ -217,15 +217,16 @@ def test_a_logged_views_change_over_any_range_is_its_folded_rows_at_the_end_less
     change feed and its folded rows as of ``b``) is its folded rows as of ``b`` less those as
     of ``a``, over ranges holding appends, a fold of the log and a full refresh."""
     spark.sql("INSERT INTO facts VALUES (1, 1, 3, 1.25), (2, NULL, -1, NULL), (3, 2, 4, 4.00)")
-    for name, query in VIEWS.items():
-        ivm.sql(spark, f"CREATE MATERIALIZED VIEW {name} AS {query}")
+    views = ("grouped", "total")  # keyed, NULL among the keys; a global aggregate
+    for name in views:
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW {name} AS {VIEWS[name]}")
     draw, next_id = random.Random(5), 10
     for round_ in range(FOLD_AT + 2):  # a fold among them, then a full refresh, then appends
         next_id = _change(spark, draw, next_id)
-        for name in VIEWS:
+        for name in views:
             full = " FULL" if round_ == FOLD_AT else ""
             ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {name}{full}")
-    for name in VIEWS:
+    for name in views:
         view = f"{logged}.{name}"
         source, last = upstream(spark, view), table_version(spark, view)
         assert source is not None and source.logged
@@ -233,7 +234,7 @@ def test_a_logged_views_change_over_any_range_is_its_folded_rows_at_the_end_less
         rows = [
             Counter(snapshot(spark, view, columns, v, source).collect()) for v in range(last + 1)
         ]
-        ranges = [(v - 1, v) for v in range(1, last + 1)] + [(0, last), (1, last - 1), (2, last)]
+        ranges = [(v - 1, v) for v in range(1, last + 1)] + [(0, last), (2, last)]
         for a, b in ranges:
             want = {row: rows[b][row] - rows[a][row] for row in rows[a] | rows[b]}
             got = {
