@@ -873,7 +873,7 @@ def scenarios(
     Spark reserves keywords (:data:`KEYWORDS_RESERVED`); in some every other
     change inserts rows only, as into an append table (which views refresh by the rules for
     inserted rows, :mod:`ivm.rules.append`). With ``store_layouts``, in some the views'
-    stores are logged (:data:`LOGGED_STORES`)."""
+    stores and state tables are logged (:data:`LOGGED_STORES`)."""
     settings = draw(st.sampled_from([{}, {}, ANSI_OFF, KEYWORDS_RESERVED]))
     if store_layouts:
         settings = settings | draw(st.sampled_from([{}, {}, LOGGED_STORES]))
