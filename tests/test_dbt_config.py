@@ -4,7 +4,7 @@ read back by ivm's own parser, and the configs it cannot read, refused by name."
 import pytest
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.ivm.impl import create_clauses
+from dbt.adapters.ivm.impl import create_clauses, normalized
 from ivm.frontend.statements import parse_statement
 
 pytestmark = pytest.mark.fast
@@ -40,7 +40,6 @@ def test_a_models_config_becomes_the_clauses_ivm_parses(
 ):
     """The clauses the adapter writes for a model's config, read back by ivm's own parser of
     ``CREATE MATERIALIZED VIEW``."""
-
     parsed = parse_statement(f"CREATE MATERIALIZED VIEW v {create_clauses(config)} AS SELECT 1")
     assert parsed is not None and (parsed.query or "").strip() == "SELECT 1"
     assert (parsed.freshness, parsed.retention) == (freshness, retention)
@@ -56,9 +55,6 @@ def test_a_models_config_becomes_the_clauses_ivm_parses(
     ],
 )
 def test_a_config_ivm_cannot_read_is_refused_by_name(config):
-
-    from dbt.adapters.ivm.impl import create_clauses
-
     with pytest.raises(DbtRuntimeError, match=f"config {next(iter(config))} is"):
         create_clauses(config)
 
@@ -66,7 +62,6 @@ def test_a_config_ivm_cannot_read_is_refused_by_name(config):
 def test_a_model_differing_from_its_views_definition_in_comments_and_spacing_alone_is_the_same():
     """ivm keeps a definition from its first token on: a model whose SQL starts with a
     comment is the same view, not a changed one to replace on every run."""
-    from dbt.adapters.ivm.impl import normalized
 
     model = "-- each customer's latest order\nSELECT a,  b\nFROM t -- the source\n;"
     assert normalized(model) == normalized("SELECT a, b FROM t")
