@@ -145,6 +145,25 @@ def test_after_recomputing_by_cost_for_a_while_a_refresh_measures_incremental_ag
     assert model.after("incremental", by_cost=False).recomputed_in_a_row == 0
 
 
+@pytest.mark.fast
+def test_a_change_much_larger_than_any_measured_waits_longer_to_be_measured_again():
+    """Measuring with a change a thousand times the evidence's costs a multiple of a
+    recompute, and tells less: the planner benchmark's 10 % batches, after a run of
+    recomputes chosen on 0.01 % batches' evidence, were each measured once."""
+    model = CostModel(1e6, ((1000, 3.0),))  # 1 kB of change took 3 s, a recompute 2 s
+    for _ in range(REMEASURE_AFTER):
+        model = model.after("full", by_cost=True)
+    assert model.before_reading(1500, 2_000_000)[0] is None  # a change like the measured
+    obstacle, _ = model.before_reading(1_000_000, 2_000_000)
+    assert obstacle is not None and obstacle.kind == "cost"
+    obstacle, _ = model.after_planning(3_000_000, 2_000_000, change_bytes=1_000_000)
+    assert obstacle is not None and obstacle.kind == "cost"
+    for _ in range(REMEASURE_AFTER * (REMEASURE_AFTER - 1)):
+        model = model.after("full", by_cost=True)
+    obstacle, prediction = model.before_reading(1_000_000, 2_000_000)  # at most 8 × as long
+    assert obstacle is None and "measure its cost again" in prediction
+
+
 # The policies at work -------------------------------------------------------------------
 
 

@@ -526,7 +526,7 @@ def _merge(spark: Session, write: Write) -> RefreshResult | Revision:
                 planned = {"planned_bytes": query_bytes, "cost": observed.to_record()}
                 if write.recheck_against is not None:
                     cheaper, planned["prediction"] = model.after_planning(
-                        query_bytes, write.recheck_against, _min_bytes(spark)
+                        query_bytes, write.recheck_against, _min_bytes(spark), change_bytes
                     )
                     if cheaper is not None:  # the change read is spent
                         return Revision(cheaper, planned["prediction"], observed)

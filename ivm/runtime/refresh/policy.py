@@ -38,7 +38,12 @@ refresh recomputes
    change's keys exclude); the change read is then spent.
 
 After :data:`REMEASURE_AFTER` recomputes in a row chosen so, one refresh is incremental
-again, so that the evidence follows the engine and the data. Views whose sources hold less
+again, so that the evidence follows the engine and the data; a change k times larger than the
+largest one measured (in an incremental refresh or a delta query planned) waits
+``⌈k / SIMILAR⌉`` times as long, up to :data:`REMEASURE_AFTER` times: measuring with a change
+much larger than the evidence costs a multiple of a recompute and tells less (the cost of an
+incremental refresh grows with its change, and a smaller one already cost more than a
+recompute). Views whose sources hold less
 than ``spark.ivm.refresh.fullRecomputeMinBytes`` (64 MiB) are not predicted: a refresh of
 them costs its fixed overhead either way, and stays incremental.
 """
@@ -47,6 +52,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
+from math import ceil
 
 from ivm.compiler import CompiledView
 from ivm.errors import IvmError
@@ -185,7 +191,9 @@ class CostModel:
         >>> CostModel(1e6, ((100, 3.0),)).before_reading(49, 2_000_000)[0] is None
         True
         """
-        if (reason := self._unpredicted(full_bytes, min_bytes)) or change_bytes is None:
+        if (
+            reason := self._unpredicted(full_bytes, min_bytes, change_bytes)
+        ) or change_bytes is None:
             return None, reason or "the change's size is not known: incremental"
         assert full_bytes is not None
         like = SIMILAR * change_bytes  # changes no larger than this, give or take
@@ -211,16 +219,21 @@ class CostModel:
         )
 
     def after_planning(
-        self, planned_bytes: int | None, full_bytes: int | None, min_bytes: float = 0
+        self,
+        planned_bytes: int | None,
+        full_bytes: int | None,
+        min_bytes: float = 0,
+        change_bytes: int | None = None,
     ) -> tuple[Obstacle | None, str]:
-        """An obstacle of kind ``cost`` if the delta query, planned, reads ``planned_bytes``,
-        at least the ``full_bytes`` of recomputing (rule 2); and the prediction in words.
+        """An obstacle of kind ``cost`` if the delta query, planned for a change of
+        ``change_bytes``, reads ``planned_bytes``, at least the ``full_bytes`` of recomputing
+        (rule 2); and the prediction in words.
 
         >>> CostModel().after_planning(3_000_000, 2_000_000)[0].reason
         'a full recompute is predicted cheaper: the delta query reads 2.9 MiB, a full
         recompute 1.9 MiB'
         """
-        if reason := self._unpredicted(full_bytes, min_bytes):
+        if reason := self._unpredicted(full_bytes, min_bytes, change_bytes):
             return None, reason
         if planned_bytes is None:
             return None, "the delta query's reads are not known: incremental"
@@ -232,13 +245,30 @@ class CostModel:
         """How long recomputing sources of ``full_bytes`` is predicted to take."""
         return None if not self.bytes_per_second else full_bytes / self.bytes_per_second
 
-    def _unpredicted(self, full_bytes: int | None, min_bytes: float) -> str | None:
-        """Why no prediction is made, if none is."""
+    def remeasure_after(self, change_bytes: int | None) -> int:
+        """How many recomputes by cost in a row are made before a refresh of a change of
+        ``change_bytes`` measures the incremental cost again (see the module's docstring).
+
+        >>> model = CostModel(1e6, ((100, 3.0),))
+        >>> model.remeasure_after(150), model.remeasure_after(1_000), model.remeasure_after(10**9)
+        (8, 40, 64)
+        """
+        measured = [c for c, _ in self.incremental] + ([self.planned[0]] if self.planned else [])
+        largest = max(measured, default=0)
+        if change_bytes is None or largest <= 0:
+            return REMEASURE_AFTER
+        larger = ceil(change_bytes / (SIMILAR * largest))
+        return REMEASURE_AFTER * min(max(larger, 1), REMEASURE_AFTER)
+
+    def _unpredicted(
+        self, full_bytes: int | None, min_bytes: float, change_bytes: int | None
+    ) -> str | None:
+        """Why no prediction is made for a change of ``change_bytes``, if none is."""
         if full_bytes is None:
             return "the sources' size is not known: incremental"
         if full_bytes < min_bytes:
             return f"the sources ({size(full_bytes)}) are under {size(int(min_bytes))}: incremental"
-        if self.recomputed_in_a_row >= REMEASURE_AFTER:
+        if self.recomputed_in_a_row >= self.remeasure_after(change_bytes):
             return (
                 f"incremental, to measure its cost again after {self.recomputed_in_a_row} "
                 f"recomputes in a row"
