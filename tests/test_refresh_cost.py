@@ -3,10 +3,12 @@ plan kept between refreshes, the change's key sets read in one query, and a chan
 leaves the view as it is committed without writing a file."""
 
 import datetime
+import itertools
 import json
 from decimal import Decimal
 
 import pytest
+from pyspark.sql import functions as F
 from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
 from sqlglot import exp
 
@@ -14,7 +16,7 @@ import ivm
 from ivm.ir import Filter, Scan
 from ivm.runtime.catalog import definition
 from ivm.runtime.catalog.tables import store_name
-from ivm.runtime.refresh import pruning
+from ivm.runtime.refresh import execute, pruning
 from ivm.runtime.refresh.phases import PHASES
 from ivm.runtime.spark import settings
 from ivm.runtime.spark.settings import session_settings
@@ -120,6 +122,55 @@ def refresh_compiling(spark, view: str, limit: str | None):
         result = ivm.sql(spark, f"REFRESH MATERIALIZED VIEW {view}")
     assert result.mode == "incremental"
     return result, compilations.getCount() - before
+
+
+def file_key_ranges(spark, table: str, key: str) -> list[tuple]:
+    """The least and greatest ``key`` of each data file of the Delta table ``table``, in
+    order."""
+    per_file = spark.table(table).groupBy(F.col("_metadata.file_path")).agg(F.min(key), F.max(key))
+    return sorted((low, high) for _, low, high in per_file.collect())
+
+
+def test_a_keyed_store_is_written_in_key_order_and_a_change_is_merged_into_the_file_of_its_keys(
+    spark, fresh_db, monkeypatch
+):
+    """Each file of a store written in key order holds a range of keys, which its statistics
+    give. A change at a few neighbouring keys (a new key and NULL among them) is merged into
+    the one file holding them: a shuffle by group put keys of every range in every file, and
+    the MERGE rewrote them all. A large store's MERGE also says which ranges of keys it can
+    touch, for Delta to skip the files of others (here every store counts as large), and a
+    full refresh writes the ranges anew."""
+    monkeypatch.setattr(execute, "SMALL_STORE_BYTES", 0)
+    within = []  # the MERGE's predicate on the stored rows' keys
+    ranges_of = execute.stored_key_ranges
+    monkeypatch.setattr(
+        execute, "stored_key_ranges", lambda *args: within.append(ranges_of(*args)) or within[-1]
+    )
+    monkeypatch.setattr(settings, "STORE_FILE_ROWS", 100)  # files as a larger store's are
+    spark.sql(f"CREATE TABLE events (k INT, x INT) USING DELTA {CDF}")
+    spark.sql("INSERT INTO events SELECT id % 400, id FROM range(4000)")
+    view = "SELECT k, SUM(x) AS s, COUNT(*) AS n FROM events GROUP BY k"
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {view}")
+    store = store_name(f"{fresh_db}.totals")
+    ranges = file_key_ranges(spark, store, "k")
+    assert len(ranges) == 4
+    assert all(high < low for (_, high), (low, _) in itertools.pairwise(ranges)), ranges
+    spark.sql("UPDATE events SET x = x + 1 WHERE k BETWEEN 10 AND 14")
+    spark.sql("INSERT INTO events VALUES (NULL, 5), (1000, 7)")
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals").mode == "incremental"
+    merge = history(spark, store)[-1]
+    assert merge.operation == "MERGE"
+    assert merge.operationMetrics["numTargetFilesRemoved"] == "1"
+    assert [w.sql("spark") for w in within] == [
+        " OR ".join(f"stored.k = {k}" for k in (10, 11, 12, 13, 14, 1000)) + " OR stored.k IS NULL"
+    ]  # up to 32 ranges, here one per key
+    assert_equals_query(spark, "totals", view)
+    spark.sql("DELETE FROM events WHERE k < 100")
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals FULL")
+    ranges = file_key_ranges(spark, store, "k")
+    assert ranges[0][0] == 100 and len(ranges) == 4  # NULL sorts first, beside 100
+    assert all(high < low for (_, high), (low, _) in itertools.pairwise(ranges)), ranges
+    assert_equals_query(spark, "totals", view)
 
 
 def test_a_refresh_of_little_data_compiles_no_code_in_fewer_jobs(spark, shop):

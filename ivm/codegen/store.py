@@ -41,6 +41,8 @@ LOGGED = "_ivm_logged"
 folded in); the store is partitioned by it (after the view's own partition columns, keys of
 the view), so that a read of either part prunes the other."""
 LOG, TOUCHED = "_ivm_log", "_ivm_touched"
+SORTED_KEYS = 4
+"""A store is written in the order of this many of its first keys (:func:`stored_query`)."""
 NEGATIVE_COUNT = (
     "ivm: a refresh would give a row a negative count: the view's store "
     "disagrees with its sources. Run REFRESH MATERIALIZED VIEW ... FULL."
@@ -134,11 +136,23 @@ def merge_statement(
     change: exp.Query,
     types: Types | None = None,
     compacting: bool = False,
+    within: exp.Expr | None = None,
 ) -> exp.Merge:
     """``MERGE INTO target`` folding the rows of ``change`` (keys + accumulator changes).
 
     ``compacting``: ``target`` is a logged store and ``change`` its logged rows summed by
-    key; the MERGE folds them into the stored rows and deletes the logged ones."""
+    key; the MERGE folds them into the stored rows and deletes the logged ones. ``within``:
+    a predicate on the stored row (its columns qualified by ``stored``) that every row with a
+    key of the change satisfies; added to the ON, it lets Delta skip the files of the store
+    that hold none of the change's keys, and matches what the ON matched without it.
+
+    >>> from ivm.store import ROWS, Store
+    >>> s = Store(("k",), (("k", exp.column("k")),), (ROWS,))
+    >>> at_one = exp.column("k", STORED).eq(1)
+    >>> merge = merge_statement(s, "t", exp.select("*").from_("c"), within=at_one)
+    >>> merge.sql("spark").split(" WHEN")[0].split(" ON ")[1]
+    'stored.k IS NOT DISTINCT FROM change.k AND stored.k = 1'
+    """
 
     def stored(name: str) -> exp.Expr:
         return exp.column(name, STORED)
@@ -149,6 +163,8 @@ def merge_statement(
     on = _same_key(store, STORED, CHANGE)
     if compacting:
         on = exp.and_(on, exp.not_(stored(LOGGED)))
+    if within is not None:
+        on = exp.and_(on, within.copy())
 
     updated = _folded(store, stored, changed, types)
     inserted = _folded(store, _new_group, changed, types)
@@ -236,14 +252,35 @@ def record_only_statement(target: str) -> exp.Update:
     )
 
 
-def stored_query(query: exp.Query, logged: bool) -> exp.Query:
-    """The rows of ``query`` (a store's full query) as the store holds them: as they are in
-    a merged store; in a ``logged`` one, folded, none of them logged."""
-    if not logged:
+def in_key_order(store: Store) -> bool:
+    """Whether ``store`` is written in key order (:func:`stored_query`)."""
+    return bool(store.keys) and not store.repeat_rows
+
+
+def stored_query(store: Store, query: exp.Query, logged: bool) -> exp.Query:
+    """The rows of ``query`` (``store``'s full query) as the store holds them: as they are in
+    a merged store; in a ``logged`` one, folded, none of them logged. Rows of a store with
+    keys are written in key order, so that each file holds a range of keys and its min/max
+    statistics say which: a MERGE at a change's keys then rewrites the files around them, and
+    a read restricted to them skips the others, where a shuffle by group would have put keys
+    of every range in every file. The order is that of the first :data:`SORTED_KEYS` keys
+    (Delta keeps statistics of the first columns of a table only, and a view may have
+    hundreds of keys). A store whose key is every column of a view that keeps duplicates is
+    left as computed (its sort would cost a recompute as much as its shuffle).
+
+    >>> from ivm.store import ROWS, Store
+    >>> s = Store(("k",), (("k", exp.column("k")),), (ROWS,))
+    >>> stored_query(s, exp.select("k").from_("t"), logged=False).sql("spark")
+    'SELECT * FROM (SELECT k FROM t) AS _ivm_full ORDER BY k'
+    """
+    columns = [exp.Star(), exp.alias_(exp.false(), LOGGED)] if logged else [exp.Star()]
+    ordered = in_key_order(store)
+    if not logged and not ordered:
         return query
-    return exp.select("*", exp.alias_(exp.false(), LOGGED)).from_(
+    rows = exp.select(*columns).from_(
         exp.Subquery(this=query.copy(), alias=exp.TableAlias(this=exp.to_identifier("_ivm_full")))
     )
+    return rows.order_by(*(exp.column(k) for k in store.keys[:SORTED_KEYS])) if ordered else rows
 
 
 def append_statement(

@@ -94,6 +94,7 @@ from ivm.runtime.spark.settings import (
     evaluation_settings,
     plan_settings,
     session_settings,
+    store_write_settings,
 )
 from ivm.zset import Read, relation_name
 
@@ -266,7 +267,11 @@ def _create_store(
             technique=Technique.RECOMPUTE,
         )
         with (
-            session_settings(spark, evaluation_settings(spark, total)),
+            session_settings(
+                spark,
+                evaluation_settings(spark, total)
+                | store_write_settings(codegen.in_key_order(compiled.store)),
+            ),
             committed_write(spark, view, compiled, record, stage="create") as commit,
         ):
             if policy is not None:
@@ -276,7 +281,7 @@ def _create_store(
             commit(
                 codegen.create_table_statement(
                     store,
-                    codegen.stored_query(compiled.full_query, logged),
+                    codegen.stored_query(compiled.store, compiled.full_query, logged),
                     properties,
                     replace=_is_materialized_view(spark, view),
                     partitioned_by=_store_partitioning(partitioned_by, logged),

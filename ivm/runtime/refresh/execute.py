@@ -24,7 +24,7 @@ from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from ivm import codegen
-from ivm.codegen.store import LOGGED
+from ivm.codegen.store import LOGGED, STORED
 from ivm.compiler import CompiledView
 from ivm.errors import CatalogError, SourceError, StateError
 from ivm.names import DIALECT
@@ -54,7 +54,7 @@ from ivm.runtime.refresh.obstacles import DEFAULT_MIN_BYTES, MIN_BYTES, replaced
 from ivm.runtime.refresh.phases import PhaseClock
 from ivm.runtime.refresh.plan import Decision, Revision, plan_refresh, what_is_known
 from ivm.runtime.refresh.policy import CostModel, Obstacle, ObstacleKind
-from ivm.runtime.refresh.pruning import prune
+from ivm.runtime.refresh.pruning import prune, stored_key_ranges
 from ivm.runtime.refresh.sources import (
     kept,
     latest_sources,
@@ -66,6 +66,7 @@ from ivm.runtime.refresh.upkeep import compact_after_refresh
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.failures import Failure, classify
 from ivm.runtime.spark.settings import (
+    SMALL_STORE_BYTES,
     apply_settings,
     evaluation_settings,
     merge_settings,
@@ -74,6 +75,7 @@ from ivm.runtime.spark.settings import (
     planned_read_bytes,
     planning_settings,
     session_settings,
+    store_write_settings,
 )
 
 STORE_CHANGE = "_ivm_store_change"
@@ -346,7 +348,11 @@ def _refresh(
             cost=model.after(Mode.FULL, plan.prediction is not None).to_record(),
             prediction=plan.prediction,
         )
-        with session_settings(spark, evaluation_settings(spark, known.full_bytes)):
+        with session_settings(
+            spark,
+            evaluation_settings(spark, known.full_bytes)
+            | store_write_settings(codegen.in_key_order(compiled.store)),
+        ):
             outcome = _write(
                 spark,
                 Write(
@@ -426,7 +432,7 @@ def _overwrite(spark: Session, write: Write) -> RefreshResult:
     source's column changed its type, replace the store, its properties and partitioning
     kept."""
     view, compiled, store = write.view, write.compiled, write.store
-    full = codegen.stored_query(compiled.full_query, write.logged)
+    full = codegen.stored_query(compiled.store, compiled.full_query, write.logged)
     with _committed(spark, write) as commit:
         if _types_changed(spark, full, write.schema):
             log = DeltaLogReader.of(spark, store)
@@ -454,7 +460,7 @@ def _overwrite_partition(spark: Session, write: Write) -> RefreshResult:
     view (:func:`~ivm.runtime.commands.views.create_view`), so its logged rows of the
     partition are replaced with its stored ones: the partition is left folded."""
     assert write.partition is not None
-    full = codegen.stored_query(write.compiled.full_query, write.logged)
+    full = codegen.stored_query(write.compiled.store, write.compiled.full_query, write.logged)
     with _committed(spark, write) as commit:
         commit(
             codegen.replace_where_statement(write.store, full, write.partition),
@@ -531,13 +537,14 @@ def _merge(spark: Session, write: Write) -> RefreshResult | Revision:
                     if cheaper is not None:  # the change read is spent
                         return Revision(cheaper, planned["prediction"], observed)
                 change = kept(spark, query, query_bytes)
-                settings = {}
-                if change.rows:  # one append, or the MERGE
-                    settings = (
-                        evaluation_settings(spark, query_bytes)
-                        if write.logged
-                        else _merge_settings(spark, store, query_bytes)
-                    )
+                settings, within = {}, None
+                if change.rows and write.logged:  # one append
+                    settings = evaluation_settings(spark, query_bytes)
+                elif change.rows:  # the MERGE
+                    store_bytes = DeltaLogReader.of(spark, store).size_in_bytes()
+                    settings = _merge_settings(spark, store_bytes, query_bytes)
+                    if store_bytes is None or store_bytes > SMALL_STORE_BYTES:
+                        within = stored_key_ranges(change.frame, compiled.store, STORED)
             if not change.rows:  # no stored row changes: the commit carries the record
                 commit(
                     codegen.record_only_statement(store),
@@ -547,17 +554,17 @@ def _merge(spark: Session, write: Write) -> RefreshResult | Revision:
                 return write.result(Technique.RECORD_ONLY)
             change.frame.createOrReplaceTempView(STORE_CHANGE)
             # an append that Delta skips as done is found by the committed write's check
+            rows = exp.select("*").from_(STORE_CHANGE)
             written, technique = (
-                (codegen.append_statement, Technique.APPEND)
+                (codegen.append_statement(compiled.store, store, rows, types), Technique.APPEND)
                 if write.logged
-                else (codegen.merge_statement, Technique.MERGE)
+                else (
+                    codegen.merge_statement(compiled.store, store, rows, types, within=within),
+                    Technique.MERGE,
+                )
             )
             with session_settings(spark, settings):
-                merged = commit(
-                    written(compiled.store, store, exp.select("*").from_(STORE_CHANGE), types),
-                    technique=technique,
-                    **planned,
-                )
+                merged = commit(written, technique=technique, **planned)
             if write.logged:
                 return write.result(technique, rows_inserted=change.rows)
         except (PySparkException, Py4JJavaError) as error:
@@ -592,13 +599,14 @@ def _types_changed(spark: Session, query: exp.Query, store_schema) -> bool:
     return [f.dataType for f in wanted] != [f.dataType for f in store_schema]
 
 
-def _merge_settings(spark: Session, store: str, change_bytes: int | None) -> dict[str, str]:
-    """Settings for the MERGE into ``store`` of a change computed from ``change_bytes`` (at
-    most its size): its source, the change to the store, is kept already, so Delta need not
-    materialize it again; those for the store's size
+def _merge_settings(
+    spark: Session, store_bytes: int | None, change_bytes: int | None
+) -> dict[str, str]:
+    """Settings for the MERGE into a store of ``store_bytes`` of a change computed from
+    ``change_bytes`` (at most its size): its source, the change to the store, is kept
+    already, so Delta need not materialize it again; those for the store's size
     (:func:`~ivm.runtime.spark.settings.merge_settings`); and those for the little data of a
     small store and change (:func:`~ivm.runtime.spark.settings.evaluation_settings`)."""
-    store_bytes = DeltaLogReader.of(spark, store).size_in_bytes()
     both = None if store_bytes is None or change_bytes is None else store_bytes + change_bytes
     return (
         {MATERIALIZE_SOURCE: "none"}

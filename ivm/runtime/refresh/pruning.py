@@ -29,7 +29,7 @@ from decimal import Decimal
 from functools import reduce
 from itertools import pairwise
 
-from pyspark.sql import Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from sqlglot import exp
 
@@ -37,6 +37,7 @@ from ivm import codegen
 from ivm.ir import Filter, Project, Restrict, Scan, children, columns, with_children
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import evaluation_settings, planned_read_bytes, session_settings
+from ivm.store import Store
 from ivm.zset import Read
 
 MAX_KEYS = 100_000
@@ -83,6 +84,25 @@ def prune(spark: Session, delta, change_bytes: int | None):
         return rewritten[node]
 
     return rewrite(delta)
+
+
+def stored_key_ranges(change: DataFrame, store: Store, alias: str) -> exp.Expr | None:
+    """A predicate on the first key of ``store``'s rows (columns qualified by ``alias``)
+    that the rows with a key of ``change`` (a store change, kept) satisfy: ranges covering
+    its values, by which Delta skips the store's files a MERGE of the change cannot touch
+    (a store written in key order holds a range of keys per file). None where the store has
+    no key, or the change more than :data:`MAX_KEYS` distinct first keys or one without a
+    literal form. One Spark job, over the kept change."""
+    if not store.keys:
+        return None
+    key = store.keys[0]
+    found = [
+        row[0] for row in change.select(key).distinct().orderBy(key).limit(MAX_KEYS + 1).collect()
+    ]
+    values = [v for v in found if v is not None]
+    if len(found) > MAX_KEYS or not all(_literal(v) is not None for v in values):
+        return None
+    return _key_ranges(exp.column(key, alias), values, len(values) < len(found))
 
 
 def _visit(node, action, seen=None) -> None:

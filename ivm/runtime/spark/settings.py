@@ -101,6 +101,11 @@ compiled code (:func:`planning_settings`)."""
 SMALL_STORE_BYTES = 64 * 1024 * 1024
 """A store up to this size is merged into by one task per stage (:func:`merge_settings`)."""
 
+MAX_RECORDS_PER_FILE = "spark.sql.files.maxRecordsPerFile"
+STORE_FILE_ROWS = 100_000
+"""The most rows in a file of a store written in key order, at its CREATE and full refreshes
+(:func:`store_write_settings`)."""
+
 
 def plan_settings(compiled) -> dict[str, str]:
     """The Spark settings the statements of ``compiled`` (a CompiledView) need.
@@ -185,6 +190,19 @@ def planned_read_bytes(frame, kept_bytes: int | None) -> int | None:
     if reads_kept:
         return None if kept_bytes is None else total + kept_bytes
     return total
+
+
+def store_write_settings(in_key_order: bool) -> dict[str, str]:
+    """Settings for writing a whole store, ``in_key_order`` or not: a store in key order is
+    cut into files of at most :data:`STORE_FILE_ROWS` rows, each a narrow range of keys, so
+    that a MERGE at a change's keys rewrites a few small files. Left whole, the store would be
+    a file or two (adaptive execution coalesces a query's output to 64 MiB per task), which
+    every MERGE rewrote.
+
+    >>> store_write_settings(True), store_write_settings(False)
+    ({'spark.sql.files.maxRecordsPerFile': '100000'}, {})
+    """
+    return {MAX_RECORDS_PER_FILE: str(STORE_FILE_ROWS)} if in_key_order else {}
 
 
 def merge_settings(store_bytes: int | None) -> dict[str, str]:
