@@ -21,6 +21,13 @@ GROUP BY list combine by cross product (``GROUP BY a, ROLLUP(b)`` is ``(a, b), (
 >>> expressions, sets = grouping_sets(group)
 >>> [e.sql() for e in expressions], sets
 (['a', 'b', 'c'], [(0, 1, 2), (0, 1), (0,)])
+
+An expression is the same whatever parentheses it is written in, as Spark reads it:
+
+>>> sql = "SELECT 1 FROM t GROUP BY GROUPING SETS ((a, (a = 0)), ((a = 0)), ())"
+>>> expressions, sets = grouping_sets(parse_one(sql, read="spark").args["group"])
+>>> [e.sql() for e in expressions], sets
+(['a', 'a = 0'], [(0, 1), (1,), ()])
 """
 
 from __future__ import annotations
@@ -45,9 +52,10 @@ def has_grouping_sets(group: exp.Group | None) -> bool:
 
 
 def _members(item: exp.Expr) -> list[exp.Expr]:
-    """The expressions of one element of a grouping set list: ``(a, b)``, ``(a)``, ``a``."""
+    """The expressions of one element of a grouping set list: ``(a, b)``, ``(a)``, ``a``;
+    each without the parentheses around it, so that ``(a = 0)`` and ``a = 0`` are one."""
     if isinstance(item, exp.Tuple):
-        return list(item.expressions)
+        return [member.unnest() for member in item.expressions]
     if isinstance(item, exp.Paren):
         return _members(item.this)
     return [item]
