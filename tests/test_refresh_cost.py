@@ -143,9 +143,12 @@ def test_a_keyed_store_is_written_in_key_order_and_a_change_is_merged_into_the_f
     monkeypatch.setattr(execute, "SMALL_STORE_BYTES", 0)
     within = []  # the MERGE's predicate on the stored rows' keys
     ranges_of = execute.stored_key_ranges
-    monkeypatch.setattr(
-        execute, "stored_key_ranges", lambda *args: within.append(ranges_of(*args)) or within[-1]
-    )
+
+    def recorded(*args):
+        within.append(ranges_of(*args))
+        return within[-1]
+
+    monkeypatch.setattr(execute, "stored_key_ranges", recorded)
     monkeypatch.setattr(settings, "STORE_FILE_ROWS", 100)  # files as a larger store's are
     spark.sql(f"CREATE TABLE events (k INT, x INT) USING DELTA {CDF}")
     spark.sql("INSERT INTO events SELECT id % 400, id FROM range(4000)")

@@ -99,10 +99,8 @@ def stored_key_ranges(change: DataFrame, store: Store, alias: str) -> exp.Expr |
     found = [
         row[0] for row in change.select(key).distinct().orderBy(key).limit(MAX_KEYS + 1).collect()
     ]
-    values = [v for v in found if v is not None]
-    if len(found) > MAX_KEYS or not all(_literal(v) is not None for v in values):
-        return None
-    return _key_ranges(exp.column(key, alias), values, len(values) < len(found))
+    values = _key_values(found)
+    return None if values is None else _key_ranges(exp.column(key, alias), *values)
 
 
 def _visit(node, action, seen=None) -> None:
@@ -230,14 +228,17 @@ def _distinct_keys(
     found: dict[int, list] = {i: [] for i in range(len(wanted))}
     for row in rows:
         found[row[SET]].append(row[f"{KEY}{row[SET]}"])
-    result: dict[tuple, tuple[list, bool] | None] = {}
-    for i, request in enumerate(wanted):
-        values = [v for v in found[i] if v is not None]
-        if len(found[i]) > MAX_KEYS or not all(_literal(v) is not None for v in values):
-            result[request] = None
-        else:
-            result[request] = (values, len(values) < len(found[i]))
-    return result
+    return {request: _key_values(found[i]) for i, request in enumerate(wanted)}
+
+
+def _key_values(found: list) -> tuple[list, bool] | None:
+    """The sorted non-NULL values of the keys ``found`` (sorted, at most ``MAX_KEYS + 1``)
+    and whether a NULL is among them; None if there are more than :data:`MAX_KEYS` or a
+    value has no literal form."""
+    values = [v for v in found if v is not None]
+    if len(found) > MAX_KEYS or not all(_literal(v) is not None for v in values):
+        return None
+    return values, len(values) < len(found)
 
 
 def _ranges(values: list) -> list[tuple[exp.Expr, exp.Expr]]:

@@ -195,9 +195,9 @@ def planned_read_bytes(frame, kept_bytes: int | None) -> int | None:
 def store_write_settings(in_key_order: bool) -> dict[str, str]:
     """Settings for writing a whole store, ``in_key_order`` or not: a store in key order is
     cut into files of at most :data:`STORE_FILE_ROWS` rows, each a narrow range of keys, so
-    that a MERGE at a change's keys rewrites a few small files. Left whole, the store would be
-    a file or two (adaptive execution coalesces a query's output to 64 MiB per task), which
-    every MERGE rewrote.
+    that a MERGE at a change's keys rewrites a few small files. Otherwise a file is as large as
+    the task that wrote it (adaptive execution coalesces a query's output towards 64 MiB per
+    task), and a MERGE rewrites every file holding a changed key whole.
 
     >>> store_write_settings(True), store_write_settings(False)
     ({'spark.sql.files.maxRecordsPerFile': '100000'}, {})
