@@ -135,6 +135,24 @@ def test_recomputing_is_chosen_only_on_evidence():
 
 
 @pytest.mark.fast
+def test_an_incremental_refreshs_cost_is_predicted_to_grow_with_its_change():
+    """One refresh of a small change, cheaper than a recompute, says little of a change a
+    thousand times larger (in the planner benchmark such a change took 2–4 times as long,
+    and AUTO applied it); the growth is assumed until two sizes measure it."""
+    model = CostModel(1e6, ((1000, 1.0),))  # 1 kB of change took 1 s, a recompute 2 s
+    assert model.before_reading(1000, 2_000_000)[0] is None
+    obstacle, prediction = model.before_reading(1_000_000, 2_000_000)
+    assert obstacle is not None and obstacle.kind == "cost", prediction
+    assert "assumed" in prediction
+    flat = model.observed("incremental", 5000, 10_000, 1.1)  # ten times the change: +10 %
+    assert flat.growth()[1] and flat.before_reading(1_000_000, 2_000_000)[0] is None
+    steep = model.observed("incremental", 5000, 10_000, 1.9)  # ten times the change: +90 %
+    obstacle, prediction = steep.before_reading(100_000, 2_000_000)
+    assert obstacle is not None and "measured" in prediction
+    assert steep.before_reading(10_000, 2_000_000)[0] is None  # as measured: 1.9 s < 2 s
+
+
+@pytest.mark.fast
 def test_after_recomputing_by_cost_for_a_while_a_refresh_measures_incremental_again():
     model = CostModel(planned=(1, 9_000_000))
     for _ in range(REMEASURE_AFTER):

@@ -31,8 +31,12 @@ refresh recomputes
 1. before reading the change, if the latest delta query planned, for a change no larger than
    this one, read at least the sources' bytes (a top-N reads its input before and after the
    change: twice the sources), or if the latest incremental refresh of a change no larger
-   than this one took longer than a recompute is predicted to take (its cost grows with the
-   change); "no larger" is up to :data:`SIMILAR` times as large;
+   than this one, grown to this one's size, is predicted to take longer than a recompute;
+   "no larger" is up to :data:`SIMILAR` times as large. An incremental refresh's cost grows
+   with its change c as t(c) = t₀ · (c / c₀)^α from a refresh of a change c₀ that took t₀,
+   the growth α fitted to the kept refreshes (least squares of log t on log c, within
+   [0, 1]) once their changes span a factor :data:`SIMILAR`, and :data:`GROWTH_PRIOR` until
+   then; a change no larger than c₀ is predicted t₀ (the fixed part of the cost stays);
 2. once the change is read and the delta query is planned, if that plan reads at least the
    sources' bytes (it is the optimized plan, in which Delta has skipped the files the
    change's keys exclude); the change read is then spent.
@@ -52,7 +56,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
-from math import ceil
+from math import ceil, log
 
 from ivm.compiler import CompiledView
 from ivm.errors import IvmError
@@ -78,6 +82,11 @@ KEPT = 8
 SIMILAR = 2
 """A change at most this many times another's counts as no larger: batches of a workload
 vary in size, and an incremental refresh's cost grows more slowly than its change."""
+GROWTH_PRIOR = 0.2
+"""The growth α of an incremental refresh's cost with its change (t ∝ c^α) until a view's
+own refreshes measure it: the median of the planner benchmark's (``benchmarks/results/
+planner_rerun``: SF 1, TPC-H, batches of 0.01, 0.1, 1 and 10 %), where each tenfold change
+cost the eight views' incremental refreshes 1.07–2.4 times as long (α from 0.03 to 0.38)."""
 
 
 class NotIncrementalizable(IvmError):
@@ -186,8 +195,13 @@ class CostModel:
         module's docstring); and the prediction in words.
 
         >>> CostModel(1e6, ((100, 3.0),)).before_reading(200, 2_000_000)[1]
-        'an incremental refresh of a change of 100 B took 3.00 s, a full recompute is
-        predicted 2.00 s (1.9 MiB at 976.6 KiB/s)'
+        'an incremental refresh of a change of 100 B took 3.00 s, one of 200 B is predicted
+        3.45 s (cost ∝ change^0.20, assumed), a full recompute is predicted 2.00 s (1.9 MiB
+        at 976.6 KiB/s)'
+        >>> CostModel(1e6, ((100, 1.5),)).before_reading(1000, 2_000_000)[0].kind.value
+        'cost'
+        >>> CostModel(1e6, ((100, 1.5), (10, 1.5))).before_reading(1000, 2_000_000)[0] is None
+        True
         >>> CostModel(1e6, ((100, 3.0),)).before_reading(49, 2_000_000)[0] is None
         True
         """
@@ -205,13 +219,22 @@ class CostModel:
             )
         full = self.full_seconds(full_bytes)
         latest = next(((c, t) for c, t in self.incremental if c <= like), None)
-        if full is not None and latest is not None and latest[1] > full:
+        if full is not None and latest is not None:
             c, t = latest
-            return _cheaper(
-                f"an incremental refresh of a change of {size(c)} took {t:.2f} s, "
-                f"a full recompute is predicted {full:.2f} s ({size(full_bytes)} "
-                f"at {size(int(self.bytes_per_second or 0))}/s)"
-            )
+            growth, fitted = self.growth()
+            predicted = t * max(change_bytes / c, 1) ** growth if c > 0 else t
+            if predicted > full:
+                grown = (
+                    ""
+                    if predicted == t
+                    else f", one of {size(change_bytes)} is predicted {predicted:.2f} s "
+                    f"(cost ∝ change^{growth:.2f}, {'measured' if fitted else 'assumed'})"
+                )
+                return _cheaper(
+                    f"an incremental refresh of a change of {size(c)} took {t:.2f} s{grown}, "
+                    f"a full recompute is predicted {full:.2f} s ({size(full_bytes)} "
+                    f"at {size(int(self.bytes_per_second or 0))}/s)"
+                )
         return None, (
             f"no incremental refresh of a change up to {size(change_bytes)} took "
             f"longer than a full recompute is predicted to take"
@@ -240,6 +263,27 @@ class CostModel:
         assert full_bytes is not None
         words = f"the delta query reads {size(planned_bytes)}, a full recompute {size(full_bytes)}"
         return _cheaper(words) if planned_bytes >= full_bytes else (None, words)
+
+    def growth(self) -> tuple[float, bool]:
+        """The growth α of the incremental refreshes' cost with their change, t ∝ c^α, and
+        whether it is fitted to the kept refreshes (else :data:`GROWTH_PRIOR`): the least
+        squares slope of log t on log c, within [0, 1], once the changes span a factor
+        :data:`SIMILAR`.
+
+        >>> round(CostModel(incremental=((1000, 2.0), (100, 1.0))).growth()[0], 3)
+        0.301
+        >>> CostModel(incremental=((1000, 0.5), (100, 1.0))).growth()  # noise: no shrinking
+        (0.0, True)
+        >>> CostModel(incremental=((150, 2.0), (100, 1.0))).growth()
+        (0.2, False)
+        """
+        points = [(log(c), log(t)) for c, t in self.incremental if c > 0 and t > 0]
+        xs = [x for x, _ in points]
+        if not points or max(xs) - min(xs) < log(SIMILAR):
+            return GROWTH_PRIOR, False
+        mx, my = sum(xs) / len(xs), sum(y for _, y in points) / len(points)
+        slope = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x in xs)
+        return min(max(slope, 0.0), 1.0), True
 
     def full_seconds(self, full_bytes: int) -> float | None:
         """How long recomputing sources of ``full_bytes`` is predicted to take."""
