@@ -757,7 +757,8 @@ def check_passes(
         try:
             results.append(_rows(connection, duck(codegen.to_select(reading(plan, Read.AFTER)))))
         except duckdb.Error as error:
-            if not _overflow(error):
+            # a plan of SQL that DuckDB runs must run; of SQL it cannot run, it need not
+            if not _overflow(error) and not isinstance(expected, Failed):
                 raise
             results.append(Failed(str(error).splitlines()[0]))
     how = (
