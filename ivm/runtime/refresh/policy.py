@@ -84,9 +84,10 @@ SIMILAR = 2
 vary in size, and an incremental refresh's cost grows more slowly than its change."""
 GROWTH_PRIOR = 0.2
 """The growth α of an incremental refresh's cost with its change (t ∝ c^α) until a view's
-own refreshes measure it: the median of the planner benchmark's (``benchmarks/results/
-planner_rerun``: SF 1, TPC-H, batches of 0.01, 0.1, 1 and 10 %), where each tenfold change
-cost the eight views' incremental refreshes 1.07–2.4 times as long (α from 0.03 to 0.38)."""
+own refreshes measure it: about the median (0.18) of the planner benchmark's
+(``benchmarks/results/planner_rerun``: SF 1, TPC-H, batches of 0.01, 0.1, 1 and 10 %), where
+each tenfold change cost the eight views' incremental refreshes 1.07–2.4 times as long (α
+from 0.03 to 0.38)."""
 
 
 class NotIncrementalizable(IvmError):
