@@ -237,8 +237,8 @@ class CostModel:
                     f"at {size(int(self.bytes_per_second or 0))}/s)"
                 )
         return None, (
-            f"no incremental refresh of a change up to {size(change_bytes)} took "
-            f"longer than a full recompute is predicted to take"
+            f"no incremental refresh of a change up to {size(change_bytes)}, grown to its "
+            f"size, is predicted to take longer than a full recompute"
             + ("" if full is None else f" ({full:.2f} s)")
         )
 
