@@ -22,7 +22,7 @@ HAVING
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -37,6 +37,7 @@ from ivm.passes import optimize
 from ivm.passes.states import StatePlan, split_lookups, split_states
 from ivm.rules import Kind, Maintenance, maintain
 from ivm.rules.replace import replaced_operator
+from ivm.rules.unchanged import without_unchanged
 from ivm.zset import Read
 
 
@@ -131,6 +132,16 @@ class CompiledView:
         if appended is None:
             return None
         return replace(self, maintenance=replace(self.maintenance, delta=appended))
+
+    def changed_only(self, changed: Collection[str]) -> CompiledView:
+        """This view as refreshed from a change of the sources ``changed`` alone: its delta
+        query without the terms that read the others' (empty) change
+        (:mod:`ivm.rules.unchanged`)."""
+        unchanged = [table for table in self.delta_reads if table not in changed]
+        delta = without_unchanged(self.maintenance.delta, unchanged)
+        if delta is self.maintenance.delta:  # no term dropped: the same plan, not a copy
+            return self
+        return replace(self, maintenance=replace(self.maintenance, delta=delta))
 
     def state(self, table: str) -> CompiledView:
         """The state table ``table`` of this view."""

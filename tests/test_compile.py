@@ -7,6 +7,7 @@ import ivm
 from ivm.ir import Join, JoinKind, Scan, Subquery, aliases_of, scans
 from ivm.rules import differentiate
 from ivm.rules.base import weight_of
+from ivm.rules.unchanged import is_empty
 from ivm.zset import COUNT, WEIGHT, Read
 
 from duck import assert_maintained, query_rows, view_rows
@@ -94,6 +95,75 @@ def test_every_delta_term_reads_a_change():
     q = ivm.compile(SALES, SCHEMA)
     for term in differentiate(q.plan.input.input).inputs:
         assert any(s.read is Read.DELTA for s in scans(term))
+
+
+def test_a_refresh_of_one_sources_change_runs_the_terms_of_that_change_alone():
+    q = ivm.compile(
+        "SELECT n.name, SUM(o.amount) AS total FROM orders o JOIN customers c "
+        "ON o.cust_id = c.id JOIN nations n ON c.nation_id = n.id GROUP BY n.name",
+        SCHEMA,
+    )
+
+    def changes(compiled):
+        return {s.table for s in scans(compiled.maintenance.delta) if s.read is Read.DELTA}
+
+    assert changes(q) == {"orders", "customers", "nations"}
+    assert changes(q.changed_only(["orders"])) == {"orders"}
+    assert changes(q.changed_only(["orders", "nations"])) == {"orders", "nations"}
+    assert q.changed_only(["orders", "customers", "nations"]) is q
+
+
+@pytest.mark.parametrize(
+    ("kind", "empty_when"),
+    [
+        (JoinKind.INNER, {"left", "right", "both"}),
+        (JoinKind.SEMI, {"left", "right", "both"}),
+        (JoinKind.LEFT, {"left", "both"}),
+        (JoinKind.ANTI, {"left", "both"}),
+        (JoinKind.LOOKUP, {"left", "both"}),
+        (JoinKind.RIGHT, {"right", "both"}),
+        (JoinKind.FULL, {"both"}),
+    ],
+)
+def test_a_join_is_empty_when_the_inputs_it_keeps_rows_of_are(kind, empty_when):
+    left, right = Scan("l", "l", ("k",)), Scan("r", "r", ("k",))
+    join = Join(
+        (left.reading(Read.DELTA), right.reading(Read.DELTA)),
+        exp.column("k", "l").eq(exp.column("k", "r")),
+        kind,
+    )
+    unchanged = {"left": {"l"}, "right": {"r"}, "both": {"l", "r"}, "neither": set()}
+    assert {
+        side for side, tables in unchanged.items() if is_empty(join, frozenset(tables))
+    } == empty_when
+
+
+ORDERS_AND_CUSTOMERS = {
+    "orders": [(1, 10, 5, "open"), (2, 11, 7, "open"), (3, 99, 1, "void")],
+    "customers": [(10, "north", 1), (11, "south", 2)],
+}
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # the unchanged table's change would empty a term of the inner join, not of these
+        "SELECT o.id, c.region FROM orders o LEFT JOIN customers c ON o.cust_id = c.id",
+        "SELECT o.id FROM orders o WHERE NOT EXISTS "
+        "(SELECT 1 FROM customers c WHERE c.id = o.cust_id)",
+        "SELECT COUNT(*) AS n, SUM(o.amount) AS total FROM orders o JOIN customers c "
+        "ON o.cust_id = c.id",
+        "SELECT c.id FROM customers c EXCEPT SELECT o.cust_id FROM orders o",
+    ],
+)
+def test_a_view_is_maintained_when_one_of_its_sources_does_not_change(sql):
+    after = {
+        "orders": [(1, 10, 6, "open"), (3, 99, 1, "void"), (4, 12, 2, "open")],
+        "customers": ORDERS_AND_CUSTOMERS["customers"],
+    }
+    assert_maintained(sql, COLUMNS, ORDERS_AND_CUSTOMERS, after)
+    changed_customers = {**ORDERS_AND_CUSTOMERS, "customers": [(12, "east", 1)]}
+    assert_maintained(sql, COLUMNS, ORDERS_AND_CUSTOMERS, changed_customers)
 
 
 def test_aggregate_store_keeps_counts_for_sums():

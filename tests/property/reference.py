@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import duckdb
@@ -553,17 +553,24 @@ def _unguarded(merge: exp.Merge) -> exp.Merge:
     return merge
 
 
-def _fold(connection, statements: _Statements, inserts_only: bool) -> bool:
+def _fold(
+    connection, statements: _Statements, inserts_only: bool, changed: Collection[str]
+) -> bool:
     """The runtime's MERGE of the change into ``store``, its negative-count guard a query;
     the change by the rules for inserted rows where it ``inserts_only`` and they apply
-    (reading the store before the MERGE, as the runtime does). Whether they did. Before the
-    MERGE, the store is copied to ``logged`` and the change appended to it, as a logged
-    store takes it."""
-    delta = statements.delta
+    (reading the store before the MERGE, as the runtime does), by the delta query without
+    the terms of the sources not ``changed`` where that differs, as a refresh runs it
+    (:meth:`~ivm.compiler.CompiledView.changed_only`). Whether the rules for inserted rows
+    applied. Before the MERGE, the store is copied to ``logged`` and the change appended to
+    it, as a logged store takes it."""
+    appended = inserts_only and statements.inserting is not None
+    delta = statements.inserting if appended else statements.delta
+    compiled = statements.compiled.inserting() if appended else statements.compiled
+    assert compiled is not None and delta is not None
+    if (fewer := compiled.changed_only(changed)) is not compiled:
+        delta = duck(fewer.delta_query)
     if statements.stored is not None:
         connection.execute(f'CREATE OR REPLACE VIEW "{statements.stored}" AS SELECT * FROM store')
-    if inserts_only and statements.inserting is not None:
-        delta = statements.inserting
     connection.execute(f"CREATE TABLE change AS {delta}")
     negative = connection.execute(statements.negative).fetchall()
     if negative:
@@ -571,7 +578,7 @@ def _fold(connection, statements: _Statements, inserts_only: bool) -> bool:
     connection.execute(f"CREATE OR REPLACE TABLE logged AS SELECT *, FALSE AS {LOGGED} FROM store")
     connection.execute(statements.append)
     connection.execute(statements.merge)
-    return delta is not statements.delta
+    return appended
 
 
 def _compacted(connection, statements: _Statements) -> Rows:
@@ -582,14 +589,27 @@ def _compacted(connection, statements: _Statements) -> Rows:
     return _rows(connection, statements.views["logged"])
 
 
-def _inserts_only(compiled: CompiledView, schema, before, after) -> bool:
-    """Whether every source's change, as the view reads it, inserts rows and removes none."""
-    for table, used in compiled.sources.items():
-        _, old = _project(schema[table], used, before[table])
-        _, new = _project(schema[table], used, after[table])
-        if Counter(old) - Counter(new):
-            return False
-    return True
+def _read_rows(compiled: CompiledView, schema, before, after) -> dict[str, tuple[Counter, Counter]]:
+    """Each source's rows before and after the change, as the view reads them (multisets)."""
+    return {
+        table: (
+            Counter(_project(schema[table], used, before[table])[1]),
+            Counter(_project(schema[table], used, after[table])[1]),
+        )
+        for table, used in compiled.sources.items()
+    }
+
+
+def _changed(read: dict[str, tuple[Counter, Counter]]) -> list[str]:
+    """The sources whose rows ``read`` (:func:`_read_rows`) the change changes (the others'
+    Δ is empty, as a source's whose version a refresh does not move)."""
+    return [table for table, (old, new) in read.items() if old != new]
+
+
+def _inserts_only(read: dict[str, tuple[Counter, Counter]]) -> bool:
+    """Whether every source's change in ``read`` (:func:`_read_rows`) inserts rows and
+    removes none."""
+    return not any(old - new for old, new in read.values())
 
 
 @dataclass(frozen=True)
@@ -720,7 +740,8 @@ def _check(statements: _Statements, schema, before, after) -> _Kept:
     if _inexact_sums(connection, compiled):
         return replace(kept, how="recomputed: a sum of floats")
     try:
-        appended = _fold(connection, statements, _inserts_only(compiled, schema, before, after))
+        read = _read_rows(compiled, schema, before, after)
+        appended = _fold(connection, statements, _inserts_only(read), _changed(read))
     except duckdb.Error as error:
         if _overflow(error):
             return replace(kept, how="recomputed: a sum overflowed")

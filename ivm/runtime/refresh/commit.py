@@ -3,7 +3,7 @@
 A *committed write* (:func:`committed_write`) is the only way ivm writes a store:
 
 1. bind the sources' reads at the versions the write consumes, each source's change read
-   once (the first source's reads fail at the fault point ``<stage>.during_write`` when a
+   once (the first read bound fails at the fault point ``<stage>.during_write`` when a
    test armed it);
 2. pass the fault point ``<stage>.before_write``;
 3. run the write, one statement, as one Delta commit whose ``userMetadata`` is the write's

@@ -314,11 +314,12 @@ def _refresh(
             cost=model.to_record(),
             rules=rules,
         )
+        changed = [t for t, version in known.current.items() if known.previous.get(t) != version]
         outcome = _write(
             spark,
             Write(
                 view,
-                inserting or compiled,
+                (inserting or compiled).changed_only(changed),
                 schema,
                 store_version,
                 known.previous,

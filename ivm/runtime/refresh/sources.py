@@ -389,7 +389,7 @@ def bind(
     change read here, once (:func:`kept`), for the key sets and the delta query to share;
     ``change_bytes``: the size of all sources' change data (None: unknown); ``store``: the
     view and its store's rows as the refresh read them, bound as the view's ``STORE`` read
-    where ``reads`` has one. The first source's reads pass through ``wrap``.
+    where ``reads`` has one. The first read bound passes through ``wrap``.
     """
     bound = Bound()
     try:
@@ -422,7 +422,7 @@ def _snapshots(
 def _bind_each(
     spark: Session, sources, before, after, wrap, reads, bound: Bound, change_bytes: int | None
 ) -> None:
-    for i, (table, columns) in enumerate(sources.items()):
+    for table, columns in sources.items():
         view = upstream(spark, table)
         wanted = reads.get(table, ())
         at = _snapshots(spark, table, columns, view)
@@ -448,7 +448,7 @@ def _bind_each(
                 )
         for read, frame in frames.items():
             name = relation_name(table, read)
-            (wrap(frame) if i == 0 else frame).createOrReplaceTempView(quote(name))
+            (frame if bound.names else wrap(frame)).createOrReplaceTempView(quote(name))
             bound.names.append(name)
 
 
