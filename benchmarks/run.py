@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--state-layout",
         choices=["merge", "log"],
-        help="the layout of the views' state tables (spark.ivm.stateLayout; default: merge)",
+        help="the layout of the views' state tables (spark.ivm.stateLayout; default: log)",
     )
     parser.add_argument(
         "--conf",

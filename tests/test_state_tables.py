@@ -84,15 +84,18 @@ def test_explain_and_describe_show_the_state_table(spark, top):
 
 def test_explain_create_says_the_state_tables_layout_or_why_a_create_refuses_it(spark, top):
     """``EXPLAIN CREATE`` reads ``spark.ivm.stateLayout`` as the CREATE does: the layout its
-    state tables take, or, for a name no layout has, that the CREATE fails and why."""
+    state tables take (``log`` unless the session says ``merge``), or, for a name no layout
+    has, that the CREATE fails and why."""
 
     def explained() -> list[str]:
         statement = f"EXPLAIN CREATE MATERIALIZED VIEW other AS {TOP}"
         return [r.plan for r in ivm.sql(spark, statement).collect()]
 
-    with session_settings(spark, {STATE_LAYOUT: "log"}):
-        assert "state tables' layout: log: each refresh appends its change, reads fold it in" in (
-            explained()
+    logged = "state tables' layout: log: each refresh appends its change, reads fold it in"
+    assert logged in explained()
+    with session_settings(spark, {STATE_LAYOUT: "merge"}):
+        assert "state tables' layout: merge: each refresh merges its change into the stored " in (
+            "\n".join(explained())
         )
     with session_settings(spark, {STATE_LAYOUT: "bogus"}):
         refused = [line for line in explained() if line.startswith("state tables' layout")]
@@ -200,14 +203,15 @@ def test_a_partition_of_a_view_with_a_state_table_is_recomputed_from_it(spark, f
     assert_equals_query(spark, "top", TOP)
 
 
-def test_logged_state_tables_take_their_change_as_an_append(spark, fresh_db):
-    """Under ``spark.ivm.stateLayout = log`` the state table's store is logged: each refresh
-    appends its change to it, the view reads it folded, and upkeep folds its log in; the view
-    stays equal to its query throughout, the view's own store merged."""
+def test_state_tables_take_their_change_as_an_append(spark, fresh_db):
+    """A state table's store is logged unless the session that creates the view sets
+    ``spark.ivm.stateLayout = merge``: each refresh appends its change to it, the view reads
+    it folded, and upkeep folds its log in; the view stays equal to its query throughout, the
+    view's own store merged."""
     create_sources(
         spark, "(1, 10), (2, 20), (2, 5), (3, 7), (4, 1)", "(1, 'x'), (2, 'y'), (3, 'x'), (4, 'z')"
     )
-    with session_settings(spark, {STATE_LAYOUT: "log", LOG_FOLD_AT: "2"}):
+    with session_settings(spark, {LOG_FOLD_AT: "2"}):
         ivm.sql(spark, f"CREATE MATERIALIZED VIEW top AS {TOP}")
         changes = [
             change_sources,

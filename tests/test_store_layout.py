@@ -15,7 +15,7 @@ from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.refresh.sources import changes, snapshot, table_version, upstream
 from ivm.runtime.refresh.upkeep import LOG_FOLD_AT
 from ivm.runtime.spark.settings import STATE_LAYOUT, STORE_LAYOUT, session_settings
-from ivm.testing.data import LOGGED_STORES
+from ivm.testing.data import LOGGED_STORES, MERGED_STATES
 
 from cdf import CDF
 from helpers import history
@@ -260,3 +260,4 @@ def test_drawn_scenarios_log_stores_by_the_runtimes_settings():
     names the runtime reads."""
     assert LOGGED_STORES == LOGGED_STORES | {STORE_LAYOUT: "log", STATE_LAYOUT: "log"}
     assert set(LOGGED_STORES) == {STORE_LAYOUT, STATE_LAYOUT, LOG_FOLD_AT}
+    assert MERGED_STATES == {STATE_LAYOUT: "merge"}

@@ -856,6 +856,10 @@ LOGGED_STORES = {
 in, and upkeep folds the log in after two appends, so that a scenario's refreshes read and
 write each store at every point of its cycle."""
 
+MERGED_STATES = {"spark.ivm.stateLayout": "merge"}
+"""Views created with merged state tables (logged is their default): each refresh merges the
+state table's change into its stored rows."""
+
 
 @st.composite
 def scenarios(
@@ -873,10 +877,11 @@ def scenarios(
     Spark reserves keywords (:data:`KEYWORDS_RESERVED`); in some every other
     change inserts rows only, as into an append table (which views refresh by the rules for
     inserted rows, :mod:`ivm.rules.append`). With ``store_layouts``, in some the views'
-    stores and state tables are logged (:data:`LOGGED_STORES`)."""
+    stores are logged as well as their state tables (:data:`LOGGED_STORES`), in others both
+    merged (:data:`MERGED_STATES`)."""
     settings = draw(st.sampled_from([{}, {}, ANSI_OFF, KEYWORDS_RESERVED]))
     if store_layouts:
-        settings = settings | draw(st.sampled_from([{}, {}, LOGGED_STORES]))
+        settings = settings | draw(st.sampled_from([{}, {}, LOGGED_STORES, MERGED_STATES]))
     kinds = draw(st.sampled_from([CHANGE_KINDS, CHANGE_KINDS, APPENDS]))
     initial = {s.name: draw(table_rows(s)) for s in sources}
     known = {name: list(rs) for name, rs in initial.items()}

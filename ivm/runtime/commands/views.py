@@ -315,20 +315,30 @@ def _check_partitioning(
             )
 
 
+DEFAULT_LAYOUTS = {STORE_LAYOUT: MERGED_LAYOUT, STATE_LAYOUT: LOGGED_LAYOUT}
+"""The layout a store takes where neither its CREATE nor the session names one. A view's
+store is merged: anyone may read it, through any engine, and reads plain rows. A state table
+is logged: only its view's refresh reads it, at the keys a change touches, while a MERGE into
+it rewrote every file holding a touched key (Q10's at SF 10: 4.3 s against a 0.3 s append,
+``benchmarks/README.md``)."""
+
+
 def _logged_layout_chosen(
     spark: Session, layout: str | None = None, setting: str = STORE_LAYOUT
 ) -> bool:
     """Whether a CREATE's ``STORE LAYOUT`` (``layout``), or else the session's ``setting``
     (:data:`STORE_LAYOUT` for a view's store, :data:`STATE_LAYOUT` for its state tables'),
-    gives the store the ``log`` layout (else ``merge``, the default); an unknown layout is
-    refused."""
+    gives the store the ``log`` layout (else ``merge``; the default is the setting's
+    :data:`DEFAULT_LAYOUTS`); an unknown layout is refused."""
     if layout is not None:
         return layout == LOGGED_LAYOUT
-    layout = (spark.conf.get(setting, MERGED_LAYOUT) or MERGED_LAYOUT).lower()
+    default = DEFAULT_LAYOUTS[setting]
+    layout = (spark.conf.get(setting, default) or default).lower()
     if layout not in (MERGED_LAYOUT, LOGGED_LAYOUT):
+        others = [name for name in (MERGED_LAYOUT, LOGGED_LAYOUT) if name != default]
         raise CatalogError(
             f"{setting} is {layout!r}: no store layout has that name",
-            hint=f"set it to {MERGED_LAYOUT} (the default) or {LOGGED_LAYOUT}",
+            hint=f"set it to {default} (the default) or {others[0]}",
         )
     return layout == LOGGED_LAYOUT
 

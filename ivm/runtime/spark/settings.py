@@ -75,9 +75,9 @@ default) or ``log`` (:data:`~ivm.runtime.catalog.properties.LAYOUT`); a prototyp
 in ``benchmarks/``."""
 
 STATE_LAYOUT = "spark.ivm.stateLayout"
-"""The layout a CREATE gives the view's state tables: ``merge`` (the default) or ``log``; a
-prototype, measured in ``benchmarks/`` (a refresh that reads a logged state table reads it
-folded, as a view over a logged view does)."""
+"""The layout a CREATE gives the view's state tables: ``log`` (the default) or ``merge``; a
+refresh that reads a logged state table reads it folded, as a view over a logged view
+does."""
 
 INTERPRETED_MAX_BYTES = "spark.ivm.interpretedMaxBytes"
 DEFAULT_INTERPRETED_MAX_BYTES = 2 * 1024 * 1024
