@@ -15,6 +15,7 @@ from ivm.runtime.catalog.tables import qualified_name, state_tables, store_name
 from ivm.runtime.commands.scheduler import Vacuums, run
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.refresh import upkeep
+from ivm.runtime.spark.settings import STATE_LAYOUT, session_settings
 
 OPEN_ORDERS = "SELECT id, cust_id, amount FROM orders WHERE status <> 'void'"
 BY_CUSTOMER = "SELECT cust_id, COUNT(*) AS n FROM open_orders GROUP BY cust_id"
@@ -90,17 +91,21 @@ def test_a_compaction_that_fails_is_reported_and_the_refresh_stands(spark, shop,
         upkeep.upkeep(spark, "open_orders", vacuum_too=False)
 
 
-def test_state_tables_are_compacted_with_their_view(spark, shop, monkeypatch):
-    ivm.sql(spark, f"CREATE MATERIALIZED VIEW top_customers AS {TOP_CUSTOMERS}")
-    [state] = state_tables(spark, f"{shop}.top_customers")
+@pytest.mark.parametrize(("layout", "step"), [("merge", "compact"), ("log", "fold")])
+def test_state_tables_are_compacted_with_their_view(spark, shop, monkeypatch, layout, step):
+    """A refresh ends with the upkeep of its view's state tables too: a merged state table
+    compacted, a logged one's log folded in, each here as soon as it can be due."""
     monkeypatch.setattr(upkeep, "COMPACT_AT", 0)
-    spark.sql("INSERT INTO orders VALUES (20, 7, 99.00, 'ok')")
-    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW top_customers")
+    with session_settings(spark, {STATE_LAYOUT: layout, upkeep.LOG_FOLD_AT: "1"}):
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW top_customers AS {TOP_CUSTOMERS}")
+        [state] = state_tables(spark, f"{shop}.top_customers")
+        spark.sql("INSERT INTO orders VALUES (20, 7, 99.00, 'ok')")
+        result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW top_customers")
     assert {step.store for step in result.upkeep} <= {
         store_name(state),
         store_name(f"{shop}.top_customers"),
     }
-    assert store_name(state) in {step.store for step in result.upkeep}
+    assert (store_name(state), step) in {(done.store, done.action) for done in result.upkeep}
     assert_equals_query(spark, "top_customers", TOP_CUSTOMERS)
 
 
