@@ -319,8 +319,8 @@ DEFAULT_LAYOUTS = {STORE_LAYOUT: MERGED_LAYOUT, STATE_LAYOUT: LOGGED_LAYOUT}
 """The layout a store takes where neither its CREATE nor the session names one. A view's
 store is merged: anyone may read it, through any engine, and reads plain rows. A state table
 is logged: only its view's refresh reads it, at the keys a change touches, while a MERGE into
-it rewrote every file holding a touched key (Q10's at SF 10: 4.3 s against a 0.3 s append,
-``benchmarks/README.md``)."""
+it rewrote every file holding a touched key (Q10's at SF 10: 4.2–5.5 s against a 0.2 s
+append, ``benchmarks/README.md``)."""
 
 
 def _logged_layout_chosen(
@@ -335,10 +335,10 @@ def _logged_layout_chosen(
     default = DEFAULT_LAYOUTS[setting]
     layout = (spark.conf.get(setting, default) or default).lower()
     if layout not in (MERGED_LAYOUT, LOGGED_LAYOUT):
-        others = [name for name in (MERGED_LAYOUT, LOGGED_LAYOUT) if name != default]
+        other = LOGGED_LAYOUT if default == MERGED_LAYOUT else MERGED_LAYOUT
         raise CatalogError(
             f"{setting} is {layout!r}: no store layout has that name",
-            hint=f"set it to {default} (the default) or {others[0]}",
+            hint=f"set it to {default} (the default) or {other}",
         )
     return layout == LOGGED_LAYOUT
 
