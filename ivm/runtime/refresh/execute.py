@@ -314,12 +314,11 @@ def _refresh(
             cost=model.to_record(),
             rules=rules,
         )
-        changed = [t for t, version in known.current.items() if known.previous.get(t) != version]
         outcome = _write(
             spark,
             Write(
                 view,
-                (inserting or compiled).changed_only(changed),
+                (inserting or compiled).changed_only(known.changed),
                 schema,
                 store_version,
                 known.previous,

@@ -100,6 +100,15 @@ class Known:
     full_bytes: int | None = None
     min_bytes: float = 0
 
+    @property
+    def changed(self) -> list[str]:
+        """The sources whose version the refresh moves (the others have no change).
+
+        >>> Known("v", Policy.AUTO, {"t": 1, "u": 4}, {"t": 2, "u": 4}, None, {}).changed
+        ['t']
+        """
+        return [t for t, version in self.current.items() if self.previous.get(t) != version]
+
 
 @dataclass(frozen=True)
 class RefreshPlan:
