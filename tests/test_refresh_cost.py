@@ -61,6 +61,27 @@ def test_a_refresh_plans_from_the_logs_without_a_spark_job(spark, shop):
     assert result.phases["plan"].jobs == 0 and result.phases["versions"].jobs == 0
 
 
+def test_the_changes_of_all_sources_are_read_in_one_spark_job(spark, shop):
+    """Both sources of a join changed, one row a NULL in each: the refresh reads both
+    changes by one Spark job (a little change is collected whole), where changes too large
+    to collect are each kept by a job of their own; either way the view equals its query."""
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    change_jobs = []
+    for round_, limit in enumerate((None, "0")):
+        spark.sql(f"INSERT INTO customers VALUES ({10 + round_}, NULL), ({20 + round_}, 'APAC')")
+        spark.sql(
+            f"INSERT INTO orders VALUES ({30 + round_}, {10 + round_}, NULL, 'ok'), "
+            f"({40 + round_}, {20 + round_}, 3.75, 'ok')"
+        )
+        spark.sql(f"DELETE FROM orders WHERE id = {1 + round_}")
+        with session_settings(spark, {} if limit is None else {settings.INTERPRETED_MAX_BYTES: limit}):
+            result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
+        assert result.mode == "incremental"
+        assert_equals_query(spark, "sales", SALES)
+        change_jobs.append(result.phases["change"].jobs)
+    assert change_jobs[0] == 1 and change_jobs[1] >= 2, change_jobs
+
+
 def test_a_change_the_view_does_not_see_commits_no_file(spark, shop):
     """The change to the store is empty (a void order): the refresh's commit records the
     source versions and adds no file."""

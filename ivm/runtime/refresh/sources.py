@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import Any, cast
 
 from pyspark.errors import AnalysisException
@@ -51,6 +52,8 @@ from ivm.zset import COUNT, WEIGHT, Read, relation_name
 INSERTED = ("insert", "update_postimage")
 BITS = "_ivm_bits"
 """Grouping keys of a change's float columns, by their text (see :func:`changes`)."""
+PART = "_ivm_part"
+"""Which source's change a row of the changes collected together is (see :func:`kept_together`)."""
 SIGN, TOUCHED, PRESENT = "_ivm_sign", "_ivm_touched", "_ivm_present"
 """A logged upstream's folded rows before (-1) and after (+1) a change, the keys the change
 touched, and how many store rows a side has (see :func:`folded_sides`)."""
@@ -334,6 +337,42 @@ def kept(
     return Kept(empty(spark, frame.schema), 0)
 
 
+def kept_together(
+    spark: Session, frames: Mapping[str, DataFrame], read_bytes: int | None
+) -> dict[str, Kept] | None:
+    """Each of ``frames`` (the net changes of sources, by name) collected as by :func:`kept`,
+    all of them by one Spark job: each frame's rows become a struct column of their own,
+    tagged by the frame (``PART``), and the tagged rows of all frames one union, collected
+    into one local relation; a frame's rows are then its tag's, read from that relation
+    without a job (Spark evaluates a filter and a projection of a local relation while it
+    optimizes them). None where :func:`kept` would not collect them, or there are fewer
+    than two: each is then kept by itself."""
+    if len(frames) < 2 or not evaluation_settings(spark, read_bytes) or is_connect(spark):
+        return None
+    parts = list(frames.values())
+    tagged = [
+        frame.select(
+            F.lit(i).alias(PART),
+            *(
+                (
+                    F.struct(*(F.col(quote(c)) for c in frame.columns))
+                    if j == i
+                    else F.lit(None).cast(other.schema)
+                ).alias(f"{PART}{j}")
+                for j, other in enumerate(parts)
+            ),
+        )
+        for i, frame in enumerate(parts)
+    ]
+    together = kept(spark, reduce(DataFrame.union, tagged), read_bytes, collect=True).frame
+    split = {}
+    for i, (name, frame) in enumerate(frames.items()):
+        java: Any = together.where(F.col(PART) == i).select(f"{PART}{i}.*")._jdf  # py4j
+        rows = java.collectAsList()
+        split[name] = Kept(_local(spark, rows, frame._jdf.schema()), rows.size())
+    return split
+
+
 def release(checkpoint: DataFrame) -> None:
     """Drop the rows of a :func:`kept` checkpoint now, not when the JVM collects it (a
     Spark Connect client drops them with its last reference to the checkpoint)."""
@@ -422,30 +461,35 @@ def _snapshots(
 def _bind_each(
     spark: Session, sources, before, after, wrap, reads, bound: Bound, change_bytes: int | None
 ) -> None:
+    views = {table: upstream(spark, table) for table in sources}
+    moved = {
+        table: changes(spark, table, columns, before[table], after[table], views[table])
+        for table, columns in sources.items()
+        if before is not None and Read.DELTA in reads.get(table, ())
+        if after[table] > before[table]
+    }
+    together = kept_together(spark, moved, change_bytes)
     for table, columns in sources.items():
-        view = upstream(spark, table)
         wanted = reads.get(table, ())
-        at = _snapshots(spark, table, columns, view)
+        at = _snapshots(spark, table, columns, views[table])
         frames = {}
         if before is None or Read.AFTER in wanted:
             frames[Read.AFTER] = at(after[table])
         if before is not None and Read.BEFORE in wanted:
             frames[Read.BEFORE] = at(before[table])
-        if before is not None and Read.DELTA in wanted:
-            if after[table] > before[table]:
-                change = kept(
-                    spark,
-                    changes(spark, table, columns, before[table], after[table], view),
-                    change_bytes,
-                    collect=True,
-                )
-                bound.checkpoints += [change.checkpoint] if change.checkpoint else []
-                frames[Read.DELTA] = change.frame
-            else:
-                fields = at(after[table]).schema.fields
-                frames[Read.DELTA] = empty(
-                    spark, StructType([*fields, StructField(WEIGHT, LongType(), False)])
-                )
+        if table in moved:
+            change = (
+                together[table]
+                if together is not None
+                else kept(spark, moved[table], change_bytes, collect=True)
+            )
+            bound.checkpoints += [change.checkpoint] if change.checkpoint else []
+            frames[Read.DELTA] = change.frame
+        elif before is not None and Read.DELTA in wanted:
+            fields = at(after[table]).schema.fields
+            frames[Read.DELTA] = empty(
+                spark, StructType([*fields, StructField(WEIGHT, LongType(), False)])
+            )
         for read, frame in frames.items():
             name = relation_name(table, read)
             (frame if bound.names else wrap(frame)).createOrReplaceTempView(quote(name))
