@@ -74,7 +74,9 @@ def test_the_changes_of_all_sources_are_read_in_one_spark_job(spark, shop):
             f"({40 + round_}, {20 + round_}, 3.75, 'ok')"
         )
         spark.sql(f"DELETE FROM orders WHERE id = {1 + round_}")
-        with session_settings(spark, {} if limit is None else {settings.INTERPRETED_MAX_BYTES: limit}):
+        with session_settings(
+            spark, {} if limit is None else {settings.INTERPRETED_MAX_BYTES: limit}
+        ):
             result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
         assert result.mode == "incremental"
         assert_equals_query(spark, "sales", SALES)

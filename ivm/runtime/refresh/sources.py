@@ -367,9 +367,9 @@ def kept_together(
     together = kept(spark, reduce(DataFrame.union, tagged), read_bytes, collect=True).frame
     split = {}
     for i, (name, frame) in enumerate(frames.items()):
-        java: Any = together.where(F.col(PART) == i).select(f"{PART}{i}.*")._jdf  # py4j
-        rows = java.collectAsList()
-        split[name] = Kept(_local(spark, rows, frame._jdf.schema()), rows.size())
+        part: Any = together.where(F.col(PART) == i).select(f"{PART}{i}.*")._jdf  # py4j
+        rows, schema = part.collectAsList(), cast(Any, frame._jdf).schema()
+        split[name] = Kept(_local(spark, rows, schema), rows.size())
     return split
 
 
