@@ -425,7 +425,8 @@ def bind(
 
     Without ``before`` only the ``AFTER`` snapshots are bound (for a full computation).
     With it, the reads of each table that ``reads`` names (what the delta query reads), its
-    change read here, once (:func:`kept`), for the key sets and the delta query to share;
+    change read here, once (:func:`kept`; the changes of all tables by one Spark job where
+    they are collected, :func:`kept_together`), for the key sets and the delta query to share;
     ``change_bytes``: the size of all sources' change data (None: unknown); ``store``: the
     view and its store's rows as the refresh read them, bound as the view's ``STORE`` read
     where ``reads`` has one. The first read bound passes through ``wrap``.
