@@ -91,8 +91,8 @@ def test_a_compaction_that_fails_is_reported_and_the_refresh_stands(spark, shop,
         upkeep.upkeep(spark, "open_orders", vacuum_too=False)
 
 
-@pytest.mark.parametrize(("layout", "step"), [("merge", "compact"), ("log", "fold")])
-def test_state_tables_are_compacted_with_their_view(spark, shop, monkeypatch, layout, step):
+@pytest.mark.parametrize(("layout", "action"), [("merge", "compact"), ("log", "fold")])
+def test_state_tables_are_compacted_with_their_view(spark, shop, monkeypatch, layout, action):
     """A refresh ends with the upkeep of its view's state tables too: a merged state table
     compacted, a logged one's log folded in, each here as soon as it can be due."""
     monkeypatch.setattr(upkeep, "COMPACT_AT", 0)
@@ -105,7 +105,7 @@ def test_state_tables_are_compacted_with_their_view(spark, shop, monkeypatch, la
         store_name(state),
         store_name(f"{shop}.top_customers"),
     }
-    assert (store_name(state), step) in {(done.store, done.action) for done in result.upkeep}
+    assert (store_name(state), action) in {(done.store, done.action) for done in result.upkeep}
     assert_equals_query(spark, "top_customers", TOP_CUSTOMERS)
 
 

@@ -308,6 +308,13 @@ class Kept:
     checkpoint: DataFrame | None = None
 
 
+def collects(spark: Session, settings: dict[str, str]) -> bool:
+    """Whether a change is collected into the driver (:func:`kept` with ``collect``) under
+    the evaluation ``settings`` of its read: where it is little data, outside Spark Connect,
+    whose rows stay on its server."""
+    return bool(settings) and not is_connect(spark)
+
+
 def kept(
     spark: Session, frame: DataFrame, read_bytes: int | None, *, collect: bool = False
 ) -> Kept:
@@ -325,7 +332,7 @@ def kept(
     relations included, for as long as the JVM holds the plan, and Spark holds on to them.)"""
     settings = evaluation_settings(spark, read_bytes)
     with session_settings(spark, settings):
-        if settings and collect and not is_connect(spark):  # Connect: the rows stay there
+        if collect and collects(spark, settings):
             java: Any = frame._jdf  # py4j: the JVM Dataset
             rows = java.collectAsList()
             return Kept(_local(spark, rows, java.schema()), rows.size())
@@ -347,7 +354,7 @@ def kept_together(
     without a job (Spark evaluates a filter and a projection of a local relation while it
     optimizes them). None where :func:`kept` would not collect them, or there are fewer
     than two: each is then kept by itself."""
-    if len(frames) < 2 or not evaluation_settings(spark, read_bytes) or is_connect(spark):
+    if len(frames) < 2 or not collects(spark, evaluation_settings(spark, read_bytes)):
         return None
     parts = list(frames.values())
     tagged = [
