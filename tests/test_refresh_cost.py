@@ -16,6 +16,7 @@ import ivm
 from ivm.ir import Filter, Scan
 from ivm.runtime.catalog import definition
 from ivm.runtime.catalog.tables import store_name
+from ivm.runtime.log import file_lists
 from ivm.runtime.refresh import execute, pruning
 from ivm.runtime.refresh.phases import PHASES
 from ivm.runtime.spark import settings
@@ -355,3 +356,45 @@ def _persisted(spark) -> dict[int, str]:
     """The persisted RDDs of the Spark application: id → name."""
     found = spark.sparkContext._jsc.getPersistentRDDs()
     return {int(rdd): str(found[rdd].name()) for rdd in found}
+
+
+def test_a_snapshot_read_from_its_files_reads_those_of_the_change_keys(
+    spark, fresh_db, monkeypatch
+):
+    """``spark.ivm.snapshotReads=files``: a version's files listed from the log, kept from
+    refresh to refresh (Delta lists a table once per session), and a snapshot restricted to
+    the change's keys bound over the files whose statistics admit them. The fact table
+    changes too (a row updated and one deleted: files removed and added), so later listings
+    come from its commits; the view equals its query after each refresh, and the delta
+    query runs fewer Spark jobs than when Delta plans the same reads."""
+    spark.sql(f"CREATE TABLE facts (k BIGINT, v BIGINT) USING DELTA {CDF}")
+    for part in range(6):  # six files, each a range of keys
+        spark.sql(
+            f"INSERT INTO facts SELECT id, id % 7 FROM range({part * 1000}, {(part + 1) * 1000})"
+        )
+    spark.sql(f"CREATE TABLE picks (k BIGINT, tag STRING) USING DELTA {CDF}")
+    spark.sql("INSERT INTO picks VALUES (1, 'a'), (NULL, 'n')")
+    query = "SELECT p.tag, SUM(f.v) AS total FROM picks p JOIN facts f ON p.k = f.k GROUP BY p.tag"
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW picked_files AS {query}")
+    from_delta = []
+    listed_by_delta = file_lists._from_delta
+    monkeypatch.setattr(
+        file_lists,
+        "_from_delta",
+        lambda *args: from_delta.append(args[2]) or listed_by_delta(*args),
+    )
+    delta_jobs = {}
+    for round_, reads in enumerate(("files", "files", "delta", "files")):
+        key = 1234 + 1000 * round_
+        spark.sql(f"INSERT INTO picks VALUES ({key}, 'b'), ({key + 1}, NULL)")
+        spark.sql(f"UPDATE facts SET v = v + 10 WHERE k = {key + 1}")
+        spark.sql(f"DELETE FROM facts WHERE k = {key + 2}")
+        before = len(from_delta)
+        with session_settings(spark, {settings.SNAPSHOT_READS: reads}):
+            result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW picked_files")
+        assert result.mode == "incremental"
+        assert_equals_query(spark, "picked_files", query)
+        delta_jobs.setdefault(reads, []).append(result.phases["delta"].jobs)
+        if round_ == 1:  # both tables listed the round before: listed from their commits
+            assert len(from_delta) == before, from_delta
+    assert max(delta_jobs["files"][1:]) < delta_jobs["delta"][0], delta_jobs

@@ -137,6 +137,26 @@ class DeltaLogReader:
         """Where the table's files are, as its log says; None if unknown."""
         return None if self._log is None else str(self._log.dataPath().toString())
 
+    def java_log(self):
+        """The JVM's ``DeltaLog`` of the table; None where the log is read through SQL."""
+        return self._log
+
+    def snapshot_at(self, version: int):
+        """The JVM's snapshot of ``version``; None where the log is read through SQL or no
+        longer holds that version."""
+        if self._log is None:
+            return None
+        none = _scala_none(self.spark)
+        try:
+            return self._log.getSnapshotAt(version, none, none)
+        except Py4JJavaError:
+            return None
+
+    def actions(self, first: int, last: int) -> list[tuple[int, list]]:
+        """``(version, actions)`` of the commits ``first…last`` the log holds, in order (the
+        JVM's actions); none where the log is read through SQL."""
+        return [] if self._log is None else self._changes(self._log, first, last)
+
     def schema_fingerprint(self) -> str | None:
         """The table's id and schema, as its log's metadata holds them; None if unknown."""
         if self._snapshot is None:

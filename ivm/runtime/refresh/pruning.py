@@ -35,10 +35,13 @@ from sqlglot import exp
 
 from ivm import codegen
 from ivm.ir import Filter, Project, Restrict, Scan, children, columns, with_children
+from ivm.names import quote
+from ivm.runtime.log.file_lists import admitting
+from ivm.runtime.refresh.sources import SNAPSHOTS
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import evaluation_settings, planned_read_bytes, session_settings
 from ivm.store import Store
-from ivm.zset import Read
+from ivm.zset import Read, relation_name
 
 MAX_KEYS = 100_000
 """More distinct keys than this (a NULL included): the change is large, and the snapshot is
@@ -68,6 +71,7 @@ def prune(spark: Session, delta, change_bytes: int | None):
     )
     keys = _distinct_keys(spark, list(wanted), change_bytes)
     rewritten: dict = {}  # equal subtrees stay equal, so the SQL still shares them
+    placed: dict[Filter, tuple[str, list, bool]] = {}  # the filters put on scans, their keys
 
     def rewrite(node):
         if node not in rewritten:
@@ -79,11 +83,43 @@ def prune(spark: Session, delta, change_bytes: int | None):
             found = _pruned_key(new)
             values = keys.get(found) if found is not None else None
             if isinstance(new, Restrict) and values is not None:
-                new = _filtered(new, *values)
+                new = _filtered(new, *values, placed)
             rewritten[node] = new
         return rewritten[node]
 
-    return rewrite(delta)
+    pruned = rewrite(delta)
+    _read_from_files(spark, pruned, placed)
+    return pruned
+
+
+def _read_from_files(spark: Session, delta, placed: dict[Filter, tuple[str, list, bool]]):
+    """Bind each snapshot that may be read from its files (``spark.ivm.snapshotReads``
+    ``files``: :data:`~ivm.runtime.refresh.sources.SNAPSHOTS`) again, as a Parquet read of
+    its version's files; of those whose statistics admit its keys, where every scan of it
+    in ``delta`` is filtered by keys (``placed``: the filters this pass put on scans, each
+    with its column, sorted non-NULL values and whether NULL is among them)."""
+    if not SNAPSHOTS or isinstance(delta, Scan):
+        return
+    uses: dict[str, list] = {}
+
+    def note(node) -> None:
+        for child in children(node):
+            if isinstance(child, Scan) and child.read in (Read.BEFORE, Read.AFTER):
+                key = placed.get(node) if isinstance(node, Filter) else None
+                uses.setdefault(relation_name(child.table, child.read), []).append(key)
+
+    _visit(delta, note)
+    for name, keys in uses.items():
+        if (snapshot := SNAPSHOTS.get(name)) is None:
+            continue
+
+        def keep(files, keys=keys):
+            if any(key is None for key in keys):
+                return files
+            return tuple({f.path: f for key in keys for f in admitting(files, *key)}.values())
+
+        if (frame := snapshot.from_files(spark, keep)) is not None:
+            frame.createOrReplaceTempView(quote(name))
 
 
 def stored_key_ranges(change: DataFrame, store: Store, alias: str) -> exp.Expr | None:
@@ -155,11 +191,11 @@ def _pruned_key(node) -> tuple | None:
     return None if found is None else (node.affected, columns(node.affected)[found[2]])
 
 
-def _filtered(node: Restrict, values: list, has_null: bool):
+def _filtered(node: Restrict, values: list, has_null: bool, placed: dict | None = None):
     """``node`` with its scan filtered by the ranges of its key's sorted non-NULL ``values``
     (:func:`_key_ranges`), under the filters and projections it reads through; for one key
     of at most :data:`MAX_LISTED` values, also by the values themselves, in place of the
-    restriction."""
+    restriction. The filter put on the scan is noted in ``placed``, with its keys."""
     found = _pruned(node)
     assert found is not None
     scan, column, _ = found
@@ -170,6 +206,8 @@ def _filtered(node: Restrict, values: list, has_null: bool):
 
     def filtered(inner):
         if inner == scan:
+            if placed is not None:
+                placed[Filter(inner, predicate)] = (column.name, values, has_null)
             return Filter(inner, predicate)
         return with_children(inner, (filtered(inner.input),))
 

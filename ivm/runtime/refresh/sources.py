@@ -44,8 +44,9 @@ from ivm.runtime.catalog.definition import compile_definition
 from ivm.runtime.catalog.properties import is_logged
 from ivm.runtime.catalog.tables import column_types, store_name, store_properties
 from ivm.runtime.log.delta_log import CDF_PROPERTY, DeltaLogReader, describe_detail
+from ivm.runtime.log.file_lists import DataFile, listed
 from ivm.runtime.spark.connect import Session, driver_jvm, is_connect, java_session
-from ivm.runtime.spark.settings import evaluation_settings, session_settings
+from ivm.runtime.spark.settings import SNAPSHOT_READS, evaluation_settings, session_settings
 from ivm.store import Store
 from ivm.zset import COUNT, WEIGHT, Read, relation_name
 
@@ -191,9 +192,43 @@ def snapshot(
         rows = folded_rows(spark, view.store, store_name(table), version, view.types)
     else:
         rows = _delta_read(spark, store_name(table), versionAsOf=version)
+    return _shaped(rows, columns, view)
+
+
+def _shaped(rows: DataFrame, columns, view: Upstream | None) -> DataFrame:
+    """A snapshot's ``columns`` from the rows of its table (of its store, for a ``view``)."""
     if view is not None and view.repeats:
         rows = rows.withColumn("_copy", F.explode(F.sequence(F.lit(1), F.col(COUNT))))
     return rows.select(*columns)
+
+
+@dataclass(frozen=True)
+class SnapshotRead:
+    """A snapshot bound for a delta query: ``columns`` of ``table`` at ``version`` (through
+    its store, for a ``view``), the first bound passed through ``wrap``. Where snapshots are
+    read from their files (``spark.ivm.snapshotReads`` ``files``), the refresh binds it again,
+    once it knows which files the delta query needs (:func:`ivm.runtime.refresh.pruning.prune`)."""
+
+    table: str
+    columns: tuple[str, ...]
+    version: int
+    view: Upstream | None
+    wrap: Callable[[DataFrame], DataFrame]
+
+    def from_files(
+        self, spark: Session, keep: Callable[[tuple[DataFile, ...]], tuple[DataFile, ...]]
+    ) -> DataFrame | None:
+        """The snapshot as a Parquet read of the files ``keep`` keeps of its version's;
+        None where its table does not qualify (:func:`ivm.runtime.log.file_lists.listed`)."""
+        name = self.table if self.view is None else store_name(self.table)
+        listing = listed(spark, name, self.version)
+        if listing is None:
+            return None
+        return self.wrap(_shaped(listing.read(spark, keep(listing.files)), self.columns, self.view))
+
+
+SNAPSHOTS: dict[str, SnapshotRead] = {}
+"""The snapshots bound now that may be read from their files, by relation name."""
 
 
 def changes(
@@ -477,6 +512,8 @@ def _bind_each(
         if after[table] > before[table]
     }
     together = kept_together(spark, moved, change_bytes)
+    # a delta query's snapshots may be bound again from their files (see SnapshotRead)
+    by_files = before is not None and spark.conf.get(SNAPSHOT_READS, "delta") == "files"
     for table, columns in sources.items():
         wanted = reads.get(table, ())
         at = _snapshots(spark, table, columns, views[table])
@@ -500,12 +537,18 @@ def _bind_each(
             )
         for read, frame in frames.items():
             name = relation_name(table, read)
-            (frame if bound.names else wrap(frame)).createOrReplaceTempView(quote(name))
+            wrapping = wrap if not bound.names else (lambda rows: rows)
+            wrapping(frame).createOrReplaceTempView(quote(name))
             bound.names.append(name)
+            view = views[table]
+            if by_files and read is not Read.DELTA and not (view is not None and view.logged):
+                version = after[table] if read is Read.AFTER else cast(dict, before)[table]
+                SNAPSHOTS[name] = SnapshotRead(table, tuple(columns), version, view, wrapping)
 
 
 def unbind(spark: Session, bound: Bound) -> None:
     for name in bound.names:
         spark.catalog.dropTempView(name)
+        SNAPSHOTS.pop(name, None)
     for checkpoint in bound.checkpoints:
         release(checkpoint)

@@ -79,6 +79,12 @@ STATE_LAYOUT = "spark.ivm.stateLayout"
 refresh that reads a logged state table reads it folded, as a view over a logged view
 does."""
 
+SNAPSHOT_READS = "spark.ivm.snapshotReads"
+"""How a refresh reads a table version: ``delta`` (the default: Delta plans each read) or
+``files`` (the version's files listed from the log and kept across refreshes, a read
+restricted to keys reading the files whose statistics admit them:
+:mod:`ivm.runtime.log.file_lists`); a prototype, measured in ``benchmarks/``."""
+
 INTERPRETED_MAX_BYTES = "spark.ivm.interpretedMaxBytes"
 DEFAULT_INTERPRETED_MAX_BYTES = 2 * 1024 * 1024
 """Statements reading up to this many bytes (of Delta data files) run without compiled
