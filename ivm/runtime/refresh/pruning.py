@@ -19,6 +19,10 @@ listed in the query as well, and decide alone, in place of the semi-join (which 
 an aggregate, a broadcast and their jobs)::
 
     R ⋉ K  =  σ_{k ∈ [a1, b1] ∪ … ∪ [an, bn]  ∧  k ∈ {v1, …, vm}} R     (K = {v1, …, vm})
+
+Where snapshots are read from their files (``spark.ivm.snapshotReads=files``, a prototype),
+this pass skips the files itself: it binds each snapshot again over the files whose
+statistics admit one of its keys (:func:`_read_from_files`), so that Delta plans no read.
 """
 
 from __future__ import annotations
