@@ -137,10 +137,6 @@ class DeltaLogReader:
         """Where the table's files are, as its log says; None if unknown."""
         return None if self._log is None else str(self._log.dataPath().toString())
 
-    def java_log(self):
-        """The JVM's ``DeltaLog`` of the table; None where the log is read through SQL."""
-        return self._log
-
     def snapshot_at(self, version: int):
         """The JVM's snapshot of ``version``; None where the log is read through SQL or no
         longer holds that version."""

@@ -83,10 +83,9 @@ class DataFile:
 
 @dataclass(frozen=True)
 class Listing:
-    """The data files of ``table`` (at ``location``) at ``version``, and the version's
+    """The data files of a table (at ``location``) at ``version``, and the version's
     ``schema``."""
 
-    table: str
     location: str
     version: int
     schema: StructType
@@ -121,8 +120,8 @@ def listed(spark: Session, table: str, version: int) -> Listing | None:
     if is_connect(spark):
         return None
     reader = DeltaLogReader.of(spark, table)
-    location, log = reader.location(), reader.java_log()
-    if location is None or log is None:
+    location = reader.location()  # None where the log is read through SQL
+    if location is None:
         return None
     key = (spark.sparkContext.applicationId, location, reader.table_id())
     kept = _listings.setdefault(key, {})
@@ -131,7 +130,7 @@ def listed(spark: Session, table: str, version: int) -> Listing | None:
     earlier = [v for v in kept if version - MAX_COMMITS_APPLIED <= v < version]
     found = _advanced(reader, kept[max(earlier)], version) if earlier else None
     if found is None:
-        found = _from_delta(spark, reader, table, location, version)
+        found = _from_delta(spark, reader, location, version)
     if found is not None:
         kept[version] = found
         for old in sorted(kept)[:-LISTINGS_KEPT]:
@@ -160,11 +159,11 @@ def _advanced(reader: DeltaLogReader, listing: Listing, version: int) -> Listing
                 files[added.path] = added
             elif kind == "RemoveFile":
                 files.pop(_absolute(location, action.path()), None)
-    return Listing(listing.table, location, version, listing.schema, tuple(files.values()))
+    return Listing(location, version, listing.schema, tuple(files.values()))
 
 
 def _from_delta(
-    spark: Session, reader: DeltaLogReader, table: str, location: str, version: int
+    spark: Session, reader: DeltaLogReader, location: str, version: int
 ) -> Listing | None:
     """The files of ``version`` as Delta lists them (its state reconstruction: one Spark job);
     None where the table does not qualify."""
@@ -183,7 +182,7 @@ def _from_delta(
         if row.deletionVector is not None:
             return None
         files.append(DataFile(_absolute(location, row.path), int(row.size), row.stats))
-    return Listing(table, location, version, schema, tuple(files))
+    return Listing(location, version, schema, tuple(files))
 
 
 def _absolute(location: str, path: str) -> str:
