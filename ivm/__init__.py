@@ -34,6 +34,7 @@ from ivm.errors import (
     ViewExists,
     ViewInUse,
     ViewNotFound,
+    ViewsNotRefreshed,
 )
 
 if TYPE_CHECKING:  # loaded at run time by __getattr__, on first use
@@ -117,6 +118,7 @@ __all__ = [
     "ViewExists",
     "ViewInUse",
     "ViewNotFound",
+    "ViewsNotRefreshed",
     "compile",
     "materialized_views",
     "spark_session",

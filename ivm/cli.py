@@ -89,7 +89,6 @@ _CLEAR_LINE = "\r\x1b[K"
 
 def _cmd_sql(args) -> int:
     from ivm.frontend.statements import split_script
-    from ivm.runtime.commands.statements import sql
 
     if (args.statement is None) == (args.file is None):
         raise UsageError("give one statement, or a script with -f FILE")
@@ -105,8 +104,22 @@ def _cmd_sql(args) -> int:
                 len(lines),
             )
             print("\n".join(lines[:comments] + ["> " + "\n  ".join(lines[comments:])]))
-        _show(sql(spark, statement), args.limit)
+        _run_statement(spark, statement, args.limit)
     return 0
+
+
+def _run_statement(spark: Session, statement: str, limit: int) -> None:
+    """Run ``statement`` and show what it did; REFRESH ALL shows each view's refresh as soon
+    as it is done, and fails at the end if one was not."""
+    from ivm.frontend.statements import parse_statement
+    from ivm.runtime.commands.statements import sql
+    from ivm.runtime.refresh.execute import refresh_all
+
+    parsed = parse_statement(statement)
+    if parsed is None or parsed.action != "refresh_all":
+        _show(sql(spark, statement), limit)
+    elif not refresh_all(spark, report=lambda line: print(line, flush=True)):
+        print("no materialized views")
 
 
 def _show(result, limit: int) -> None:
@@ -116,8 +129,6 @@ def _show(result, limit: int) -> None:
 
     if result is None:
         print("OK")
-    elif isinstance(result, list):
-        print("\n".join(str(r) for r in result) or "no materialized views")
     elif isinstance(result, DataFrame) and not result.columns:
         print("OK")
     elif isinstance(result, DataFrame) and (metrics := _dml_metrics(result)) is not None:

@@ -114,6 +114,22 @@ class ConcurrentRefresh(IvmError):
     """Other refreshes of the same view kept committing first."""
 
 
+class ViewsNotRefreshed(IvmError):
+    """REFRESH ALL left views unrefreshed: ``failures`` says why of each, on one line (its
+    refresh's error, or the failed views it reads); ``results`` holds the refreshes it did
+    (:class:`~ivm.runtime.catalog.history.RefreshResult`, in the order they were done)."""
+
+    def __init__(self, results: list, failures: dict[str, str]):
+        self.results = results
+        self.failures = failures
+        super().__init__(
+            f"{len(failures)} of {len(results) + len(failures)} materialized views were not "
+            f"refreshed:\n" + "\n".join(f"  {view}: {why}" for view, why in failures.items()),
+            hint="fix the failed views, then run REFRESH ALL MATERIALIZED VIEWS again: it "
+            "refreshes the skipped ones too",
+        )
+
+
 class DependencyCycle(IvmError):
     """Materialized views would read each other in a cycle."""
 

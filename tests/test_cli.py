@@ -14,6 +14,7 @@ import ivm
 from ivm import cli
 
 from cdf import CDF
+from helpers import assert_equals_query
 
 IVM = str(Path(sys.executable).with_name("ivm"))
 SCHEMA = {"orders": {"id": "INT", "status": "STRING", "amount": "INT"}}
@@ -327,3 +328,20 @@ def test_a_view_that_fails_is_reported_and_the_others_get_their_results(spark, v
     out, err = capsys.readouterr()
     assert f"ivm: {views}.a_view: table or view not found: {views}.a" in err
     assert f"{views}.b_view\n  freshness seconds: " in out
+
+
+def test_refresh_all_prints_each_view_as_it_goes_and_fails_naming_those_not_refreshed(
+    spark, views, capsys
+):
+    spark.sql("DROP TABLE a")
+    spark.sql("INSERT INTO b VALUES (3)")
+    assert cli.main(["sql", "REFRESH ALL MATERIALIZED VIEWS"]) == 1
+    out, err = capsys.readouterr()
+    failed, refreshed = out.splitlines()
+    assert failed.startswith(f"refresh of {views}.a_view failed: ") and f"{views}.a" in failed
+    assert refreshed.startswith(f"incremental refresh of {views}.b_view in "), out
+    assert err.startswith(
+        f"ivm: 1 of 2 materialized views were not refreshed:\n  {views}.a_view: "
+    ), err
+    assert "Traceback" not in err and "at org.apache.spark" not in err
+    assert_equals_query(spark, "b_view", "SELECT k FROM b")

@@ -58,6 +58,35 @@ def test_a_pipeline_of_three_views_is_refreshed_upstream_first(spark, pipeline):
         check_pipeline(spark)
 
 
+NAMES = "SELECT k, name FROM s"
+
+
+def test_refresh_all_refreshes_every_view_it_can_and_names_those_it_could_not(spark, pipeline):
+    """``r`` dropped: ``positive`` fails, and ``per_key`` and ``named``, which read it, are
+    skipped (they would join ``s`` as it is with ``r`` as it was); ``names``, over ``s``
+    alone and last in the order, is refreshed. The error names each view not refreshed with
+    why, one line each, and carries the refreshes done."""
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW names AS {NAMES}")
+    spark.sql("INSERT INTO s VALUES (4, 'four')")
+    spark.sql("DROP TABLE r")
+    with pytest.raises(ivm.ViewsNotRefreshed) as caught:
+        ivm.sql(spark, "REFRESH ALL MATERIALIZED VIEWS")
+    failed = caught.value
+    assert [(r.view, r.mode) for r in failed.results] == [(f"{pipeline}.names", "incremental")]
+    assert_equals_query(spark, "names", NAMES)
+    positive, per_key, named = (f"{pipeline}.{v}" for v in ("positive", "per_key", "named"))
+    assert list(failed.failures) == [positive, per_key, named]
+    assert f"{pipeline}.r" in failed.failures[positive] and "\n" not in failed.failures[positive]
+    assert failed.failures[per_key] == f"skipped: it reads {positive}, which failed"
+    assert failed.failures[named] == f"skipped: it reads {positive}, which failed"
+    assert str(failed).splitlines()[:4] == [
+        "3 of 4 materialized views were not refreshed:",
+        f"  {positive}: {failed.failures[positive]}",
+        f"  {per_key}: skipped: it reads {positive}, which failed",
+        f"  {named}: skipped: it reads {positive}, which failed",
+    ]
+
+
 def test_a_view_may_not_read_itself_through_others(spark, pipeline):
     with pytest.raises(ivm.DependencyCycle, match="would read itself") as caught:
         ivm.sql(

@@ -67,11 +67,11 @@ def dependency_graph(spark: Session, views: list[str]) -> nx.DiGraph:
 
 
 def refresh_order(graph: nx.DiGraph) -> list[str]:
-    """The materialized views of ``graph``, each after every view it reads (not the state
-    tables: a view's refresh refreshes its own)."""
+    """The materialized views of ``graph``, each after every view it reads, by name where
+    that leaves a choice (not the state tables: a view's refresh refreshes its own)."""
     return [
         v
-        for v in nx.topological_sort(graph)
+        for v in nx.lexicographical_topological_sort(graph)
         if graph.nodes[v].get("materialized") and not graph.nodes[v].get("state")
     ]
 

@@ -16,9 +16,11 @@ recomputes or fails as the revised plan says.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from py4j.protocol import Py4JJavaError
+import networkx as nx
+from py4j.protocol import Py4JJavaError, Py4JNetworkError
 from pyspark.errors import PySparkException
 from pyspark.sql.types import StructType
 from sqlglot import exp
@@ -26,7 +28,7 @@ from sqlglot import exp
 from ivm import codegen
 from ivm.codegen.store import LOGGED, STORED
 from ivm.compiler import CompiledView
-from ivm.errors import CatalogError, SourceError, StateError
+from ivm.errors import CatalogError, SourceError, StateError, ViewsNotRefreshed
 from ivm.names import DIALECT
 from ivm.rules import Kind
 from ivm.runtime.catalog.definition import compile_definition, named_view, view_properties
@@ -42,6 +44,7 @@ from ivm.runtime.catalog.history import (
 from ivm.runtime.catalog.properties import is_logged
 from ivm.runtime.catalog.tables import qualified_name, store_name
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once, rows_written
+from ivm.runtime.messages import one_line
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.commit import (
     LostRace,
@@ -159,13 +162,46 @@ def _refresh_one(spark: Session, view: str, forced: Obstacle | None) -> RefreshR
     return result
 
 
-def refresh_all(spark: Session, views: list[str] | None = None) -> list[RefreshResult]:
+def refresh_all(
+    spark: Session, views: list[str] | None = None, report: Callable[[str], None] | None = None
+) -> list[RefreshResult]:
     """Refresh ``views`` (default: every materialized view) and the materialized views they
-    read, each after the views it reads."""
+    read, each after the views it reads; ``report`` is told each view's outcome, on a line,
+    as soon as it is known. The refreshes, in order.
+
+    A refresh that fails does not stop the others, but a view that reads a failed one,
+    directly or through others, is skipped: refreshed, it would join its other sources' new
+    rows with the failed view's old ones. If a view was not refreshed, once every other one
+    is, :class:`~ivm.errors.ViewsNotRefreshed` is raised instead, from the first failure's
+    error: it carries the refreshes, and why each view left was not refreshed."""
     targets = (
         materialized_views(spark) if views is None else [qualified_name(spark, v) for v in views]
     )
-    return [refresh_view(spark, view) for view in refresh_order(dependency_graph(spark, targets))]
+    graph = dependency_graph(spark, targets)
+    results, failures, failed = [], {}, []
+    first: Exception | None = None
+    for view in refresh_order(graph):
+        reads = nx.ancestors(graph, view)
+        if upstream := [v for v in failed if v in reads]:
+            failures[view] = f"skipped: it reads {', '.join(upstream)}, which failed"
+            line = f"refresh of {view} {failures[view]}"
+        else:
+            try:
+                results.append(refresh_view(spark, view))
+            except Py4JNetworkError:  # Spark's driver is gone: no view can be refreshed
+                raise
+            except Exception as error:  # the others go on; KeyboardInterrupt stops them
+                first = first or error
+                failed.append(view)
+                failures[view] = one_line(error)
+                line = f"refresh of {view} failed: {failures[view]}"
+            else:
+                line = str(results[-1])
+        if report is not None:
+            report(line)
+    if failures:
+        raise ViewsNotRefreshed(results, failures) from first
+    return results
 
 
 def refresh_partition(
