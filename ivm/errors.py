@@ -138,6 +138,11 @@ class ViewInUse(IvmError):
     """DROP of a materialized view that other materialized views read."""
 
 
+class OwnedByView(IvmError):
+    """A Spark statement (DROP VIEW, ALTER VIEW, a write) on what a materialized view owns:
+    its catalog view, its store, a state table, or the database of its stores."""
+
+
 class StaleJob(IvmError):
     """A generated job whose SQL is no longer what its view's definition compiles to."""
 

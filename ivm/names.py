@@ -133,6 +133,16 @@ def internal_database(database: str) -> str:
     return database if is_internal_database(database) else database + INTERNAL_SUFFIX
 
 
+def user_database(internal: str) -> str:
+    """The database whose materialized views keep their tables in the internal database
+    ``internal``.
+
+    >>> user_database("shop__ivm")
+    'shop'
+    """
+    return internal[: -len(INTERNAL_SUFFIX)]
+
+
 def internal_table(view: str, suffix: str, legacy_layout: bool = False) -> str:
     """The name of one of ivm's own tables of the view (or state table) ``view``: its name
     followed by ``suffix``, in the internal database of its database; with

@@ -628,6 +628,17 @@ def create_database_statement(name: str, comment: str) -> exp.Create:
     )
 
 
+def drop_database_statement(name: str) -> exp.Drop:
+    """``DROP DATABASE IF EXISTS name CASCADE``: the database and every table in it.
+
+    >>> drop_database_statement("db__ivm").sql("spark")
+    'DROP DATABASE IF EXISTS db__ivm CASCADE'
+    """
+    return exp.Drop(
+        tables=[exp.to_table(name, dialect=DIALECT)], kind="DATABASE", exists=True, cascade=True
+    )
+
+
 def drop_statement(kind: str, name: str) -> exp.Drop:
     """``DROP <kind> IF EXISTS name``."""
     return exp.Drop(tables=[exp.to_table(name, dialect=DIALECT)], kind=kind, exists=True)

@@ -310,6 +310,82 @@ def parse_statement(sql: str) -> Statement | None:
     return None
 
 
+@dataclass(frozen=True)
+class SparkStatement:
+    """A Spark statement that acts on one named table, view or database, as
+    :func:`spark_statement` reads it: ``verb`` is its head in upper case (``DROP VIEW``,
+    ``ALTER TABLE``, ``INSERT``, ``DROP DATABASE`` …), ``name`` what it names, ``cascade``
+    whether a ``DROP DATABASE`` drops what the database holds."""
+
+    verb: str
+    name: str
+    cascade: bool = False
+
+    @property
+    def writes_rows(self) -> bool:
+        """Whether it writes rows (or a table's history) rather than the catalog."""
+        return self.verb in _ROW_WRITES
+
+
+_ROW_WRITES = frozenset({"INSERT", "DELETE", "UPDATE", "MERGE", "TRUNCATE", "RESTORE"})
+_DATABASE = ("DATABASE", "SCHEMA", "NAMESPACE")
+
+
+def spark_statement(sql: str) -> SparkStatement | None:
+    """The table, view or database that the Spark statement ``sql`` drops, alters, replaces
+    or writes; None for any other statement (a query, a temporary view, ``CREATE TABLE``).
+
+    >>> spark_statement("DROP VIEW IF EXISTS shop.v")
+    SparkStatement(verb='DROP VIEW', name='shop.v', cascade=False)
+    >>> [spark_statement(s).verb for s in ("ALTER VIEW v AS SELECT 1", "INSERT INTO t SELECT 1")]
+    ['ALTER VIEW', 'INSERT']
+    >>> spark_statement("CREATE OR REPLACE VIEW `my v` AS SELECT 1").name
+    '`my v`'
+    >>> spark_statement("DROP SCHEMA shop CASCADE")
+    SparkStatement(verb='DROP DATABASE', name='shop', cascade=True)
+    >>> [spark_statement(s) for s in ("CREATE TEMP VIEW v AS SELECT 1", "SELECT 1")]
+    [None, None]
+    """
+    try:
+        tokens = _Tokens(sql, DIALECT.tokenize(sql))
+    except TokenError:
+        return None
+    heads: list[tuple[tuple[str, ...], str]] = [
+        (("DROP", "VIEW"), "DROP VIEW"),
+        (("DROP", "TABLE"), "DROP TABLE"),
+        (("ALTER", "VIEW"), "ALTER VIEW"),
+        (("ALTER", "TABLE"), "ALTER TABLE"),
+        (("CREATE", "OR", "REPLACE", "VIEW"), "CREATE VIEW"),
+        (("CREATE", "VIEW"), "CREATE VIEW"),
+        (("CREATE", "OR", "REPLACE", "TABLE"), "REPLACE TABLE"),
+        (("REPLACE", "TABLE"), "REPLACE TABLE"),
+        (("INSERT", "INTO", "TABLE"), "INSERT"),
+        (("INSERT", "INTO"), "INSERT"),
+        (("INSERT", "OVERWRITE", "TABLE"), "INSERT"),
+        (("INSERT", "OVERWRITE"), "INSERT"),
+        (("DELETE", "FROM"), "DELETE"),
+        (("UPDATE",), "UPDATE"),
+        (("MERGE", "INTO"), "MERGE"),
+        (("TRUNCATE", "TABLE"), "TRUNCATE"),
+        (("RESTORE", "TABLE"), "RESTORE"),
+        (("RESTORE",), "RESTORE"),
+    ]
+    heads += [(("DROP", kind), "DROP DATABASE") for kind in _DATABASE]
+    verb = next((verb for words, verb in heads if tokens.accept(*words)), None)
+    if verb is None:
+        return None
+    if not tokens.accept("IF", "EXISTS"):
+        tokens.accept("IF", "NOT", "EXISTS")
+    try:
+        name = tokens.name()
+    except SqlSyntaxError:  # Spark's parser says what is wrong with it
+        return None
+    cascade = verb == "DROP DATABASE" and any(
+        token.text.upper() == "CASCADE" for token in tokens.tokens[tokens.i :]
+    )
+    return SparkStatement(verb, name, cascade)
+
+
 def _materialized(tokens: _Tokens) -> bool:
     return tokens.accept("MATERIALIZED", "VIEW") or tokens.accept("MATERIALIZED", "TABLE")
 

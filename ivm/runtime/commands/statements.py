@@ -4,6 +4,7 @@ everything else passed to Spark."""
 from __future__ import annotations
 
 from ivm.frontend.statements import parse_statement
+from ivm.runtime.commands.spark_statements import run_spark_statement
 from ivm.runtime.commands.views import alter_view, create_view, drop_view, explain_create
 from ivm.runtime.observation.describe import describe_view, refresh_history
 from ivm.runtime.observation.verify import verify
@@ -17,11 +18,12 @@ def sql(spark: Session, statement: str):
     Returns a :class:`~ivm.runtime.catalog.history.RefreshResult` for CREATE and REFRESH, a list of
     them for REFRESH ALL, None for ALTER and DROP, a
     :class:`~ivm.runtime.observation.verify.Verification` for VERIFY, and a DataFrame for EXPLAIN
-    CREATE, DESCRIBE and anything else (``spark.sql(statement)``).
+    CREATE, DESCRIBE and anything else (``spark.sql(statement)``, unless it would break a
+    materialized view: see :mod:`ivm.runtime.commands.spark_statements`).
     """
     parsed = parse_statement(statement)
     if parsed is None:
-        return spark.sql(statement)
+        return run_spark_statement(spark, statement)
     if parsed.action == "refresh_all":
         return refresh_all(spark)
     assert parsed.name is not None  # every statement but REFRESH ALL names its view

@@ -185,6 +185,13 @@ def create_view(
                         hint="choose another view name",
                     )
             check_no_cycle(work, view, read)
+        if is_view and not has_catalog_view:
+            # A store without its catalog view: its view was dropped by Spark's DROP VIEW or
+            # DROP DATABASE … CASCADE, or its CREATE died before the catalog view. No one
+            # reads it, so the view created now starts afresh, with a history of its own.
+            for table in state_tables(work, view):
+                _drop(work, table)
+            _drop(work, view)
         if not legacy_layout:
             _create_internal_database(work, view)
         shared = (

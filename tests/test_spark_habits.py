@@ -1,0 +1,138 @@
+"""What a Spark user does out of habit to a materialized view's names: Spark's own DROP,
+ALTER and CREATE OR REPLACE VIEW, writes to its store, DROP DATABASE … CASCADE. Through
+``ivm.sql`` they are refused with the statement that does what was meant (or, for DROP
+DATABASE, carried out with the views); run behind ivm's back with ``spark.sql``, the next
+refresh, ``ivm status`` and ``ivm verify`` find them."""
+
+import pytest
+
+import ivm
+from ivm.runtime.catalog.tables import store_name
+
+from helpers import SALES, assert_equals_query, history
+
+TOTALS = "SELECT status, COUNT(*) AS n FROM orders GROUP BY status"
+"""A view over the ``shop`` fixture's orders, with a state of its own (its counts)."""
+
+
+@pytest.fixture
+def sales(spark, shop):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    return shop
+
+
+REFUSED = [
+    ("DROP VIEW sales", "DROP MATERIALIZED VIEW {db}.sales"),
+    ("DROP VIEW IF EXISTS {db}.sales", "DROP MATERIALIZED VIEW {db}.sales"),
+    ("DROP TABLE sales", "DROP MATERIALIZED VIEW {db}.sales"),
+    ("ALTER VIEW sales AS SELECT 1 AS x", "CREATE OR REPLACE MATERIALIZED VIEW {db}.sales"),
+    ("CREATE OR REPLACE VIEW sales AS SELECT 1 AS x", "CREATE OR REPLACE MATERIALIZED"),
+    ("ALTER VIEW sales RENAME TO sales2", "ALTER MATERIALIZED VIEW {db}.sales SET"),
+    ("ALTER TABLE {store} SET TBLPROPERTIES ('a' = 'b')", "CREATE OR REPLACE MATERIALIZED"),
+    ("INSERT INTO {store} SELECT * FROM {store}", "REFRESH MATERIALIZED VIEW {db}.sales"),
+    ("DELETE FROM {store} WHERE true", "REFRESH MATERIALIZED VIEW {db}.sales"),
+    ("UPDATE {store} SET n = n + 1", "REFRESH MATERIALIZED VIEW {db}.sales"),
+    ("TRUNCATE TABLE {store}", "REFRESH MATERIALIZED VIEW {db}.sales"),
+    ("RESTORE TABLE {store} TO VERSION AS OF 0", "REFRESH MATERIALIZED VIEW {db}.sales"),
+    ("DROP TABLE {store}", "DROP MATERIALIZED VIEW {db}.sales"),
+    ("DROP DATABASE {db}__ivm CASCADE", "DROP DATABASE {db} CASCADE"),
+]
+"""Spark statements on a view's names, each with the statement its refusal names instead."""
+
+
+def test_spark_statements_that_would_break_a_view_are_refused(spark, sales):
+    store = store_name(f"{sales}.sales")
+    for statement, hint in REFUSED:
+        with pytest.raises(ivm.OwnedByView) as refused:
+            ivm.sql(spark, statement.format(db=sales, store=store))
+        assert refused.value.hint is not None, statement
+        assert hint.format(db=sales) in refused.value.hint, statement
+    assert_equals_query(spark, "sales", SALES)
+    spark.sql("INSERT INTO orders VALUES (5, 1, 1.00, 'ok')")
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales").mode == "incremental"
+    assert_equals_query(spark, "sales", SALES)
+    assert len(history(spark, store)) == 2, "nothing but the CREATE and the REFRESH wrote it"
+
+
+def test_a_state_table_is_guarded_as_its_view(spark, shop):
+    ivm.sql(
+        spark,
+        "CREATE MATERIALIZED VIEW top AS "
+        "SELECT status, MAX(amount) AS most FROM orders GROUP BY status",
+    )
+    states = [
+        t.tableName
+        for t in spark.sql(f"SHOW TABLES IN {shop}__ivm").collect()
+        if "__ivm_state" in t.tableName and not t.tableName.endswith("__ivm_store")
+    ]
+    for state in states:
+        with pytest.raises(ivm.OwnedByView, match=f"a state table of {shop}.top"):
+            ivm.sql(spark, f"DROP VIEW {shop}__ivm.{state}")
+
+
+def test_other_statements_pass_to_spark(spark, sales):
+    """Writes to sources, Spark's own views and tables, and temporary views are Spark's."""
+    ivm.sql(spark, "CREATE VIEW plain AS SELECT * FROM orders")
+    ivm.sql(spark, "ALTER VIEW plain AS SELECT id FROM orders")
+    ivm.sql(spark, "DROP VIEW plain")
+    ivm.sql(spark, "CREATE TEMPORARY VIEW t AS SELECT 1 AS x")
+    ivm.sql(spark, "DELETE FROM orders WHERE id = 4")
+    ivm.sql(spark, "UPDATE orders SET amount = 1 WHERE id = 1")
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
+    assert_equals_query(spark, "sales", SALES)
+
+
+def test_drop_database_cascade_takes_its_views_and_their_history(spark, shop):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW top AS SELECT MAX(n) AS most FROM totals")
+    spark.sql("INSERT INTO orders VALUES (5, 1, 1.00, 'ok')")
+    ivm.sql(spark, "REFRESH ALL MATERIALIZED VIEWS")
+    ivm.sql(spark, f"DROP DATABASE {shop} CASCADE")
+    assert not spark.catalog.databaseExists(f"{shop}__ivm")
+    spark.sql(f"CREATE DATABASE {shop}")
+    spark.sql(f"USE {shop}")
+    spark.sql(
+        "CREATE TABLE orders (id INT, status STRING) USING DELTA "
+        "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+    )
+    spark.sql("INSERT INTO orders VALUES (1, 'new')")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
+    assert_equals_query(spark, "totals", TOTALS)
+    records = ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW totals").collect()
+    assert len(records) == 1, records
+
+
+def test_drop_database_cascade_leaves_views_read_from_elsewhere(spark, sales):
+    other = f"{sales}_other"
+    spark.sql(f"CREATE DATABASE {other}")
+    try:
+        ivm.sql(
+            spark,
+            f"CREATE MATERIALIZED VIEW {other}.big AS SELECT region FROM {sales}.sales WHERE n > 1",
+        )
+        with pytest.raises(ivm.ViewInUse, match=f"read by {other}.big"):
+            ivm.sql(spark, f"DROP DATABASE {sales} CASCADE")
+        assert_equals_query(spark, "sales", SALES)
+    finally:
+        ivm.sql(spark, f"DROP DATABASE {other} CASCADE")
+    assert not spark.catalog.databaseExists(f"{other}__ivm")
+
+
+def test_a_database_dropped_behind_ivms_back_leaves_no_history_to_a_new_view(spark, shop):
+    """DROP DATABASE … CASCADE with plain spark.sql leaves the views' stores in the internal
+    database; a view created again under the same name starts a history of its own."""
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
+    spark.sql("INSERT INTO orders VALUES (5, 1, 1.00, 'ok')")
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals")
+    spark.sql(f"DROP DATABASE {shop} CASCADE")
+    spark.sql(f"CREATE DATABASE {shop}")
+    spark.sql(f"USE {shop}")
+    spark.sql(
+        "CREATE TABLE orders (id INT, status STRING) USING DELTA "
+        "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+    )
+    spark.sql("INSERT INTO orders VALUES (1, 'new')")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
+    assert_equals_query(spark, "totals", TOTALS)
+    assert len(history(spark, store_name(f"{shop}.totals"))) == 1
+    assert len(ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW totals").collect()) == 1
