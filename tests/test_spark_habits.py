@@ -136,3 +136,39 @@ def test_a_database_dropped_behind_ivms_back_leaves_no_history_to_a_new_view(spa
     assert_equals_query(spark, "totals", TOTALS)
     assert len(history(spark, store_name(f"{shop}.totals"))) == 1
     assert len(ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW totals").collect()) == 1
+
+
+@pytest.mark.parametrize(
+    "tamper, problem",
+    [
+        # the same columns and types as the view's: only the text tells
+        (
+            "ALTER VIEW sales AS SELECT 'EU' AS region, 7L AS n, "
+            "CAST(1 AS DECIMAL(20, 2)) AS total",
+            "changed",
+        ),
+        ("CREATE OR REPLACE VIEW sales AS SELECT 1 AS x", "changed"),
+        ("DROP VIEW sales", "missing"),
+    ],
+)
+def test_a_catalog_view_changed_behind_ivms_back_is_found_and_written_anew(
+    spark, sales, tamper, problem
+):
+    """Plain spark.sql, which ivm does not see: verify says the view differs, status warns,
+    and the next refresh writes the catalog view anew and says so."""
+    from ivm.runtime.observation.status import view_status
+
+    spark.sql(tamper)
+    verdict = ivm.sql(spark, "VERIFY MATERIALIZED VIEW sales")
+    assert not verdict.equal and problem in str(verdict), verdict
+    warnings = view_status(spark, f"{sales}.sales").warnings
+    assert any(problem in w and "the next refresh writes it anew" in w for w in warnings)
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
+    assert result.mode == "noop" and problem in str(result), result
+    assert_equals_query(spark, "sales", SALES)
+    assert ivm.sql(spark, "VERIFY MATERIALIZED VIEW sales").equal
+    spark.sql("INSERT INTO orders VALUES (5, 1, 1.00, 'ok')")
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
+    assert result.mode == "incremental" and result.repaired is None
+    assert_equals_query(spark, "sales", SALES)
+    assert not view_status(spark, f"{sales}.sales").warnings

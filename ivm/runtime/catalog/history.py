@@ -76,6 +76,7 @@ class RefreshResult:
     states: list[RefreshResult] = field(default_factory=list)  # its state tables', first
     upkeep: list = field(default_factory=list)  # the compactions that followed it
     # (ivm.runtime.refresh.upkeep.Upkeep)
+    repaired: str | None = None  # what was wrong with its catalog view, written anew
 
     def __str__(self) -> str:
         versions = ", ".join(
@@ -95,7 +96,8 @@ class RefreshResult:
                 f"; store rows: +{self.rows_inserted} inserted, ~{self.rows_updated} "
                 f"updated, -{self.rows_deleted} deleted"
             )
-        return "; ".join([text, *map(str, self.upkeep)])
+        repaired = [] if self.repaired is None else [f"{self.repaired}: written anew"]
+        return "; ".join([text, *repaired, *map(str, self.upkeep)])
 
 
 INSERTS_ONLY = "inserts only"

@@ -17,9 +17,13 @@ resolution, which looks in the internal database first, records the layout it fo
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from functools import partial
 
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException
+from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from ivm.compiler import SchemaLookup
@@ -30,7 +34,7 @@ from ivm.names import CATALOG_NAME, canonical, internal_table, join, split
 from ivm.passes.states import STATE_SUFFIX
 from ivm.runtime.catalog.properties import STATE_OF, VIEW
 from ivm.runtime.log.delta_log import DeltaLogReader, once
-from ivm.runtime.spark.connect import Session
+from ivm.runtime.spark.connect import Session, is_connect, java_session
 
 STORE_SUFFIX = "__ivm_store"
 SESSION_CATALOG = "spark_catalog"
@@ -151,6 +155,45 @@ def catalog_kind(spark: Session, name: str) -> tuple[str, str | None] | None:
     except AnalysisException:
         return None
     return ("view" if found.tableType in ("VIEW", "TEMPORARY") else "table"), None
+
+
+@dataclass(frozen=True)
+class CatalogView:
+    """A view as Spark's catalog keeps it: the text of its query, and its columns, each
+    with its Spark type as ``simpleString`` spells it."""
+
+    text: str
+    columns: tuple[tuple[str, str], ...]
+
+
+def catalog_view(spark: Session, view: str) -> CatalogView | None:
+    """The catalog view ``view`` (canonical) as the catalog keeps it; None where the catalog
+    has no view of that name. One metastore call in a classic session, a ``DESCRIBE`` over
+    Spark Connect."""
+    if not is_connect(spark):
+        database, table = split(view)
+        catalog = java_session(spark).sharedState().externalCatalog()
+        try:
+            if not catalog.tableExists(database, table):
+                return None
+            found = catalog.getTable(database, table)
+        except Py4JJavaError:  # no such database
+            return None
+        if found.tableType().name() != "VIEW" or found.viewText().isEmpty():
+            return None
+        schema = StructType.fromJson(json.loads(found.schema().json()))
+        columns = tuple((f.name, f.dataType.simpleString()) for f in schema)
+        return CatalogView(found.viewText().get(), columns)
+    try:
+        rows = spark.sql(f"DESCRIBE TABLE EXTENDED {view}").collect()
+    except AnalysisException:
+        return None
+    blank = next((i for i, row in enumerate(rows) if not row.col_name), len(rows))
+    details = {row.col_name: row.data_type for row in rows[blank:]}
+    if details.get("Type") != "VIEW":
+        return None
+    columns = tuple((row.col_name, row.data_type) for row in rows[:blank])
+    return CatalogView(details.get("View Original Text") or details["View Text"], columns)
 
 
 def current_database(spark: Session) -> str:

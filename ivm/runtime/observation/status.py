@@ -1,5 +1,6 @@
 """``ivm status``: one line per materialized view (its freshness, how far it lags, its last
-refresh, and what its next refresh would do now) and the warnings due.
+refresh, and what its next refresh would do now) and the warnings due (a catalog view
+dropped or changed by Spark's own statements among them).
 
 The prediction is the plan the next refresh would make now
 (:func:`~ivm.runtime.refresh.plan.predict`), so a refresh that will fail, or recompute, is
@@ -14,10 +15,12 @@ from dataclasses import dataclass
 from ivm.runtime.catalog.definition import compile_definition, view_properties
 from ivm.runtime.catalog.history import latest_consumed
 from ivm.runtime.catalog.properties import FRESHNESS, SUSPENDED
+from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.log.delta_log import reading_each_log_once
 from ivm.runtime.messages import one_line
 from ivm.runtime.observation.describe import retention_assessments
 from ivm.runtime.observation.lag import lag_seconds
+from ivm.runtime.refresh.commit import catalog_view_problem
 from ivm.runtime.refresh.plan import predict
 from ivm.runtime.spark.connect import Session
 
@@ -50,11 +53,14 @@ def view_status(spark: Session, view: str) -> ViewStatus:
         properties = view_properties(spark, view)
         freshness = properties.get(FRESHNESS)
         record = latest_consumed(spark, view)
+        catalog_view = []
         try:
-            assessed = retention_assessments(
-                spark, view, compile_definition(spark, view), record, freshness
-            )
+            compiled = compile_definition(spark, view)
+            assessed = retention_assessments(spark, view, compiled, record, freshness)
             upcoming = str(predict(spark, view))
+            store = spark.table(store_name(view)).schema
+            if problem := catalog_view_problem(spark, view, compiled, properties, store):
+                catalog_view = [f"{problem}: the next refresh writes it anew"]
         except Exception as error:  # what the refresh would meet, on one line
             upcoming, assessed = f"fails: {one_line(error)}", []
         return ViewStatus(
@@ -66,7 +72,7 @@ def view_status(spark: Session, view: str) -> ViewStatus:
             record.committed_ms,
             record.seconds,
             upcoming,
-            tuple(w for _, a in assessed for w in a.warnings),
+            (*catalog_view, *(w for _, a in assessed for w in a.warnings)),
         )
 
 

@@ -8,7 +8,8 @@ run on each source as of that version, by time travel, while the sources move on
     view at store version s   =   query(source₁ @ v₁, …, sourceₙ @ vₙ)
 
 where ``v₁ … vₙ`` is the record of the store's latest refresh. The left side is what users
-read (the catalog view over the store, each row repeated as counted); the right side is Spark
+read (the catalog view over the store, each row repeated as counted: the catalog view must be
+the one ivm wrote, or the view differs, whatever its store holds); the right side is Spark
 running the definition as written, each table reference replaced by that table's snapshot,
 under the session settings pinned at CREATE (time zone, ANSI mode). Nothing of ivm's
 compiled circuit takes part in the right side. Equal means the same columns (names, in
@@ -43,7 +44,7 @@ from ivm.runtime.catalog.properties import DEFINITION, STATE_OF
 from ivm.runtime.catalog.tables import qualified_name, store_name, store_properties
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.observation.compare import Difference, column_difference, columns_of, difference
-from ivm.runtime.refresh.commit import store_view_query
+from ivm.runtime.refresh.commit import catalog_view_problem, store_view_query
 from ivm.runtime.refresh.sources import latest_sources, snapshot, upstream
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import session_settings
@@ -67,14 +68,20 @@ class Verification:
     rows: int  # the view's rows
     difference: Difference | None  # None: equal
     schema_difference: str | None = None  # how the columns differ; None: they do not
+    catalog_view: str | None = None  # what is wrong with what users read; None: nothing
 
     @property
     def equal(self) -> bool:
-        return self.difference is None and self.schema_difference is None
+        return self.difference is None and self.schema_difference is None and not self.catalog_view
 
     def __str__(self) -> str:
         at = ", ".join(f"{t} v{v}" for t, v in self.sources.items())
         where = f"its query at sources {at} (store version {self.store_version})"
+        if self.catalog_view is not None:
+            return (
+                f"DIFFERENT: users do not read {self.view} as refreshed: {self.catalog_view} "
+                f"(REFRESH MATERIALIZED VIEW {self.view} writes it anew)"
+            )
         if self.schema_difference is not None:
             return f"DIFFERENT: {self.view} differs from {where}: {self.schema_difference}"
         if self.difference is None:
@@ -114,6 +121,8 @@ def verify(
         )
     log = DeltaLogReader(spark, store_name(name))
     store_version = log.version()
+    store_schema = spark.table(store_name(name)).schema
+    catalog_view = catalog_view_problem(spark, name, compiled, properties, store_schema)
     sources, table_ids = _reflected(spark, latest_record(log)[1])
     database = resolution_database(name, properties)
     _check_sources(spark, name, _read_by(properties[DEFINITION], database), sources, table_ids)
@@ -164,7 +173,7 @@ def verify(
     finally:
         for temporary in views:
             spark.catalog.dropTempView(temporary)
-    return Verification(name, sources, store_version, rows, found, schema_difference)
+    return Verification(name, sources, store_version, rows, found, schema_difference, catalog_view)
 
 
 def _reflected(spark: Session, record: RefreshRecord) -> tuple[dict[str, int], dict[str, str]]:

@@ -43,7 +43,7 @@ from ivm.names import DIALECT
 from ivm.runtime.catalog.definition import is_pinned, settings, spelled_columns, view_properties
 from ivm.runtime.catalog.history import USER_METADATA, RefreshRecord, latest_record
 from ivm.runtime.catalog.properties import STORE, is_logged
-from ivm.runtime.catalog.tables import column_types, store_name
+from ivm.runtime.catalog.tables import CatalogView, catalog_view, column_types, store_name
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.obstacles import CHANGE_DATA_UNAVAILABLE
@@ -90,12 +90,24 @@ def execute(spark: Session, statement) -> list:
 
 
 def store_view_query(
-    spark: Session, view: str, compiled: CompiledView, properties: dict[str, str], store: str
+    spark: Session,
+    view: str,
+    compiled: CompiledView,
+    properties: dict[str, str],
+    store: str,
+    schema: StructType | None = None,
 ):
     """The query of the view's rows from ``store`` (its store, or a snapshot of it): folded
-    where the store is logged, each column read as the store types it."""
+    where the store is logged, each column read as the store types it (``schema``: the
+    store's, where the caller has read it)."""
     logged = is_logged(properties)
-    types = column_types(spark, store) if logged else None
+    types = None
+    if logged:
+        types = (
+            column_types(spark, store)
+            if schema is None
+            else {f.name: f.dataType.simpleString() for f in schema}
+        )
     return codegen.view_query(
         compiled.store, store, spelled_columns(compiled, properties), logged=logged, types=types
     )
@@ -128,23 +140,53 @@ def write_catalog_view(
     )
 
 
+CATALOG_VIEW_MISSING = (
+    "its catalog view was missing (dropped by Spark's DROP VIEW, or by a CREATE that did "
+    "not finish)"
+)
+CATALOG_VIEW_CHANGED = (
+    "its catalog view did not read its store as ivm writes it (changed by Spark's ALTER "
+    "VIEW or CREATE OR REPLACE VIEW)"
+)
+
+
+def catalog_view_problem(
+    spark: Session,
+    view: str,
+    compiled: CompiledView,
+    properties: dict[str, str],
+    store: StructType,
+    found: CatalogView | None = None,
+) -> str | None:
+    """What makes the catalog view of ``view`` (``found``, where the caller has read it)
+    other than the one ivm writes over its store (``store``: the store's schema):
+    :data:`CATALOG_VIEW_MISSING` or :data:`CATALOG_VIEW_CHANGED`; None where it is ivm's
+    query of the store, whatever column types it was written for."""
+    found = found or catalog_view(spark, view)
+    if found is None:
+        return CATALOG_VIEW_MISSING
+    query = store_view_query(spark, view, compiled, properties, store_name(view), store)
+    return CATALOG_VIEW_CHANGED if found.text != query.sql(DIALECT) else None
+
+
 def repair_catalog_view(
     spark: Session, view: str, compiled: CompiledView, properties: dict[str, str], store: StructType
-) -> None:
-    """Recreate the catalog view if a CREATE died before writing it, or wrote it for an
-    earlier definition or for other types of the store's columns (``store``: its schema)."""
-    wanted = [
-        (name, store[column].dataType)
+) -> str | None:
+    """Write the catalog view anew where it is not the one ivm writes over the store
+    (``store``: its schema): missing or changed outside ivm (:func:`catalog_view_problem`:
+    what was wrong, returned for the refresh to tell), or written for other types of the
+    store's columns (a source's column widened: ivm's own doing, nothing to tell)."""
+    found = catalog_view(spark, view)
+    problem = catalog_view_problem(spark, view, compiled, properties, store, found)
+    wanted = tuple(
+        (name, store[column].dataType.simpleString())
         for name, column in zip(
             spelled_columns(compiled, properties), compiled.store.view_columns, strict=True
         )
-    ]
-    try:
-        shown = [(f.name, f.dataType) for f in spark.table(view).schema]
-    except PySparkException:
-        shown = None
-    if shown != wanted:
+    )
+    if problem is not None or found is None or found.columns != wanted:
         write_catalog_view(spark, view, compiled, properties)
+    return problem
 
 
 def retrying(spark: Session, view: str, write):

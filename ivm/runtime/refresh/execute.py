@@ -239,7 +239,7 @@ def _refresh_partition(
     """Carry out a partition refresh: a store checked as a refresh checks it, the sources
     at the versions it reflects, one partition overwritten."""
     start = time.perf_counter()
-    compiled, schema = _prepared(spark, view, properties, clock)
+    compiled, schema, repaired = _prepared(spark, view, properties, clock)
     store = store_name(view)
     with clock.phase("versions"):
         log = DeltaLogReader(spark, store)
@@ -282,15 +282,17 @@ def _refresh_partition(
         result = _write(spark, write)
     assert isinstance(result, RefreshResult)
     result.seconds = time.perf_counter() - start
+    result.repaired = repaired
     return result
 
 
 def _prepared(
     spark: Session, view: str, properties: dict[str, str], clock: PhaseClock
-) -> tuple[CompiledView, StructType]:
+) -> tuple[CompiledView, StructType, str | None]:
     """The phase ``plan`` of every refresh of ``view``: its definition compiled under the
     settings it pins, its store's schema checked to be the one the definition writes, its
-    catalog view repaired if need be; the compiled view and the store's schema."""
+    catalog view repaired if need be; the compiled view, the store's schema, and what was
+    wrong with the catalog view outside ivm (None: nothing)."""
     with clock.phase("plan"):
         compiled = compile_definition(spark, view, properties)
         apply_settings(spark, plan_settings(compiled))
@@ -302,8 +304,8 @@ def _prepared(
                 f"source's schema change?)",
                 hint=f"recreate it: CREATE OR REPLACE MATERIALIZED VIEW {view} AS ...",
             )
-        repair_catalog_view(spark, view, compiled, properties, schema)
-    return compiled, schema
+        repaired = repair_catalog_view(spark, view, compiled, properties, schema)
+    return compiled, schema, repaired
 
 
 def _refresh(
@@ -320,13 +322,14 @@ def _refresh(
     returns a :class:`~ivm.runtime.refresh.plan.Revision`, and the plan revised
     recomputes or fails as the policy says."""
     start = time.perf_counter()
-    compiled, schema = _prepared(spark, view, properties, clock)
+    compiled, schema, repaired = _prepared(spark, view, properties, clock)
     with clock.phase("versions"), spark_errors(view, spark, compiled.sources):
         known = what_is_known(spark, view, compiled, properties, schema, forced)
         plan = plan_refresh(known)
         if plan.mode is Decision.NOOP:
+            seconds = time.perf_counter() - start
             return RefreshResult(
-                view, Mode.NOOP, known.current, known.previous, seconds=time.perf_counter() - start
+                view, Mode.NOOP, known.current, known.previous, seconds=seconds, repaired=repaired
             )
         if plan.mode is Decision.FAILS:
             raise plan.error(view)
@@ -404,6 +407,7 @@ def _refresh(
             )
     assert isinstance(outcome, RefreshResult)  # a recompute is not revised
     outcome.seconds = time.perf_counter() - start
+    outcome.repaired = repaired
     return outcome
 
 
