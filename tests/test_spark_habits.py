@@ -172,3 +172,20 @@ def test_a_catalog_view_changed_behind_ivms_back_is_found_and_written_anew(
     assert result.mode == "incremental" and result.repaired is None
     assert_equals_query(spark, "sales", SALES)
     assert not view_status(spark, f"{sales}.sales").warnings
+
+
+def test_a_store_dropped_behind_ivms_back_is_named_as_such(spark, sales):
+    """Plain spark.sql drops the store: every statement on the view says so (where it said the
+    view was a Spark view), DROP MATERIALIZED VIEW drops what is left, and CREATE OR REPLACE
+    creates it anew."""
+    spark.sql(f"DROP TABLE {store_name(f'{sales}.sales')}")
+    for statement in ("REFRESH", "VERIFY", "DESCRIBE"):
+        with pytest.raises(ivm.ViewNotFound, match="the store of the materialized view .* is gone"):
+            ivm.sql(spark, f"{statement} MATERIALIZED VIEW sales")
+    with pytest.raises(ivm.ViewExists, match="whose store is gone"):
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
+    ivm.sql(spark, f"CREATE OR REPLACE MATERIALIZED VIEW sales AS {SALES}")
+    assert_equals_query(spark, "sales", SALES)
+    spark.sql(f"DROP TABLE {store_name(f'{sales}.sales')}")
+    ivm.sql(spark, "DROP MATERIALIZED VIEW sales")
+    assert not spark.catalog.tableExists(f"{sales}.sales")

@@ -34,6 +34,7 @@ from ivm.runtime.catalog.properties import COLUMNS, DATABASE, DEFINITION, SETTIN
 from ivm.runtime.catalog.tables import (
     catalog_kind,
     catalog_schema,
+    catalog_view,
     current_database,
     has_legacy_layout,
     store_name,
@@ -110,6 +111,13 @@ def not_a_view(spark: Session, name: str, statement: str | None = None) -> ViewN
         return ViewNotFound(
             f"{name} is the store of the materialized view {view}, not a materialized view",
             hint=f"{statement or 'name'} MATERIALIZED VIEW {view}",
+        )
+    if kind == "view" and (found := catalog_view(spark, name)) is not None and found.store:
+        return ViewNotFound(
+            f"the store of the materialized view {name}, {found.store}, is gone (dropped "
+            f"outside ivm, by Spark's DROP TABLE?): its catalog view reads nothing",
+            hint=f"DROP MATERIALIZED VIEW {name} drops what is left of it, CREATE OR REPLACE "
+            f"MATERIALIZED VIEW {name} AS ... creates it anew",
         )
     keyword = "TABLE" if kind == "table" else "VIEW"
     instead = {

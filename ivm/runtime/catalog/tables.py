@@ -18,6 +18,7 @@ resolution, which looks in the internal database first, records the layout it fo
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import partial
 
@@ -32,7 +33,7 @@ from ivm.frontend.parse import referenced_tables
 from ivm.frontend.positions import position_of
 from ivm.names import CATALOG_NAME, canonical, internal_table, join, split
 from ivm.passes.states import STATE_SUFFIX
-from ivm.runtime.catalog.properties import STATE_OF, VIEW
+from ivm.runtime.catalog.properties import STATE_OF, STORE, VIEW
 from ivm.runtime.log.delta_log import DeltaLogReader, once
 from ivm.runtime.spark.connect import Session, is_connect, java_session
 
@@ -159,11 +160,13 @@ def catalog_kind(spark: Session, name: str) -> tuple[str, str | None] | None:
 
 @dataclass(frozen=True)
 class CatalogView:
-    """A view as Spark's catalog keeps it: the text of its query, and its columns, each
-    with its Spark type as ``simpleString`` spells it."""
+    """A view as Spark's catalog keeps it: the text of its query, its columns, each with its
+    Spark type as ``simpleString`` spells it, and the store it was written over where ivm
+    wrote it (its property :data:`~ivm.runtime.catalog.properties.STORE`)."""
 
     text: str
     columns: tuple[tuple[str, str], ...]
+    store: str | None = None
 
 
 def catalog_view(spark: Session, view: str) -> CatalogView | None:
@@ -183,7 +186,10 @@ def catalog_view(spark: Session, view: str) -> CatalogView | None:
             return None
         schema = StructType.fromJson(json.loads(found.schema().json()))
         columns = tuple((f.name, f.dataType.simpleString()) for f in schema)
-        return CatalogView(found.viewText().get(), columns)
+        store = found.properties().get(STORE)
+        return CatalogView(
+            found.viewText().get(), columns, store.get() if store.isDefined() else None
+        )
     try:
         rows = spark.sql(f"DESCRIBE TABLE EXTENDED {view}").collect()
     except AnalysisException:
@@ -193,7 +199,12 @@ def catalog_view(spark: Session, view: str) -> CatalogView | None:
     if details.get("Type") != "VIEW":
         return None
     columns = tuple((row.col_name, row.data_type) for row in rows[:blank])
-    return CatalogView(details.get("View Original Text") or details["View Text"], columns)
+    store = re.search(rf"\b{re.escape(STORE)}=([^,\]]+)", details.get("Table Properties", ""))
+    return CatalogView(
+        details.get("View Original Text") or details["View Text"],
+        columns,
+        store and store[1],
+    )
 
 
 def current_database(spark: Session) -> str:

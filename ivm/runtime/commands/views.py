@@ -55,6 +55,7 @@ from ivm.runtime.catalog.properties import (
 from ivm.runtime.catalog.tables import (
     catalog_kind,
     catalog_schema,
+    catalog_view,
     check_name,
     has_legacy_layout,
     is_legacy_view,
@@ -166,7 +167,14 @@ def create_view(
                 )
             is_view = existing is not None
             has_catalog_view = work.catalog.tableExists(view)
-            if has_catalog_view and not is_view:
+            store_gone = has_catalog_view and not is_view and _store_gone(work, view)
+            if store_gone and not replace:
+                raise ViewExists(
+                    f"{view} is what is left of a materialized view whose store is gone "
+                    f"(dropped outside ivm, by Spark's DROP TABLE?)",
+                    hint=f"CREATE OR REPLACE MATERIALIZED VIEW {view} AS ... creates it anew",
+                )
+            if has_catalog_view and not is_view and not store_gone:
                 raise ViewExists(f"{view} already exists", hint="choose another name")
             if is_view and has_catalog_view:
                 if if_not_exists:
@@ -185,13 +193,12 @@ def create_view(
                         hint="choose another view name",
                     )
             check_no_cycle(work, view, read)
-        if is_view and not has_catalog_view:
-            # A store without its catalog view: its view was dropped by Spark's DROP VIEW or
-            # DROP DATABASE … CASCADE, or its CREATE died before the catalog view. No one
-            # reads it, so the view created now starts afresh, with a history of its own.
-            for table in state_tables(work, view):
-                _drop(work, table)
-            _drop(work, view)
+        if (is_view and not has_catalog_view) or store_gone:
+            # A store without its catalog view (its view dropped by Spark's DROP VIEW or DROP
+            # DATABASE … CASCADE, or its CREATE died before the catalog view), or a catalog
+            # view without its store (Spark's DROP TABLE): no one reads it, so the view
+            # created now starts afresh, with a history of its own.
+            _drop_parts(work, view)
         if not legacy_layout:
             _create_internal_database(work, view)
         shared = (
@@ -528,6 +535,9 @@ def drop_view(spark: Session, name: str, *, if_exists: bool = False) -> None:
     (last, so that a DROP that died is finished by running it again)."""
     view = qualified_name(spark, name)
     properties = store_properties(spark, view)
+    if properties is None and _store_gone(spark, view):
+        _drop_parts(spark, view)
+        return
     if properties is None:
         if if_exists and catalog_kind(spark, view) is None:
             return  # IF EXISTS passes over a name that nothing has, not a table's or a view's
@@ -542,11 +552,24 @@ def drop_view(spark: Session, name: str, *, if_exists: bool = False) -> None:
             f"materialized view {view} is read by {', '.join(downstream)}",
             hint="drop the views that read it first",
         )
+    _drop_parts(spark, view)
+
+
+def _drop_parts(spark: Session, view: str) -> None:
+    """Drop what there is of the materialized view ``view``: its catalog view, its state
+    tables, its store (last, so that a DROP that died is finished by running it again)."""
     execute(spark, codegen.drop_statement("VIEW", view))
     faults.reach("drop.after_view")
     for state in state_tables(spark, view):
         _drop(spark, state)
     execute(spark, codegen.drop_statement("TABLE", store_name(view)))
+
+
+def _store_gone(spark: Session, view: str) -> bool:
+    """Whether ``view`` is a catalog view that ivm wrote over a store that is gone (dropped
+    by Spark's DROP TABLE)."""
+    found = catalog_view(spark, view)
+    return found is not None and found.store is not None
 
 
 def _drop(spark: Session, view: str) -> None:
