@@ -36,8 +36,11 @@ from ivm.passes.states import STATE_SUFFIX
 from ivm.runtime.catalog.properties import STATE_OF, STORE, VIEW
 from ivm.runtime.log.delta_log import DeltaLogReader, once
 from ivm.runtime.spark.connect import Session, is_connect, java_session
+from ivm.runtime.spark.failures import conditions
 
 STORE_SUFFIX = "__ivm_store"
+NO_DATABASE = "SCHEMA_NOT_FOUND"
+"""Spark's error condition of a statement on a database that does not exist."""
 SESSION_CATALOG = "spark_catalog"
 
 
@@ -119,8 +122,10 @@ def _stores(spark: Session, database: str | None) -> frozenset[str]:
     where = f" IN {database}" if database else ""
     try:
         rows = spark.sql(f"SHOW TABLES{where} LIKE '*{STORE_SUFFIX}'").collect()
-    except AnalysisException:  # no such database
-        return frozenset()
+    except AnalysisException as error:
+        if NO_DATABASE in conditions(error):
+            return frozenset()
+        raise  # the catalog failed: no answer, which is not "no stores"
     return frozenset(row.tableName.lower() for row in rows if not row.isTemporary)
 
 
