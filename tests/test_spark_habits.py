@@ -8,6 +8,8 @@ import pytest
 
 import ivm
 from ivm.runtime.catalog.tables import store_name
+from ivm.runtime.refresh.upkeep import LOG_FOLD_AT
+from ivm.runtime.spark.settings import STORE_LAYOUT, session_settings
 
 from helpers import SALES, assert_equals_query, history
 
@@ -189,3 +191,30 @@ def test_a_store_dropped_behind_ivms_back_is_named_as_such(spark, sales):
     spark.sql(f"DROP TABLE {store_name(f'{sales}.sales')}")
     ivm.sql(spark, "DROP MATERIALIZED VIEW sales")
     assert not spark.catalog.tableExists(f"{sales}.sales")
+
+
+def test_a_store_written_behind_ivms_back_is_recomputed_and_said_so(spark, sales):
+    """Plain spark.sql deletes rows of the store: status predicts a recompute and why, the
+    refresh recomputes and says why, and the view equals its query again."""
+    from ivm.runtime.observation.status import view_status
+
+    spark.sql(f"DELETE FROM {store_name(f'{sales}.sales')} WHERE region = 'EU'")
+    spark.sql("INSERT INTO orders VALUES (5, 2, 1.00, 'ok')")
+    predicted = view_status(spark, f"{sales}.sales").next
+    assert "its store was written outside ivm: version 1 (DELETE)" in predicted, predicted
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
+    assert result.mode == "full" and "written outside ivm: version 1 (DELETE)" in result.reason
+    assert_equals_query(spark, "sales", SALES)
+    spark.sql("INSERT INTO orders VALUES (6, 1, 1.00, 'ok')")
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales").mode == "incremental"
+
+
+def test_the_fold_of_a_logged_store_is_ivms_own_write(spark, shop):
+    with session_settings(spark, {STORE_LAYOUT: "log", LOG_FOLD_AT: "1"}):
+        ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
+        for i in range(3):
+            spark.sql(f"INSERT INTO orders VALUES ({10 + i}, 1, 1.00, 'ok')")
+            result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals")
+            assert result.mode == "incremental", result
+    assert [step.action for step in result.upkeep] == ["fold"]
+    assert_equals_query(spark, "totals", TOTALS)

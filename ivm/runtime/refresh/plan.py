@@ -33,8 +33,8 @@ from enum import StrEnum
 from ivm.compiler import CompiledView
 from ivm.rules import Kind
 from ivm.runtime.catalog.definition import compile_definition, view_properties
-from ivm.runtime.catalog.history import latest_consumed, latest_record
-from ivm.runtime.catalog.properties import POLICY
+from ivm.runtime.catalog.history import latest_consumed, latest_record, written_outside
+from ivm.runtime.catalog.properties import POLICY, is_logged
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.messages import size
@@ -281,7 +281,12 @@ def what_is_known(
     policy = Policy(properties.get(POLICY, DEFAULT_POLICY))
     if compiled.maintenance.rule.kind is Kind.LOOKUP and policy is Policy.AUTO:
         policy = Policy.INCREMENTAL  # a recompute enriches every row anew: never for cost
-    last = latest_record(DeltaLogReader.of(spark, store_name(view)))[1]
+    store = DeltaLogReader.of(spark, store_name(view))
+    recorded, last = latest_record(store)
+    if requested is None and (outside := written_outside(store, recorded, is_logged(properties))):
+        requested = Obstacle(
+            ObstacleKind.REINITIALIZE, f"its store was written outside ivm: {outside}"
+        )
     model = CostModel.from_record(last.cost).observed(
         last.mode, last.planned_bytes, last.read_bytes, last.seconds
     )
