@@ -5,14 +5,17 @@
 * ``<home>/metastore_db``: the embedded Derby database of the Hive metastore (table names,
   schemas, locations),
 * ``<home>/warehouse``: the data of managed tables (Delta tables created with ``CREATE TABLE``),
-* ``<home>/derby.log``: Derby's log, so that nothing is written into the working directory.
+* ``<home>/derby.log``: Derby's log, so that nothing is written into the working directory,
+* ``<home>/logs/spark.log``: Spark's log, so that none of it reaches the console
+  (:mod:`ivm.runtime.spark.logs`).
 
 Settings the user already gave win over our defaults: ``spark-submit --conf``/``--master``,
 ``spark-defaults.conf`` (in ``$SPARK_CONF_DIR`` or ``$SPARK_HOME/conf``), ``--conf`` in
 ``PYSPARK_SUBMIT_ARGS``, or the configuration of an already running SparkContext.  The explicit
 ``conf`` argument wins over all of them.  List-valued settings are merged instead of replaced:
 Delta's packages are added to ``spark.jars.packages``, Delta's extension to
-``spark.sql.extensions`` and the Derby log flag to ``spark.driver.extraJavaOptions``.
+``spark.sql.extensions``, and the settings of Derby's and Spark's logs to
+``spark.driver.extraJavaOptions``.
 
 Delta's jars come from Maven through Spark's Ivy (``spark.jars.packages``).  Once Ivy has
 fetched them into ``~/.ivy2.5.2/jars``, and unless the user asked for packages or an Ivy
@@ -34,6 +37,7 @@ from pyspark import SparkConf
 from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
+from ivm.runtime.spark import logs
 from ivm.runtime.spark.connect import driver_jvm, is_connect
 from ivm.runtime.spark.metastore import ENVIRONMENT as METASTORE_ENVIRONMENT
 from ivm.runtime.spark.metastore import connection_conf
@@ -143,16 +147,22 @@ def _submit_args_conf(submit_args: str) -> dict[str, str]:
     return result
 
 
+def spark_conf_dir() -> str:
+    """Spark's configuration directory: ``$SPARK_CONF_DIR``, else ``conf`` in ``$SPARK_HOME``
+    or in pyspark's package, as ``spark-submit`` finds it."""
+    import pyspark
+
+    spark_home = os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)
+    return os.environ.get("SPARK_CONF_DIR") or os.path.join(spark_home, "conf")
+
+
 def launch_conf() -> dict[str, str]:
     """Spark settings a JVM launched from here would get from its environment:
     ``spark-defaults.conf``, ``SPARK_DRIVER_MEMORY``, then ``PYSPARK_SUBMIT_ARGS`` (the same
     precedence as spark-submit's)."""
-    import pyspark
-
     found: dict[str, str] = {}
-    spark_home = os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or (spark_home and os.path.join(spark_home, "conf"))
-    if conf_dir and os.path.isfile(os.path.join(conf_dir, "spark-defaults.conf")):
+    conf_dir = spark_conf_dir()
+    if os.path.isfile(os.path.join(conf_dir, "spark-defaults.conf")):
         found.update(_read_properties(Path(conf_dir, "spark-defaults.conf")))
     if os.environ.get("SPARK_DRIVER_MEMORY"):
         found["spark.driver.memory"] = os.environ["SPARK_DRIVER_MEMORY"]
@@ -254,9 +264,11 @@ def session_conf(
             separator=os.pathsep,
         )
     java_options = current("spark.driver.extraJavaOptions") or ""
-    if DERBY_LOG_FLAG not in java_options:
-        flag = f"-D{DERBY_LOG_FLAG}={home / 'derby.log'}"
-        merged["spark.driver.extraJavaOptions"] = f"{java_options} {flag}".strip()
+    derby = shlex.quote(f"-D{DERBY_LOG_FLAG}={home / 'derby.log'}")
+    flags = [] if DERBY_LOG_FLAG in java_options else [derby]
+    flags += logs.log_options(home, java_options, spark_conf_dir())
+    if flags:
+        merged["spark.driver.extraJavaOptions"] = " ".join([java_options, *flags]).strip()
     return defaults, {**defaults, **conf, **merged}
 
 
