@@ -11,6 +11,7 @@ from datetime import datetime
 import pytest
 
 import ivm
+from ivm.runtime.refresh.plan import predict
 from ivm.testing import Scenario, Source, run_scenario
 from ivm.testing.data import KEYWORDS_RESERVED, Column
 
@@ -128,3 +129,72 @@ def test_a_keyword_column_under_column_mapping_is_checked_where_spark_reserves_k
     )
     view = "SELECT k FROM events WHERE `order` IS NOT NULL"
     run_scenario(spark, scenario, [events], {"dated": view})
+
+
+@pytest.fixture
+def star(spark, fresh_db):
+    """``star``, a view of every column of ``t``."""
+    spark.sql(f"CREATE TABLE t (k INT, w INT) USING DELTA {MAPPED}")
+    spark.sql("INSERT INTO t VALUES (1, 3), (2, 4)")
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW star AS SELECT * FROM t")
+    return f"{fresh_db}.star"
+
+
+WIDEN = (
+    "ALTER TABLE t SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')",
+    "ALTER TABLE t ALTER COLUMN w TYPE BIGINT",
+)
+
+
+@pytest.mark.parametrize(
+    "change, columns",
+    [
+        (["ALTER TABLE t ADD COLUMNS (x INT)"], [("k", "int"), ("w", "int"), ("x", "int")]),
+        (["ALTER TABLE t DROP COLUMN w"], [("k", "int")]),
+        (["ALTER TABLE t RENAME COLUMN w TO v"], [("k", "int"), ("v", "int")]),
+        (WIDEN, [("k", "int"), ("w", "bigint")]),
+    ],
+    ids=["added", "dropped", "renamed", "widened"],
+)
+def test_a_star_is_recomputed_with_the_sources_columns_as_predicted(spark, star, change, columns):
+    """A ``*`` means the source's columns as they are: the refresh the prediction names
+    recomputes the view with them, and the next refresh is incremental again."""
+    for statement in change:
+        spark.sql(statement)
+    spark.sql("INSERT INTO t (k) VALUES (3)")
+    plan = predict(spark, star)
+    described = dict(ivm.sql(spark, "DESCRIBE MATERIALIZED VIEW star").collect())
+    assert described["next refresh"] == str(plan)
+    result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW star")
+    assert plan.mode == result.mode == "full", (str(plan), str(result))
+    assert plan.obstacle is not None and result.reason == plan.obstacle.reason
+    assert spark.table("star").dtypes == columns
+    assert_equals_query(spark, "star", "SELECT * FROM t")
+    spark.sql("INSERT INTO t (k) VALUES (4)")
+    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW star").mode == "incremental"
+    assert_equals_query(spark, "star", "SELECT * FROM t")
+
+
+def test_views_over_a_star_take_its_new_column_as_they_name_it(spark, star):
+    """After ``t`` gains a column, REFRESH ALL recomputes ``star`` with it; a view naming
+    its columns keeps them, a view of all of them gains it."""
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW picked AS SELECT k, w FROM star")
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW everything AS SELECT * FROM star")
+    spark.sql("ALTER TABLE t ADD COLUMNS (x INT)")
+    spark.sql("INSERT INTO t VALUES (3, 5, 7)")
+    results = ivm.sql(spark, "REFRESH ALL MATERIALIZED VIEWS")
+    assert [(r.view.split(".")[1], r.mode) for r in results] == [
+        ("star", "full"),
+        ("everything", "full"),
+        ("picked", "full"),
+    ]
+    assert spark.table("picked").columns == ["k", "w"]
+    assert spark.table("everything").columns == ["k", "w", "x"]
+    for view, query in [("star", "SELECT * FROM t"), ("picked", "SELECT k, w FROM t")]:
+        assert_equals_query(spark, view, query)
+    assert_equals_query(spark, "everything", "SELECT * FROM t")
+    spark.sql("UPDATE t SET x = 8 WHERE k = 1")
+    results = ivm.sql(spark, "REFRESH ALL MATERIALIZED VIEWS")
+    assert {r.mode for r in results} == {"incremental"}, results
+    assert_equals_query(spark, "everything", "SELECT * FROM t")
+    assert_equals_query(spark, "picked", "SELECT k, w FROM t")

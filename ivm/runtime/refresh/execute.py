@@ -55,7 +55,7 @@ from ivm.runtime.refresh.commit import (
 )
 from ivm.runtime.refresh.obstacles import DEFAULT_MIN_BYTES, MIN_BYTES, replaced_source
 from ivm.runtime.refresh.phases import PhaseClock
-from ivm.runtime.refresh.plan import Decision, Revision, plan_refresh, what_is_known
+from ivm.runtime.refresh.plan import Decision, Revision, plan_refresh, reshaped, what_is_known
 from ivm.runtime.refresh.policy import CostModel, Obstacle, ObstacleKind
 from ivm.runtime.refresh.pruning import prune, stored_key_ranges
 from ivm.runtime.refresh.sources import (
@@ -241,6 +241,11 @@ def _refresh_partition(
     start = time.perf_counter()
     compiled, schema, repaired = _prepared(spark, view, properties, clock)
     store = store_name(view)
+    if (other_columns := reshaped(compiled, properties, schema)) is not None:
+        raise StateError(
+            f"{view} cannot recompute a partition: {other_columns}",
+            hint=f"REFRESH MATERIALIZED VIEW {view} recomputes it with its definition's columns",
+        )
     with clock.phase("versions"):
         log = DeltaLogReader(spark, store)
         partitioned_by = [c for c in log.partition_columns() if c != LOGGED]
@@ -290,21 +295,17 @@ def _prepared(
     spark: Session, view: str, properties: dict[str, str], clock: PhaseClock
 ) -> tuple[CompiledView, StructType, str | None]:
     """The phase ``plan`` of every refresh of ``view``: its definition compiled under the
-    settings it pins, its store's schema checked to be the one the definition writes, its
-    catalog view repaired if need be; the compiled view, the store's schema, and what was
-    wrong with the catalog view outside ivm (None: nothing)."""
+    settings it pins, its catalog view repaired if need be (where the store has the columns
+    the definition writes; where it has not, the refresh recomputes it, and writes the
+    catalog view anew); the compiled view, the store's schema, and what was wrong with the
+    catalog view outside ivm (None: nothing)."""
     with clock.phase("plan"):
         compiled = compile_definition(spark, view, properties)
         apply_settings(spark, plan_settings(compiled))
         schema = spark.table(store_name(view)).schema
-        logged = (LOGGED,) if is_logged(properties) else ()
-        if tuple(schema.names) != compiled.store.columns + logged:
-            raise StateError(
-                f"the definition of {view} no longer matches its store (did a "
-                f"source's schema change?)",
-                hint=f"recreate it: CREATE OR REPLACE MATERIALIZED VIEW {view} AS ...",
-            )
-        repaired = repair_catalog_view(spark, view, compiled, properties, schema)
+        repaired = None
+        if reshaped(compiled, properties, schema) is None:
+            repaired = repair_catalog_view(spark, view, compiled, properties, schema)
     return compiled, schema, repaired
 
 
@@ -468,13 +469,14 @@ def _write(spark: Session, write: Write) -> RefreshResult | Revision:
 
 
 def _overwrite(spark: Session, write: Write) -> RefreshResult:
-    """Overwrite the store with the query's result at the record's source versions; where a
-    source's column changed its type, replace the store, its properties and partitioning
-    kept."""
+    """Overwrite the store with the query's result at the record's source versions; where
+    the query's columns are not the store's (a ``*`` expanded over a source's columns as they
+    are now, or a source's column whose type changed), replace the store in the same commit,
+    its properties and partitioning kept, and write the catalog view anew."""
     view, compiled, store = write.view, write.compiled, write.store
     full = codegen.stored_query(compiled.store, compiled.full_query, write.logged)
     with _committed(spark, write) as commit:
-        if _types_changed(spark, full, write.schema):
+        if _columns_changed(spark, full, write.schema):
             log = DeltaLogReader.of(spark, store)
             commit(
                 codegen.create_table_statement(
@@ -631,12 +633,13 @@ def _min_bytes(spark: Session) -> float:
     return number_setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES)
 
 
-def _types_changed(spark: Session, query: exp.Query, store_schema) -> bool:
-    """Whether the columns of ``query`` (the store's full query, its sources bound) have
-    other types than the store's ``store_schema``: a source's column changed its type (Delta's
-    type widening), and an overwrite would cast the new values to the old types."""
+def _columns_changed(spark: Session, query: exp.Query, store_schema) -> bool:
+    """Whether the columns of ``query`` (the store's full query, its sources bound) are not
+    those of the store's ``store_schema``, by name or type: a ``*`` expanded over a source's
+    columns as they are now, or a source's column whose type changed (Delta's type
+    widening), which an overwrite would cast to the old type."""
     wanted = spark.sql(query.sql(DIALECT)).schema
-    return [f.dataType for f in wanted] != [f.dataType for f in store_schema]
+    return [(f.name, f.dataType) for f in wanted] != [(f.name, f.dataType) for f in store_schema]
 
 
 def _merge_settings(

@@ -16,13 +16,15 @@ The order of the decision:
 
 1. ``REFRESH … FULL`` (or a state table of the view recomputed), other sources than the store
    reflects, or a source replaced under its name: recompute;
-2. no source changed: nothing to do;
+2. no source changed: nothing to do, unless the store's columns are not the definition's
+   (:func:`reshaped`): recompute;
 3. ``REFRESH POLICY FULL``, a store that keeps sums no refresh can add exactly, or what the
    sources' logs show (:func:`~ivm.runtime.refresh.obstacles.estimate`): recompute or fail, as the
    policy says (:func:`verdict`);
-4. under ``AUTO``, the cost model's prediction before reading (rule 1 of
+4. the store's columns not the definition's: recompute (a change has no rows for them);
+5. under ``AUTO``, the cost model's prediction before reading (rule 1 of
    :mod:`ivm.runtime.refresh.policy`): recompute if that is predicted cheaper;
-5. otherwise apply the change.
+6. otherwise apply the change.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from ivm.codegen.store import LOGGED
 from ivm.compiler import CompiledView
 from ivm.rules import Kind
 from ivm.runtime.catalog.definition import compile_definition, view_properties
@@ -84,7 +87,8 @@ class Known:
     reflects); ``unreadable``: why the change cannot be read, where files it needs are gone
     (VACUUM), which a prediction looks for and a refresh learns as it reads the change;
     ``full_bytes``: what a recompute reads; ``min_bytes``: the sources' size under which the
-    cost model predicts nothing."""
+    cost model predicts nothing; ``reshaped``: why the store's columns are not those the
+    definition now gives, if they are not (:func:`reshaped`)."""
 
     view: str
     policy: Policy
@@ -99,6 +103,7 @@ class Known:
     model: CostModel = field(default_factory=CostModel)
     full_bytes: int | None = None
     min_bytes: float = 0
+    reshaped: str | None = None
 
     @property
     def changed(self) -> list[str]:
@@ -228,6 +233,8 @@ def plan_refresh(known: Known) -> RefreshPlan:
     >>> strict = replace(known, policy=Policy.INCREMENTAL_STRICT)
     >>> str(plan_refresh(replace(strict, estimate=Estimate(None, None, off))))
     'fails: the change data feed of t was off'
+    >>> str(plan_refresh(replace(known, current={"t": 1}, reshaped="x added")))
+    'a full recompute: x added'
     """
     obstacle = known.requested
     if obstacle is None and set(known.previous) != set(known.current):
@@ -237,7 +244,9 @@ def plan_refresh(known: Known) -> RefreshPlan:
     if obstacle is None and (replaced := replaced_source(known.consumed_ids, known.ids)):
         obstacle = Obstacle(ObstacleKind.REINITIALIZE, replaced)
     if obstacle is None and known.previous == known.current:
-        return RefreshPlan(Decision.NOOP)
+        if known.reshaped is None:
+            return RefreshPlan(Decision.NOOP)
+        obstacle = Obstacle(ObstacleKind.REINITIALIZE, known.reshaped)
     if obstacle is None and known.policy is Policy.FULL:
         obstacle = Obstacle(ObstacleKind.REQUESTED, "REFRESH POLICY FULL")
     if obstacle is None and known.inexact is not None:
@@ -252,6 +261,8 @@ def plan_refresh(known: Known) -> RefreshPlan:
         and (mode := verdict(known.policy, obstacle)) is not Decision.INCREMENTAL
     ):
         return RefreshPlan(mode, obstacle)
+    if known.reshaped is not None:
+        return RefreshPlan(Decision.FULL, Obstacle(ObstacleKind.REINITIALIZE, known.reshaped))
     if known.policy is Policy.AUTO:
         cheaper, words = known.model.before_reading(
             estimate.change_bytes, known.full_bytes, known.min_bytes
@@ -292,7 +303,9 @@ def what_is_known(
     )
     previous = last.sources
     current, ids = latest_sources(spark, compiled.sources)
-    inexact = never_incremental(compiled, store_schema)
+    other_columns = reshaped(compiled, properties, store_schema)
+    # the store's types say nothing of sums in columns it does not have
+    inexact = None if other_columns else never_incremental(compiled, store_schema)
     replaced = replaced_source(last.table_ids, ids) is not None
     readable = (
         requested is None
@@ -302,7 +315,7 @@ def what_is_known(
         and set(previous) == set(current)
         and previous != current
     )
-    noop = requested is None and not replaced and previous == current
+    noop = requested is None and not replaced and previous == current and not other_columns
     return Known(
         view,
         policy,
@@ -316,7 +329,37 @@ def what_is_known(
         model=model,
         full_bytes=None if noop else total_source_bytes(spark, current),
         min_bytes=number_setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES),
+        reshaped=other_columns,
     )
+
+
+def reshaped(compiled: CompiledView, properties: dict[str, str], store_schema) -> str | None:
+    """Why the store of ``compiled`` (its ``properties``; ``store_schema``, its Spark schema)
+    does not have the columns the definition now gives, if it does not: the definition's
+    ``*`` was expanded anew over a source whose columns changed since the store was written.
+    A recompute gives the store the definition's columns."""
+    logged = (LOGGED,) if is_logged(properties) else ()
+    changes = column_differences(compiled.store.columns + logged, tuple(store_schema.names))
+    return f"its definition now has other columns than its store: {changes}" if changes else None
+
+
+def column_differences(wanted: tuple[str, ...], stored: tuple[str, ...]) -> str | None:
+    """How the columns ``stored`` differ from those ``wanted``, if they do.
+
+    >>> column_differences(("k", "v", "x"), ("k", "v"))
+    'x added'
+    >>> column_differences(("k", "u"), ("k", "v", "w"))
+    'v dropped, w dropped, u added'
+    >>> column_differences(("v", "k"), ("k", "v"))
+    'the same columns in another order'
+    >>> column_differences(("k",), ("k",)) is None
+    True
+    """
+    if wanted == stored:
+        return None
+    changes = [f"{c} dropped" for c in stored if c not in wanted]
+    changes += [f"{c} added" for c in wanted if c not in stored]
+    return ", ".join(changes) or "the same columns in another order"
 
 
 def predict(spark: Session, view: str) -> RefreshPlan:
