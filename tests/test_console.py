@@ -69,6 +69,10 @@ import ivm
 spark = ivm.spark_session(sys.argv[1])
 spark.sql("CREATE TABLE r (k INT, a INT) USING DELTA TBLPROPERTIES ({CDF})")
 spark.sql("INSERT INTO r VALUES (1, 10), (2, 20)")
+try:
+    ivm.sql(spark, "SELECT stat FROM r")  # refused by Spark: its caller gets the error alone
+except Exception as error:
+    print(type(error).__name__)
 totals = "FRESHNESS = INTERVAL '1' SECOND AS SELECT k, SUM(a) AS total FROM r GROUP BY k"
 ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals {{totals}}")
 spark.sparkContext.setLogLevel("INFO")  # a user's: Spark's log still goes to its file
@@ -94,8 +98,9 @@ spark.sql("UPDATE r SET a = a + 1 WHERE k = 2")  # change data files, then vacuu
 spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
 spark.sql("VACUUM r RETAIN 0 HOURS").collect()
 """
-"""A notebook's use of ivm: a view replaced, a full refresh after a source's type widened, a
-CREATE over a dropped database's leftovers, and a source vacuumed under a view."""
+"""A notebook's use of ivm: a statement Spark refuses, a view replaced, a full refresh after a
+source's type widened, a CREATE over a dropped database's leftovers, and a source vacuumed
+under a view."""
 
 SCRIPT = """\
 DESCRIBE HISTORY MATERIALIZED VIEW totals;
@@ -158,7 +163,7 @@ def test_the_console_shows_ivms_lines_only_and_sparks_log_goes_to_the_home(tmp_p
         env=os.environ,
     )
     assert library.returncode == 0, library.stderr[-3000:]
-    assert library.stdout.splitlines()[:2] == ["full", "create"], library.stdout
+    assert library.stdout.splitlines()[:3] == ["AnalysisException", "full", "create"]
     status = ivm(home, "status", "totals")
     assert status.returncode == 0, status.stdout[-3000:]
     ran = ivm_run_until(home, "refresh of default.totals")

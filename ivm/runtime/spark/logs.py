@@ -10,9 +10,11 @@ instead, through the driver's JVM options (``spark.driver.extraJavaOptions``, wh
 ``ivm connect-server``). ``SparkContext.setLogLevel`` changes the level only; the lines
 still go to the file.
 
-A configuration of the user's wins (:func:`user_configured`), and a JVM that runs already
-(``spark-submit``) keeps the one it started with. Derby, which does not use log4j, writes
-its own log to ``<home>/derby.log``.
+A session started so also keeps pyspark's log of a failed query (JSON, with the Java stack
+trace) off the console: the error reaches its caller as the exception
+(:func:`~ivm.runtime.spark.session.quiet_query_error_logs`). A configuration of the user's
+wins (:func:`user_configured`), and a JVM that runs already (``spark-submit``) keeps the one
+it started with. Derby, which does not use log4j, writes its own log to ``<home>/derby.log``.
 """
 
 from __future__ import annotations
@@ -92,3 +94,15 @@ def log_options(
         shlex.quote(f"-D{CONFIGURATION_PROPERTY}={CONFIGURATION}"),
         shlex.quote(f"-D{DIRECTORY_PROPERTY}={log_file(home).parent}"),
     ]
+
+
+def routed(java_options: str) -> bool:
+    """Whether the JVM options ``java_options`` send the driver's log to the home's file
+    (those of :func:`log_options`).
+
+    >>> routed(" ".join(log_options(Path("/h"), "", None, {})))
+    True
+    >>> routed("-Dlog4j2.configurationFile=/etc/l.xml")
+    False
+    """
+    return f"-D{CONFIGURATION_PROPERTY}={CONFIGURATION}" in shlex.split(java_options)

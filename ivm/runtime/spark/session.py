@@ -342,6 +342,8 @@ def spark_session(
     spark = builder.config(map=final).getOrCreate()  # pyright: ignore[reportArgumentType]
     _applied.clear()
     _applied.update(defaults)
+    if logs.routed(final.get("spark.driver.extraJavaOptions", "")):
+        quiet_query_error_logs()  # an error reaches its caller as the exception alone
     if is_connect(spark):  # spark.api.mode=connect: a local server with these settings
         return spark
 
@@ -363,7 +365,9 @@ error is raised, also where it is caught and handled."""
 
 def quiet_query_error_logs() -> None:
     """Silence :data:`QUERY_ERROR_LOGGERS` in this process, for a program that tells its
-    user about errors itself (``ivm``'s ``ivm: ...``): the user reads an error once."""
+    user about errors itself (``ivm``'s ``ivm: ...``), and in a session whose log ivm sends
+    to the home, where an error reaches its caller as the exception: the user reads an error
+    once, without a Java stack trace."""
     for name in QUERY_ERROR_LOGGERS:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
