@@ -152,8 +152,9 @@ def ivm_run_until(home, seen: str) -> str:
 def test_the_console_shows_ivms_lines_only_and_sparks_log_goes_to_the_home(tmp_path):
     """Library use, ``ivm status``, ``ivm run`` and ``ivm sql`` over what used to print
     Spark's log and stack traces: Hive's failed ALTER of a replaced store, task failures
-    reading vacuumed change data, Delta refusing a column name, Spark's start-up notes. Spark's
-    log is in the home."""
+    reading vacuumed change data, Delta refusing a column name, Spark's start-up notes. The
+    refresh after the VACUUM records what ``ivm status`` predicted of it, and Spark's log
+    is in the home."""
     home = tmp_path / "home"
     library = subprocess.run(
         [sys.executable, "-c", LIBRARY_USE, str(home)],
@@ -184,6 +185,14 @@ def test_the_console_shows_ivms_lines_only_and_sparks_log_goes_to_the_home(tmp_p
     )
     log = (home / "logs" / "spark.log").read_text()
     assert "HiveAlterHandler" in log and "FileNotFoundException" in log
+
+    found = re.search(r"^default\.totals .*  a full recompute: (.*)$", status.stdout, re.M)
+    assert found, status.stdout
+    predicted = found.group(1)
+    assert "files of version" in predicted and "default.r" in predicted, predicted
+    assert "full refresh of default.totals in " in ran and f"({predicted})" in ran, ran
+    history = scripted.stdout.split("> CREATE")[0]
+    assert re.search(rf"\|full +\|{re.escape(predicted)} *\|", history), history
 
 
 # --- the driver's JVM options (no JVM) --------------------------------------------------

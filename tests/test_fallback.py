@@ -5,6 +5,7 @@ import pytest
 
 import ivm
 from ivm.runtime.refresh.obstacles import MIN_BYTES, RATIO
+from ivm.runtime.refresh.plan import predict
 
 from cdf import CDF, vacuum_everything
 from helpers import assert_equals_query
@@ -38,9 +39,13 @@ def test_a_small_change_is_applied_incrementally(spark, totals):
 
 @pytest.mark.slow
 def test_vacuumed_change_data_falls_back_to_a_full_recompute(spark, totals):
+    """The refresh learns it reading the change, and records why as the prediction says."""
     spark.sql("UPDATE r SET a = a + 1 WHERE k = 2")  # writes change data files
     vacuum_everything(spark, "r")
-    refresh_and_check(spark, "full", "no longer available")
+    predicted = str(predict(spark, f"{totals}.totals"))
+    assert predicted.startswith(f"a full recompute: the change of {totals}.r after version 1 ")
+    reason = predicted.removeprefix("a full recompute: ")
+    assert refresh_and_check(spark, "full").reason == reason
 
 
 def test_change_data_feed_off_for_some_versions_falls_back_to_a_full_recompute(spark, totals):

@@ -58,6 +58,7 @@ from ivm.runtime.refresh.phases import PhaseClock
 from ivm.runtime.refresh.plan import Decision, Revision, plan_refresh, reshaped, what_is_known
 from ivm.runtime.refresh.policy import CostModel, Obstacle, ObstacleKind
 from ivm.runtime.refresh.pruning import prune, stored_key_ranges
+from ivm.runtime.refresh.retention import unreadable
 from ivm.runtime.refresh.sources import (
     kept,
     latest_sources,
@@ -540,8 +541,9 @@ def _fold(spark: Session, write: Write) -> RefreshResult | Revision:
     changed no row, as a state table's that recorded a refresh alone) is not read at all."""
     try:
         return _merge(spark, write)
-    except SourceError as error:  # a change data file was VACUUMed
-        return Revision(Obstacle(ObstacleKind.UNAVAILABLE, error.message))
+    except SourceError as error:  # a change data file was VACUUMed: say which, as status does
+        why = unreadable(spark, write.view) or error.message
+        return Revision(Obstacle(ObstacleKind.UNAVAILABLE, why))
 
 
 def _merge(spark: Session, write: Write) -> RefreshResult | Revision:

@@ -36,7 +36,7 @@ from ivm.codegen.store import LOGGED
 from ivm.compiler import CompiledView
 from ivm.rules import Kind
 from ivm.runtime.catalog.definition import compile_definition, view_properties
-from ivm.runtime.catalog.history import latest_consumed, latest_record, written_outside
+from ivm.runtime.catalog.history import latest_record, written_outside
 from ivm.runtime.catalog.properties import POLICY, is_logged
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
@@ -57,7 +57,7 @@ from ivm.runtime.refresh.policy import (
     Policy,
     never_incremental,
 )
-from ivm.runtime.refresh.retention import unconsumed, unreadable_change
+from ivm.runtime.refresh.retention import unreadable
 from ivm.runtime.refresh.sources import latest_sources, total_source_bytes
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import number_setting
@@ -391,5 +391,4 @@ def _predict_one(spark: Session, view: str, requested: Obstacle | None = None) -
     compiled = compile_definition(spark, view, properties)
     schema = spark.table(store_name(view)).schema
     known = what_is_known(spark, view, compiled, properties, schema, requested)
-    gone = (unreadable_change(change) for change in unconsumed(spark, latest_consumed(spark, view)))
-    return plan_refresh(replace(known, unreadable=next((g for g in gone if g), None)))
+    return plan_refresh(replace(known, unreadable=unreadable(spark, view)))

@@ -55,7 +55,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from ivm.runtime.catalog.history import RefreshRecord
+from ivm.runtime.catalog.history import RefreshRecord, latest_consumed
 from ivm.runtime.catalog.properties import DELETED_FILE_RETENTION, LOG_RETENTION, STATE_OF
 from ivm.runtime.catalog.tables import store_properties
 from ivm.runtime.log.delta_log import DeltaLogReader, once
@@ -404,3 +404,11 @@ def unconsumed(spark: Session, record: RefreshRecord) -> list[Unconsumed]:
             )
         )
     return found
+
+
+def unreadable(spark: Session, view: str) -> str | None:
+    """Why the change ``view`` (a view, or a state table) has not consumed cannot be read,
+    where files that a source's change data feed reads for it are gone (the first such
+    source's :func:`unreadable_change`); None where none is found."""
+    changes = unconsumed(spark, latest_consumed(spark, view))
+    return next((why for change in changes if (why := unreadable_change(change))), None)
