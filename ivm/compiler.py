@@ -22,6 +22,7 @@ HAVING
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -30,7 +31,9 @@ from sqlglot import exp
 
 from ivm import codegen
 from ivm.circuit import explain, to_dot
+from ivm.errors import InvalidQuery
 from ivm.frontend import lower, parse_query, qualify_query
+from ivm.frontend.positions import position_of
 from ivm.ir import Relation, reading, scans
 from ivm.names import DIALECT, canonical, join, split
 from ivm.passes import optimize
@@ -225,7 +228,7 @@ def compile(
         kept=replaced_operator(optimized),
     )
     states = [StatePlan(s.table, optimize(s.plan)) for s in lookups] + list(windows)
-    return CompiledView(
+    compiled = CompiledView(
         sql,
         plan,
         maintain(plan, named),
@@ -234,3 +237,36 @@ def compile(
             for state in states
         ),
     )
+    _refuse_unstorable_names(compiled, qualified, sql)
+    return compiled
+
+
+DELTA_REFUSED = " ,;{}()\n\t="
+"""The characters Delta refuses in the column names of a table that does not map its columns
+by name (``delta.columnMapping.mode``), as a view's store and state tables do not."""
+_CHARACTER_NAMES = {" ": "spaces", "\n": "newlines", "\t": "tabs"}
+
+
+def _refuse_unstorable_names(compiled: CompiledView, query: exp.Expr, sql: str) -> None:
+    """Raise :class:`~ivm.errors.InvalidQuery` for a column of the view's store or of a state
+    table whose name holds a character of :data:`DELTA_REFUSED`, at the alias or column of
+    ``query`` (of the text ``sql``) that names it, before Delta refuses the table."""
+    for store in [compiled.store, *(state.store for _, state in compiled.states)]:
+        for name in store.columns:
+            refused = [_CHARACTER_NAMES.get(c, repr(c)) for c in DELTA_REFUSED if c in name]
+            if not refused:
+                continue
+            naming = next(
+                (n for n in query.find_all(exp.Alias, exp.Column) if n.alias_or_name == name),
+                None,
+            )
+            suggestion = "_".join(re.split(f"[{re.escape(DELTA_REFUSED)}]+", name)).strip("_")
+            raise InvalidQuery(
+                f"column name `{name}` cannot be stored: Delta refuses "
+                f"{' and '.join(refused)} in column names",
+                sql,
+                position_of(naming),
+                hint=f"rename it, e.g. AS {suggestion or 'c'} (Delta refuses spaces, tabs, "
+                "newlines and ,;{}()= in the column names of a table without column mapping, "
+                "as a view's store is)",
+            )

@@ -194,6 +194,10 @@ def test_the_console_shows_ivms_lines_only_and_sparks_log_goes_to_the_home(tmp_p
     history = scripted.stdout.split("> CREATE")[0]
     assert re.search(rf"\|full +\|{re.escape(predicted)} *\|", history), history
 
+    refused = "ivm: column name `my k` cannot be stored: Delta refuses spaces in column names"
+    assert refused in scripted.stdout, scripted.stdout[-3000:]
+    assert "(line 1, column 43)" in scripted.stdout and "Hint: " in scripted.stdout
+
 
 # --- the driver's JVM options (no JVM) --------------------------------------------------
 

@@ -4,7 +4,7 @@ out of the user's way."""
 import pytest
 
 import ivm
-from ivm.errors import CatalogError, ReservedName, ViewExists, ViewNotFound
+from ivm.errors import CatalogError, InvalidQuery, Position, ReservedName, ViewExists, ViewNotFound
 from ivm.runtime.observation.describe import consumed_versions
 from ivm.runtime.spark.settings import session_settings
 
@@ -175,3 +175,21 @@ def test_view_columns_named_by_keywords_refresh_where_spark_reserves_keywords(
         spark.sql("UPDATE `select` SET x = x + 1 WHERE k = 2")
         assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW v").mode == "incremental"
         assert rows(spark, "v") == sorted(spark.sql(definition).collect())
+
+
+@pytest.mark.parametrize(
+    "query, name, position",
+    [
+        ("SELECT k,\n  k + 1 AS `next k`\nFROM t", "next k", Position(2, 3)),
+        ("SELECT `a=b`, COUNT(*) AS n FROM t GROUP BY `a=b`", "a=b", Position(1, 8)),
+    ],
+    ids=["alias", "source_column"],
+)
+def test_a_column_name_delta_refuses_is_refused_at_compile_where_the_query_names_it(
+    query, name, position
+):
+    schema = {"t": {"k": "INT", "a=b": "INT"}}  # a source may have it, with column mapping
+    with pytest.raises(InvalidQuery) as error:
+        ivm.compile(query, schema=schema)
+    assert error.value.message.startswith(f"column name `{name}` cannot be stored: Delta refuses")
+    assert error.value.position == position and error.value.hint
