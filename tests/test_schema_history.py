@@ -11,6 +11,7 @@ from datetime import datetime
 import pytest
 
 import ivm
+from ivm.runtime.observation.status import view_status
 from ivm.runtime.refresh.plan import predict
 from ivm.testing import Scenario, Source, run_scenario
 from ivm.testing.data import KEYWORDS_RESERVED, Column
@@ -198,3 +199,23 @@ def test_views_over_a_star_take_its_new_column_as_they_name_it(spark, star):
     assert {r.mode for r in results} == {"incremental"}, results
     assert_equals_query(spark, "everything", "SELECT * FROM t")
     assert_equals_query(spark, "picked", "SELECT k, w FROM t")
+
+
+def test_until_its_recompute_a_star_is_not_verified_nor_said_changed_outside_ivm(spark, star):
+    """Until the refresh recomputes it, the view's catalog view reads its store as ivm wrote
+    it, which status does not take for a change made outside ivm; verify, which runs the
+    definition on the sources as the store reflects them, says why it cannot."""
+    spark.sql("ALTER TABLE t ADD COLUMNS (x INT)")
+    status = view_status(spark, star)
+    assert status.next.startswith("a full recompute: the schema of "), status
+    assert status.warnings == ()
+    with pytest.raises(ivm.StateError) as caught:
+        ivm.verify(spark, "star")
+    assert caught.value.message == (
+        f"{star} cannot be verified against its query: its definition now has other columns "
+        "than its store: x added"
+    )
+    assert caught.value.hint == (
+        f"REFRESH MATERIALIZED VIEW {star} recomputes it with its definition's columns; "
+        "then verify it"
+    )

@@ -21,7 +21,7 @@ from ivm.runtime.messages import one_line
 from ivm.runtime.observation.describe import retention_assessments
 from ivm.runtime.observation.lag import lag_seconds
 from ivm.runtime.refresh.commit import catalog_view_problem
-from ivm.runtime.refresh.plan import predict
+from ivm.runtime.refresh.plan import predict, reshaped
 from ivm.runtime.spark.connect import Session
 
 HEADER = ("view", "freshness", "lag", "last refresh", "next refresh")
@@ -59,7 +59,9 @@ def view_status(spark: Session, view: str) -> ViewStatus:
             assessed = retention_assessments(spark, view, compiled, record, freshness)
             upcoming = str(predict(spark, view))
             store = spark.table(store_name(view)).schema
-            if problem := catalog_view_problem(spark, view, compiled, properties, store):
+            if reshaped(compiled, properties, store) is None and (
+                problem := catalog_view_problem(spark, view, compiled, properties, store)
+            ):  # a store of other columns has its catalog view written anew by its recompute
                 catalog_view = [f"{problem}: the next refresh writes it anew"]
         except Exception as error:  # what the refresh would meet, on one line
             upcoming, assessed = f"fails: {one_line(error)}", []

@@ -45,6 +45,7 @@ from ivm.runtime.catalog.tables import qualified_name, store_name, store_propert
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.observation.compare import Difference, column_difference, columns_of, difference
 from ivm.runtime.refresh.commit import catalog_view_problem, store_view_query
+from ivm.runtime.refresh.plan import reshaped
 from ivm.runtime.refresh.sources import latest_sources, snapshot, upstream
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import session_settings
@@ -122,6 +123,12 @@ def verify(
     log = DeltaLogReader(spark, store_name(name))
     store_version = log.version()
     store_schema = spark.table(store_name(name)).schema
+    if (other_columns := reshaped(compiled, properties, store_schema)) is not None:
+        raise StateError(  # the definition's columns are not in the versions it reflects
+            f"{name} cannot be verified against its query: {other_columns}",
+            hint=f"REFRESH MATERIALIZED VIEW {name} recomputes it with its definition's "
+            "columns; then verify it",
+        )
     catalog_view = catalog_view_problem(spark, name, compiled, properties, store_schema)
     sources, table_ids = _reflected(spark, latest_record(log)[1])
     database = resolution_database(name, properties)
