@@ -2,7 +2,8 @@
 
 Rules insert, delete and update source rows (each change one Delta commit, or a few for a
 row that lives within one step), refresh every view incrementally or FULL, kill a refresh at
-one of its write points, recompute one partition of a partitioned view, and VACUUM a source
+one of its write points, recompute one partition of a partitioned view, change or drop a
+view's catalog view or delete its store's rows behind ivm's back, and VACUUM a source
 (so that a later refresh finds its change data gone and must recompute), drop a source and
 create it again under its name (with the rows it had or others; its versions count from 0
 again, so may meet the version a view consumed), change a source's columns and change them
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
 import ivm
+from ivm.runtime.catalog.tables import catalog_view, qualified_name, store_name
 from ivm.runtime.refresh import faults
 
 from harness import (
@@ -175,6 +177,25 @@ class RefreshMachine(RuleBasedStateMachine):
     def refresh_partition(self, view, k):
         """Recompute one partition of ``view`` at the source versions it reflects."""
         ivm.sql(self.spark, f"REFRESH MATERIALIZED VIEW {view.upper()} PARTITION (k = {k})")
+        self.pending = True
+
+    @rule(
+        view=st.sampled_from(sorted(VIEWS)),
+        how=st.sampled_from(("ALTER VIEW", "DROP VIEW", "DELETE FROM its store")),
+    )
+    def behind_ivms_back(self, view, how):
+        """Spark's own statement on a view's names run with ``spark.sql``, which ivm does not
+        see: its catalog view made to read nothing (with the same columns) or dropped, or
+        its store's rows deleted. The next refresh must find it and mend it. (A view that
+        another reads keeps its catalog view: the reader's definition names it.)"""
+        name = qualified_name(self.spark, view)
+        if how == "ALTER VIEW":
+            text = catalog_view(self.spark, name).text
+            self.spark.sql(f"ALTER VIEW {name} AS SELECT * FROM ({text}) WHERE FALSE")
+        elif how == "DROP VIEW" and view != "ByKey":
+            self.spark.sql(f"DROP VIEW {name}")
+        elif how == "DELETE FROM its store":
+            self.spark.sql(f"DELETE FROM {store_name(name)}")
         self.pending = True
 
     @rule(table=tables)
