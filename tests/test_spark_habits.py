@@ -84,15 +84,11 @@ def test_other_statements_pass_to_spark(spark, sales):
     assert_equals_query(spark, "sales", SALES)
 
 
-def test_drop_database_cascade_takes_its_views_and_their_history(spark, shop):
-    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
-    ivm.sql(spark, "CREATE MATERIALIZED VIEW top AS SELECT MAX(n) AS most FROM totals")
-    spark.sql("INSERT INTO orders VALUES (5, 1, 1.00, 'ok')")
-    ivm.sql(spark, "REFRESH ALL MATERIALIZED VIEWS")
-    ivm.sql(spark, f"DROP DATABASE {shop} CASCADE")
-    assert not spark.catalog.databaseExists(f"{shop}__ivm")
-    spark.sql(f"CREATE DATABASE {shop}")
-    spark.sql(f"USE {shop}")
+def _create_again(spark, database):
+    """``database`` created again, with a source ``orders`` and the view ``totals`` over it,
+    equal to its query."""
+    spark.sql(f"CREATE DATABASE {database}")
+    spark.sql(f"USE {database}")
     spark.sql(
         "CREATE TABLE orders (id INT, status STRING) USING DELTA "
         "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
@@ -100,6 +96,16 @@ def test_drop_database_cascade_takes_its_views_and_their_history(spark, shop):
     spark.sql("INSERT INTO orders VALUES (1, 'new')")
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
     assert_equals_query(spark, "totals", TOTALS)
+
+
+def test_drop_database_cascade_takes_its_views_and_their_history(spark, shop):
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
+    ivm.sql(spark, "CREATE MATERIALIZED VIEW top AS SELECT MAX(n) AS most FROM totals")
+    spark.sql("INSERT INTO orders VALUES (5, 1, 1.00, 'ok')")
+    ivm.sql(spark, "REFRESH ALL MATERIALIZED VIEWS")
+    ivm.sql(spark, f"DROP DATABASE {shop} CASCADE")
+    assert not spark.catalog.databaseExists(f"{shop}__ivm")
+    _create_again(spark, shop)
     records = ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW totals").collect()
     assert len(records) == 1, records
 
@@ -127,15 +133,7 @@ def test_a_database_dropped_behind_ivms_back_leaves_no_history_to_a_new_view(spa
     spark.sql("INSERT INTO orders VALUES (5, 1, 1.00, 'ok')")
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals")
     spark.sql(f"DROP DATABASE {shop} CASCADE")
-    spark.sql(f"CREATE DATABASE {shop}")
-    spark.sql(f"USE {shop}")
-    spark.sql(
-        "CREATE TABLE orders (id INT, status STRING) USING DELTA "
-        "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
-    )
-    spark.sql("INSERT INTO orders VALUES (1, 'new')")
-    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
-    assert_equals_query(spark, "totals", TOTALS)
+    _create_again(spark, shop)
     assert len(history(spark, store_name(f"{shop}.totals"))) == 1
     assert len(ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW totals").collect()) == 1
 
