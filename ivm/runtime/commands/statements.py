@@ -16,7 +16,8 @@ def sql(spark: Session, statement: str):
     """Run ``statement``: a materialized-view statement, or any Spark SQL.
 
     Returns a :class:`~ivm.runtime.catalog.history.RefreshResult` for CREATE and REFRESH, a list of
-    them for REFRESH ALL, None for ALTER and DROP, a
+    them for REFRESH ALL (which raises :class:`~ivm.errors.ViewsNotRefreshed`, carrying them,
+    where a view failed), None for ALTER and DROP, a
     :class:`~ivm.runtime.observation.verify.Verification` for VERIFY, and a DataFrame for EXPLAIN
     CREATE, DESCRIBE and anything else (``spark.sql(statement)``, unless it would break a
     materialized view: see :mod:`ivm.runtime.commands.spark_statements`).
