@@ -77,7 +77,8 @@ def test_other_statements_pass_to_spark(spark, sales):
     ivm.sql(spark, "CREATE VIEW plain AS SELECT * FROM orders")
     ivm.sql(spark, "ALTER VIEW plain AS SELECT id FROM orders")
     ivm.sql(spark, "DROP VIEW plain")
-    ivm.sql(spark, "CREATE TEMPORARY VIEW t AS SELECT 1 AS x")
+    ivm.sql(spark, "CREATE TEMPORARY VIEW habit AS SELECT 1 AS x")
+    spark.catalog.dropTempView("habit")  # the session is the other tests' too
     ivm.sql(spark, "DELETE FROM orders WHERE id = 4")
     ivm.sql(spark, "UPDATE orders SET amount = 1 WHERE id = 1")
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")

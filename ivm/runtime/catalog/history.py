@@ -29,9 +29,6 @@ from ivm.runtime.log.delta_log import DeltaLogReader, describe_history, once
 from ivm.runtime.spark.connect import Session
 
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
-FOLD_METADATA = json.dumps({"ivm_upkeep": "fold"})
-"""The ``userMetadata`` of ivm's commits that fold a logged store's log into its rows: they
-write rows, and record no refresh."""
 ROW_WRITES = frozenset({"WRITE", "DELETE", "UPDATE", "MERGE", "TRUNCATE", "RESTORE"})
 """Delta's operations that write a table's rows (besides those that replace the table)."""
 HISTORY_SCAN = 50
@@ -213,16 +210,14 @@ def latest_record(log: DeltaLogReader, upto: int | None = None) -> tuple[int, Re
 def written_outside(log: DeltaLogReader, recorded: int, logged: bool) -> str | None:
     """The first commit of a store (``log``) since its latest record (at version
     ``recorded``) that wrote rows without ivm, as ``version 7 (DELETE)``; None where none
-    did. A MERGE into a ``logged`` store without metadata is taken for the fold of an
-    earlier ivm, which did not mark its folds (:data:`FOLD_METADATA`)."""
+    did. A MERGE into a ``logged`` store is ivm's fold of its log
+    (:func:`~ivm.runtime.refresh.upkeep.fold_log`), its one write of rows that records no
+    refresh."""
     latest = log.version()
     for commit in (log.commits(recorded, latest) or []) if latest > recorded else []:
         if commit.operation not in ROW_WRITES and not commit.replaces_table:
             continue
-        metadata = log.commit_info(commit.version)[0]
-        if metadata == FOLD_METADATA or (
-            logged and metadata is None and commit.operation == "MERGE"
-        ):
+        if logged and commit.operation == "MERGE":
             continue
         return f"version {commit.version} ({commit.operation})"
     return None

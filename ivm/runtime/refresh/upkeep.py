@@ -42,7 +42,6 @@ from ivm import codegen
 from ivm.errors import CatalogError
 from ivm.names import DIALECT
 from ivm.runtime.catalog.definition import compile_definition, settings, view_properties
-from ivm.runtime.catalog.history import FOLD_METADATA, USER_METADATA
 from ivm.runtime.catalog.properties import DELETED_FILE_RETENTION, LOG_RETENTION, is_logged
 from ivm.runtime.catalog.tables import column_types, qualified_name, state_tables, store_name
 from ivm.runtime.log.delta_log import DeltaLogReader
@@ -172,7 +171,7 @@ def fold_log(spark: Session, view: str, log: DeltaLogReader) -> Upkeep | None:
     compiled = compile_definition(spark, view, properties)
     statement = codegen.compaction_statement(compiled.store, store, column_types(spark, store))
     try:
-        with session_settings(spark, (settings(properties) or {}) | {USER_METADATA: FOLD_METADATA}):
+        with session_settings(spark, settings(properties) or {}):
             spark.sql(statement.sql(DIALECT)).collect()
     except (PySparkException, Py4JJavaError) as error:
         if classify(error) is Failure.LOST_RACE:
