@@ -12,6 +12,7 @@ import time
 import ivm
 import ivm.testing
 from ivm.runtime.commands.scheduler import run_pass, watch
+from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.refresh import faults
 from ivm.runtime.spark.connect import is_connect
 
@@ -111,6 +112,15 @@ def main(url: str) -> None:
     refresh_dies(spark, "top", "refresh.after_state")
     refresh(spark, "top")
     equal(spark, "top", TOP)
+
+    print("a reader of a log answers of the version it first found")
+    # a refresh writes as the idempotent transaction of the version its plan read: had its
+    # reader answered anew, a refresh committed meanwhile would have been applied twice
+    log = DeltaLogReader(spark, "shop.orders")
+    version = log.version()
+    spark.sql("INSERT INTO orders VALUES (8, 2, 6.00, DATE'2026-11-04')")
+    assert log.version() == version, (log.version(), version)
+    assert DeltaLogReader(spark, "shop.orders").version() == version + 1
 
     print("ivm verify, ivm status and a scheduler pass")
     assert ivm.verify(spark, "totals").equal

@@ -112,6 +112,7 @@ class DeltaLogReader:
     def __init__(self, spark: Session, table: str):
         self.spark, self.table = spark, table
         self._detail: Row | None = None
+        self._version: int | None = None
         if is_connect(spark):  # no JVM here: the log is read through SQL
             self._log = self._snapshot = None
             return
@@ -161,10 +162,16 @@ class DeltaLogReader:
         return f"{metadata.id()} {metadata.schemaString()}"
 
     def version(self) -> int:
-        """The latest committed version."""
+        """The latest committed version, as the reader first found it: the snapshot it took
+        as it was made, or, where the log is read through SQL, the first answer. A refresh
+        asks its reader of the store for the version its record was read at, and its write
+        is the idempotent transaction of that version: a later answer, after another
+        refresh committed, would let both commits stand."""
         if self._snapshot is not None:
             return int(self._snapshot.version())
-        return _only_row(describe_history(self.spark, self.table, 1)).version
+        if self._version is None:
+            self._version = int(_only_row(describe_history(self.spark, self.table, 1)).version)
+        return self._version
 
     def table_id(self) -> str:
         """The table's id, which Delta gives a table when it creates it: a table dropped and
