@@ -16,7 +16,7 @@
     ivm check view.sql [--examples N] [--seed S] [--shrink-seconds T] [-o repro.sql]
                                        property-test a view on drawn sources and changes; on a
                                        difference, a minimal reproduction script; exit 1
-    ivm metastore [--port N]           serve the catalog to several processes (IVM_METASTORE)
+    ivm metastore [--port N]           serve the catalog on a port of your choosing (IVM_METASTORE)
     ivm connect-server [--port N]      serve Spark Connect clients (ivm --remote sc://host:N ...)
     ivm demo                           a guided run on sample data
 
@@ -579,25 +579,36 @@ def _cmd_check(args) -> int:
 
 
 def _cmd_metastore(args) -> int:
+    from ivm.runtime.spark.catalog_server import open_alone
     from ivm.runtime.spark.metastore import serve
     from ivm.runtime.spark.session import resolve_home
 
-    return serve(resolve_home(args.home), args.host, args.port)
+    home = resolve_home(args.home)
+    open_alone(home, hint="its processes share it already; stop them to serve it here")
+    return serve(home, args.host, args.port)
 
 
 def _cmd_connect_server(args) -> int:
     import os
 
-    from ivm.runtime.spark.session import connect_server_command, resolve_home
+    from ivm.runtime.spark.metastore import ENVIRONMENT, client_environment
+    from ivm.runtime.spark.session import (
+        connect_server_command,
+        launch_conf,
+        resolve_home,
+        served_metastore,
+    )
 
     home = resolve_home(args.home)
     home.mkdir(parents=True, exist_ok=True)
-    command = connect_server_command(home, host=args.host, port=args.port)
+    metastore = served_metastore(home, os.environ.get(ENVIRONMENT), launch_conf())
+    command = connect_server_command(home, host=args.host, port=args.port, metastore=metastore)
     print(
         f"ivm: Spark Connect server of {home} at sc://{args.host}:{args.port} "
         f"(clients: --remote or SPARK_REMOTE); Ctrl-C stops it",
         flush=True,
     )
+    os.environ.update(client_environment() if metastore else {})
     os.execv(command[0], command)  # the server in this process: signals reach it
 
 
@@ -614,7 +625,7 @@ def parser() -> argparse.ArgumentParser:
     )
     main.add_argument(
         "--home",
-        help="directory of the embedded catalog and warehouse (default: $IVM_HOME or ./ivm_home)",
+        help="directory of the catalog and warehouse (default: $IVM_HOME or ./ivm_home)",
     )
     main.add_argument(
         "--remote",
@@ -741,7 +752,8 @@ def parser() -> argparse.ArgumentParser:
     checking.set_defaults(run=_cmd_check)
     served = commands.add_parser(
         "metastore",
-        help="serve the catalog of --home to several processes; they set IVM_METASTORE=host:port",
+        help="serve the catalog of --home on a port of your choosing, to processes that set "
+        "IVM_METASTORE=host:port (the processes of a home share its catalog without it)",
     )
     served.add_argument("--host", default="localhost")
     served.add_argument("--port", type=_whole_number(1, 65535), default=1527)

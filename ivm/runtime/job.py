@@ -75,7 +75,7 @@ def _check_classpath(spark: Session) -> None:
     """Under spark-submit the JVM starts before this code, so what it needs must be on its
     classpath from the start: Delta, and Derby's client driver for a served catalog."""
     from ivm.runtime.spark.jars import delta_packages
-    from ivm.runtime.spark.metastore import CLIENT_DRIVER, ENVIRONMENT, client_classpath
+    from ivm.runtime.spark.metastore import CLIENT_DRIVER, EMBEDDED, ENVIRONMENT, client_classpath
 
     def loadable(name: str) -> bool:
         # Spark's class loader, which holds the jars of --packages (the system one does not).
@@ -90,7 +90,7 @@ def _check_classpath(spark: Session) -> None:
             "Delta Lake is not on the driver's classpath",
             hint=f"spark-submit --packages {','.join(delta_packages())} ...",
         )
-    if os.environ.get(ENVIRONMENT) and not loadable(CLIENT_DRIVER):
+    if (os.environ.get(ENVIRONMENT) or EMBEDDED) != EMBEDDED and not loadable(CLIENT_DRIVER):
         raise SetupError(
             f"the catalog is served (${ENVIRONMENT}) but Derby's client driver "
             "is not on the driver's classpath",

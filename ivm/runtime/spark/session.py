@@ -1,9 +1,10 @@
-"""A SparkSession with Delta Lake and a persistent embedded catalog.
+"""A SparkSession with Delta Lake and a persistent catalog.
 
 ``spark_session(home)`` keeps everything that must survive a restart under one directory:
 
-* ``<home>/metastore_db``: the embedded Derby database of the Hive metastore (table names,
-  schemas, locations),
+* ``<home>/metastore_db``: the Derby database of the Hive metastore (table names, schemas,
+  locations), which the home's catalog server serves to every process of the home
+  (``<home>/metastore_server``, :mod:`ivm.runtime.spark.catalog_server`),
 * ``<home>/warehouse``: the data of managed tables (Delta tables created with ``CREATE TABLE``),
 * ``<home>/derby.log``: Derby's log, so that nothing is written into the working directory,
 * ``<home>/logs/spark.log``: Spark's log, so that none of it reaches the console
@@ -29,6 +30,8 @@ import logging
 import os
 import re
 import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -40,11 +43,13 @@ from pyspark.sql import SparkSession
 from ivm.runtime.spark import logs
 from ivm.runtime.spark.connect import driver_jvm, is_connect
 from ivm.runtime.spark.metastore import ENVIRONMENT as METASTORE_ENVIRONMENT
-from ivm.runtime.spark.metastore import connection_conf
+from ivm.runtime.spark.metastore import client_environment, connection_conf
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 DERBY_LOG_FLAG = "derby.stream.error.file"
+CONNECTION_URL = "spark.hadoop.javax.jdo.option.ConnectionURL"
+"""The JDBC address of the metastore's database."""
 
 # Applied only when the master is local; sized for a small (2-core) machine.
 LOCAL_DEFAULTS = {
@@ -229,12 +234,9 @@ def session_conf(
         "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
         "spark.sql.warehouse.dir": str(home / "warehouse"),
         CODEGEN_CACHE: CODEGEN_CACHE_ENTRIES,
-        "spark.hadoop.javax.jdo.option.ConnectionURL": (
-            f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
-        ),
+        CONNECTION_URL: f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
     }
-    served = connection_conf(metastore) if metastore else {}
-    ours.update({k: v for k, v in served.items() if k != "spark.driver.extraClassPath"})
+    ours.update(connection_conf(metastore) if metastore else {})
     if effective_master.startswith("local"):
         ours.update(LOCAL_DEFAULTS)
     if console_progress:
@@ -257,12 +259,6 @@ def session_conf(
         merged["spark.jars.packages"] = _merge_list(
             user_packages, jars.delta_packages(), key=_package_key
         )
-    if served:
-        merged["spark.driver.extraClassPath"] = _merge_list(
-            current("spark.driver.extraClassPath"),
-            served["spark.driver.extraClassPath"].split(os.pathsep),
-            separator=os.pathsep,
-        )
     java_options = current("spark.driver.extraJavaOptions") or ""
     derby = shlex.quote(f"-D{DERBY_LOG_FLAG}={home / 'derby.log'}")
     flags = [] if DERBY_LOG_FLAG in java_options else [derby]
@@ -270,6 +266,72 @@ def session_conf(
     if flags:
         merged["spark.driver.extraJavaOptions"] = " ".join([java_options, *flags]).strip()
     return defaults, {**defaults, **conf, **merged}
+
+
+def served_metastore(home: Path, given: str | None, settings: dict[str, str]) -> str | None:
+    """The ``host:port`` of the served catalog a session of ``home`` with ``settings`` (the
+    user's: ambient, then explicit) uses: ``given`` (``$IVM_METASTORE``); None, the catalog
+    opened embedded, for ``embedded``, for a session whose catalog is not the home's Derby
+    (not local, a ``ConnectionURL`` of the user's, an in-memory catalog), and where Derby's
+    network server cannot be had (its jars; under spark-submit, the client driver missing
+    from the driver's classpath); else the home's catalog server, started if none runs."""
+    from ivm.runtime.spark import catalog_server
+    from ivm.runtime.spark.metastore import (
+        CLIENT_DRIVER,
+        EMBEDDED,
+        client_classpath,
+        server_jars_at_hand,
+    )
+
+    if given and given != EMBEDDED:
+        return given
+    if (
+        not settings.get("spark.master", "local[*]").startswith("local")
+        or CONNECTION_URL in settings
+        or settings.get("spark.sql.catalogImplementation", "hive") != "hive"
+    ):
+        return None
+    if given == EMBEDDED:
+        catalog_server.open_alone(home, hint=f"unset {METASTORE_ENVIRONMENT} to share it")
+        return None
+    if not server_jars_at_hand():
+        catalog_server.open_alone(
+            home, hint="fetch Derby's network server with `make jars` (mvn) to share it"
+        )
+        return None
+    if "PYSPARK_GATEWAY_PORT" in os.environ and not _loadable(CLIENT_DRIVER):
+        catalog_server.open_alone(
+            home, hint=f"spark-submit --driver-class-path {client_classpath()} shares it"
+        )
+        return None
+    return catalog_server.ensure(home)
+
+
+def _loadable(name: str) -> bool:
+    """Whether the JVM that runs already (spark-submit's) can load the class ``name``."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark import SparkContext
+
+    jvm: Any = SparkContext._jvm  # py4j: Java packages and classes, found at run time
+    try:
+        return jvm.org.apache.spark.util.Utils.classIsLoadable(name)
+    except Py4JJavaError:  # a class whose superclass is missing fails to link
+        return False
+
+
+@contextmanager
+def _environment(variables: dict[str, str]) -> Iterator[None]:
+    """``variables`` in this process's environment for the block."""
+    before = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
 
 
 def spark_session(
@@ -290,8 +352,10 @@ def spark_session(
     and ``metastore`` are the server's business then, and ``conf`` is set on the session.
 
     ``home`` holds the catalog and the warehouse (default: ``$IVM_HOME``, else ``./ivm_home``).
-    ``metastore`` (default: ``$IVM_METASTORE``): ``host:port`` of the served catalog of that
-    home, for several processes at once (see :mod:`ivm.runtime.spark.metastore`).
+    Every process of a home shares its catalog through the home's catalog server, which the
+    first one starts (:mod:`ivm.runtime.spark.catalog_server`); ``metastore`` (default:
+    ``$IVM_METASTORE``) is ``host:port`` of a catalog served otherwise (``ivm metastore``), or
+    ``embedded``: the catalog opened by this process alone.
     ``master`` defaults to ``local[*]``; on a local master the UI is off and partition counts
     are small.  ``console_progress``: Spark's progress bar of running stages on stderr, for a
     terminal (off by default: a log would fill with it).  Settings the user already gave
@@ -324,22 +388,28 @@ def spark_session(
         return builder.getOrCreate()
 
     ambient = ambient_conf()
+    home_path.mkdir(parents=True, exist_ok=True)
+    served = served_metastore(
+        home_path,
+        metastore or os.environ.get(METASTORE_ENVIRONMENT),
+        {**ambient, **({"spark.master": master} if master else {}), **(conf or {})},
+    )
     defaults, final = session_conf(
         home_path,
         app_name=app_name,
         master=master,
         conf=conf,
         ambient=ambient,
-        metastore=metastore or os.environ.get(METASTORE_ENVIRONMENT),
+        metastore=served,
         console_progress=console_progress,
     )
-    home_path.mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder
     if "spark.sql.catalogImplementation" not in ambient:
         builder = builder.enableHiveSupport()
-    # pyspark annotates map as Dict[str, OptionalPrimitiveType], and Dict is invariant: it
-    # rejects the dict[str, str] that config takes at run time
-    spark = builder.config(map=final).getOrCreate()  # pyright: ignore[reportArgumentType]
+    with _environment(client_environment() if served else {}):  # the JVM launched takes it
+        # pyspark annotates map as Dict[str, OptionalPrimitiveType], and Dict is invariant:
+        # it rejects the dict[str, str] that config takes at run time
+        spark = builder.config(map=final).getOrCreate()  # pyright: ignore[reportArgumentType]
     _applied.clear()
     _applied.update(defaults)
     if logs.routed(final.get("spark.driver.extraJavaOptions", "")):
@@ -379,11 +449,12 @@ def connect_server_command(
     port: int = DEFAULT_CONNECT_PORT,
     master: str | None = None,
     conf: dict[str, str] | None = None,
+    metastore: str | None = None,
 ) -> list[str]:
     """The ``spark-submit`` command line of a Spark Connect server for ivm's clients: the
     session :func:`spark_session` would start here (Delta, the catalog and warehouse of
-    ``home``, ``master``, ``conf``), serving ``sc://host:port``. The server is the
-    ``spark-connect`` jar that pyspark ships.
+    ``home``, ``master``, ``conf``, the catalog served at ``metastore``, else embedded),
+    serving ``sc://host:port``. The server is the ``spark-connect`` jar that pyspark ships.
 
     >>> command = connect_server_command("/h", port=15099)
     >>> command[command.index("--class") + 1] == CONNECT_SERVER_CLASS
@@ -407,6 +478,7 @@ def connect_server_command(
         master=master,
         conf=conf,
         ambient=ambient,
+        metastore=metastore,
     )
     if "spark.sql.catalogImplementation" not in ambient:  # as spark_session's enableHiveSupport
         final.setdefault("spark.sql.catalogImplementation", "hive")
