@@ -46,17 +46,45 @@ if TYPE_CHECKING:  # pyspark is imported only once a command needs Spark
     from ivm.runtime.spark.connect import Session
 
 
+SERVED_COMMANDS = frozenset({"status", "verify", "compile", "explain"})
+"""The commands that, without ``--remote``, run in the JVM of an ``ivm run`` of their home
+where one runs (:mod:`ivm.runtime.spark.connect_service`), rather than start a JVM of their
+own: those that only read. One that writes (``sql``, ``upkeep``, ``check``) keeps a JVM of
+its own, where a refresh plans with what a Connect client goes without (the planned size of
+a delta query, the sizes of a change's commits: :mod:`ivm.runtime.spark.connect`)."""
+
+
 def _session(args):
     """The command's session; on a terminal with Spark's progress bar, but for ``ivm check``,
-    which shows its own progress."""
-    from ivm.runtime.spark.session import quiet_query_error_logs, spark_session
+    which shows its own progress. For one of :data:`SERVED_COMMANDS` without ``--remote``
+    (or ``$SPARK_REMOTE``), a client of the Spark Connect service of an ``ivm run`` on the
+    home where one runs, released as the command ends; else a session with a JVM of its own."""
+    import atexit
+    import os
+    import warnings
+
+    from ivm.runtime.spark.connect_service import running
+    from ivm.runtime.spark.session import (
+        REMOTE_ENVIRONMENT,
+        quiet_query_error_logs,
+        resolve_home,
+        spark_session,
+    )
 
     quiet_query_error_logs()  # main() tells the user of an error
-    return spark_session(
+    # a Connect client's warning of each deprecated setting ivm sets (a view's pinned ones)
+    warnings.filterwarnings("ignore", category=UserWarning, module="pyspark.sql.connect.conf")
+    found = None
+    if args.command in SERVED_COMMANDS and not (args.remote or os.environ.get(REMOTE_ENVIRONMENT)):
+        found = running(resolve_home(args.home))
+    spark = spark_session(
         args.home,
-        remote=args.remote,
+        remote=args.remote or found,
         console_progress=sys.stderr.isatty() and args.command != "check",
     )
+    if found:
+        atexit.register(spark.stop)  # its state on the server, which outlives the command
+    return spark
 
 
 class _Progress:
@@ -400,6 +428,8 @@ def _cmd_package(args) -> int:
 
 def _cmd_run(args) -> int:
     from ivm.runtime.commands.scheduler import run
+    from ivm.runtime.spark.connect_service import served
+    from ivm.runtime.spark.session import resolve_home
 
     spark, stop = _session(args), threading.Event()
 
@@ -411,13 +441,14 @@ def _cmd_run(args) -> int:
     signal.signal(signal.SIGINT, finish)
     signal.signal(signal.SIGTERM, finish)
     vacuum = {} if args.vacuum_every is None else {"vacuum_every": args.vacuum_every}
-    run(
-        spark,
-        tick=args.tick,
-        stop=stop,
-        **vacuum,
-        report=lambda line: print(f"{time.strftime('%H:%M:%S')} {line}", flush=True),
-    )
+    with served(spark, resolve_home(args.home)):  # to the ivm commands of the home
+        run(
+            spark,
+            tick=args.tick,
+            stop=stop,
+            **vacuum,
+            report=lambda line: print(f"{time.strftime('%H:%M:%S')} {line}", flush=True),
+        )
     return 0
 
 
@@ -591,6 +622,7 @@ def _cmd_metastore(args) -> int:
 def _cmd_connect_server(args) -> int:
     import os
 
+    from ivm.runtime.spark.connect_service import record
     from ivm.runtime.spark.metastore import ENVIRONMENT, client_environment
     from ivm.runtime.spark.session import (
         connect_server_command,
@@ -603,11 +635,14 @@ def _cmd_connect_server(args) -> int:
     home.mkdir(parents=True, exist_ok=True)
     metastore = served_metastore(home, os.environ.get(ENVIRONMENT), launch_conf())
     command = connect_server_command(home, host=args.host, port=args.port, metastore=metastore)
+    url = f"sc://{args.host}:{args.port}"
     print(
-        f"ivm: Spark Connect server of {home} at sc://{args.host}:{args.port} "
-        f"(clients: --remote or SPARK_REMOTE); Ctrl-C stops it",
+        f"ivm: Spark Connect server of {home} at {url} (clients: --remote or SPARK_REMOTE); "
+        "Ctrl-C stops it",
         flush=True,
     )
+    # for the ivm commands of the home; the server is this process, as its pid stays
+    record(home, url if args.host not in ("0.0.0.0", "::") else f"sc://localhost:{args.port}")
     os.environ.update(client_environment() if metastore else {})
     os.execv(command[0], command)  # the server in this process: signals reach it
 

@@ -1,10 +1,13 @@
 """Several processes on one ivm home, set up as a user sets up nothing: each starts Spark on
 the home's catalog at the same time as the others, and each says what it did in a few
 lines of its own, true ones. The catalog server they share stops once none of them runs;
-and a home another process holds alone is refused in a line."""
+a home another process holds alone is refused in a line; and the ``ivm`` commands that read
+beside an ``ivm run`` are its Spark Connect clients, with no JVM of their own."""
 
+import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -240,3 +243,49 @@ def test_the_catalog_server_stops_once_no_process_of_its_home_runs(tmp_path):
     assert output.splitlines()[-1] == "no process used the catalog for 1 s: stopped", output
     assert not processes.alive(derby, "")
     assert not (home / catalog_server.DIRECTORY / "address").exists()
+
+
+STATEMENTS = f"""
+    CREATE TABLE orders (id INT, region STRING, amount INT) USING DELTA {CDF};
+    INSERT INTO orders VALUES (1, 'EU', 10), (2, 'US', 5);
+    CREATE MATERIALIZED VIEW by_region FRESHNESS = INTERVAL '1' SECOND AS
+      SELECT region, SUM(amount) AS total, COUNT(*) AS n FROM orders GROUP BY region;
+    INSERT INTO orders VALUES (3, 'EU', 7)
+"""
+
+
+@pytest.mark.slow
+def test_the_commands_that_read_beside_ivm_run_are_its_clients(tmp_path):
+    """Beside ``ivm run``, ``ivm status`` and ``ivm verify`` run in its JVM, through the Spark
+    Connect service it records in the home: with no Spark to start a JVM from (``SPARK_HOME``
+    names none), each does its work. When ``ivm run`` stops, so does the service, and its
+    record goes."""
+    home = tmp_path / "home"
+    env = home_environment(home)
+    runner = ivm(env, "run", "--tick", "0.5")
+    record = home / "connect_server"
+    try:
+        deadline = time.monotonic() + 300
+        while not record.exists():
+            assert runner.poll() is None, runner.communicate()[0][-3000:]
+            assert time.monotonic() < deadline, "ivm run recorded no Spark Connect service"
+            time.sleep(0.5)
+        assert oct(record.stat().st_mode & 0o777) == "0o600"  # it holds the token
+        assert json.loads(record.read_text())["url"].startswith("sc://localhost:")
+        (tmp_path / "script.sql").write_text(textwrap.dedent(STATEMENTS))
+        scripted = finished(ivm(env, "sql", "-f", str(tmp_path / "script.sql")))
+        assert_short(scripted, 20)
+
+        no_jvm = {**env, "SPARK_HOME": str(tmp_path / "no_spark")}
+        statuses = finished(ivm(no_jvm, "status"))
+        assert_short(statuses, 2)
+        assert re.search(r"^default\.by_region +1 s ", statuses, re.M), statuses
+        verified = finished(ivm(no_jvm, "verify", "by_region"))
+        assert_short(verified, 1)
+        assert verified.startswith("ok: default.by_region equals its query"), verified
+    finally:
+        runner.send_signal(signal.SIGINT)
+        ran, _ = runner.communicate(timeout=120)
+    assert runner.returncode == 0 and ran.rstrip().endswith("stopped"), ran[-3000:]
+    assert_short(ran, 40)
+    assert not record.exists()
