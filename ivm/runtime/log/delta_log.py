@@ -113,6 +113,7 @@ class DeltaLogReader:
         self.spark, self.table = spark, table
         self._detail: Row | None = None
         self._version: int | None = None
+        self._commit_infos: dict[int, tuple[str | None, int | None]] = {}
         if is_connect(spark):  # no JVM here: the log is read through SQL
             self._log = self._snapshot = None
             return
@@ -405,13 +406,17 @@ class DeltaLogReader:
                 metadata.get() if metadata.isDefined() else None,
                 int(action.timestamp().getTime()),
             )
-        row = (
-            describe_history(self.spark, self.table)
-            .where(F.col("version") == version)
-            .select("userMetadata", "timestamp")
-            .first()
-        )
-        return (row.userMetadata, int(row.timestamp.timestamp() * 1000)) if row else (None, None)
+        if version not in self._commit_infos:  # a query per version: a commit does not change
+            row = (
+                describe_history(self.spark, self.table)
+                .where(F.col("version") == version)
+                .select("userMetadata", "timestamp")
+                .first()
+            )
+            self._commit_infos[version] = (
+                (row.userMetadata, int(row.timestamp.timestamp() * 1000)) if row else (None, None)
+            )
+        return self._commit_infos[version]
 
     def operation_metrics(self, version: int) -> dict[str, str]:
         """The ``operationMetrics`` of the commit that made ``version`` (empty where the log
