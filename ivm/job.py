@@ -143,8 +143,8 @@ Run it in local mode, with the catalog and warehouse of ./ivm_home (as `ivm sql`
     ivm package -o {ARCHIVE}
     {local}
 
-While other processes use the same ivm home through `ivm metastore` ($IVM_METASTORE set), add
-`--driver-class-path` with Derby's client jar (the job names it when it is missing).
+While other processes use the same ivm home, add `--driver-class-path` with Derby's client jar:
+the job then shares the home's catalog with them (it names the jar when it is refused).
 
 On a Spark standalone cluster, the driver here and the executors on its workers (each
 executor a JVM of its own; they read and write the warehouse, which every worker must see
