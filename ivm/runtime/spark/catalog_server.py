@@ -28,7 +28,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -66,6 +66,30 @@ def ensure(home: Path) -> str:
             "stop it, and the processes of this home share the catalog",
         )
         return _start(home)
+
+
+def created(home: Path, create: Callable[[], None]) -> None:
+    """Run ``create``, a first use of the catalog of ``home`` through its server that creates
+    the catalog's tables where they are missing, unless a process did so for this database
+    already; one process at a time. The Hive metastore creates its tables, and the
+    ``default`` database, on a client's first use: two clients of a new database did it at
+    once, and one of them printed the other's rows as a Java stack trace."""
+    directory = home / DIRECTORY
+    marker = directory / "created"
+    if _created_for(marker, home):
+        return
+    with _locked(directory, "create.lock"):
+        if not _created_for(marker, home):
+            create()
+            processes.write_at_once(marker, str((home / DATABASE).stat().st_ino))
+
+
+def _created_for(marker: Path, home: Path) -> bool:
+    """Whether ``marker`` records the database of ``home`` as it is (not one removed since)."""
+    try:
+        return marker.read_text() == str((home / DATABASE).stat().st_ino)
+    except OSError:
+        return False
 
 
 def running(home: Path) -> str | None:
@@ -252,10 +276,10 @@ def _locking_process(inode: int) -> int:
 
 
 @contextmanager
-def _locked(directory: Path) -> Iterator[None]:
-    """Hold the lock of the server's ``directory``: one process at a time starts a server,
-    and none registers while the server decides to stop."""
-    with open(directory / "lock", "a") as lock:
+def _locked(directory: Path, name: str = "lock") -> Iterator[None]:
+    """Hold the lock ``name`` of the server's ``directory``; by default the one under which one
+    process at a time starts a server, and none registers while the server decides to stop."""
+    with open(directory / name, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 

@@ -40,7 +40,7 @@ from pyspark import SparkConf
 from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
-from ivm.runtime.spark import logs
+from ivm.runtime.spark import catalog_server, logs
 from ivm.runtime.spark.connect import driver_jvm, is_connect
 from ivm.runtime.spark.metastore import ENVIRONMENT as METASTORE_ENVIRONMENT
 from ivm.runtime.spark.metastore import client_environment, connection_conf
@@ -272,10 +272,9 @@ def served_metastore(home: Path, given: str | None, settings: dict[str, str]) ->
     """The ``host:port`` of the served catalog a session of ``home`` with ``settings`` (the
     user's: ambient, then explicit) uses: ``given`` (``$IVM_METASTORE``); None, the catalog
     opened embedded, for ``embedded``, for a session whose catalog is not the home's Derby
-    (not local, a ``ConnectionURL`` of the user's, an in-memory catalog), and where Derby's
-    network server cannot be had (its jars; under spark-submit, the client driver missing
-    from the driver's classpath); else the home's catalog server, started if none runs."""
-    from ivm.runtime.spark import catalog_server
+    (a driver in a cluster, a ``ConnectionURL`` of the user's, an in-memory catalog), and
+    where Derby's network server cannot be had (its jars; under spark-submit, the client
+    driver missing from the driver's classpath); else the home's catalog server, started if none runs."""
     from ivm.runtime.spark.metastore import (
         CLIENT_DRIVER,
         EMBEDDED,
@@ -286,7 +285,7 @@ def served_metastore(home: Path, given: str | None, settings: dict[str, str]) ->
     if given and given != EMBEDDED:
         return given
     if (
-        not settings.get("spark.master", "local[*]").startswith("local")
+        settings.get("spark.submit.deployMode") == "cluster"  # a driver on another machine
         or CONNECTION_URL in settings
         or settings.get("spark.sql.catalogImplementation", "hive") != "hive"
     ):
@@ -389,9 +388,10 @@ def spark_session(
 
     ambient = ambient_conf()
     home_path.mkdir(parents=True, exist_ok=True)
+    given = metastore or os.environ.get(METASTORE_ENVIRONMENT)
     served = served_metastore(
         home_path,
-        metastore or os.environ.get(METASTORE_ENVIRONMENT),
+        given,
         {**ambient, **({"spark.master": master} if master else {}), **(conf or {})},
     )
     defaults, final = session_conf(
@@ -418,6 +418,8 @@ def spark_session(
         return spark
 
     spark.sparkContext.setLogLevel("ERROR")
+    if served and not given:  # the home's catalog server
+        catalog_server.created(home_path, lambda: spark.sql("SHOW DATABASES").collect())
     # Derby reads its log location when it boots (lazily, on first catalog access); this
     # covers JVMs launched without our extraJavaOptions (e.g. by spark-submit).
     jvm: Any = driver_jvm(spark)  # py4j: Java packages and classes, found at run time
