@@ -274,7 +274,8 @@ def served_metastore(home: Path, given: str | None, settings: dict[str, str]) ->
     opened embedded, for ``embedded``, for a session whose catalog is not the home's Derby
     (a driver in a cluster, a ``ConnectionURL`` of the user's, an in-memory catalog), and
     where Derby's network server cannot be had (its jars; under spark-submit, the client
-    driver missing from the driver's classpath); else the home's catalog server, started if none runs."""
+    driver missing from the driver's classpath); else the home's catalog server, started if
+    none runs."""
     from ivm.runtime.spark.metastore import (
         CLIENT_DRIVER,
         EMBEDDED,
