@@ -68,7 +68,7 @@ def ensure(home: Path) -> str:
         return _start(home)
 
 
-def created(home: Path, create: Callable[[], None]) -> None:
+def created(home: Path, create: Callable[[], object]) -> None:
     """Run ``create``, a first use of the catalog of ``home`` through its server that creates
     the catalog's tables where they are missing, unless a process did so for this database
     already; one process at a time. The Hive metastore creates its tables, and the

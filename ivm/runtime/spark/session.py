@@ -420,7 +420,7 @@ def spark_session(
 
     spark.sparkContext.setLogLevel("ERROR")
     if served and not given:  # the home's catalog server
-        catalog_server.created(home_path, lambda: spark.sql("SHOW DATABASES").collect())
+        catalog_server.created(home_path, lambda: spark.sql("SHOW DATABASES").count())
     # Derby reads its log location when it boots (lazily, on first catalog access); this
     # covers JVMs launched without our extraJavaOptions (e.g. by spark-submit).
     jvm: Any = driver_jvm(spark)  # py4j: Java packages and classes, found at run time
