@@ -1,4 +1,4 @@
-"""The README's recipes: Paimon's merge engines written as views. Each recipe runs through
+"""The recipes of docs/sql.md: Paimon's merge engines written as views. Each recipe runs through
 batches of events that arrive out of order (a lower ``seq`` after a higher one, also within
 one batch), NULL values, events corrected and deleted; after every refresh, and after a
 final REFRESH ... FULL, the view must equal Spark running its SQL on the current events

@@ -122,7 +122,7 @@ def check_view(
             f"check_view compares a view with its query, which this view does not "
             f"equal: {compiled.semantics}",
             hint="check a lookup view against the definition of its semantics "
-            "(the README's Lookup joins)",
+            "(docs/sql.md, Lookup joins)",
         )
     drawn = sources({flat[t]: columns for t, columns in tables.items()}, view_sql)
     seed = random.randrange(2**32) if seed is None else seed

@@ -1,4 +1,4 @@
-"""dbt's adapter for ivm: ``type: ivm`` in a profile (see the README, "With dbt")."""
+"""dbt's adapter for ivm: ``type: ivm`` in a profile (see docs/dbt.md)."""
 
 import importlib
 

@@ -117,7 +117,7 @@ def verify(
     if compiled.semantics is not None:
         raise StateError(
             f"{name} cannot be verified against its query: {compiled.semantics}",
-            hint="check it against the definition of its semantics (the README's "
+            hint="check it against the definition of its semantics (docs/sql.md, "
             "Lookup joins), or refresh it FULL to enrich every row anew",
         )
     log = DeltaLogReader(spark, store_name(name))
