@@ -47,7 +47,7 @@ from benchmarks import report, tpch_data
 from benchmarks.measure import Meter, written
 from benchmarks.workload import APPEND_VIEWS, CORE, Batches, View, views
 from ivm.runtime.catalog.tables import store_name
-from ivm.runtime.refresh.execute import INSERTS_ONLY_RULES
+from ivm.runtime.refresh.gather import INSERTS_ONLY_RULES
 from ivm.runtime.spark.settings import STATE_LAYOUT, STORE_LAYOUT, session_settings
 
 RESULTS = Path(__file__).parent / "results"

@@ -4,8 +4,8 @@ why, and the view stays equal to its query."""
 import pytest
 
 import ivm
-from ivm.runtime.refresh.obstacles import MIN_BYTES, RATIO
-from ivm.runtime.refresh.plan import predict
+from ivm.runtime.decision.decide import MIN_BYTES, RATIO
+from ivm.runtime.refresh.gather import predict
 
 from cdf import CDF, vacuum_everything
 from helpers import assert_equals_query

@@ -6,7 +6,8 @@ import pytest
 
 import ivm
 from ivm.runtime.catalog.history import INSERTS_ONLY
-from ivm.runtime.refresh.execute import INSERTS_ONLY_RULES, refresh_view
+from ivm.runtime.refresh.execute import refresh_view
+from ivm.runtime.refresh.gather import INSERTS_ONLY_RULES
 
 from cdf import CDF
 from helpers import assert_equals_query

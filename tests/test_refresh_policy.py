@@ -11,9 +11,9 @@ import ivm
 from ivm.errors import SqlSyntaxError
 from ivm.frontend.statements import parse_statement
 from ivm.runtime.catalog.tables import qualified_name, store_name
+from ivm.runtime.decision.cost import KEPT, REMEASURE_AFTER, CostModel
+from ivm.runtime.decision.decide import MIN_BYTES, RATIO, NotIncrementalizable
 from ivm.runtime.log.delta_log import DeltaLogReader
-from ivm.runtime.refresh.obstacles import MIN_BYTES, RATIO
-from ivm.runtime.refresh.policy import KEPT, REMEASURE_AFTER, CostModel, NotIncrementalizable
 
 from cdf import CDF
 from helpers import assert_equals_query, explain

@@ -12,7 +12,7 @@ import pytest
 
 import ivm
 from ivm.runtime.observation.status import view_status
-from ivm.runtime.refresh.plan import predict
+from ivm.runtime.refresh.gather import predict
 from ivm.testing import Scenario, Source, run_scenario
 from ivm.testing.data import KEYWORDS_RESERVED, Column
 

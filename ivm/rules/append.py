@@ -1,7 +1,7 @@
 """Changes that only insert rows: a top-N or a MIN/MAX view folds them into its own rows.
 
 Where every source's change since the last refresh inserts rows and removes none (its
-commits add data files only, which :mod:`ivm.runtime.refresh.obstacles` reads in the logs), a row
+commits add data files only, which :mod:`ivm.runtime.refresh.gather` reads in the logs), a row
 outside a key's top N stays outside, as inserted rows only push it further down, and a
 group's MIN, MAX, COUNT and SUM combine its old value with the change's. The view's own rows
 at the affected keys ``K`` then stand for the input before the change::

@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 from ivm.errors import StateError
 from ivm.runtime.catalog.properties import STATE_OF, VIEW
 from ivm.runtime.catalog.tables import store_name
+from ivm.runtime.decision.terms import Mode
 from ivm.runtime.log.delta_log import DeltaLogReader, describe_history, once
 from ivm.runtime.spark.connect import Session
 
@@ -34,17 +35,6 @@ ROW_WRITES = frozenset({"WRITE", "DELETE", "UPDATE", "MERGE", "TRUNCATE", "RESTO
 HISTORY_SCAN = 50
 """How many of a store's latest commits are searched for its latest record (others, such as
 an OPTIMIZE of the store, carry none)."""
-
-
-class Mode(StrEnum):
-    """How a write of a store, or a refresh that wrote nothing, went; its value is what the
-    record and the history say."""
-
-    CREATE = "create"
-    INCREMENTAL = "incremental"  # the change folded into the store
-    FULL = "full"  # the store overwritten with the query's result
-    PARTITION = "partition"  # one partition of the store overwritten
-    NOOP = "noop"  # no source changed: nothing written
 
 
 class Technique(StrEnum):
@@ -142,6 +132,15 @@ class RefreshRecord:
     rules: str | None = field(default=None, metadata=_shown("STRING"))  # as RefreshResult.rules
     # a Technique's value: how the write applied its rows
     technique: str | None = field(default=None, metadata=_shown("STRING"))
+    # the ways the refresh weighed, the chosen one first (ivm.runtime.decision.decide's
+    # Alternative.to_record)
+    alternatives: list[dict] | None = field(
+        default=None,
+        metadata=_shown(
+            "ARRAY<STRUCT<mode STRING, chosen BOOLEAN, applicable BOOLEAN, cost_bytes BIGINT, "
+            "reason STRING>>"
+        ),
+    )
     committed_ms: int | None = None  # when it was committed: read from the log,
     # never written
 
@@ -259,13 +258,15 @@ def _latest_record(log: DeltaLogReader) -> RefreshRecord:
 def history(spark: Session, store: str) -> DataFrame:
     """Every write of ``store`` that ivm made, newest first: its store version and time, the
     refresh's id, mode and reason, the cost model's prediction where it chose the mode (see
-    :mod:`ivm.runtime.refresh.policy`), the rules of an incremental refresh where they were those
-    for inserted rows only (:data:`INSERTS_ONLY`), how it wrote the store (:class:`Technique`),
-    the source versions it consumed, the bytes it read, the store rows it inserted (an append:
-    the change rows it logged), updated and deleted, how long it took until its
-    commit, and where that time went: ``phases``, each phase's seconds and Spark jobs (see
-    :mod:`ivm.runtime.refresh.phases`), the ``write`` up to its commit included, its jobs uncounted
-    (the commit is written before they are known)."""
+    :mod:`ivm.runtime.decision.cost`), the rules of an incremental refresh where they were
+    those for inserted rows only (:data:`INSERTS_ONLY`), how it wrote the store
+    (:class:`Technique`), the ways it weighed (``alternatives``: applying the change and
+    recomputing, see :mod:`ivm.runtime.decision.decide`), the source versions it consumed,
+    the bytes it read, the store rows it inserted (an append: the change rows it logged),
+    updated and deleted, how long it took until its commit, and where that time went:
+    ``phases``, each phase's seconds and Spark jobs (see :mod:`ivm.runtime.refresh.phases`),
+    the ``write`` up to its commit included, its jobs uncounted (the commit is written before
+    they are known)."""
     record = F.from_json("userMetadata", f"ivm {record_type()}").ivm
     metrics = F.col("operationMetrics")
     seconds = (F.unix_millis("timestamp") - F.col("record.started_ms")) / 1000
@@ -305,6 +306,7 @@ def history(spark: Session, store: str) -> DataFrame:
             "record.prediction",
             "record.rules",
             "record.technique",
+            "record.alternatives",
             "record.sources",
             "record.read_bytes",
             metric("numTargetRowsInserted", "numOutputRows").alias("rows_inserted"),

@@ -25,7 +25,7 @@ FRESHNESS = "ivm.freshness"
 SUSPENDED = "ivm.suspended"
 """``true`` where ``ivm run`` leaves the view alone."""
 POLICY = "ivm.refreshPolicy"
-"""The view's refresh policy (:class:`~ivm.runtime.refresh.policy.Policy`; ``AUTO`` where it
+"""The view's refresh policy (:class:`~ivm.runtime.decision.terms.Policy`; ``AUTO`` where it
 is not set)."""
 DELETED_FILE_RETENTION = "delta.deletedFileRetentionDuration"
 """Delta's: how long VACUUM keeps the files a commit removed; the view's ``RETENTION``."""

@@ -44,9 +44,10 @@ import networkx as nx
 from py4j.protocol import Py4JNetworkError
 
 from ivm.runtime.catalog.graph import dependency_graph, materialized_views
-from ivm.runtime.catalog.history import Mode, RefreshResult
+from ivm.runtime.catalog.history import RefreshResult
 from ivm.runtime.catalog.properties import FRESHNESS, SUSPENDED
 from ivm.runtime.catalog.tables import store_properties
+from ivm.runtime.decision.terms import Mode
 from ivm.runtime.log.delta_log import reading_each_log_once
 from ivm.runtime.messages import one_line
 from ivm.runtime.observation.lag import lag_seconds, oldest_unconsumed_ms

@@ -37,7 +37,7 @@ from ivm.names import DIALECT, internal_database, is_internal_database, quote, s
 from ivm.runtime.catalog.analysis import analyse, refuse_temporary
 from ivm.runtime.catalog.definition import compile_definition, named_view, not_a_view, pin
 from ivm.runtime.catalog.graph import check_no_cycle, readers
-from ivm.runtime.catalog.history import Mode, RefreshRecord, RefreshResult, Technique
+from ivm.runtime.catalog.history import RefreshRecord, RefreshResult, Technique
 from ivm.runtime.catalog.properties import (
     COLUMNS,
     DEFINITION,
@@ -64,6 +64,8 @@ from ivm.runtime.catalog.tables import (
     store_name,
     store_properties,
 )
+from ivm.runtime.decision.decide import admit, maintained, never_incremental
+from ivm.runtime.decision.terms import DEFAULT_POLICY, Mode, Policy
 from ivm.runtime.log.delta_log import CDF_PROPERTY, reading_each_log_once, rows_written
 from ivm.runtime.observation.describe import consumed_versions
 from ivm.runtime.refresh import faults
@@ -73,7 +75,6 @@ from ivm.runtime.refresh.commit import (
     isolated,
     write_catalog_view,
 )
-from ivm.runtime.refresh.policy import DEFAULT_POLICY, Policy, check_policy, never_incremental
 from ivm.runtime.refresh.read_estimate import read_estimate
 from ivm.runtime.refresh.sources import (
     bind,
@@ -126,7 +127,7 @@ def create_view(
     readable (:mod:`ivm.runtime.refresh.upkeep`; default 7 days, for its files and its log).
     ``partitioned_by``: columns of the view that partition its store, so that a partition
     can be recomputed alone (:func:`refresh_partition`). ``policy``: the view's refresh
-    policy (:mod:`ivm.runtime.refresh.policy`; default AUTO). ``layout``: how the store
+    policy (:mod:`ivm.runtime.decision.terms`; default AUTO). ``layout``: how the store
     takes a change, ``merge`` or ``log`` (:mod:`ivm.codegen.store`; default the session's
     :data:`STORE_LAYOUT`, else ``merge``).
 
@@ -158,24 +159,7 @@ def create_view(
             logged = _logged_layout_chosen(work, layout)
             states_logged = _logged_layout_chosen(work, setting=STATE_LAYOUT)
             _check_partitioning(view, compiled, partitioned_by, logged)
-            if existing is not None and STATE_OF in existing:
-                raise ViewExists(
-                    f"{view} is a state table of the materialized view {existing[STATE_OF]}",
-                    hint=f"choose another name (CREATE OR REPLACE MATERIALIZED VIEW "
-                    f"{existing[STATE_OF]} redefines that view and its state "
-                    f"tables)",
-                )
-            is_view = existing is not None
-            has_catalog_view = work.catalog.tableExists(view)
-            store_gone = has_catalog_view and not is_view and _store_gone(work, view)
-            if store_gone and not replace:
-                raise ViewExists(
-                    f"{view} is what is left of a materialized view whose store is gone "
-                    f"(dropped outside ivm, by Spark's DROP TABLE?)",
-                    hint=f"CREATE OR REPLACE MATERIALIZED VIEW {view} AS ... creates it anew",
-                )
-            if has_catalog_view and not is_view and not store_gone:
-                raise ViewExists(f"{view} already exists", hint="choose another name")
+            is_view, has_catalog_view, store_gone = _what_exists(work, view, existing, replace)
             if is_view and has_catalog_view:
                 if if_not_exists:
                     return RefreshResult(view, Mode.NOOP, consumed_versions(work, view))
@@ -184,14 +168,7 @@ def create_view(
                         f"{view} already exists",
                         hint="use CREATE OR REPLACE MATERIALIZED VIEW to redefine it",
                     )
-            for table in [view, *states]:
-                if not _is_materialized_view(work, table) and work.catalog.tableExists(
-                    store_name(table)
-                ):
-                    raise ViewExists(
-                        f"{store_name(table)} already exists and is not the store of {table}",
-                        hint="choose another view name",
-                    )
+            _check_stores_free(work, [view, *states])
             check_no_cycle(work, view, read)
         if (is_view and not has_catalog_view) or store_gone:
             # A store without its catalog view (its view dropped by Spark's DROP VIEW or DROP
@@ -229,6 +206,45 @@ def create_view(
         seconds=time.perf_counter() - start,
         technique=Technique.RECOMPUTE,
     )
+
+
+def _what_exists(
+    spark: Session, view: str, existing: dict[str, str] | None, replace: bool
+) -> tuple[bool, bool, bool]:
+    """What a CREATE of ``view`` finds under its name (``existing``: the properties of a store
+    of that name): whether it is a materialized view, whether a catalog view has its name,
+    and whether that catalog view is what is left of a view whose store is gone. Raises
+    :class:`ViewExists` where the name is another's: a state table's, a Spark table's or
+    view's, or a view's remains that only a CREATE OR REPLACE (``replace``) takes."""
+    if existing is not None and STATE_OF in existing:
+        raise ViewExists(
+            f"{view} is a state table of the materialized view {existing[STATE_OF]}",
+            hint=f"choose another name (CREATE OR REPLACE MATERIALIZED VIEW "
+            f"{existing[STATE_OF]} redefines that view and its state tables)",
+        )
+    is_view = existing is not None
+    has_catalog_view = spark.catalog.tableExists(view)
+    store_gone = has_catalog_view and not is_view and _store_gone(spark, view)
+    if store_gone and not replace:
+        raise ViewExists(
+            f"{view} is what is left of a materialized view whose store is gone "
+            f"(dropped outside ivm, by Spark's DROP TABLE?)",
+            hint=f"CREATE OR REPLACE MATERIALIZED VIEW {view} AS ... creates it anew",
+        )
+    if has_catalog_view and not is_view and not store_gone:
+        raise ViewExists(f"{view} already exists", hint="choose another name")
+    return is_view, has_catalog_view, store_gone
+
+
+def _check_stores_free(spark: Session, tables: list[str]) -> None:
+    """Refuse a CREATE whose view or state ``tables`` would take a store name a table that is
+    no store of theirs has."""
+    for table in tables:
+        if not _is_materialized_view(spark, table) and spark.catalog.tableExists(store_name(table)):
+            raise ViewExists(
+                f"{store_name(table)} already exists and is not the store of {table}",
+                hint="choose another view name",
+            )
 
 
 def _check_user_database(view: str) -> None:
@@ -290,7 +306,7 @@ def _create_store(
         ):
             if policy is not None:
                 schema = spark.sql(compiled.full_query.sql(DIALECT)).schema
-                check_policy(view, Policy(policy), compiled, schema)
+                admit(view, Policy(policy), never_incremental(compiled, _types(schema)))
             logged = is_logged(properties)
             commit(
                 codegen.create_table_statement(
@@ -453,21 +469,20 @@ def _maintenance(
         (
             reason
             for part, schema in _store_schemas(spark, compiled)
-            if (reason := never_incremental(part, schema))
+            if (reason := never_incremental(part, _types(schema)))
         ),
         None,
     )
-    if policy is Policy.FULL:
-        verdict = "maintained: by a full recompute on every refresh (REFRESH POLICY FULL)"
-    elif never and policy in (Policy.INCREMENTAL, Policy.INCREMENTAL_STRICT):
-        verdict = f"maintained: no, CREATE fails: {never}"
-    elif never:
-        verdict = f"maintained: by a full recompute on every refresh: {never}"
-    else:
-        verdict = "maintained: incrementally" + (
-            ", unless a refresh predicts a full recompute cheaper" if policy is Policy.AUTO else ""
-        )
-    return [verdict, *compiled.explain().splitlines(), *read_estimate(spark, compiled).splitlines()]
+    return [
+        maintained(policy, never),
+        *compiled.explain().splitlines(),
+        *read_estimate(spark, compiled).splitlines(),
+    ]
+
+
+def _types(schema: StructType) -> dict[str, str]:
+    """The Spark SQL type of each column of ``schema``."""
+    return {f.name: f.dataType.simpleString() for f in schema}
 
 
 def _store_schemas(spark: Session, compiled: CompiledView) -> list[tuple[CompiledView, StructType]]:
@@ -509,12 +524,10 @@ def alter_view(
     shared = {}
     if policy is not None:
         for table in [*state_tables(spark, view), view]:
-            check_policy(
-                table,
-                Policy(policy),
-                compile_definition(spark, table),
-                spark.table(store_name(table)).schema,
+            never = never_incremental(
+                compile_definition(spark, table), _types(spark.table(store_name(table)).schema)
             )
+            admit(table, Policy(policy), never)
         shared[POLICY] = policy
     if retention is not None:
         check_retention(view, retention)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 
 from ivm.runtime.catalog.definition import (
     compile_definition,
@@ -28,11 +28,12 @@ from ivm.runtime.catalog.properties import (
     layout_description,
 )
 from ivm.runtime.catalog.tables import qualified_name, store_name, store_properties
+from ivm.runtime.decision.decide import Alternative
+from ivm.runtime.decision.terms import DEFAULT_POLICY
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.messages import size
 from ivm.runtime.observation.lag import lag_seconds
-from ivm.runtime.refresh.plan import predict
-from ivm.runtime.refresh.policy import DEFAULT_POLICY
+from ivm.runtime.refresh.gather import predict
 from ivm.runtime.refresh.retention import (
     Assessment,
     Unconsumed,
@@ -56,7 +57,7 @@ def describe_view(spark: Session, name: str) -> DataFrame:
     model's prediction, what it read and wrote), its state tables (key, size, version), the
     source versions it reflects and how far it lags behind its sources, until when the
     sources keep the change it has not consumed, what its next refresh would do now
-    (:func:`~ivm.runtime.refresh.plan.predict`), and a ``warning`` where the sources may
+    (:func:`~ivm.runtime.refresh.gather.predict`), and a ``warning`` where the sources may
     remove the change before the view takes it (see :mod:`ivm.runtime.refresh.retention`). Each
     Delta log is read once."""
     view = qualified_name(spark, name)
@@ -93,6 +94,7 @@ def _describe_view(spark: Session, view: str) -> DataFrame:
         ("last refresh technique", last.technique or ""),
         ("last refresh reason", last.reason or ""),
         ("last refresh prediction", last.prediction or ""),
+        ("last refresh alternatives", _alternatives(last.alternatives)),
         ("last refresh read bytes", "" if last.read_bytes is None else str(last.read_bytes)),
         (
             "last refresh rows written",
@@ -123,6 +125,12 @@ def _describe_view(spark: Session, view: str) -> DataFrame:
     facts.append(("next refresh", str(predict(spark, view))))
     facts += [("warning", warning) for _, a in assessed for warning in a.warnings]
     return spark.createDataFrame(facts, "property STRING, value STRING")
+
+
+def _alternatives(recorded: list[Row] | None) -> str:
+    """The ways a refresh weighed, as its record keeps them, in words ("" where it kept none:
+    a CREATE, a refresh with nothing to do, a record of an older ivm)."""
+    return "; ".join(str(Alternative.from_record(way.asDict())) for way in recorded or [])
 
 
 def retention_assessments(

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 
 from ivm.runtime.catalog.history import latest_consumed
 from ivm.runtime.catalog.tables import store_name, store_properties
+from ivm.runtime.decision.decide import replaced_source
 from ivm.runtime.log.delta_log import DeltaLogReader, once
-from ivm.runtime.refresh.obstacles import replaced_source
 from ivm.runtime.spark.connect import Session
 
 

@@ -3,7 +3,7 @@ refresh, and what its next refresh would do now) and the warnings due (a catalog
 dropped or changed by Spark's own statements among them).
 
 The prediction is the plan the next refresh would make now
-(:func:`~ivm.runtime.refresh.plan.predict`), so a refresh that will fail, or recompute, is
+(:func:`~ivm.runtime.refresh.gather.predict`), so a refresh that will fail, or recompute, is
 known before ``ivm run`` or a job meets it. ``DESCRIBE MATERIALIZED VIEW`` says the rest.
 """
 
@@ -21,7 +21,7 @@ from ivm.runtime.messages import one_line
 from ivm.runtime.observation.describe import retention_assessments
 from ivm.runtime.observation.lag import lag_seconds
 from ivm.runtime.refresh.commit import catalog_view_problem
-from ivm.runtime.refresh.plan import predict, reshaped
+from ivm.runtime.refresh.gather import predict, reshaped
 from ivm.runtime.spark.connect import Session
 
 HEADER = ("view", "freshness", "lag", "last refresh", "next refresh")

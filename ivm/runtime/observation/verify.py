@@ -45,7 +45,7 @@ from ivm.runtime.catalog.tables import qualified_name, store_name, store_propert
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.observation.compare import Difference, column_difference, columns_of, difference
 from ivm.runtime.refresh.commit import catalog_view_problem, store_view_query
-from ivm.runtime.refresh.plan import reshaped
+from ivm.runtime.refresh.gather import reshaped
 from ivm.runtime.refresh.sources import latest_sources, snapshot, upstream
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import session_settings

@@ -46,7 +46,7 @@ from ivm.runtime.catalog.properties import STORE, is_logged
 from ivm.runtime.catalog.tables import CatalogView, catalog_view, column_types, store_name
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.refresh import faults
-from ivm.runtime.refresh.obstacles import CHANGE_DATA_UNAVAILABLE
+from ivm.runtime.refresh.gather import CHANGE_DATA_UNAVAILABLE
 from ivm.runtime.refresh.phases import PhaseClock
 from ivm.runtime.refresh.sources import bind, delta_table, folded_rows, snapshot, unbind
 from ivm.runtime.spark.connect import Session, session_of_its_own, set_settings, settings_of

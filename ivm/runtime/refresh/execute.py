@@ -7,9 +7,9 @@ is one committed write (:mod:`ivm.runtime.refresh.commit`), retried from a fresh
 when another refresh of the view committed first.
 
 A refresh carries out the plan made before any data is read
-(:mod:`ivm.runtime.refresh.plan`) as one :class:`Write`; an incremental write that learns,
+(:mod:`ivm.runtime.decision.decide`) as one :class:`Write`; an incremental write that learns,
 reading the change, that it cannot apply it returns a
-:class:`~ivm.runtime.refresh.plan.Revision` instead of committing, and the refresh then
+:class:`~ivm.runtime.decision.decide.Revision` instead of committing, and the refresh then
 recomputes or fails as the revised plan says.
 """
 
@@ -35,7 +35,6 @@ from ivm.runtime.catalog.definition import compile_definition, named_view, view_
 from ivm.runtime.catalog.graph import dependency_graph, materialized_views, refresh_order
 from ivm.runtime.catalog.history import (
     INSERTS_ONLY,
-    Mode,
     RefreshRecord,
     RefreshResult,
     Technique,
@@ -43,6 +42,16 @@ from ivm.runtime.catalog.history import (
 )
 from ivm.runtime.catalog.properties import is_logged
 from ivm.runtime.catalog.tables import qualified_name, store_name
+from ivm.runtime.decision.cost import CostModel
+from ivm.runtime.decision.decide import (
+    DEFAULT_MIN_BYTES,
+    MIN_BYTES,
+    Revision,
+    decide,
+    replaced_source,
+    state_table_recomputed,
+)
+from ivm.runtime.decision.terms import Mode, Obstacle, ObstacleKind
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once, rows_written
 from ivm.runtime.messages import one_line
 from ivm.runtime.refresh import faults
@@ -53,10 +62,8 @@ from ivm.runtime.refresh.commit import (
     retrying,
     spark_errors,
 )
-from ivm.runtime.refresh.obstacles import DEFAULT_MIN_BYTES, MIN_BYTES, replaced_source
+from ivm.runtime.refresh.gather import gather, reshaped
 from ivm.runtime.refresh.phases import PhaseClock
-from ivm.runtime.refresh.plan import Decision, Revision, plan_refresh, reshaped, what_is_known
-from ivm.runtime.refresh.policy import CostModel, Obstacle, ObstacleKind
 from ivm.runtime.refresh.pruning import prune, stored_key_ranges
 from ivm.runtime.refresh.retention import unreadable
 from ivm.runtime.refresh.sources import (
@@ -86,10 +93,6 @@ STORE_CHANGE = "_ivm_store_change"
 """The temporary view of the change to the store, which the MERGE reads."""
 MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
 
-INSERTS_ONLY_RULES = "spark.ivm.refresh.insertsOnlyRules"
-"""``false`` turns off the rules for changes that insert rows only (:mod:`ivm.rules.append`):
-every refresh then takes the rules for any change (to compare them, or to rule them out)."""
-
 OVERFLOW_REASON = "a sum overflowed its type while folding the change"
 LOOKUP_RECOMPUTED = "; every fact row was enriched anew with the dimension as it is now"
 """What a recompute of a lookup join's state adds to its reason (see :mod:`ivm.rules.lookup`)."""
@@ -99,7 +102,7 @@ def refresh_view(spark: Session, name: str, *, full: bool = False) -> RefreshRes
     """Bring the materialized view ``name`` up to its sources' latest versions.
 
     Incremental unless ``full``, or unless the view's refresh policy recomputes for what
-    stands in the way (:mod:`ivm.runtime.refresh.policy`): the change of every source since the
+    stands in the way (:mod:`ivm.runtime.decision.decide`): the change of every source since the
     versions the store records is folded into the store by one MERGE. A full refresh
     overwrites the store with the query's result instead, which also repairs a store that
     disagrees with its sources.
@@ -138,11 +141,7 @@ def _refresh_with_states(
     for state in tables:
         states.append(_refresh_one(spark, state, forced))
         faults.reach("refresh.after_state")
-    recomputed = [s.view for s in states if s.mode == Mode.FULL]
-    if forced is None and recomputed:  # its change would be the state table twice over
-        forced = Obstacle(
-            ObstacleKind.REINITIALIZE, f"its state table {recomputed[0]} was recomputed"
-        )
+    forced = forced or state_table_recomputed([(s.view, s.mode) for s in states], "was")
     result = _refresh_one(spark, view, forced)
     result.states = states
     return result
@@ -317,34 +316,29 @@ def _refresh(
     forced: Obstacle | None,
     clock: PhaseClock,
 ) -> RefreshResult:
-    """Carry out the plan of a refresh (:mod:`ivm.runtime.refresh.plan`), made once the
+    """Carry out the plan of a refresh (:mod:`ivm.runtime.decision.decide`), made once the
     store's and the sources' logs are read: nothing, apply the change, recompute, or fail. An
     incremental refresh that learns, reading the change, that it cannot apply it (a change
     data file removed, a sum that overflows, a delta query planned dearer than a recompute)
-    returns a :class:`~ivm.runtime.refresh.plan.Revision`, and the plan revised
+    returns a :class:`~ivm.runtime.decision.decide.Revision`, and the plan revised
     recomputes or fails as the policy says."""
     start = time.perf_counter()
     compiled, schema, repaired = _prepared(spark, view, properties, clock)
     with clock.phase("versions"), spark_errors(view, spark, compiled.sources):
-        known = what_is_known(spark, view, compiled, properties, schema, forced)
-        plan = plan_refresh(known)
-        if plan.mode is Decision.NOOP:
+        known = gather(spark, view, compiled, properties, schema, forced)
+        plan = decide(known)
+        if plan.mode is Mode.NOOP:
             seconds = time.perf_counter() - start
             return RefreshResult(
                 view, Mode.NOOP, known.current, known.previous, seconds=seconds, repaired=repaired
             )
-        if plan.mode is Decision.FAILS:
+        if plan.fails:
             raise plan.error(view)
         store_version = DeltaLogReader.of(spark, store_name(view)).version()
     model = known.model
     outcome = None
-    if plan.mode is Decision.INCREMENTAL:
-        inserting = (
-            compiled.inserting()
-            if plan.inserts_only
-            and (spark.conf.get(INSERTS_ONLY_RULES, "true") or "true").lower() != "false"
-            else None
-        )
+    if plan.mode is Mode.INCREMENTAL:
+        inserting = compiled.inserting() if plan.inserts_only else None
         rules = None if inserting is None else INSERTS_ONLY
         record = RefreshRecord(
             Mode.INCREMENTAL,
@@ -372,7 +366,7 @@ def _refresh(
         )
         if isinstance(outcome, Revision):
             plan = plan.revised(known.policy, outcome)
-            if plan.mode is Decision.FAILS:
+            if plan.fails:
                 raise plan.error(view)
             model = outcome.model or model
     if not isinstance(outcome, RefreshResult):  # a recompute, as planned or revised
@@ -421,7 +415,7 @@ class Write:
     which reflects the sources at ``previous``, by the query of ``compiled``, and timed by
     ``clock``. An incremental write keeps the cost ``model`` it was planned with, and judges
     its delta query, once planned, against ``recheck_against`` (see
-    :class:`~ivm.runtime.refresh.plan.RefreshPlan`); a partition write overwrites the
+    :class:`~ivm.runtime.decision.decide.RefreshPlan`); a partition write overwrites the
     rows that match ``partition``."""
 
     view: str

@@ -9,7 +9,7 @@ before or after the change. From the logs alone, without a scan:
     a full recompute reads Σ over sources of the table's bytes.
 
 For a view that exists, the estimate ends with the plan of its next refresh
-(:func:`~ivm.runtime.refresh.plan.predict`): what the refresh would do now, and why.
+(:func:`~ivm.runtime.refresh.gather.predict`): what the refresh would do now, and why.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from ivm.compiler import CompiledView
 from ivm.runtime.catalog.tables import store_properties
 from ivm.runtime.messages import size
-from ivm.runtime.refresh.plan import predict
+from ivm.runtime.refresh.gather import predict
 from ivm.runtime.refresh.sources import source_bytes
 from ivm.runtime.spark.connect import Session
 from ivm.zset import Read

@@ -32,7 +32,7 @@ whose retentions the view's ``RETENTION`` sets and which ``ivm run`` vacuums
 A source whose change is pending is
 
 * ``expired`` when its deadline has passed (or its log no longer holds the commits): the
-  next refresh may have to recompute the view in full (:mod:`ivm.runtime.refresh.obstacles`);
+  next refresh may have to recompute the view in full (:mod:`ivm.runtime.decision.decide`);
 * gone, whatever its deadline, when files of its commits are no longer there: the next
   refresh recomputes the view in full;
 * ``at risk`` when less time is left than the view's FRESHNESS (``ivm run`` refreshes a view
@@ -58,8 +58,8 @@ from functools import partial
 from ivm.runtime.catalog.history import RefreshRecord, latest_consumed
 from ivm.runtime.catalog.properties import DELETED_FILE_RETENTION, LOG_RETENTION, STATE_OF
 from ivm.runtime.catalog.tables import store_properties
+from ivm.runtime.decision.decide import replaced_source
 from ivm.runtime.log.delta_log import DeltaLogReader, once
-from ivm.runtime.refresh.obstacles import replaced_source
 from ivm.runtime.refresh.sources import delta_table
 from ivm.runtime.refresh.upkeep import MIN_RETENTION_SECONDS
 from ivm.runtime.spark.connect import Session

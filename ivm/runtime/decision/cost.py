@@ -1,23 +1,6 @@
-"""Which way a refresh goes: fold the change into the store, or recompute the view.
-
-A view's **refresh policy** (``REFRESH POLICY`` on CREATE and ALTER, Databricks' spelling,
-kept in the store's property ``ivm.refreshPolicy``) says how a refresh chooses:
-
-* ``AUTO`` (the default): incremental where it can be, unless recomputing is predicted
-  cheaper;
-* ``INCREMENTAL``: incremental where it can be, whatever it costs;
-* ``INCREMENTAL STRICT``: incremental, or the refresh fails and says why it cannot be;
-* ``FULL``: every refresh recomputes.
-
-What stops a refresh from applying the change is an :class:`Obstacle` of one of four kinds:
-
-* ``requested``: ``REFRESH ... FULL``, or the policy ``FULL``;
-* ``reinitialize``: the change no longer describes the view's input (a source was replaced,
-  or its schema changed); every policy recomputes;
-* ``unavailable``: the change cannot be applied (part of it is gone from the log, the change
-  data feed was off, a sum overflowed or cannot be added exactly); ``INCREMENTAL STRICT``
-  fails, the other policies recompute;
-* ``cost``: recomputing is predicted cheaper; only ``AUTO`` recomputes.
+"""The cost model of a refresh: when recomputing a view is predicted cheaper than applying
+its change (an obstacle of kind ``cost``, which only ``REFRESH POLICY AUTO`` heeds; see
+:mod:`ivm.runtime.decision.decide`).
 
 **The cost model** predicts a recompute cheaper only on evidence, and errs towards
 applying the change. Recomputing reads the sources whole (``full`` bytes); a full refresh of
@@ -55,26 +38,12 @@ them costs its fixed overhead either way, and stays incremental.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from enum import StrEnum
 from math import ceil, log
+from typing import Any
 
-from ivm.compiler import CompiledView
-from ivm.errors import IvmError
+from ivm.runtime.decision.terms import Obstacle, ObstacleKind
 from ivm.runtime.messages import size
-from ivm.store import is_exact
 
-
-class Policy(StrEnum):
-    """A view's refresh policy, spelled as ``REFRESH POLICY`` and its store property spell it
-    (see the module's docstring)."""
-
-    AUTO = "AUTO"
-    INCREMENTAL = "INCREMENTAL"
-    INCREMENTAL_STRICT = "INCREMENTAL STRICT"
-    FULL = "FULL"
-
-
-DEFAULT_POLICY = Policy.AUTO
 REMEASURE_AFTER = 8
 """Recomputes in a row, chosen by cost, after which one refresh is incremental again."""
 KEPT = 8
@@ -88,56 +57,6 @@ own refreshes measure it: about the median (0.18) of the planner benchmark's
 (``benchmarks/results/planner_rerun``: SF 1, TPC-H, batches of 0.01, 0.1, 1 and 10 %), where
 each tenfold change cost the eight views' incremental refreshes 1.07–2.4 times as long (α
 from 0.03 to 0.38)."""
-
-
-class NotIncrementalizable(IvmError):
-    """A refresh under ``REFRESH POLICY INCREMENTAL STRICT`` (or a CREATE or ALTER to
-    ``INCREMENTAL``) that cannot apply the change."""
-
-
-class ObstacleKind(StrEnum):
-    """What an obstacle to applying the change is (see the module's docstring)."""
-
-    REQUESTED = "requested"
-    REINITIALIZE = "reinitialize"
-    UNAVAILABLE = "unavailable"
-    COST = "cost"
-
-
-@dataclass(frozen=True)
-class Obstacle:
-    """Why a refresh does not apply the change, and of what ``kind``."""
-
-    kind: ObstacleKind
-    reason: str
-
-
-def never_incremental(compiled: CompiledView, schema) -> str | None:
-    """Why no refresh of a view with the store ``schema`` (a Spark StructType) can apply a
-    change, if none can: a sum stored as a type whose addition is inexact (floating
-    point)."""
-    types = {f.name: f.dataType.simpleString() for f in schema}
-    inexact = [
-        f"{acc.name} {types[acc.name].upper()}"
-        for acc in compiled.store.accumulators
-        if acc.kind == "sum" and not is_exact(types[acc.name])
-    ]
-    return (
-        f"sums stored as types that cannot be added exactly ({', '.join(inexact)})"
-        if inexact
-        else None
-    )
-
-
-def check_policy(view: str, policy: Policy, compiled: CompiledView, schema) -> None:
-    """At CREATE or ALTER: a view that no refresh can maintain incrementally cannot take an
-    ``INCREMENTAL`` policy."""
-    reason = never_incremental(compiled, schema)
-    if reason is not None and policy in (Policy.INCREMENTAL, Policy.INCREMENTAL_STRICT):
-        raise NotIncrementalizable(
-            f"{view} cannot be refreshed incrementally under REFRESH POLICY {policy}: {reason}",
-            hint="use REFRESH POLICY AUTO or FULL, or change the query",
-        )
 
 
 @dataclass(frozen=True)
@@ -154,7 +73,8 @@ class CostModel:
     recomputed_in_a_row: int = 0
 
     @classmethod
-    def from_record(cls, stored: dict | None) -> CostModel:
+    def from_record(cls, stored: dict[str, Any] | None) -> CostModel:
+        """The model a refresh's record keeps (its JSON, :meth:`to_record`)."""
         stored = stored or {}
         planned = stored.get("planned")
         return cls(
@@ -164,7 +84,7 @@ class CostModel:
             int(stored.get("recomputed_in_a_row") or 0),
         )
 
-    def to_record(self) -> dict:
+    def to_record(self) -> dict[str, Any]:
         return asdict(self)
 
     def observed(
