@@ -139,12 +139,11 @@ def _cmd_sql(args) -> int:
 def _run_statement(spark: Session, statement: str, limit: int) -> None:
     """Run ``statement`` and show what it did; REFRESH ALL shows each view's refresh as soon
     as it is done, and fails at the end if one was not."""
-    from ivm.frontend.statements import parse_statement
+    from ivm.frontend.statements import RefreshAll, parse_statement
     from ivm.runtime.commands.statements import sql
     from ivm.runtime.refresh.execute import refresh_all
 
-    parsed = parse_statement(statement)
-    if parsed is None or parsed.action != "refresh_all":
+    if not isinstance(parse_statement(statement), RefreshAll):
         _show(sql(spark, statement), limit)
     elif not refresh_all(spark, report=lambda line: print(line, flush=True)):
         print("no materialized views")
@@ -211,16 +210,15 @@ def _rows_affected(metrics: dict[str, int]) -> str:
 def _view_definition(args) -> tuple[str, str, str]:
     """``(name, CREATE statement, SELECT)`` of the view in ``args.file`` (``--name`` names a
     bare SELECT)."""
-    from ivm.frontend.statements import parse_statement
+    from ivm.frontend.statements import CreateView, parse_statement
 
     text = Path(args.file).read_text()
     statement = parse_statement(text)
-    if statement is not None and statement.action == "create":
-        assert statement.name is not None and statement.query is not None  # as every CREATE's
+    if isinstance(statement, CreateView):
         return args.name or statement.name, text, statement.query
     if statement is not None:
         raise IvmError(
-            f"{args.file} holds a {statement.action.upper()} statement",
+            f"{args.file} holds a {statement.kind} statement",
             hint="write CREATE MATERIALIZED VIEW name AS SELECT ..., or a SELECT",
         )
     name = args.name or Path(args.file).stem

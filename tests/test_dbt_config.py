@@ -5,7 +5,7 @@ import pytest
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.ivm.impl import create_clauses, normalized
-from ivm.frontend.statements import parse_statement
+from ivm.frontend.statements import CreateView, parse_statement
 
 pytestmark = pytest.mark.fast
 
@@ -41,7 +41,7 @@ def test_a_models_config_becomes_the_clauses_ivm_parses(
     """The clauses the adapter writes for a model's config, read back by ivm's own parser of
     ``CREATE MATERIALIZED VIEW``."""
     parsed = parse_statement(f"CREATE MATERIALIZED VIEW v {create_clauses(config)} AS SELECT 1")
-    assert parsed is not None and (parsed.query or "").strip() == "SELECT 1"
+    assert isinstance(parsed, CreateView) and parsed.query.strip() == "SELECT 1"
     assert (parsed.freshness, parsed.retention) == (freshness, retention)
     assert (parsed.partitioned_by, parsed.policy) == (partitioned_by, chosen)
 

@@ -9,7 +9,7 @@ import pytest
 
 import ivm
 from ivm.errors import SqlSyntaxError
-from ivm.frontend.statements import parse_statement
+from ivm.frontend.statements import AlterView, CreateView, ExplainCreate, parse_statement
 from ivm.runtime.catalog.tables import qualified_name, store_name
 from ivm.runtime.decision.cost import KEPT, REMEASURE_AFTER, CostModel
 from ivm.runtime.decision.decide import MIN_BYTES, RATIO, NotIncrementalizable
@@ -73,17 +73,14 @@ def test_every_policy_is_spelled_on_create_alter_and_explain(policy):
         f"CREATE MATERIALIZED VIEW v FRESHNESS = INTERVAL '1' MINUTE "
         f"REFRESH POLICY {policy} AS SELECT 1 AS x"
     )
-    assert (create.action, create.policy, create.freshness) == ("create", policy, 60)
+    assert isinstance(create, CreateView) and (create.policy, create.freshness) == (policy, 60)
     alter = parse_statement(f"ALTER MATERIALIZED VIEW v SET REFRESH POLICY {policy}")
-    assert (alter.action, alter.policy) == ("alter", policy)
+    assert alter == AlterView("v", policy=policy)
     explain = parse_statement(
         f"explain CREATE MATERIALIZED VIEW v REFRESH POLICY {policy} AS SELECT 1 AS x"
     )
-    assert (explain.action, explain.policy, explain.query.strip()) == (
-        "explain",
-        policy,
-        "SELECT 1 AS x",
-    )
+    assert isinstance(explain, ExplainCreate)
+    assert (explain.create.policy, explain.create.query.strip()) == (policy, "SELECT 1 AS x")
 
 
 @pytest.mark.fast

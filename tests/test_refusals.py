@@ -4,7 +4,7 @@ import pytest
 
 import ivm
 from ivm.errors import CatalogError, Position, SqlSyntaxError, UnsupportedQuery
-from ivm.frontend.statements import parse_statement
+from ivm.frontend.statements import CreateView, parse_statement
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.spark.settings import session_settings
 
@@ -24,7 +24,7 @@ def test_statement_with_escaped_quotes_in_a_literal_is_parsed(literal, value):
     statement = parse_statement(
         f"CREATE MATERIALIZED VIEW v AS SELECT id FROM orders WHERE status <> {literal}"
     )
-    assert statement is not None and statement.action == "create" and statement.name == "v"
+    assert isinstance(statement, CreateView) and statement.name == "v"
     assert statement.query.strip().endswith(literal)
 
 

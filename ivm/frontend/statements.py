@@ -24,26 +24,31 @@ query keeps its place in the statement text, so errors in it point at the statem
 lines and columns.
 
 >>> s = parse_statement("CREATE MATERIALIZED TABLE s.v AS SELECT 1 AS x")
->>> s.action, s.name, s.query.strip()
-('create', 's.v', 'SELECT 1 AS x')
+>>> type(s).__name__, s.name, s.query.strip()
+('CreateView', 's.v', 'SELECT 1 AS x')
 >>> parse_statement("CREATE MATERIALIZED VIEW v PARTITIONED BY (ds, k) AS SELECT 1").partitioned_by
 ('ds', 'k')
+>>> parse_statement("REFRESH MATERIALIZED VIEW v FULL")
+RefreshView(name='v', full=True, partition=None)
 >>> parse_statement("REFRESH MATERIALIZED VIEW v PARTITION (ds = '2024-11-25')").partition
 {'ds': Literal(this='2024-11-25', is_string=True)}
+>>> parse_statement("REFRESH ALL MATERIALIZED TABLES")
+RefreshAll()
 >>> parse_statement("ALTER MATERIALIZED VIEW v SET FRESHNESS = INTERVAL '2' MINUTES").freshness
 120
 >>> parse_statement("ALTER MATERIALIZED VIEW v SET RETENTION = INTERVAL '3' DAYS").retention
 259200
 >>> parse_statement("ALTER MATERIALIZED VIEW v SET REFRESH POLICY INCREMENTAL STRICT").policy
 'INCREMENTAL STRICT'
->>> parse_statement("EXPLAIN CREATE MATERIALIZED VIEW v REFRESH POLICY FULL AS SELECT 1").action
-'explain'
+>>> explain = parse_statement("EXPLAIN CREATE MATERIALIZED VIEW v REFRESH POLICY FULL AS SELECT 1")
+>>> type(explain).__name__, explain.create.policy
+('ExplainCreate', 'FULL')
 >>> parse_statement("CREATE MATERIALIZED VIEW v STORE LAYOUT LOG AS SELECT 1").layout
 'log'
->>> parse_statement("DROP MATERIALIZED VIEW db.`order`").name
-'db.`order`'
->>> parse_statement("VERIFY MATERIALIZED VIEW v").action
-'verify'
+>>> parse_statement("DROP MATERIALIZED VIEW IF EXISTS db.`order`")
+DropView(name='db.`order`', if_exists=True)
+>>> [parse_statement(f"{verb} MATERIALIZED VIEW v") for verb in ("DESC HISTORY", "VERIFY")]
+[DescribeHistory(name='v'), VerifyView(name='v')]
 >>> parse_statement("SELECT 1") is None
 True
 """
@@ -52,6 +57,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 from sqlglot import exp
 from sqlglot.errors import TokenError
@@ -63,22 +69,104 @@ from ivm.names import DIALECT, join
 
 
 @dataclass(frozen=True)
-class Statement:
-    action: str  # create | explain | refresh | refresh_all | alter | drop | describe |
-    # history | verify
-    name: str | None
-    query: str | None = None
+class CreateView:
+    """``CREATE [OR REPLACE] MATERIALIZED VIEW``; ``query`` is the statement's text with all
+    before the query blanked out, so that positions in it are the statement's."""
+
+    kind: ClassVar[str] = "CREATE"
+    name: str
+    query: str
     replace: bool = False
-    if_exists: bool = False  # IF NOT EXISTS for create, IF EXISTS for drop
-    full: bool = False
+    if_not_exists: bool = False
     freshness: int | None = None  # seconds
     retention: int | None = None  # seconds (see ivm.runtime.refresh.upkeep)
     partitioned_by: tuple[str, ...] = ()
-    partition: dict | None = None  # REFRESH ... PARTITION: {column: literal}
-    suspended: bool | None = None  # ALTER ... SUSPEND / RESUME
-    policy: str | None = None  # REFRESH POLICY: AUTO | INCREMENTAL | INCREMENTAL STRICT |
-    # FULL
+    policy: str | None = None  # REFRESH POLICY: AUTO | INCREMENTAL | INCREMENTAL STRICT | FULL
     layout: str | None = None  # STORE LAYOUT: merge | log
+
+
+@dataclass(frozen=True)
+class ExplainCreate:
+    """``EXPLAIN CREATE MATERIALIZED VIEW``: the CREATE it explains."""
+
+    kind: ClassVar[str] = "EXPLAIN"
+    create: CreateView
+
+
+@dataclass(frozen=True)
+class RefreshView:
+    """``REFRESH MATERIALIZED VIEW``, ``FULL`` or of one ``PARTITION`` ({column: literal})."""
+
+    kind: ClassVar[str] = "REFRESH"
+    name: str
+    full: bool = False
+    partition: dict[str, exp.Literal] | None = None
+
+
+@dataclass(frozen=True)
+class RefreshAll:
+    """``REFRESH ALL MATERIALIZED VIEWS``."""
+
+    kind: ClassVar[str] = "REFRESH_ALL"
+
+
+@dataclass(frozen=True)
+class AlterView:
+    """``ALTER MATERIALIZED VIEW``: the one setting it changes is not None."""
+
+    kind: ClassVar[str] = "ALTER"
+    name: str
+    freshness: int | None = None  # seconds
+    retention: int | None = None  # seconds
+    policy: str | None = None
+    suspended: bool | None = None  # SUSPEND / RESUME
+
+
+@dataclass(frozen=True)
+class DropView:
+    """``DROP MATERIALIZED VIEW``."""
+
+    kind: ClassVar[str] = "DROP"
+    name: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class DescribeView:
+    """``DESCRIBE MATERIALIZED VIEW``."""
+
+    kind: ClassVar[str] = "DESCRIBE"
+    name: str
+
+
+@dataclass(frozen=True)
+class DescribeHistory:
+    """``DESCRIBE HISTORY MATERIALIZED VIEW``."""
+
+    kind: ClassVar[str] = "HISTORY"
+    name: str
+
+
+@dataclass(frozen=True)
+class VerifyView:
+    """``VERIFY MATERIALIZED VIEW``."""
+
+    kind: ClassVar[str] = "VERIFY"
+    name: str
+
+
+Statement = (
+    CreateView
+    | ExplainCreate
+    | RefreshView
+    | RefreshAll
+    | AlterView
+    | DropView
+    | DescribeView
+    | DescribeHistory
+    | VerifyView
+)
+"""A materialized-view statement; each class's ``kind`` names it in messages."""
 
 
 _EXPLAIN = re.compile(r"\s*EXPLAIN\b", re.IGNORECASE)
@@ -237,18 +325,18 @@ def parse_statement(sql: str) -> Statement | None:
         start = tokens.tokens[tokens.i].start
         # Blank out the statement's head so positions in the query stay the statement's own.
         query = "".join(c if c == "\n" else " " for c in sql[:start]) + sql[start:]
-        return Statement(
-            "explain" if explain else "create",
+        create = CreateView(
             name,
             query,
             replace=replace,
-            if_exists=if_not_exists,
+            if_not_exists=if_not_exists,
             freshness=freshness,
             retention=retention,
             partitioned_by=partitioned_by,
             policy=policy,
             layout=layout,
         )
+        return ExplainCreate(create) if explain else create
     if explain:
         return None
     if tokens.accept("REFRESH"):
@@ -256,29 +344,29 @@ def parse_statement(sql: str) -> Statement | None:
             "ALL", "MATERIALIZED", "TABLES"
         ):
             tokens.end()
-            return Statement("refresh_all", None)
+            return RefreshAll()
         if not _materialized(tokens):
             return None
         name = tokens.name()
         full = tokens.accept("FULL")
         partition = None if full or not tokens.accept("PARTITION") else tokens.partition_spec()
         tokens.end()
-        return Statement("refresh", name, full=full, partition=partition)
+        return RefreshView(name, full=full, partition=partition)
     if tokens.accept("ALTER"):
         if not _materialized(tokens):
             return None
         name = tokens.name()
         if tokens.accept("SET", "FRESHNESS"):
             tokens.expect("= after FRESHNESS", "=")
-            statement = Statement("alter", name, freshness=tokens.interval())
+            statement = AlterView(name, freshness=tokens.interval())
         elif tokens.accept("SET", "RETENTION"):
             tokens.expect("= after RETENTION", "=")
-            statement = Statement("alter", name, retention=tokens.interval())
+            statement = AlterView(name, retention=tokens.interval())
         elif tokens.accept("SET", "REFRESH", "POLICY"):
-            statement = Statement("alter", name, policy=tokens.policy())
+            statement = AlterView(name, policy=tokens.policy())
         elif tokens.accept("SUSPEND") or tokens.accept("RESUME"):
-            statement = Statement(
-                "alter", name, suspended=tokens.tokens[tokens.i - 1].text.upper() == "SUSPEND"
+            statement = AlterView(
+                name, suspended=tokens.tokens[tokens.i - 1].text.upper() == "SUSPEND"
             )
         else:
             tokens.fail(
@@ -293,20 +381,20 @@ def parse_statement(sql: str) -> Statement | None:
         if_exists = tokens.accept("IF", "EXISTS")
         name = tokens.name()
         tokens.end()
-        return Statement("drop", name, if_exists=if_exists)
+        return DropView(name, if_exists=if_exists)
     if tokens.accept("VERIFY"):
         if not _materialized(tokens):
             return None
         name = tokens.name()
         tokens.end()
-        return Statement("verify", name)
+        return VerifyView(name)
     if tokens.accept("DESCRIBE") or tokens.accept("DESC"):
-        action = "history" if tokens.accept("HISTORY") else "describe"
+        describe = DescribeHistory if tokens.accept("HISTORY") else DescribeView
         if not _materialized(tokens):
             return None
         name = tokens.name()
         tokens.end()
-        return Statement(action, name)
+        return describe(name)
     return None
 
 

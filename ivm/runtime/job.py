@@ -100,7 +100,7 @@ def _check_classpath(spark: Session) -> None:
 
 def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
     from ivm.compiler import compile
-    from ivm.frontend.statements import parse_statement
+    from ivm.frontend.statements import CreateView, parse_statement
     from ivm.runtime.catalog.definition import compile_definition
     from ivm.runtime.catalog.properties import FRESHNESS
     from ivm.runtime.catalog.tables import catalog_schema, qualified_name, store_properties
@@ -116,7 +116,7 @@ def _run(view: str, definition: str, steps: dict[str, str], args) -> None:
     properties = store_properties(spark, name)
     if properties is None:
         create = parse_statement(definition)
-        assert create is not None and create.query is not None  # a job is made from a CREATE
+        assert isinstance(create, CreateView)  # a job is made from a CREATE
         compiled = compile(create.query, catalog_schema(spark), name=name)
     else:
         compiled = compile_definition(spark, name, properties)

@@ -32,7 +32,7 @@ from pyspark.errors import PySparkException
 from ivm.compiler import compile
 from ivm.errors import CatalogError, IvmError
 from ivm.frontend.parse import canonical_name, parse_query, referenced_tables, replace_tables
-from ivm.frontend.statements import parse_statement
+from ivm.frontend.statements import CreateView, parse_statement
 from ivm.names import join, split
 from ivm.runtime.catalog.tables import current_database
 from ivm.runtime.spark.connect import Session
@@ -107,8 +107,8 @@ def check_view(
     starts and after each of its batches' refresh (``example 3/25: batch 2/4 refreshed``),
     and so for each attempt of the shrinking."""
     statement = parse_statement(sql)
-    if statement is not None and statement.action == "create" and statement.query:
-        query, name = statement.query.strip(), name or split(statement.name or "")[-1]
+    if isinstance(statement, CreateView):
+        query, name = statement.query.strip(), name or split(statement.name)[-1]
     else:
         query = sql.strip().rstrip(";")
     name = name or "checked_view"

@@ -3,7 +3,20 @@ everything else passed to Spark."""
 
 from __future__ import annotations
 
-from ivm.frontend.statements import parse_statement
+from typing import assert_never
+
+from ivm.frontend.statements import (
+    AlterView,
+    CreateView,
+    DescribeHistory,
+    DescribeView,
+    DropView,
+    ExplainCreate,
+    RefreshAll,
+    RefreshView,
+    VerifyView,
+    parse_statement,
+)
 from ivm.runtime.commands.spark_statements import run_spark_statement
 from ivm.runtime.commands.views import alter_view, create_view, drop_view, explain_create
 from ivm.runtime.observation.describe import describe_view, refresh_history
@@ -23,52 +36,53 @@ def sql(spark: Session, statement: str):
     materialized view: see :mod:`ivm.runtime.commands.spark_statements`).
     """
     parsed = parse_statement(statement)
-    if parsed is None:
-        return run_spark_statement(spark, statement)
-    if parsed.action == "refresh_all":
-        return refresh_all(spark)
-    assert parsed.name is not None  # every statement but REFRESH ALL names its view
-    if parsed.action == "create":
-        assert parsed.query is not None  # a CREATE always carries its query
-        return create_view(
-            spark,
-            parsed.name,
-            parsed.query,
-            replace=parsed.replace,
-            if_not_exists=parsed.if_exists,
-            freshness=parsed.freshness,
-            retention=parsed.retention,
-            partitioned_by=parsed.partitioned_by,
-            policy=parsed.policy,
-            layout=parsed.layout,
-        )
-    if parsed.action == "explain":
-        assert parsed.query is not None  # so is an EXPLAIN CREATE
-        return explain_create(
-            spark,
-            parsed.name,
-            parsed.query,
-            policy=parsed.policy,
-            layout=parsed.layout,
-            partitioned_by=parsed.partitioned_by,
-        )
-    if parsed.action == "refresh" and parsed.partition is not None:
-        return refresh_partition(spark, parsed.name, parsed.partition)
-    if parsed.action == "refresh":
-        return refresh_view(spark, parsed.name, full=parsed.full)
-    if parsed.action == "alter":
-        return alter_view(
-            spark,
-            parsed.name,
-            freshness=parsed.freshness,
-            retention=parsed.retention,
-            suspended=parsed.suspended,
-            policy=parsed.policy,
-        )
-    if parsed.action == "describe":
-        return describe_view(spark, parsed.name)
-    if parsed.action == "history":
-        return refresh_history(spark, parsed.name)
-    if parsed.action == "verify":
-        return verify(spark, parsed.name)
-    return drop_view(spark, parsed.name, if_exists=parsed.if_exists)
+    match parsed:
+        case None:
+            return run_spark_statement(spark, statement)
+        case RefreshAll():
+            return refresh_all(spark)
+        case CreateView():
+            return create_view(
+                spark,
+                parsed.name,
+                parsed.query,
+                replace=parsed.replace,
+                if_not_exists=parsed.if_not_exists,
+                freshness=parsed.freshness,
+                retention=parsed.retention,
+                partitioned_by=parsed.partitioned_by,
+                policy=parsed.policy,
+                layout=parsed.layout,
+            )
+        case ExplainCreate(create=create):
+            return explain_create(
+                spark,
+                create.name,
+                create.query,
+                policy=create.policy,
+                layout=create.layout,
+                partitioned_by=create.partitioned_by,
+            )
+        case RefreshView(partition=dict() as partition):
+            return refresh_partition(spark, parsed.name, partition)
+        case RefreshView():
+            return refresh_view(spark, parsed.name, full=parsed.full)
+        case AlterView():
+            return alter_view(
+                spark,
+                parsed.name,
+                freshness=parsed.freshness,
+                retention=parsed.retention,
+                suspended=parsed.suspended,
+                policy=parsed.policy,
+            )
+        case DescribeView():
+            return describe_view(spark, parsed.name)
+        case DescribeHistory():
+            return refresh_history(spark, parsed.name)
+        case VerifyView():
+            return verify(spark, parsed.name)
+        case DropView():
+            return drop_view(spark, parsed.name, if_exists=parsed.if_exists)
+        case _:
+            assert_never(parsed)
