@@ -17,7 +17,7 @@ runs them).
     VERIFY MATERIALIZED {VIEW|TABLE} name
 
 ``MATERIALIZED TABLE`` is Flink's spelling of the same thing; ``REFRESH POLICY`` and
-``EXPLAIN CREATE`` are Databricks' (see :mod:`ivm.runtime.refresh.policy`). ``STORE LAYOUT``
+``EXPLAIN CREATE`` are Databricks' (see :mod:`ivm.runtime.decision.terms`). ``STORE LAYOUT``
 chooses how the view's store takes a change (:mod:`ivm.codegen.store`): merged into the
 stored rows, or appended and folded on read; without it, the session's setting does. The
 query keeps its place in the statement text, so errors in it point at the statement's own
