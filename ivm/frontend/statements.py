@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from sqlglot import exp
 from sqlglot.errors import TokenError
@@ -292,110 +292,114 @@ def parse_statement(sql: str) -> Statement | None:
     except TokenError:
         return None
     if tokens.accept("CREATE"):
-        replace = tokens.accept("OR", "REPLACE")
-        if not _materialized(tokens):
-            return None
-        if_not_exists = tokens.accept("IF", "NOT", "EXISTS")
-        name = tokens.name()
-        freshness, retention, partitioned_by, policy, layout = None, None, (), None, None
-        while not tokens.peek("AS"):
-            if freshness is None and tokens.accept("FRESHNESS"):
-                tokens.expect("= after FRESHNESS", "=")
-                freshness = tokens.interval()
-            elif retention is None and tokens.accept("RETENTION"):
-                tokens.expect("= after RETENTION", "=")
-                retention = tokens.interval()
-            elif not partitioned_by and (
-                tokens.accept("PARTITIONED BY")  # one token
-                or tokens.accept("PARTITIONED", "BY")
-            ):
-                partitioned_by = tokens.columns()
-            elif policy is None and tokens.accept("REFRESH", "POLICY"):
-                policy = tokens.policy()
-            elif layout is None and tokens.accept("STORE", "LAYOUT"):
-                layout = tokens.layout()
-            else:
-                tokens.fail(
-                    "expected PARTITIONED BY, FRESHNESS, RETENTION, REFRESH POLICY, "
-                    "STORE LAYOUT or AS before the query"
-                )
-        tokens.expect("AS before the query", "AS")
-        if tokens.i >= len(tokens.tokens):
-            tokens.fail("expected the view's query")
-        start = tokens.tokens[tokens.i].start
-        # Blank out the statement's head so positions in the query stay the statement's own.
-        query = "".join(c if c == "\n" else " " for c in sql[:start]) + sql[start:]
-        create = CreateView(
-            name,
-            query,
-            replace=replace,
-            if_not_exists=if_not_exists,
-            freshness=freshness,
-            retention=retention,
-            partitioned_by=partitioned_by,
-            policy=policy,
-            layout=layout,
-        )
-        return ExplainCreate(create) if explain else create
+        create = _create(tokens, sql)
+        return ExplainCreate(create) if explain and create is not None else create
     if explain:
         return None
     if tokens.accept("REFRESH"):
-        if tokens.accept("ALL", "MATERIALIZED", "VIEWS") or tokens.accept(
-            "ALL", "MATERIALIZED", "TABLES"
-        ):
-            tokens.end()
-            return RefreshAll()
-        if not _materialized(tokens):
-            return None
-        name = tokens.name()
-        full = tokens.accept("FULL")
-        partition = None if full or not tokens.accept("PARTITION") else tokens.partition_spec()
-        tokens.end()
-        return RefreshView(name, full=full, partition=partition)
+        return _refresh(tokens)
     if tokens.accept("ALTER"):
-        if not _materialized(tokens):
-            return None
-        name = tokens.name()
-        if tokens.accept("SET", "FRESHNESS"):
-            tokens.expect("= after FRESHNESS", "=")
-            statement = AlterView(name, freshness=tokens.interval())
-        elif tokens.accept("SET", "RETENTION"):
-            tokens.expect("= after RETENTION", "=")
-            statement = AlterView(name, retention=tokens.interval())
-        elif tokens.accept("SET", "REFRESH", "POLICY"):
-            statement = AlterView(name, policy=tokens.policy())
-        elif tokens.accept("SUSPEND") or tokens.accept("RESUME"):
-            statement = AlterView(
-                name, suspended=tokens.tokens[tokens.i - 1].text.upper() == "SUSPEND"
-            )
-        else:
-            tokens.fail(
-                "expected SET FRESHNESS = INTERVAL ..., SET RETENTION = INTERVAL ..., "
-                "SET REFRESH POLICY ..., SUSPEND or RESUME"
-            )
-        tokens.end()
-        return statement
+        return _alter(tokens) if _materialized(tokens) else None
     if tokens.accept("DROP"):
         if not _materialized(tokens):
             return None
         if_exists = tokens.accept("IF", "EXISTS")
-        name = tokens.name()
-        tokens.end()
-        return DropView(name, if_exists=if_exists)
+        return DropView(_named(tokens), if_exists=if_exists)
     if tokens.accept("VERIFY"):
-        if not _materialized(tokens):
-            return None
-        name = tokens.name()
-        tokens.end()
-        return VerifyView(name)
+        return VerifyView(_named(tokens)) if _materialized(tokens) else None
     if tokens.accept("DESCRIBE") or tokens.accept("DESC"):
         describe = DescribeHistory if tokens.accept("HISTORY") else DescribeView
-        if not _materialized(tokens):
-            return None
-        name = tokens.name()
-        tokens.end()
-        return describe(name)
+        return describe(_named(tokens)) if _materialized(tokens) else None
     return None
+
+
+def _named(tokens: _Tokens) -> str:
+    """The view a statement that names nothing else names, its end reached."""
+    name = tokens.name()
+    tokens.end()
+    return name
+
+
+def _create(tokens: _Tokens, sql: str) -> CreateView | None:
+    """The rest of a ``CREATE`` in ``sql`` (None: not a materialized view's)."""
+    replace = tokens.accept("OR", "REPLACE")
+    if not _materialized(tokens):
+        return None
+    if_not_exists = tokens.accept("IF", "NOT", "EXISTS")
+    name = tokens.name()
+    options = _create_options(tokens)
+    tokens.expect("AS before the query", "AS")
+    if tokens.i >= len(tokens.tokens):
+        tokens.fail("expected the view's query")
+    start = tokens.tokens[tokens.i].start
+    # Blank out the statement's head so positions in the query stay the statement's own.
+    query = "".join(c if c == "\n" else " " for c in sql[:start]) + sql[start:]
+    return CreateView(name, query, replace=replace, if_not_exists=if_not_exists, **options)
+
+
+def _create_options(tokens: _Tokens) -> dict[str, Any]:
+    """The options of a ``CREATE`` before its ``AS``, each at most once, in any order."""
+    options: dict[str, Any] = {}
+    while not tokens.peek("AS"):
+        if "freshness" not in options and tokens.accept("FRESHNESS"):
+            tokens.expect("= after FRESHNESS", "=")
+            options["freshness"] = tokens.interval()
+        elif "retention" not in options and tokens.accept("RETENTION"):
+            tokens.expect("= after RETENTION", "=")
+            options["retention"] = tokens.interval()
+        elif "partitioned_by" not in options and (
+            tokens.accept("PARTITIONED BY")  # one token
+            or tokens.accept("PARTITIONED", "BY")
+        ):
+            options["partitioned_by"] = tokens.columns()
+        elif "policy" not in options and tokens.accept("REFRESH", "POLICY"):
+            options["policy"] = tokens.policy()
+        elif "layout" not in options and tokens.accept("STORE", "LAYOUT"):
+            options["layout"] = tokens.layout()
+        else:
+            tokens.fail(
+                "expected PARTITIONED BY, FRESHNESS, RETENTION, REFRESH POLICY, "
+                "STORE LAYOUT or AS before the query"
+            )
+    return options
+
+
+def _refresh(tokens: _Tokens) -> RefreshView | RefreshAll | None:
+    """The rest of a ``REFRESH`` (None: not a materialized view's)."""
+    if tokens.accept("ALL", "MATERIALIZED", "VIEWS") or tokens.accept(
+        "ALL", "MATERIALIZED", "TABLES"
+    ):
+        tokens.end()
+        return RefreshAll()
+    if not _materialized(tokens):
+        return None
+    name = tokens.name()
+    full = tokens.accept("FULL")
+    partition = None if full or not tokens.accept("PARTITION") else tokens.partition_spec()
+    tokens.end()
+    return RefreshView(name, full=full, partition=partition)
+
+
+def _alter(tokens: _Tokens) -> AlterView:
+    """The rest of an ``ALTER MATERIALIZED VIEW``."""
+    name = tokens.name()
+    if tokens.accept("SET", "FRESHNESS"):
+        tokens.expect("= after FRESHNESS", "=")
+        statement = AlterView(name, freshness=tokens.interval())
+    elif tokens.accept("SET", "RETENTION"):
+        tokens.expect("= after RETENTION", "=")
+        statement = AlterView(name, retention=tokens.interval())
+    elif tokens.accept("SET", "REFRESH", "POLICY"):
+        statement = AlterView(name, policy=tokens.policy())
+    elif tokens.accept("SUSPEND") or tokens.accept("RESUME"):
+        statement = AlterView(name, suspended=tokens.tokens[tokens.i - 1].text.upper() == "SUSPEND")
+    else:
+        tokens.fail(
+            "expected SET FRESHNESS = INTERVAL ..., SET RETENTION = INTERVAL ..., "
+            "SET REFRESH POLICY ..., SUSPEND or RESUME"
+        )
+    tokens.end()
+    return statement
 
 
 @dataclass(frozen=True)
