@@ -354,20 +354,7 @@ class _Unnesting:
         condition = []
         for conjunct in correlated:
             if grouped:  # a scalar: only equalities, each between an inner and an outer side
-                sides = None
-                if isinstance(conjunct, exp.EQ):
-                    left, right = conjunct.this, conjunct.expression
-                    if not self.outer_columns(left, inner_aliases):
-                        sides = (left, right)
-                    elif not self.outer_columns(right, inner_aliases):
-                        sides = (right, left)
-                if sides is None or not sides[0].find(exp.Column):
-                    self.refuse(
-                        "correlated scalar subquery with a condition other than column equality",
-                        conjunct,
-                        "correlate with equalities (inner.column = outer.column)",
-                    )
-                keys.append(sides[0])
+                keys.append(self.inner_side(conjunct, inner_aliases))
                 continue
 
             def to_inner(node, conjunct=conjunct):
@@ -403,6 +390,24 @@ class _Unnesting:
         if not body.expressions:
             body.set("expressions", [exp.alias_(exp.Literal.number(1), "one")])
         return self.lowering.query(body), exp.and_(*condition)
+
+    def inner_side(self, conjunct: exp.Expr, inner_aliases) -> exp.Expr:
+        """The inner side of ``conjunct``, a correlated scalar subquery's equality between an
+        inner and an outer side; any other condition is refused."""
+        sides = None
+        if isinstance(conjunct, exp.EQ):
+            left, right = conjunct.this, conjunct.expression
+            if not self.outer_columns(left, inner_aliases):
+                sides = (left, right)
+            elif not self.outer_columns(right, inner_aliases):
+                sides = (right, left)
+        if sides is None or not sides[0].find(exp.Column):
+            self.refuse(
+                "correlated scalar subquery with a condition other than column equality",
+                conjunct,
+                "correlate with equalities (inner.column = outer.column)",
+            )
+        return sides[0]
 
     def refuse_grouped(self, query: exp.Select, what: str) -> None:
         for arg in ("group", "having", "limit", "distinct"):

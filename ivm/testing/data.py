@@ -380,33 +380,43 @@ def _read_view(sql: str) -> tuple[dict[Place, list[tuple[object, int]]], frozens
 
     keys: set[Place] = set()
     for node in query.walk():
-        if type(node) in NEIGHBOUR:
-            left, right = node.this, node.expression
-            if (
-                isinstance(node, exp.EQ)
-                and isinstance(left, exp.Column)
-                and isinstance(right, exp.Column)
-            ):
-                keys |= {place(left), place(right)}
-            elif (value := _value(right)) is not None:
-                note(left, value, NEIGHBOUR[type(node)])
-            else:
-                note(right, _value(left), NEIGHBOUR[FLIPPED.get(type(node), type(node))])
-        elif isinstance(node, exp.In):
-            for item in node.expressions:
-                note(node.this, _value(item), 0)
-        elif isinstance(node, exp.Between):
-            note(node.this, _value(node.args["low"]), -1)
-            note(node.this, _value(node.args["high"]), 1)
-        elif isinstance(node, (exp.Like, exp.ILike)):
-            pattern = _value(node.expression)
-            if isinstance(pattern, str):  # a string it matches: % as nothing, _ as x
-                note(node.this, pattern.replace("%", "").replace("_", "x"), 0)
-        elif isinstance(node, exp.Group):
+        if (
+            isinstance(node, exp.EQ)
+            and isinstance(node.this, exp.Column)
+            and isinstance(node.expression, exp.Column)
+        ):
+            keys |= {place(node.this), place(node.expression)}
+            continue
+        if isinstance(node, exp.Group):
             keys |= {place(c) for c in node.find_all(exp.Column)}
         elif isinstance(node, exp.Join):
             keys |= {(None, i.name.lower()) for i in node.args.get("using") or ()}
+        for side, value, toward in _compared(node):
+            note(side, value, toward)
     return compared, frozenset(keys)
+
+
+def _compared(node: exp.Expr) -> list[tuple[exp.Expr, object, int]]:
+    """The literals ``node`` compares a side with, as (side, literal, the side of it a
+    neighbour takes: :data:`NEIGHBOUR`); a literal None where it is no value
+    :func:`_value` reads."""
+    if type(node) in NEIGHBOUR:
+        left, right = node.this, node.expression
+        if (value := _value(right)) is not None:
+            return [(left, value, NEIGHBOUR[type(node)])]
+        return [(right, _value(left), NEIGHBOUR[FLIPPED.get(type(node), type(node))])]
+    if isinstance(node, exp.In):
+        return [(node.this, _value(item), 0) for item in node.expressions]
+    if isinstance(node, exp.Between):
+        return [
+            (node.this, _value(node.args["low"]), -1),
+            (node.this, _value(node.args["high"]), 1),
+        ]
+    if isinstance(node, (exp.Like, exp.ILike)):
+        pattern = _value(node.expression)
+        if isinstance(pattern, str):  # a string it matches: % as nothing, _ as x
+            return [(node.this, pattern.replace("%", "").replace("_", "x"), 0)]
+    return []
 
 
 def _value(node: exp.Expr):
