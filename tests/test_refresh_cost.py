@@ -17,8 +17,9 @@ from ivm.ir import Filter, Scan
 from ivm.runtime.catalog import definition
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.log import file_lists
-from ivm.runtime.refresh import execute, pruning
+from ivm.runtime.refresh import pruning
 from ivm.runtime.refresh.phases import PHASES
+from ivm.runtime.refresh.techniques import merge as merge_technique
 from ivm.runtime.spark import settings
 from ivm.runtime.spark.settings import session_settings
 
@@ -164,15 +165,15 @@ def test_a_keyed_store_is_written_in_key_order_and_a_change_is_merged_into_the_f
     the MERGE rewrote them all. A large store's MERGE also says which ranges of keys it can
     touch, for Delta to skip the files of others (here every store counts as large), and a
     full refresh writes the ranges anew."""
-    monkeypatch.setattr(execute, "SMALL_STORE_BYTES", 0)
+    monkeypatch.setattr(merge_technique, "SMALL_STORE_BYTES", 0)
     within = []  # the MERGE's predicate on the stored rows' keys
-    ranges_of = execute.stored_key_ranges
+    ranges_of = merge_technique.stored_key_ranges
 
     def recorded(*args):
         within.append(ranges_of(*args))
         return within[-1]
 
-    monkeypatch.setattr(execute, "stored_key_ranges", recorded)
+    monkeypatch.setattr(merge_technique, "stored_key_ranges", recorded)
     monkeypatch.setattr(settings, "STORE_FILE_ROWS", 100)  # files as a larger store's are
     spark.sql(f"CREATE TABLE events (k INT, x INT) USING DELTA {CDF}")
     spark.sql("INSERT INTO events SELECT id % 400, id FROM range(4000)")

@@ -7,7 +7,9 @@ is one committed write (:mod:`ivm.runtime.refresh.commit`), retried from a fresh
 when another refresh of the view committed first.
 
 A refresh carries out the plan made before any data is read
-(:mod:`ivm.runtime.decision.decide`) as one :class:`Write`; an incremental write that learns,
+(:mod:`ivm.runtime.decision.decide`) as one
+:class:`~ivm.runtime.refresh.techniques.writing.Write` (:mod:`ivm.runtime.refresh.techniques`);
+an incremental write that learns,
 reading the change, that it cannot apply it returns a
 :class:`~ivm.runtime.decision.decide.Revision` instead of committing, and the refresh then
 recomputes or fails as the revised plan says.
@@ -17,83 +19,61 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import networkx as nx
-from py4j.protocol import Py4JJavaError, Py4JNetworkError
-from pyspark.errors import PySparkException
+from py4j.protocol import Py4JNetworkError
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from ivm import codegen
-from ivm.codegen.store import LOGGED, STORED
+from ivm.codegen.store import LOGGED
 from ivm.compiler import CompiledView
 from ivm.errors import CatalogError, SourceError, StateError, ViewsNotRefreshed
 from ivm.names import DIALECT
 from ivm.rules import Kind
-from ivm.runtime.catalog.definition import compile_definition, named_view, view_properties
+from ivm.runtime.catalog.definition import compile_definition, named_view
 from ivm.runtime.catalog.graph import dependency_graph, materialized_views, refresh_order
 from ivm.runtime.catalog.history import (
     INSERTS_ONLY,
     RefreshRecord,
     RefreshResult,
-    Technique,
     latest_record,
 )
 from ivm.runtime.catalog.properties import is_logged
 from ivm.runtime.catalog.tables import qualified_name, store_name
-from ivm.runtime.decision.cost import CostModel
 from ivm.runtime.decision.decide import (
-    DEFAULT_MIN_BYTES,
-    MIN_BYTES,
     Revision,
     decide,
     replaced_source,
     state_table_recomputed,
 )
 from ivm.runtime.decision.terms import Mode, Obstacle, ObstacleKind
-from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once, rows_written
+from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.messages import one_line
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.commit import (
-    LostRace,
-    committed_write,
     repair_catalog_view,
     retrying,
     spark_errors,
 )
 from ivm.runtime.refresh.gather import gather, reshaped
 from ivm.runtime.refresh.phases import PhaseClock
-from ivm.runtime.refresh.pruning import prune, stored_key_ranges
-from ivm.runtime.refresh.retention import unreadable
 from ivm.runtime.refresh.sources import (
-    kept,
     latest_sources,
-    release,
     total_source_bytes,
-    total_source_files,
 )
+from ivm.runtime.refresh.techniques import carry_out
+from ivm.runtime.refresh.techniques.writing import Write
 from ivm.runtime.refresh.upkeep import compact_after_refresh
 from ivm.runtime.spark.connect import Session
-from ivm.runtime.spark.failures import Failure, classify
 from ivm.runtime.spark.settings import (
-    SMALL_STORE_BYTES,
     apply_settings,
     evaluation_settings,
-    merge_settings,
-    number_setting,
     plan_settings,
-    planned_read_bytes,
-    planning_settings,
     session_settings,
     store_write_settings,
 )
 
-STORE_CHANGE = "_ivm_store_change"
-"""The temporary view of the change to the store, which the MERGE reads."""
-MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
-
-OVERFLOW_REASON = "a sum overflowed its type while folding the change"
 LOOKUP_RECOMPUTED = "; every fact row was enriched anew with the dimension as it is now"
 """What a recompute of a lookup join's state adds to its reason (see :mod:`ivm.rules.lookup`)."""
 
@@ -284,7 +264,7 @@ def _refresh_partition(
     )
     evaluation = evaluation_settings(spark, total_source_bytes(spark, compiled.sources))
     with session_settings(spark, evaluation):
-        result = _write(spark, write)
+        result = carry_out(spark, write)
     assert isinstance(result, RefreshResult)
     result.seconds = time.perf_counter() - start
     result.repaired = repaired
@@ -349,7 +329,7 @@ def _refresh(
             cost=model.to_record(),
             rules=rules,
         )
-        outcome = _write(
+        outcome = carry_out(
             spark,
             Write(
                 view,
@@ -388,7 +368,7 @@ def _refresh(
             evaluation_settings(spark, known.full_bytes)
             | store_write_settings(codegen.in_key_order(compiled.store)),
         ):
-            outcome = _write(
+            outcome = carry_out(
                 spark,
                 Write(
                     view,
@@ -405,250 +385,3 @@ def _refresh(
     outcome.seconds = time.perf_counter() - start
     outcome.repaired = repaired
     return outcome
-
-
-@dataclass(frozen=True)
-class Write:
-    """One write of the store of ``view`` by a refresh: the ``record`` it commits says its
-    mode (``incremental``, ``full`` or ``partition``) and the source versions it brings the
-    store to; it is computed from store version ``store_version`` (``schema``, the store's),
-    which reflects the sources at ``previous``, by the query of ``compiled``, and timed by
-    ``clock``. An incremental write keeps the cost ``model`` it was planned with, and judges
-    its delta query, once planned, against ``recheck_against`` (see
-    :class:`~ivm.runtime.decision.decide.RefreshPlan`); a partition write overwrites the
-    rows that match ``partition``."""
-
-    view: str
-    compiled: CompiledView
-    schema: StructType
-    store_version: int
-    previous: dict[str, int]
-    record: RefreshRecord
-    clock: PhaseClock
-    model: CostModel = field(default_factory=CostModel)
-    recheck_against: int | None = None
-    partition: exp.Condition | None = None
-    logged: bool = False  # the store takes a change as an append (its layout is ``log``)
-
-    @property
-    def store(self) -> str:
-        return store_name(self.view)
-
-    def result(self, technique: Technique, **counts) -> RefreshResult:
-        """The result of this write, once committed by ``technique``, with its store rows
-        ``counts``."""
-        return RefreshResult(
-            self.view,
-            Mode(self.record.mode),
-            self.record.sources,
-            self.previous,
-            reason=self.record.reason,
-            rules=self.record.rules,
-            technique=technique,
-            **counts,
-        )
-
-
-def _write(spark: Session, write: Write) -> RefreshResult | Revision:
-    """Carry out ``write`` in one commit, as its mode says: its result, or, for an
-    incremental write that learned it cannot apply the change, why."""
-    match write.record.mode:
-        case Mode.FULL:
-            return _overwrite(spark, write)
-        case Mode.PARTITION:
-            return _overwrite_partition(spark, write)
-        case Mode.INCREMENTAL:
-            return _fold(spark, write)
-        case mode:
-            raise AssertionError(f"a refresh does not write in mode {mode}")
-
-
-def _overwrite(spark: Session, write: Write) -> RefreshResult:
-    """Overwrite the store with the query's result at the record's source versions; where
-    the query's columns are not the store's (a ``*`` expanded over a source's columns as they
-    are now, or a source's column whose type changed), replace the store in the same commit,
-    its properties and partitioning kept, and write the catalog view anew."""
-    view, compiled, store = write.view, write.compiled, write.store
-    full = codegen.stored_query(compiled.store, compiled.full_query, write.logged)
-    with _committed(spark, write) as commit:
-        if _columns_changed(spark, full, write.schema):
-            log = DeltaLogReader.of(spark, store)
-            commit(
-                codegen.create_table_statement(
-                    store,
-                    full,
-                    log.properties(),
-                    replace=True,
-                    partitioned_by=tuple(log.partition_columns()),
-                ),
-                technique=Technique.RECOMPUTE,
-            )
-            repair_catalog_view(
-                spark, view, compiled, view_properties(spark, view), spark.table(store).schema
-            )
-        else:
-            commit(codegen.overwrite_statement(store, full), technique=Technique.RECOMPUTE)
-    return write.result(Technique.RECOMPUTE, rows_inserted=rows_written(spark, store))
-
-
-def _overwrite_partition(spark: Session, write: Write) -> RefreshResult:
-    """Overwrite the rows of the store in ``write.partition`` with the query's, at the
-    source versions the store reflects. A logged store's partition columns are keys of the
-    view (:func:`~ivm.runtime.commands.views.create_view`), so its logged rows of the
-    partition are replaced with its stored ones: the partition is left folded."""
-    assert write.partition is not None
-    full = codegen.stored_query(write.compiled.store, write.compiled.full_query, write.logged)
-    with _committed(spark, write) as commit:
-        commit(
-            codegen.replace_where_statement(write.store, full, write.partition),
-            technique=Technique.PARTITION_OVERWRITE,
-        )
-    return write.result(
-        Technique.PARTITION_OVERWRITE, rows_inserted=rows_written(spark, write.store)
-    )
-
-
-def _committed(spark: Session, write: Write, before: dict[str, int] | None = None):
-    """The committed write (:func:`~ivm.runtime.refresh.commit.committed_write`) of
-    ``write``'s record, its sources bound at ``before`` too for a change."""
-    return committed_write(
-        spark,
-        write.view,
-        write.compiled,
-        write.record,
-        stage="refresh",
-        before=before,
-        read_version=write.store_version,
-        clock=write.clock,
-        logged=write.logged,
-    )
-
-
-def _fold(spark: Session, write: Write) -> RefreshResult | Revision:
-    """Fold the change from ``write.previous`` to the record's source versions into the
-    store in one commit; or, where the change cannot be applied, why (a change data file
-    removed, found as it is read).
-
-    The change to the store is computed once, before the MERGE, which then reads it as it
-    is (Delta need not materialize the MERGE's source again); an empty change commits the
-    record alone, and writes no file. A change of 0 bytes (the sources' commits since
-    changed no row, as a state table's that recorded a refresh alone) is not read at all."""
-    try:
-        return _merge(spark, write)
-    except SourceError as error:  # a change data file was VACUUMed: say which, as status does
-        why = unreadable(spark, write.view) or error.message
-        return Revision(Obstacle(ObstacleKind.UNAVAILABLE, why))
-
-
-def _merge(spark: Session, write: Write) -> RefreshResult | Revision:
-    """The body of :func:`_fold`: the change's MERGE, or why it is not applied, learned once
-    the delta query is planned (predicted dearer than a recompute) or run (a sum overflows)."""
-    view, compiled, store, clock = write.view, write.compiled, write.store, write.clock
-    change_bytes, model = write.record.read_bytes, write.model
-    if change_bytes == 0:  # the commits since changed no row, nor does the view
-        with _committed(spark, write) as commit:
-            commit(codegen.record_only_statement(store), technique=Technique.RECORD_ONLY)
-        return write.result(Technique.RECORD_ONLY)
-    with _committed(spark, write, before=write.previous) as commit:
-        with clock.phase("prune"), spark_errors(view, spark, compiled.sources):
-            delta = codegen.to_select(prune(spark, compiled.maintenance.delta, change_bytes))
-        types = {f.name: f.dataType.simpleString() for f in write.schema}
-        change = None
-        try:
-            with clock.phase("delta"), spark_errors(view, spark, compiled.sources):
-                with session_settings(
-                    spark, planning_settings(spark, total_source_files(spark, write.record.sources))
-                ):
-                    query = spark.sql(delta.sql(DIALECT))
-                    query_bytes = planned_read_bytes(query, change_bytes)
-                plan = (
-                    None
-                    if change_bytes is None or query_bytes is None
-                    else (change_bytes, query_bytes)
-                )
-                observed = model.after(Mode.INCREMENTAL, False, plan)
-                planned = {"planned_bytes": query_bytes, "cost": observed.to_record()}
-                if write.recheck_against is not None:
-                    cheaper, planned["prediction"] = model.after_planning(
-                        query_bytes, write.recheck_against, _min_bytes(spark), change_bytes
-                    )
-                    if cheaper is not None:  # the change read is spent
-                        return Revision(cheaper, planned["prediction"], observed)
-                change = kept(spark, query, query_bytes)
-                settings, within = {}, None
-                if change.rows and write.logged:  # one append
-                    settings = evaluation_settings(spark, query_bytes)
-                elif change.rows:  # the MERGE
-                    store_bytes = DeltaLogReader.of(spark, store).size_in_bytes()
-                    settings = _merge_settings(spark, store_bytes, query_bytes)
-                    if store_bytes is None or store_bytes > SMALL_STORE_BYTES:
-                        within = stored_key_ranges(change.frame, compiled.store, STORED)
-            if not change.rows:  # no stored row changes: the commit carries the record
-                commit(
-                    codegen.record_only_statement(store),
-                    technique=Technique.RECORD_ONLY,
-                    **planned,
-                )
-                return write.result(Technique.RECORD_ONLY)
-            change.frame.createOrReplaceTempView(STORE_CHANGE)
-            # an append that Delta skips as done is found by the committed write's check
-            rows = exp.select("*").from_(STORE_CHANGE)
-            written, technique = (
-                (codegen.append_statement(compiled.store, store, rows, types), Technique.APPEND)
-                if write.logged
-                else (
-                    codegen.merge_statement(compiled.store, store, rows, types, within=within),
-                    Technique.MERGE,
-                )
-            )
-            with session_settings(spark, settings):
-                merged = commit(written, technique=technique, **planned)
-            if write.logged:
-                return write.result(technique, rows_inserted=change.rows)
-        except (PySparkException, Py4JJavaError) as error:
-            if classify(error) is Failure.OVERFLOW:
-                return Revision(Obstacle(ObstacleKind.UNAVAILABLE, OVERFLOW_REASON))
-            raise
-        finally:
-            spark.catalog.dropTempView(STORE_CHANGE)
-            if change is not None and change.checkpoint is not None:
-                release(change.checkpoint)
-    if not merged:  # Delta skipped it: the transaction was committed already
-        raise LostRace()
-    metrics = merged[0]
-    return write.result(
-        Technique.MERGE,
-        rows_inserted=metrics.num_inserted_rows,
-        rows_updated=metrics.num_updated_rows,
-        rows_deleted=metrics.num_deleted_rows,
-    )
-
-
-def _min_bytes(spark: Session) -> float:
-    """The sources' size below which the cost model predicts nothing."""
-    return number_setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES)
-
-
-def _columns_changed(spark: Session, query: exp.Query, store_schema) -> bool:
-    """Whether the columns of ``query`` (the store's full query, its sources bound) are not
-    those of the store's ``store_schema``, by name or type: a ``*`` expanded over a source's
-    columns as they are now, or a source's column whose type changed (Delta's type
-    widening), which an overwrite would cast to the old type."""
-    wanted = spark.sql(query.sql(DIALECT)).schema
-    return [(f.name, f.dataType) for f in wanted] != [(f.name, f.dataType) for f in store_schema]
-
-
-def _merge_settings(
-    spark: Session, store_bytes: int | None, change_bytes: int | None
-) -> dict[str, str]:
-    """Settings for the MERGE into a store of ``store_bytes`` of a change computed from
-    ``change_bytes`` (at most its size): its source, the change to the store, is kept
-    already, so Delta need not materialize it again; those for the store's size
-    (:func:`~ivm.runtime.spark.settings.merge_settings`); and those for the little data of a
-    small store and change (:func:`~ivm.runtime.spark.settings.evaluation_settings`)."""
-    both = None if store_bytes is None or change_bytes is None else store_bytes + change_bytes
-    return (
-        {MATERIALIZE_SOURCE: "none"}
-        | merge_settings(store_bytes)
-        | evaluation_settings(spark, both)
-    )

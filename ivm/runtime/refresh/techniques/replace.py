@@ -1,0 +1,53 @@
+"""Full replace: the store overwritten with the query's result, at the record's source
+versions; where the query's columns are not the store's, the store replaced in the same
+commit, and the catalog view written anew."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ivm import codegen
+from ivm.names import DIALECT
+from ivm.runtime.catalog.definition import view_properties
+from ivm.runtime.catalog.history import RefreshResult, Technique
+from ivm.runtime.log.delta_log import DeltaLogReader, rows_written
+from ivm.runtime.refresh.commit import repair_catalog_view
+from ivm.runtime.refresh.techniques.writing import Write, committed
+from ivm.runtime.spark.connect import Session
+
+
+def write(spark: Session, write: Write) -> RefreshResult:
+    """Overwrite the store with the query's result at the record's source versions; where
+    the query's columns are not the store's (a ``*`` expanded over a source's columns as they
+    are now, or a source's column whose type changed), replace the store in the same commit,
+    its properties and partitioning kept, and write the catalog view anew."""
+    view, compiled, store = write.view, write.compiled, write.store
+    full = codegen.stored_query(compiled.store, compiled.full_query, write.logged)
+    with committed(spark, write) as commit:
+        if _columns_changed(spark, full, write.schema):
+            log = DeltaLogReader.of(spark, store)
+            commit(
+                codegen.create_table_statement(
+                    store,
+                    full,
+                    log.properties(),
+                    replace=True,
+                    partitioned_by=tuple(log.partition_columns()),
+                ),
+                technique=Technique.RECOMPUTE,
+            )
+            repair_catalog_view(
+                spark, view, compiled, view_properties(spark, view), spark.table(store).schema
+            )
+        else:
+            commit(codegen.overwrite_statement(store, full), technique=Technique.RECOMPUTE)
+    return write.result(Technique.RECOMPUTE, rows_inserted=rows_written(spark, store))
+
+
+def _columns_changed(spark: Session, query: exp.Query, store_schema) -> bool:
+    """Whether the columns of ``query`` (the store's full query, its sources bound) are not
+    those of the store's ``store_schema``, by name or type: a ``*`` expanded over a source's
+    columns as they are now, or a source's column whose type changed (Delta's type
+    widening), which an overwrite would cast to the old type."""
+    wanted = spark.sql(query.sql(DIALECT)).schema
+    return [(f.name, f.dataType) for f in wanted] != [(f.name, f.dataType) for f in store_schema]

@@ -1,0 +1,75 @@
+"""A refresh's write of its view's store, as every technique is given it (:class:`Write`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql.types import StructType
+from sqlglot import exp
+
+from ivm.compiler import CompiledView
+from ivm.runtime.catalog.history import RefreshRecord, RefreshResult, Technique
+from ivm.runtime.catalog.tables import store_name
+from ivm.runtime.decision.cost import CostModel
+from ivm.runtime.decision.terms import Mode
+from ivm.runtime.refresh.commit import committed_write
+from ivm.runtime.refresh.phases import PhaseClock
+from ivm.runtime.spark.connect import Session
+
+
+@dataclass(frozen=True)
+class Write:
+    """One write of the store of ``view`` by a refresh: the ``record`` it commits says its
+    mode (``incremental``, ``full`` or ``partition``) and the source versions it brings the
+    store to; it is computed from store version ``store_version`` (``schema``, the store's),
+    which reflects the sources at ``previous``, by the query of ``compiled``, and timed by
+    ``clock``. An incremental write keeps the cost ``model`` it was planned with, and judges
+    its delta query, once planned, against ``recheck_against`` (see
+    :class:`~ivm.runtime.decision.decide.RefreshPlan`); a partition write overwrites the
+    rows that match ``partition``."""
+
+    view: str
+    compiled: CompiledView
+    schema: StructType
+    store_version: int
+    previous: dict[str, int]
+    record: RefreshRecord
+    clock: PhaseClock
+    model: CostModel = field(default_factory=CostModel)
+    recheck_against: int | None = None
+    partition: exp.Condition | None = None
+    logged: bool = False  # the store takes a change as an append (its layout is ``log``)
+
+    @property
+    def store(self) -> str:
+        return store_name(self.view)
+
+    def result(self, technique: Technique, **counts) -> RefreshResult:
+        """The result of this write, once committed by ``technique``, with its store rows
+        ``counts``."""
+        return RefreshResult(
+            self.view,
+            Mode(self.record.mode),
+            self.record.sources,
+            self.previous,
+            reason=self.record.reason,
+            rules=self.record.rules,
+            technique=technique,
+            **counts,
+        )
+
+
+def committed(spark: Session, write: Write, before: dict[str, int] | None = None):
+    """The committed write (:func:`~ivm.runtime.refresh.commit.committed_write`) of
+    ``write``'s record, its sources bound at ``before`` too for a change."""
+    return committed_write(
+        spark,
+        write.view,
+        write.compiled,
+        write.record,
+        stage="refresh",
+        before=before,
+        read_version=write.store_version,
+        clock=write.clock,
+        logged=write.logged,
+    )
