@@ -70,6 +70,8 @@ from ivm.runtime.log.delta_log import CDF_PROPERTY, reading_each_log_once, rows_
 from ivm.runtime.observation.describe import consumed_versions
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.commit import (
+    Commit,
+    bound_reads,
     committed_write,
     execute,
     isolated,
@@ -296,26 +298,29 @@ def _create_store(
             planned_bytes=total,
             technique=Technique.RECOMPUTE,
         )
+        commit = Commit(view, compiled, record, "create")
         with (
             session_settings(
                 spark,
                 evaluation_settings(spark, total)
                 | store_write_settings(codegen.in_key_order(compiled.store)),
             ),
-            committed_write(spark, view, compiled, record, stage="create") as commit,
+            bound_reads(spark, commit),
         ):
             if policy is not None:
                 schema = spark.sql(compiled.full_query.sql(DIALECT)).schema
                 admit(view, Policy(policy), never_incremental(compiled, _types(schema)))
             logged = is_logged(properties)
-            commit(
+            committed_write(
+                spark,
+                commit,
                 codegen.create_table_statement(
                     store,
                     codegen.stored_query(compiled.store, compiled.full_query, logged),
                     properties,
                     replace=_is_materialized_view(spark, view),
                     partitioned_by=_store_partitioning(partitioned_by, logged),
-                )
+                ),
             )
     write_catalog_view(spark, view, compiled, properties)
     return versions

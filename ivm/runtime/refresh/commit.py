@@ -1,22 +1,23 @@
 """The exactly-once protocol: every write to a view's store is one Delta commit.
 
-A *committed write* (:func:`committed_write`) is the only way ivm writes a store:
+A *committed write* (:class:`Commit`) is the only way ivm writes a store:
 
 1. bind the sources' reads at the versions the write consumes, each source's change read
    once (the first read bound fails at the fault point ``<stage>.during_write`` when a
-   test armed it);
-2. pass the fault point ``<stage>.before_write``;
+   test armed it), for a block that computes what it writes (:func:`bound_reads`);
+2. pass the fault point ``<stage>.before_write`` (:func:`committed_write`, from here on);
 3. run the write, one statement, as one Delta commit whose ``userMetadata`` is the write's
    :class:`~ivm.runtime.catalog.history.RefreshRecord`: the source versions the store reflects from
    then on. A write computed from store version *n* is Delta's idempotent transaction
    ``(ivm:<view>, n)``, so it commits at most once per store version;
-4. unbind the reads, pass ``<stage>.after_commit``;
+4. pass ``<stage>.after_commit``;
 5. check that the store's latest record is this write's: Delta skips a transaction whose
-   version was committed already, and then another write got there first.
+   version was committed already, and then another write got there first;
+6. unbind the reads, once the block is done.
 
 A write that dies before step 3's commit changes nothing; one that dies after it is done.
-A write that lost the race raises :class:`LostRace`, and :func:`retrying` runs the whole
-refresh again from a fresh read of the store. Each attempt runs in a session of its own
+A write that lost the race returns :class:`LostRace`, a value, and :func:`retrying` runs the
+whole refresh again from a fresh read of the store. Each attempt runs in a session of its own
 (:func:`isolated`): same SparkContext and catalog, own temporary views and settings, so that
 writes in threads of one application do not see each other's bindings.
 
@@ -27,9 +28,10 @@ shows the store's columns.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException, PySparkException
@@ -38,7 +40,7 @@ from pyspark.sql.types import StructType
 
 from ivm import codegen
 from ivm.compiler import CompiledView
-from ivm.errors import ConcurrentRefresh, SourceError, StateError
+from ivm.errors import ConcurrentRefresh, IvmError, SourceError, StateError
 from ivm.names import DIALECT
 from ivm.runtime.catalog.definition import is_pinned, settings, spelled_columns, view_properties
 from ivm.runtime.catalog.history import USER_METADATA, RefreshRecord, latest_record
@@ -56,12 +58,15 @@ from ivm.runtime.spark.settings import session_settings
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 PARTITION_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
+T = TypeVar("T")
 ATTEMPTS = 3
 """How often a refresh that lost a race with another refresh of its view starts again."""
 
 
-class LostRace(Exception):
-    """Another write of the view committed first."""
+@dataclass(frozen=True)
+class LostRace:
+    """Another write of the view committed first: what :func:`committed_write` returns then,
+    and on which :func:`retrying` starts the refresh again."""
 
 
 @contextmanager
@@ -189,144 +194,190 @@ def repair_catalog_view(
     return problem
 
 
-def retrying(spark: Session, view: str, write):
+def retrying(
+    spark: Session, view: str, write: Callable[[Session, str, dict[str, str]], T | LostRace]
+) -> T:
     """``write(session, view, properties)`` in a session of its own under the settings the
     view's CREATE pinned, each Delta log it plans from read once (the first time, those an
     enclosing :func:`reading_each_log_once` read stand); again, from a fresh read of the
-    store, whenever another write committed first (at most :data:`ATTEMPTS` times)."""
+    store, while it returns :class:`LostRace` (at most :data:`ATTEMPTS` times)."""
     for attempt in range(ATTEMPTS):
-        try:
-            with reading_each_log_once(reuse=attempt == 0):
-                properties = view_properties(spark, view)
-                with isolated(spark, settings(properties)) as work:
-                    return write(work, view, properties)
-        except LostRace:
-            continue
+        with reading_each_log_once(reuse=attempt == 0):
+            properties = view_properties(spark, view)
+            with isolated(spark, settings(properties)) as work:
+                outcome = write(work, view, properties)
+        if not isinstance(outcome, LostRace):
+            return outcome
     raise ConcurrentRefresh(
         f"{view} was refreshed by another refresh {ATTEMPTS} times while this one ran",
         hint="refresh it again later",
     )
 
 
+@dataclass(frozen=True)
+class Commit:
+    """One commit of the store of ``view`` carrying ``record``, written by the query of
+    ``compiled``; ``stage`` (``create`` or ``refresh``) names its fault points. Computed from
+    the store version ``read_version``, it is Delta's idempotent transaction of that version
+    and checked to be the one that committed, and a change that reads the view's own rows
+    reads them at that version (folded, where the store is ``logged``: :func:`stored_rows`).
+    ``clock`` times the phases ``change`` (the binding), ``write`` (the statement) and
+    ``check``; the record carries those measured before the write."""
+
+    view: str
+    compiled: CompiledView
+    record: RefreshRecord
+    stage: str
+    read_version: int | None = None
+    clock: PhaseClock | None = None
+    logged: bool = False
+
+
 @contextmanager
-def committed_write(
-    spark: Session,
-    view: str,
-    compiled: CompiledView,
-    record: RefreshRecord,
-    *,
-    stage: str,
-    before: dict[str, int] | None = None,
-    read_version: int | None = None,
-    clock: PhaseClock | None = None,
-    logged: bool = False,
-):
-    """A block that writes the store of ``view`` in one commit carrying ``record``, with the
-    sources of ``compiled`` bound at ``record.sources`` (and at ``before`` for a change), and
-    the view's own rows at ``read_version`` where the change reads them (folded, where the
-    store is ``logged``: :func:`stored_rows`);
-    ``stage`` (``create`` or ``refresh``) names its fault points. The block receives
-    ``commit(statement, **amend)``, which runs its one writing statement and returns its
-    rows; ``amend`` sets fields of the record known only once the write is planned. A block
-    that returns without calling ``commit`` wrote nothing, and is not checked. With
-    the store version ``read_version`` it was computed from, the write is idempotent and
-    checked to be the one that committed. ``clock`` times the phases ``change`` (the
-    binding), ``write`` (the statement) and ``check``; the record carries those measured
-    before the write."""
-    timer = clock or PhaseClock(None)
-    with spark_errors(view, spark, compiled.sources), timer.phase("change"):
+def bound_reads(spark: Session, commit: Commit, before: dict[str, int] | None = None):
+    """A block with the sources of ``commit``'s query bound at its record's versions (and at
+    ``before`` for a change), in which a write computes what it commits and commits it
+    (:func:`committed_write`); they are unbound after it. A block that learns it will not
+    write returns, and nothing was committed."""
+    view, compiled, record = commit.view, commit.compiled, commit.record
+    version = commit.read_version
+    with spark_errors(view, spark, compiled.sources), _timer(commit).phase("change"):
         bound = bind(
             spark,
             compiled.sources,
             before,
             record.sources,
             compiled.delta_reads,
-            wrap=lambda frame: faults.during(f"{stage}.during_write", frame),
+            wrap=lambda frame: faults.during(f"{commit.stage}.during_write", frame),
             change_bytes=record.read_bytes,
             store=None
-            if read_version is None
-            else (view, lambda: stored_rows(spark, view, compiled, logged, read_version)),
+            if version is None
+            else (view, lambda: stored_rows(spark, view, compiled, commit.logged, version)),
         )
-
-    committed = False
-
-    def commit(statement, **amend) -> list:
-        nonlocal committed
-        with timer.phase("write"):
-            final = replace(record, **amend)
-            if clock is not None:
-                final = replace(final, phases=clock.summary())
-            with (
-                spark_errors(view, spark, compiled.sources),
-                _commit_settings(spark, view, final, read_version),
-            ):
-                rows = execute(spark, statement)
-        committed = True
-        return rows
-
     try:
-        faults.reach(f"{stage}.before_write")
-        yield commit
+        yield
     finally:
         unbind(spark, bound)
-    if not committed:  # the block chose not to write (see the refresh's revision): no change
-        return
-    faults.reach(f"{stage}.after_commit")
-    if read_version is not None:
+
+
+def committed_write(spark: Session, commit: Commit, statement, **amend) -> list | LostRace:
+    """Write the store by ``statement`` in one commit, as ``commit`` says, its sources bound
+    (:func:`bound_reads`; steps 2 to 5 of the module's docstring); ``amend`` sets fields of
+    the record known only once the write is planned. The statement's rows; or, for a write
+    computed from a store version, :class:`LostRace` where another write committed first (a
+    CREATE's commit that Delta refused fails as Delta failed it)."""
+    timer = _timer(commit)
+    faults.reach(f"{commit.stage}.before_write")
+    with timer.phase("write"):
+        record = replace(commit.record, **amend)
+        if commit.clock is not None:
+            record = replace(record, phases=commit.clock.summary())
+        conf = _commit_settings(commit.view, record, commit.read_version)
+        rows = spark_call(
+            commit.view,
+            spark,
+            commit.compiled.sources,
+            lambda: _executed(spark, statement, conf),
+            [] if commit.read_version is None else [Failure.LOST_RACE],
+        )
+    if isinstance(rows, Failure):  # Delta refused it: another commit changed what it read
+        return LostRace()
+    faults.reach(f"{commit.stage}.after_commit")
+    if commit.read_version is not None:
         with timer.phase("check"):
-            committed = latest_record(DeltaLogReader(spark, store_name(view)))[1]
-        if committed.refresh != record.refresh:
-            raise LostRace()
+            latest = latest_record(DeltaLogReader(spark, store_name(commit.view)))[1]
+        if latest.refresh != commit.record.refresh:  # Delta skipped it: another came first
+            return LostRace()
+    return rows
 
 
-@contextmanager
-def _commit_settings(spark: Session, view: str, record: RefreshRecord, read_version: int | None):
-    """Settings for the statements of the block: ``record`` goes into their commit, and, with
+def _timer(commit: Commit) -> PhaseClock:
+    return commit.clock or PhaseClock(None)
+
+
+def _commit_settings(view: str, record: RefreshRecord, read_version: int | None) -> dict[str, str]:
+    """Settings for the statement of a commit: ``record`` goes into its commit, and, with
     ``read_version``, the commit is the idempotent transaction ``(ivm:<view>, read_version)``.
     An overwrite replaces the whole store whatever the session's partition overwrite mode
     (a dynamic one would keep every partition the new rows do not fall in)."""
     conf = {USER_METADATA: record.to_json(), PARTITION_OVERWRITE_MODE: "static"}
     if read_version is not None:
         conf |= {TXN_APP_ID: f"ivm:{view}", TXN_VERSION: str(read_version)}
+    return conf
+
+
+def _executed(spark: Session, statement, conf: dict[str, str]) -> list:
+    """The rows of ``statement``, run under the settings ``conf``."""
     with session_settings(spark, conf):
-        yield
+        return execute(spark, statement)
+
+
+def spark_call(
+    view: str,
+    spark: Session,
+    sources: Iterable[str],
+    call: Callable[[], T],
+    acted_on: Collection[Failure] = (),
+) -> T | Failure:
+    """``call()``, a step of maintaining ``view`` that reads ``sources``; or, where Spark
+    fails with one of the failures ``acted_on``, that failure, a value its caller acts on
+    (another commit first, a change data file gone, a sum that overflows). Any other
+    failure is raised as :func:`spark_errors` raises it."""
+    try:
+        return call()
+    except (PySparkException, Py4JJavaError) as error:
+        failure, for_user = _classified(view, spark, sources, error)
+        if failure is not None and failure in acted_on:
+            return failure
+        if for_user is None:
+            raise
+        raise for_user from None
 
 
 @contextmanager
 def spark_errors(view: str, spark: Session, sources: Iterable[str]):
-    """Turn Spark failures met while maintaining ``view`` into errors a user can act on, and
-    a write that lost the race into :class:`LostRace`. A missing file is lost change data
-    where it is a file of one of ``sources``; elsewhere (the store's, say) it fails naming
-    the file, since a recompute would hide a table damaged outside Delta."""
+    """Turn Spark failures met while maintaining ``view`` into errors a user can act on. A
+    missing file is lost change data where it is a file of one of ``sources``; elsewhere (the
+    store's, say) it fails naming the file, since a recompute would hide a table damaged
+    outside Delta. Any other failure is raised as Spark raised it."""
     try:
         yield
     except (PySparkException, Py4JJavaError) as error:
-        path = missing_file(error)
-        read = [delta_table(spark, source) for source in sources] if path else []
-        locations = _locations(spark, [*read, store_name(view)]) if path else {}
-        failure = classify(error, [locations[table] for table in read if table in locations])
-        if failure is Failure.LOST_RACE:
-            raise LostRace() from error
-        if failure is Failure.CHANGE_DATA_LOST:
-            raise SourceError(
-                f"{CHANGE_DATA_UNAVAILABLE} for {view}",
-                hint=f"run REFRESH MATERIALIZED VIEW {view} FULL",
-            ) from None
-        if failure is Failure.FILE_MISSING and path is not None:
-            table = next((t for t, at in locations.items() if is_under(path, at)), None)
-            raise StateError(
-                f"{view} cannot be refreshed: the file {path}"
-                f"{f' of {table}' if table else ''} is missing, though its table's log "
-                f"names it (was it removed other than by VACUUM?)",
-                hint=f"restore the file, or drop it from the log with FSCK REPAIR TABLE "
-                f"{table or '<its table>'}; then refresh {view} again",
-            ) from None
-        if failure is Failure.STORE_DISAGREES:
-            raise StateError(
-                f"the store of {view} disagrees with its sources",
-                hint=f"run REFRESH MATERIALIZED VIEW {view} FULL",
-            ) from None
-        raise
+        _, for_user = _classified(view, spark, sources, error)
+        if for_user is None:
+            raise
+        raise for_user from None
+
+
+def _classified(
+    view: str, spark: Session, sources: Iterable[str], error: Exception
+) -> tuple[Failure | None, IvmError | None]:
+    """The kind of the Spark failure ``error`` met maintaining ``view`` (see
+    :func:`spark_errors`), and the error a user can act on that it is, if it is one."""
+    path = missing_file(error)
+    read = [delta_table(spark, source) for source in sources] if path else []
+    locations = _locations(spark, [*read, store_name(view)]) if path else {}
+    failure = classify(error, [locations[table] for table in read if table in locations])
+    if failure is Failure.CHANGE_DATA_LOST:
+        return failure, SourceError(
+            f"{CHANGE_DATA_UNAVAILABLE} for {view}",
+            hint=f"run REFRESH MATERIALIZED VIEW {view} FULL",
+        )
+    if failure is Failure.FILE_MISSING and path is not None:
+        table = next((t for t, at in locations.items() if is_under(path, at)), None)
+        return failure, StateError(
+            f"{view} cannot be refreshed: the file {path}"
+            f"{f' of {table}' if table else ''} is missing, though its table's log "
+            f"names it (was it removed other than by VACUUM?)",
+            hint=f"restore the file, or drop it from the log with FSCK REPAIR TABLE "
+            f"{table or '<its table>'}; then refresh {view} again",
+        )
+    if failure is Failure.STORE_DISAGREES:
+        return failure, StateError(
+            f"the store of {view} disagrees with its sources",
+            hint=f"run REFRESH MATERIALIZED VIEW {view} FULL",
+        )
+    return failure, None
 
 
 def _locations(spark: Session, tables: list[str]) -> dict[str, str]:

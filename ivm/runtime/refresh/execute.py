@@ -52,6 +52,7 @@ from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.messages import one_line
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.commit import (
+    LostRace,
     repair_catalog_view,
     retrying,
     spark_errors,
@@ -215,7 +216,7 @@ def _refresh_partition(
     properties: dict[str, str],
     partition: dict[str, exp.Literal],
     clock: PhaseClock,
-) -> RefreshResult:
+) -> RefreshResult | LostRace:
     """Carry out a partition refresh: a store checked as a refresh checks it, the sources
     at the versions it reflects, one partition overwritten."""
     start = time.perf_counter()
@@ -265,6 +266,8 @@ def _refresh_partition(
     evaluation = evaluation_settings(spark, total_source_bytes(spark, compiled.sources))
     with session_settings(spark, evaluation):
         result = carry_out(spark, write)
+    if isinstance(result, LostRace):
+        return result
     assert isinstance(result, RefreshResult)
     result.seconds = time.perf_counter() - start
     result.repaired = repaired
@@ -295,7 +298,7 @@ def _refresh(
     properties: dict[str, str],
     forced: Obstacle | None,
     clock: PhaseClock,
-) -> RefreshResult:
+) -> RefreshResult | LostRace:
     """Carry out the plan of a refresh (:mod:`ivm.runtime.decision.decide`), made once the
     store's and the sources' logs are read: nothing, apply the change, recompute, or fail. An
     incremental refresh that learns, reading the change, that it cannot apply it (a change
@@ -349,7 +352,7 @@ def _refresh(
             if plan.fails:
                 raise plan.error(view)
             model = outcome.model or model
-    if not isinstance(outcome, RefreshResult):  # a recompute, as planned or revised
+    if outcome is None or isinstance(outcome, Revision):  # a recompute, as planned or revised
         assert plan.obstacle is not None
         lookup = compiled.maintenance.rule.kind is Kind.LOOKUP
         record = RefreshRecord(
@@ -381,6 +384,8 @@ def _refresh(
                     logged=is_logged(properties),
                 ),
             )
+    if isinstance(outcome, LostRace):
+        return outcome
     assert isinstance(outcome, RefreshResult)  # a recompute is not revised
     outcome.seconds = time.perf_counter() - start
     outcome.repaired = repaired

@@ -11,14 +11,16 @@ from __future__ import annotations
 from ivm.runtime.catalog.history import RefreshResult
 from ivm.runtime.decision.decide import Revision
 from ivm.runtime.decision.terms import Mode
+from ivm.runtime.refresh.commit import LostRace
 from ivm.runtime.refresh.techniques import merge, partition, replace
 from ivm.runtime.refresh.techniques.writing import Write
 from ivm.runtime.spark.connect import Session
 
 
-def carry_out(spark: Session, write: Write) -> RefreshResult | Revision:
-    """Carry out ``write`` in one commit, as its mode says: its result, or, for an
-    incremental write that learned it cannot apply the change, why."""
+def carry_out(spark: Session, write: Write) -> RefreshResult | Revision | LostRace:
+    """Carry out ``write`` in one commit, as its mode says: its result; or, for an
+    incremental write that learned it cannot apply the change, why; or that another write of
+    the view committed first."""
     match write.record.mode:
         case Mode.FULL:
             return replace.write(spark, write)

@@ -16,11 +16,11 @@ from ivm.runtime.catalog.history import RefreshResult, Technique
 from ivm.runtime.decision.decide import DEFAULT_MIN_BYTES, MIN_BYTES, Revision
 from ivm.runtime.decision.terms import Mode, Obstacle, ObstacleKind
 from ivm.runtime.log.delta_log import DeltaLogReader
-from ivm.runtime.refresh.commit import LostRace, spark_errors
+from ivm.runtime.refresh.commit import LostRace, bound_reads, committed_write, spark_errors
 from ivm.runtime.refresh.pruning import prune, stored_key_ranges
 from ivm.runtime.refresh.retention import unreadable
 from ivm.runtime.refresh.sources import kept, release, total_source_files
-from ivm.runtime.refresh.techniques.writing import Write, committed
+from ivm.runtime.refresh.techniques.writing import Write
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.failures import Failure, classify
 from ivm.runtime.spark.settings import (
@@ -40,7 +40,7 @@ MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
 OVERFLOW_REASON = "a sum overflowed its type while folding the change"
 
 
-def write(spark: Session, write: Write) -> RefreshResult | Revision:
+def write(spark: Session, write: Write) -> RefreshResult | Revision | LostRace:
     """Fold the change from ``write.previous`` to the record's source versions into the
     store in one commit; or, where the change cannot be applied, why (a change data file
     removed, found as it is read).
@@ -56,16 +56,21 @@ def write(spark: Session, write: Write) -> RefreshResult | Revision:
         return Revision(Obstacle(ObstacleKind.UNAVAILABLE, why))
 
 
-def _merge(spark: Session, write: Write) -> RefreshResult | Revision:
+def _merge(spark: Session, write: Write) -> RefreshResult | Revision | LostRace:
     """The body of :func:`write`: the change's MERGE, or why it is not applied, learned once
     the delta query is planned (predicted dearer than a recompute) or run (a sum overflows)."""
     view, compiled, store, clock = write.view, write.compiled, write.store, write.clock
     change_bytes, model = write.record.read_bytes, write.model
     if change_bytes == 0:  # the commits since changed no row, nor does the view
-        with committed(spark, write) as commit:
-            commit(codegen.record_only_statement(store), technique=Technique.RECORD_ONLY)
-        return write.result(Technique.RECORD_ONLY)
-    with committed(spark, write, before=write.previous) as commit:
+        with bound_reads(spark, write.committing):
+            done = committed_write(
+                spark,
+                write.committing,
+                codegen.record_only_statement(store),
+                technique=Technique.RECORD_ONLY,
+            )
+        return done if isinstance(done, LostRace) else write.result(Technique.RECORD_ONLY)
+    with bound_reads(spark, write.committing, write.previous):
         with clock.phase("prune"), spark_errors(view, spark, compiled.sources):
             delta = codegen.to_select(prune(spark, compiled.maintenance.delta, change_bytes))
         types = {f.name: f.dataType.simpleString() for f in write.schema}
@@ -100,12 +105,14 @@ def _merge(spark: Session, write: Write) -> RefreshResult | Revision:
                     if store_bytes is None or store_bytes > SMALL_STORE_BYTES:
                         within = stored_key_ranges(change.frame, compiled.store, STORED)
             if not change.rows:  # no stored row changes: the commit carries the record
-                commit(
+                done = committed_write(
+                    spark,
+                    write.committing,
                     codegen.record_only_statement(store),
                     technique=Technique.RECORD_ONLY,
                     **planned,
                 )
-                return write.result(Technique.RECORD_ONLY)
+                return done if isinstance(done, LostRace) else write.result(Technique.RECORD_ONLY)
             change.frame.createOrReplaceTempView(STORE_CHANGE)
             # an append that Delta skips as done is found by the committed write's check
             rows = exp.select("*").from_(STORE_CHANGE)
@@ -118,7 +125,11 @@ def _merge(spark: Session, write: Write) -> RefreshResult | Revision:
                 )
             )
             with session_settings(spark, settings):
-                merged = commit(written, technique=technique, **planned)
+                merged = committed_write(
+                    spark, write.committing, written, technique=technique, **planned
+                )
+            if isinstance(merged, LostRace):
+                return merged
             if write.logged:
                 return write.result(technique, rows_inserted=change.rows)
         except (PySparkException, Py4JJavaError) as error:
@@ -130,7 +141,7 @@ def _merge(spark: Session, write: Write) -> RefreshResult | Revision:
             if change is not None and change.checkpoint is not None:
                 release(change.checkpoint)
     if not merged:  # Delta skipped it: the transaction was committed already
-        raise LostRace()
+        return LostRace()
     metrics = merged[0]
     return write.result(
         Technique.MERGE,

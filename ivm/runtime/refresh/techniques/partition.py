@@ -6,22 +6,25 @@ from __future__ import annotations
 from ivm import codegen
 from ivm.runtime.catalog.history import RefreshResult, Technique
 from ivm.runtime.log.delta_log import rows_written
-from ivm.runtime.refresh.techniques.writing import Write, committed
+from ivm.runtime.refresh.commit import LostRace, bound_reads, committed_write
+from ivm.runtime.refresh.techniques.writing import Write
 from ivm.runtime.spark.connect import Session
 
 
-def write(spark: Session, write: Write) -> RefreshResult:
+def write(spark: Session, write: Write) -> RefreshResult | LostRace:
     """Overwrite the rows of the store in ``write.partition`` with the query's, at the
     source versions the store reflects. A logged store's partition columns are keys of the
     view (:func:`~ivm.runtime.commands.views.create_view`), so its logged rows of the
     partition are replaced with its stored ones: the partition is left folded."""
     assert write.partition is not None
     full = codegen.stored_query(write.compiled.store, write.compiled.full_query, write.logged)
-    with committed(spark, write) as commit:
-        commit(
-            codegen.replace_where_statement(write.store, full, write.partition),
-            technique=Technique.PARTITION_OVERWRITE,
+    statement = codegen.replace_where_statement(write.store, full, write.partition)
+    with bound_reads(spark, write.committing):
+        done = committed_write(
+            spark, write.committing, statement, technique=Technique.PARTITION_OVERWRITE
         )
+    if isinstance(done, LostRace):
+        return done
     return write.result(
         Technique.PARTITION_OVERWRITE, rows_inserted=rows_written(spark, write.store)
     )

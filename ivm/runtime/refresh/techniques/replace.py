@@ -11,37 +11,48 @@ from ivm.names import DIALECT
 from ivm.runtime.catalog.definition import view_properties
 from ivm.runtime.catalog.history import RefreshResult, Technique
 from ivm.runtime.log.delta_log import DeltaLogReader, rows_written
-from ivm.runtime.refresh.commit import repair_catalog_view
-from ivm.runtime.refresh.techniques.writing import Write, committed
+from ivm.runtime.refresh.commit import (
+    LostRace,
+    bound_reads,
+    committed_write,
+    repair_catalog_view,
+)
+from ivm.runtime.refresh.techniques.writing import Write
 from ivm.runtime.spark.connect import Session
 
 
-def write(spark: Session, write: Write) -> RefreshResult:
+def write(spark: Session, write: Write) -> RefreshResult | LostRace:
     """Overwrite the store with the query's result at the record's source versions; where
     the query's columns are not the store's (a ``*`` expanded over a source's columns as they
     are now, or a source's column whose type changed), replace the store in the same commit,
     its properties and partitioning kept, and write the catalog view anew."""
     view, compiled, store = write.view, write.compiled, write.store
     full = codegen.stored_query(compiled.store, compiled.full_query, write.logged)
-    with committed(spark, write) as commit:
-        if _columns_changed(spark, full, write.schema):
-            log = DeltaLogReader.of(spark, store)
-            commit(
-                codegen.create_table_statement(
-                    store,
-                    full,
-                    log.properties(),
-                    replace=True,
-                    partitioned_by=tuple(log.partition_columns()),
-                ),
-                technique=Technique.RECOMPUTE,
-            )
-            repair_catalog_view(
-                spark, view, compiled, view_properties(spark, view), spark.table(store).schema
-            )
-        else:
-            commit(codegen.overwrite_statement(store, full), technique=Technique.RECOMPUTE)
+    with bound_reads(spark, write.committing):
+        reshaped = _columns_changed(spark, full, write.schema)
+        statement = (
+            _replacing(spark, store, full) if reshaped else codegen.overwrite_statement(store, full)
+        )
+        done = committed_write(spark, write.committing, statement, technique=Technique.RECOMPUTE)
+    if isinstance(done, LostRace):
+        return done
+    if reshaped:
+        schema = spark.table(store).schema
+        repair_catalog_view(spark, view, compiled, view_properties(spark, view), schema)
     return write.result(Technique.RECOMPUTE, rows_inserted=rows_written(spark, store))
+
+
+def _replacing(spark: Session, store: str, full: exp.Query) -> exp.Expr:
+    """The statement that replaces ``store`` by the rows of ``full``, with the columns it
+    gives, the store's properties and partitioning kept."""
+    log = DeltaLogReader.of(spark, store)
+    return codegen.create_table_statement(
+        store,
+        full,
+        log.properties(),
+        replace=True,
+        partitioned_by=tuple(log.partition_columns()),
+    )
 
 
 def _columns_changed(spark: Session, query: exp.Query, store_schema) -> bool:

@@ -12,9 +12,8 @@ from ivm.runtime.catalog.history import RefreshRecord, RefreshResult, Technique
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.decision.cost import CostModel
 from ivm.runtime.decision.terms import Mode
-from ivm.runtime.refresh.commit import committed_write
+from ivm.runtime.refresh.commit import Commit
 from ivm.runtime.refresh.phases import PhaseClock
-from ivm.runtime.spark.connect import Session
 
 
 @dataclass(frozen=True)
@@ -44,6 +43,20 @@ class Write:
     def store(self) -> str:
         return store_name(self.view)
 
+    @property
+    def committing(self) -> Commit:
+        """The commit of this write's record (:mod:`ivm.runtime.refresh.commit`): Delta's
+        idempotent transaction of the store version it was computed from."""
+        return Commit(
+            self.view,
+            self.compiled,
+            self.record,
+            "refresh",
+            self.store_version,
+            self.clock,
+            self.logged,
+        )
+
     def result(self, technique: Technique, **counts) -> RefreshResult:
         """The result of this write, once committed by ``technique``, with its store rows
         ``counts``."""
@@ -57,19 +70,3 @@ class Write:
             technique=technique,
             **counts,
         )
-
-
-def committed(spark: Session, write: Write, before: dict[str, int] | None = None):
-    """The committed write (:func:`~ivm.runtime.refresh.commit.committed_write`) of
-    ``write``'s record, its sources bound at ``before`` too for a change."""
-    return committed_write(
-        spark,
-        write.view,
-        write.compiled,
-        write.record,
-        stage="refresh",
-        before=before,
-        read_version=write.store_version,
-        clock=write.clock,
-        logged=write.logged,
-    )
