@@ -28,9 +28,10 @@ shows the store's columns.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TypeVar
 
 from py4j.protocol import Py4JJavaError
@@ -234,28 +235,46 @@ class Commit:
 
 
 @contextmanager
-def bound_reads(spark: Session, commit: Commit, before: dict[str, int] | None = None):
+def bound_reads(
+    spark: Session,
+    commit: Commit,
+    before: dict[str, int] | None = None,
+    revisable: Collection[Failure] = (),
+) -> Iterator[Failure | None]:
     """A block with the sources of ``commit``'s query bound at its record's versions (and at
     ``before`` for a change), in which a write computes what it commits and commits it
-    (:func:`committed_write`); they are unbound after it. A block that learns it will not
-    write returns, and nothing was committed."""
-    view, compiled, record = commit.view, commit.compiled, commit.record
-    version = commit.read_version
-    with spark_errors(view, spark, compiled.sources), _timer(commit).phase("change"):
-        bound = bind(
+    (:func:`committed_write`); they are unbound after it. The block gets None; or, where
+    binding them met one of the failures ``revisable`` (a change data file gone), that
+    failure, and nothing is bound. A block that learns it will not write returns, and
+    nothing was committed."""
+    view, compiled, version = commit.view, commit.compiled, commit.read_version
+    own_rows = (
+        None
+        if version is None
+        else (view, partial(stored_rows, spark, view, compiled, commit.logged, version))
+    )
+    with _timer(commit).phase("change"):
+        bound = spark_call(
+            view,
             spark,
             compiled.sources,
-            before,
-            record.sources,
-            compiled.delta_reads,
-            wrap=lambda frame: faults.during(f"{commit.stage}.during_write", frame),
-            change_bytes=record.read_bytes,
-            store=None
-            if version is None
-            else (view, lambda: stored_rows(spark, view, compiled, commit.logged, version)),
+            lambda: bind(
+                spark,
+                compiled.sources,
+                before,
+                commit.record.sources,
+                compiled.delta_reads,
+                wrap=lambda frame: faults.during(f"{commit.stage}.during_write", frame),
+                change_bytes=commit.record.read_bytes,
+                store=own_rows,
+            ),
+            revisable,
         )
+    if isinstance(bound, Failure):
+        yield bound
+        return
     try:
-        yield
+        yield None
     finally:
         unbind(spark, bound)
 

@@ -1,32 +1,87 @@
-"""How a refresh writes its view's store: one module per technique.
+"""How a refresh writes its view's store: one module per technique, each with one function
+of one shape,
 
-* :mod:`~ivm.runtime.refresh.techniques.merge`: the change MERGEd into the store;
-* :mod:`~ivm.runtime.refresh.techniques.replace`: the store overwritten with the query's
-  result (replaced, where its columns changed);
-* :mod:`~ivm.runtime.refresh.techniques.partition`: one partition of the store overwritten.
+    ``write(spark, write: Write, change: Change | None) -> Outcome``
+
+which writes the store in one committed write (:mod:`ivm.runtime.refresh.commit`) and comes
+to its result, a :class:`~ivm.runtime.decision.decide.Revision` (an incremental write that
+learned it cannot apply the change) or a :class:`~ivm.runtime.refresh.commit.LostRace`
+(:data:`~ivm.runtime.refresh.techniques.writing.Outcome`); and with the name it records,
+its ``TECHNIQUE`` (:class:`~ivm.runtime.catalog.history.Technique`).
+
+===================  ====================  ==================================================
+module               technique             writes
+===================  ====================  ==================================================
+``record_only``      record only           the record alone: no stored row changes
+``append``           append                the change's rows, to a logged store's log
+``merge``            merge                 the change, MERGEd into the stored rows
+``replace``          recompute             the query's rows over the store's (a new store,
+                                           where its columns changed)
+``partition``        partition overwrite   the query's rows of one partition
+===================  ====================  ==================================================
+
+:func:`carry_out` binds the sources' reads, computes the change to the store once where the
+write applies one (:mod:`~ivm.runtime.refresh.techniques.change`), and hands it to the
+technique :func:`chosen` names. A new technique is a module of that shape, a line in
+:data:`TECHNIQUES` and a case in :func:`chosen`.
 """
 
 from __future__ import annotations
 
-from ivm.runtime.catalog.history import RefreshResult
+from collections.abc import Callable
+
+from ivm.runtime.catalog.history import Technique
 from ivm.runtime.decision.decide import Revision
 from ivm.runtime.decision.terms import Mode
-from ivm.runtime.refresh.commit import LostRace
-from ivm.runtime.refresh.techniques import merge, partition, replace
-from ivm.runtime.refresh.techniques.writing import Write
+from ivm.runtime.refresh.commit import bound_reads
+from ivm.runtime.refresh.techniques import append, merge, partition, record_only, replace
+from ivm.runtime.refresh.techniques.change import UNREADABLE, Change, computed, revision
+from ivm.runtime.refresh.techniques.writing import Outcome, Write
 from ivm.runtime.spark.connect import Session
 
+TECHNIQUES: dict[Technique, Callable[[Session, Write, Change | None], Outcome]] = {
+    record_only.TECHNIQUE: record_only.write,
+    append.TECHNIQUE: append.write,
+    merge.TECHNIQUE: merge.write,
+    replace.TECHNIQUE: replace.write,
+    partition.TECHNIQUE: partition.write,
+}
+"""Every technique, by the name it records."""
 
-def carry_out(spark: Session, write: Write) -> RefreshResult | Revision | LostRace:
-    """Carry out ``write`` in one commit, as its mode says: its result; or, for an
-    incremental write that learned it cannot apply the change, why; or that another write of
-    the view committed first."""
+
+def chosen(write: Write, change: Change | None) -> Technique:
+    """The technique that writes ``write``, given the ``change`` to the store (None: no
+    change was read), and the one place it is chosen: a recompute replaces the store, a
+    partition refresh overwrites its partition; a change with no rows (or of 0 bytes, not
+    read) commits the record alone, any other is appended to a logged store, or MERGEd."""
     match write.record.mode:
         case Mode.FULL:
-            return replace.write(spark, write)
+            return Technique.RECOMPUTE
         case Mode.PARTITION:
-            return partition.write(spark, write)
+            return Technique.PARTITION_OVERWRITE
+        case Mode.INCREMENTAL if change is None or not change.rows:
+            return Technique.RECORD_ONLY
         case Mode.INCREMENTAL:
-            return merge.write(spark, write)
+            return Technique.APPEND if write.logged else Technique.MERGE
         case mode:
             raise AssertionError(f"a refresh does not write in mode {mode}")
+
+
+def carry_out(spark: Session, write: Write) -> Outcome:
+    """Carry out ``write`` in one commit: its sources' reads bound (and at
+    ``write.previous`` for a change it reads), the change to the store computed once where
+    it applies one, and written by the technique :func:`chosen` for it."""
+    incremental = write.record.mode == Mode.INCREMENTAL
+    before = write.previous if incremental and write.record.read_bytes != 0 else None
+    revisable = UNREADABLE if incremental else ()
+    with bound_reads(spark, write.committing, before, revisable) as failed:
+        if failed is not None:  # a change data file gone
+            return revision(spark, write, failed)
+        change = computed(spark, write) if before is not None else None
+        if isinstance(change, Revision):
+            return change
+        try:
+            return TECHNIQUES[chosen(write, change)](spark, write, change)
+        finally:
+            if change is not None:
+                change.release(spark)

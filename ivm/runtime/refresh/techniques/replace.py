@@ -9,7 +9,7 @@ from sqlglot import exp
 from ivm import codegen
 from ivm.names import DIALECT
 from ivm.runtime.catalog.definition import view_properties
-from ivm.runtime.catalog.history import RefreshResult, Technique
+from ivm.runtime.catalog.history import Technique
 from ivm.runtime.log.delta_log import DeltaLogReader, rows_written
 from ivm.runtime.refresh.commit import (
     LostRace,
@@ -17,15 +17,19 @@ from ivm.runtime.refresh.commit import (
     committed_write,
     repair_catalog_view,
 )
-from ivm.runtime.refresh.techniques.writing import Write
+from ivm.runtime.refresh.techniques.change import Change
+from ivm.runtime.refresh.techniques.writing import Outcome, Write
 from ivm.runtime.spark.connect import Session
 
+TECHNIQUE = Technique.RECOMPUTE
 
-def write(spark: Session, write: Write) -> RefreshResult | LostRace:
+
+def write(spark: Session, write: Write, change: Change | None) -> Outcome:
     """Overwrite the store with the query's result at the record's source versions; where
     the query's columns are not the store's (a ``*`` expanded over a source's columns as they
     are now, or a source's column whose type changed), replace the store in the same commit,
     its properties and partitioning kept, and write the catalog view anew."""
+    assert change is None  # a recompute reads no change
     view, compiled, store = write.view, write.compiled, write.store
     full = codegen.stored_query(compiled.store, compiled.full_query, write.logged)
     with bound_reads(spark, write.committing):
@@ -33,13 +37,13 @@ def write(spark: Session, write: Write) -> RefreshResult | LostRace:
         statement = (
             _replacing(spark, store, full) if reshaped else codegen.overwrite_statement(store, full)
         )
-        done = committed_write(spark, write.committing, statement, technique=Technique.RECOMPUTE)
+        done = committed_write(spark, write.committing, statement, technique=TECHNIQUE)
     if isinstance(done, LostRace):
         return done
     if reshaped:
         schema = spark.table(store).schema
         repair_catalog_view(spark, view, compiled, view_properties(spark, view), schema)
-    return write.result(Technique.RECOMPUTE, rows_inserted=rows_written(spark, store))
+    return write.result(TECHNIQUE, rows_inserted=rows_written(spark, store))
 
 
 def _replacing(spark: Session, store: str, full: exp.Query) -> exp.Expr:

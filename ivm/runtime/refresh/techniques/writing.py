@@ -1,8 +1,10 @@
-"""A refresh's write of its view's store, as every technique is given it (:class:`Write`)."""
+"""A refresh's write of its view's store, as every technique is given it (:class:`Write`), and
+what a technique comes to (:data:`Outcome`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 from pyspark.sql.types import StructType
 from sqlglot import exp
@@ -11,9 +13,16 @@ from ivm.compiler import CompiledView
 from ivm.runtime.catalog.history import RefreshRecord, RefreshResult, Technique
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.decision.cost import CostModel
+from ivm.runtime.decision.decide import Revision
 from ivm.runtime.decision.terms import Mode
-from ivm.runtime.refresh.commit import Commit
+from ivm.runtime.refresh.commit import Commit, LostRace
 from ivm.runtime.refresh.phases import PhaseClock
+
+Outcome: TypeAlias = RefreshResult | Revision | LostRace
+"""What a write comes to: its result, once committed; or, for an incremental write that
+learned it cannot apply the change, why (a :class:`Revision`: the refresh's decision is
+revised, once); or that another write of the view committed first (:class:`LostRace`: the
+refresh starts again)."""
 
 
 @dataclass(frozen=True)
