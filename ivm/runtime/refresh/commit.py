@@ -44,7 +44,7 @@ from ivm.compiler import CompiledView
 from ivm.errors import ConcurrentRefresh, IvmError, SourceError, StateError
 from ivm.names import DIALECT
 from ivm.runtime.catalog.definition import is_pinned, settings, spelled_columns, view_properties
-from ivm.runtime.catalog.history import USER_METADATA, RefreshRecord, latest_record
+from ivm.runtime.catalog.history import USER_METADATA, RefreshRecord, RefreshResult, latest_record
 from ivm.runtime.catalog.properties import STORE, is_logged
 from ivm.runtime.catalog.tables import CatalogView, catalog_view, column_types, store_name
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
@@ -196,17 +196,31 @@ def repair_catalog_view(
 
 
 def retrying(
-    spark: Session, view: str, write: Callable[[Session, str, dict[str, str]], T | LostRace]
-) -> T:
-    """``write(session, view, properties)`` in a session of its own under the settings the
-    view's CREATE pinned, each Delta log it plans from read once (the first time, those an
-    enclosing :func:`reading_each_log_once` read stand); again, from a fresh read of the
-    store, while it returns :class:`LostRace` (at most :data:`ATTEMPTS` times)."""
-    for attempt in range(ATTEMPTS):
-        with reading_each_log_once(reuse=attempt == 0):
+    spark: Session,
+    view: str,
+    attempt: Callable[[Session, str, dict[str, str], PhaseClock], RefreshResult | LostRace],
+) -> RefreshResult:
+    """``attempt(session, view, properties, clock)``, a refresh of ``view``, in a session of
+    its own under the settings the view's CREATE pinned, each Delta log it plans from read
+    once (the first time, those an enclosing :func:`reading_each_log_once` read stand);
+    again, from a fresh read of the store, while it returns :class:`LostRace` (at most
+    :data:`ATTEMPTS` times). Its result, with the seconds and Spark jobs of each phase of
+    every attempt, timed by one ``clock`` (:mod:`ivm.runtime.refresh.phases`)."""
+    clock = PhaseClock(spark)
+    with clock.running():
+        result = _first_not_lost(spark, view, attempt, clock)
+    clock.count_jobs()
+    result.phases = clock.phases
+    return result
+
+
+def _first_not_lost(spark: Session, view: str, attempt, clock: PhaseClock) -> RefreshResult:
+    """The first outcome of ``attempt`` (see :func:`retrying`) that is not a lost race."""
+    for n in range(ATTEMPTS):
+        with reading_each_log_once(reuse=n == 0):
             properties = view_properties(spark, view)
             with isolated(spark, settings(properties)) as work:
-                outcome = write(work, view, properties)
+                outcome = attempt(work, view, properties, clock)
         if not isinstance(outcome, LostRace):
             return outcome
     raise ConcurrentRefresh(

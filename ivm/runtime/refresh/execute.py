@@ -1,18 +1,21 @@
 """Refreshes: bring a materialized view up to its sources' latest versions, or recompute one
-partition of it.
+partition of it. This module is the driver; each attempt at refreshing a store
+(:func:`~ivm.runtime.refresh.commit.retrying`) goes through four steps:
 
-An incremental refresh folds the change of every source since the versions the store records
-into the store by one MERGE; a full one overwrites the store with the query's result. Either
-is one committed write (:mod:`ivm.runtime.refresh.commit`), retried from a fresh read of the store
-when another refresh of the view committed first.
+1. plan: the view's definition compiled under the settings it pins
+   (:func:`~ivm.runtime.refresh.techniques.writing.prepared`);
+2. gather: what is known before any of the change is read, the store's record and the
+   sources' logs (:mod:`ivm.runtime.refresh.gather`), choosing nothing;
+3. decide: nothing, apply the change, recompute, or fail, by one pure function
+   (:mod:`ivm.runtime.decision.decide`);
+4. write: the decision carried out by the write it calls for, in one committed write
+   (:mod:`ivm.runtime.refresh.techniques`, :mod:`ivm.runtime.refresh.commit`).
 
-A refresh carries out the plan made before any data is read
-(:mod:`ivm.runtime.decision.decide`) as one
-:class:`~ivm.runtime.refresh.techniques.writing.Write` (:mod:`ivm.runtime.refresh.techniques`);
-an incremental write that learns,
-reading the change, that it cannot apply it returns a
-:class:`~ivm.runtime.decision.decide.Revision` instead of committing, and the refresh then
-recomputes or fails as the revised plan says.
+An incremental write that learns, reading the change, that it cannot apply it returns a
+:class:`~ivm.runtime.decision.decide.Revision`, a value, and the decision is revised once:
+recompute, or fail. A write that another refresh of the view beat returns
+:class:`~ivm.runtime.refresh.commit.LostRace`, and the attempt starts again from a fresh read
+of the store.
 """
 
 from __future__ import annotations
@@ -22,61 +25,23 @@ from collections.abc import Callable
 
 import networkx as nx
 from py4j.protocol import Py4JNetworkError
-from pyspark.sql.types import StructType
 from sqlglot import exp
 
-from ivm import codegen
-from ivm.codegen.store import LOGGED
-from ivm.compiler import CompiledView
-from ivm.errors import CatalogError, SourceError, StateError, ViewsNotRefreshed
-from ivm.names import DIALECT
-from ivm.rules import Kind
+from ivm.errors import ViewsNotRefreshed
 from ivm.runtime.catalog.definition import compile_definition, named_view
 from ivm.runtime.catalog.graph import dependency_graph, materialized_views, refresh_order
-from ivm.runtime.catalog.history import (
-    INSERTS_ONLY,
-    RefreshRecord,
-    RefreshResult,
-    latest_record,
-)
-from ivm.runtime.catalog.properties import is_logged
+from ivm.runtime.catalog.history import RefreshResult
 from ivm.runtime.catalog.tables import qualified_name, store_name
-from ivm.runtime.decision.decide import (
-    Revision,
-    decide,
-    replaced_source,
-    state_table_recomputed,
-)
+from ivm.runtime.decision.decide import Revision, decide, state_table_recomputed
 from ivm.runtime.decision.terms import Mode, Obstacle, ObstacleKind
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.messages import one_line
-from ivm.runtime.refresh import faults
-from ivm.runtime.refresh.commit import (
-    LostRace,
-    repair_catalog_view,
-    retrying,
-    spark_errors,
-)
-from ivm.runtime.refresh.gather import gather, reshaped
+from ivm.runtime.refresh import faults, techniques
+from ivm.runtime.refresh.commit import LostRace, retrying, spark_errors
+from ivm.runtime.refresh.gather import gather
 from ivm.runtime.refresh.phases import PhaseClock
-from ivm.runtime.refresh.sources import (
-    latest_sources,
-    total_source_bytes,
-)
-from ivm.runtime.refresh.techniques import carry_out
-from ivm.runtime.refresh.techniques.writing import Write
 from ivm.runtime.refresh.upkeep import compact_after_refresh
 from ivm.runtime.spark.connect import Session
-from ivm.runtime.spark.settings import (
-    apply_settings,
-    evaluation_settings,
-    plan_settings,
-    session_settings,
-    store_write_settings,
-)
-
-LOOKUP_RECOMPUTED = "; every fact row was enriched anew with the dimension as it is now"
-"""What a recompute of a lookup join's state adds to its reason (see :mod:`ivm.rules.lookup`)."""
 
 
 def refresh_view(spark: Session, name: str, *, full: bool = False) -> RefreshResult:
@@ -131,16 +96,11 @@ def _refresh_with_states(
 def _refresh_one(spark: Session, view: str, forced: Obstacle | None) -> RefreshResult:
     """Refresh the store of ``view`` (a view, or a state table) alone; ``forced``: what makes
     it recompute whatever else stands in the way."""
-    clock = PhaseClock(spark)
-    with clock.running():
-        result = retrying(
-            spark,
-            view,
-            lambda work, view, properties: _refresh(work, view, properties, forced, clock),
-        )
-    clock.count_jobs()
-    result.phases = clock.phases
-    return result
+    return retrying(
+        spark,
+        view,
+        lambda work, view, properties, clock: _refresh(work, view, properties, forced, clock),
+    )
 
 
 def refresh_all(
@@ -196,18 +156,13 @@ def refresh_partition(
     """
     view = qualified_name(spark, name)
     named_view(spark, view, "REFRESH")
-    clock = PhaseClock(spark)
-    with clock.running():
-        result = retrying(
-            spark,
-            view,
-            lambda work, view, properties: _refresh_partition(
-                work, view, properties, partition, clock
-            ),
-        )
-    clock.count_jobs()
-    result.phases = clock.phases
-    return result
+    return retrying(
+        spark,
+        view,
+        lambda work, view, properties, clock: _refresh_partition(
+            work, view, properties, partition, clock
+        ),
+    )
 
 
 def _refresh_partition(
@@ -220,76 +175,11 @@ def _refresh_partition(
     """Carry out a partition refresh: a store checked as a refresh checks it, the sources
     at the versions it reflects, one partition overwritten."""
     start = time.perf_counter()
-    compiled, schema, repaired = _prepared(spark, view, properties, clock)
-    store = store_name(view)
-    if (other_columns := reshaped(compiled, properties, schema)) is not None:
-        raise StateError(
-            f"{view} cannot recompute a partition: {other_columns}",
-            hint=f"REFRESH MATERIALIZED VIEW {view} recomputes it with its definition's columns",
-        )
-    with clock.phase("versions"):
-        log = DeltaLogReader(spark, store)
-        partitioned_by = [c for c in log.partition_columns() if c != LOGGED]
-        unknown = [c for c in partition if c not in partitioned_by]
-        if unknown or not partition:
-            raise CatalogError(
-                f"{', '.join(unknown) or 'PARTITION ()'} is not a partition column of {view}",
-                hint=f"{view} is partitioned by {', '.join(partitioned_by) or 'nothing'}",
-            )
-        store_version = log.version()
-        last = latest_record(log)[1]
-        _, ids = latest_sources(spark, compiled.sources)
-        if replaced := replaced_source(last.table_ids, ids):
-            raise SourceError(
-                f"{view} cannot recompute a partition: {replaced}",
-                hint=f"run REFRESH MATERIALIZED VIEW {view}",
-            )
-    spec = ", ".join(f"{c} = {v.sql(DIALECT)}" for c, v in partition.items())
-    write = Write(
-        view,
-        compiled,
-        schema,
-        store_version,
-        last.sources,
-        RefreshRecord(
-            Mode.PARTITION,
-            last.sources,
-            reason=f"PARTITION ({spec})",
-            table_ids=last.table_ids,
-            started_ms=clock.started_ms,
-            cost=last.cost,  # the model carries on
-        ),
-        clock,
-        partition=exp.and_(*(exp.column(c).eq(v) for c, v in partition.items())),
-        logged=is_logged(properties),
-    )
-    evaluation = evaluation_settings(spark, total_source_bytes(spark, compiled.sources))
-    with session_settings(spark, evaluation):
-        result = carry_out(spark, write)
-    if isinstance(result, LostRace):
-        return result
-    assert isinstance(result, RefreshResult)
-    result.seconds = time.perf_counter() - start
-    result.repaired = repaired
-    return result
-
-
-def _prepared(
-    spark: Session, view: str, properties: dict[str, str], clock: PhaseClock
-) -> tuple[CompiledView, StructType, str | None]:
-    """The phase ``plan`` of every refresh of ``view``: its definition compiled under the
-    settings it pins, its catalog view repaired if need be (where the store has the columns
-    the definition writes; where it has not, the refresh recomputes it, and writes the
-    catalog view anew); the compiled view, the store's schema, and what was wrong with the
-    catalog view outside ivm (None: nothing)."""
-    with clock.phase("plan"):
-        compiled = compile_definition(spark, view, properties)
-        apply_settings(spark, plan_settings(compiled))
-        schema = spark.table(store_name(view)).schema
-        repaired = None
-        if reshaped(compiled, properties, schema) is None:
-            repaired = repair_catalog_view(spark, view, compiled, properties, schema)
-    return compiled, schema, repaired
+    attempt = techniques.prepared(spark, view, properties, clock)
+    write = techniques.partition_write(spark, attempt, partition)
+    outcome = techniques.carry_out(spark, write)
+    assert not isinstance(outcome, Revision)  # a recompute is not revised
+    return _finished(outcome, start, attempt)
 
 
 def _refresh(
@@ -299,94 +189,49 @@ def _refresh(
     forced: Obstacle | None,
     clock: PhaseClock,
 ) -> RefreshResult | LostRace:
-    """Carry out the plan of a refresh (:mod:`ivm.runtime.decision.decide`), made once the
-    store's and the sources' logs are read: nothing, apply the change, recompute, or fail. An
-    incremental refresh that learns, reading the change, that it cannot apply it (a change
-    data file removed, a sum that overflows, a delta query planned dearer than a recompute)
-    returns a :class:`~ivm.runtime.decision.decide.Revision`, and the plan revised
-    recomputes or fails as the policy says."""
+    """One attempt at a refresh of ``view``: the phase ``plan`` (its definition compiled,
+    :func:`~ivm.runtime.refresh.techniques.writing.prepared`), the facts gathered before any
+    of the change is read (:mod:`ivm.runtime.refresh.gather`), the decision
+    (:mod:`ivm.runtime.decision.decide`: nothing, apply the change, recompute, or fail), and
+    the write that carries it out (:mod:`ivm.runtime.refresh.techniques`). An incremental
+    write that learns, reading the change, that it cannot apply it (a change data file
+    removed, a sum that overflows, a delta query planned dearer than a recompute) returns a
+    :class:`~ivm.runtime.decision.decide.Revision`, and the decision revised once
+    recomputes or fails as the policy says. A write that another refresh of the view beat
+    returns :class:`~ivm.runtime.refresh.commit.LostRace`, and the refresh starts again."""
     start = time.perf_counter()
-    compiled, schema, repaired = _prepared(spark, view, properties, clock)
-    with clock.phase("versions"), spark_errors(view, spark, compiled.sources):
-        known = gather(spark, view, compiled, properties, schema, forced)
-        plan = decide(known)
+    attempt = techniques.prepared(spark, view, properties, clock)
+    with clock.phase("versions"), spark_errors(view, spark, attempt.compiled.sources):
+        facts = gather(spark, view, attempt.compiled, properties, attempt.schema, forced)
+        plan = decide(facts)
         if plan.mode is Mode.NOOP:
-            seconds = time.perf_counter() - start
-            return RefreshResult(
-                view, Mode.NOOP, known.current, known.previous, seconds=seconds, repaired=repaired
-            )
+            nothing = RefreshResult(view, Mode.NOOP, facts.current, facts.previous)
+            return _finished(nothing, start, attempt)
         if plan.fails:
             raise plan.error(view)
         store_version = DeltaLogReader.of(spark, store_name(view)).version()
-    model = known.model
-    outcome = None
+    outcome, model = None, facts.model
     if plan.mode is Mode.INCREMENTAL:
-        inserting = compiled.inserting() if plan.inserts_only else None
-        rules = None if inserting is None else INSERTS_ONLY
-        record = RefreshRecord(
-            Mode.INCREMENTAL,
-            known.current,
-            read_bytes=plan.change_bytes,
-            table_ids=known.ids,
-            started_ms=clock.started_ms,
-            cost=model.to_record(),
-            rules=rules,
-        )
-        outcome = carry_out(
-            spark,
-            Write(
-                view,
-                (inserting or compiled).changed_only(known.changed),
-                schema,
-                store_version,
-                known.previous,
-                record,
-                clock,
-                model=model,
-                recheck_against=plan.recheck_against,
-                logged=is_logged(properties),
-            ),
-        )
-        if isinstance(outcome, Revision):
-            plan = plan.revised(known.policy, outcome)
+        write = techniques.incremental(attempt, store_version, facts, plan)
+        outcome = techniques.carry_out(spark, write)
+        if isinstance(outcome, Revision):  # what reading the change showed: decided again
+            plan = plan.revised(facts.policy, outcome)
             if plan.fails:
                 raise plan.error(view)
             model = outcome.model or model
     if outcome is None or isinstance(outcome, Revision):  # a recompute, as planned or revised
-        assert plan.obstacle is not None
-        lookup = compiled.maintenance.rule.kind is Kind.LOOKUP
-        record = RefreshRecord(
-            Mode.FULL,
-            known.current,
-            plan.obstacle.reason + (LOOKUP_RECOMPUTED if lookup else ""),
-            known.full_bytes,
-            table_ids=known.ids,
-            started_ms=clock.started_ms,
-            planned_bytes=known.full_bytes,
-            cost=model.after(Mode.FULL, plan.prediction is not None).to_record(),
-            prediction=plan.prediction,
-        )
-        with session_settings(
-            spark,
-            evaluation_settings(spark, known.full_bytes)
-            | store_write_settings(codegen.in_key_order(compiled.store)),
-        ):
-            outcome = carry_out(
-                spark,
-                Write(
-                    view,
-                    compiled,
-                    schema,
-                    store_version,
-                    known.previous,
-                    record,
-                    clock,
-                    logged=is_logged(properties),
-                ),
-            )
-    if isinstance(outcome, LostRace):
-        return outcome
-    assert isinstance(outcome, RefreshResult)  # a recompute is not revised
-    outcome.seconds = time.perf_counter() - start
-    outcome.repaired = repaired
+        write = techniques.recompute(spark, attempt, store_version, facts, plan, model)
+        outcome = techniques.carry_out(spark, write)
+    assert not isinstance(outcome, Revision)  # a recompute is not revised
+    return _finished(outcome, start, attempt)
+
+
+def _finished(
+    outcome: RefreshResult | LostRace, start: float, attempt: techniques.Attempt
+) -> RefreshResult | LostRace:
+    """``outcome`` of an attempt begun at ``start``, a result with its seconds and what was
+    wrong with the catalog view that the attempt wrote anew."""
+    if isinstance(outcome, RefreshResult):
+        outcome.seconds = time.perf_counter() - start
+        outcome.repaired = attempt.repaired
     return outcome

@@ -24,6 +24,10 @@ module               technique             writes
 write applies one (:mod:`~ivm.runtime.refresh.techniques.change`), and hands it to the
 technique :func:`chosen` names. A new technique is a module of that shape, a line in
 :data:`TECHNIQUES` and a case in :func:`chosen`.
+
+The writes a refresh makes are built here too, each with its record
+(:mod:`~ivm.runtime.refresh.techniques.writing`: :func:`incremental`, :func:`recompute`;
+:func:`partition_write`), from what the refresh's phase ``plan`` read (:func:`prepared`).
 """
 
 from __future__ import annotations
@@ -36,8 +40,30 @@ from ivm.runtime.decision.terms import Mode
 from ivm.runtime.refresh.commit import bound_reads
 from ivm.runtime.refresh.techniques import append, merge, partition, record_only, replace
 from ivm.runtime.refresh.techniques.change import UNREADABLE, Change, computed, revision
-from ivm.runtime.refresh.techniques.writing import Outcome, Write
+from ivm.runtime.refresh.techniques.partition import partition_write
+from ivm.runtime.refresh.techniques.writing import (
+    Attempt,
+    Outcome,
+    Write,
+    incremental,
+    prepared,
+    recompute,
+)
 from ivm.runtime.spark.connect import Session
+from ivm.runtime.spark.settings import session_settings
+
+__all__ = [
+    "TECHNIQUES",
+    "Attempt",
+    "Outcome",
+    "Write",
+    "carry_out",
+    "chosen",
+    "incremental",
+    "partition_write",
+    "prepared",
+    "recompute",
+]
 
 TECHNIQUES: dict[Technique, Callable[[Session, Write, Change | None], Outcome]] = {
     record_only.TECHNIQUE: record_only.write,
@@ -68,13 +94,16 @@ def chosen(write: Write, change: Change | None) -> Technique:
 
 
 def carry_out(spark: Session, write: Write) -> Outcome:
-    """Carry out ``write`` in one commit: its sources' reads bound (and at
-    ``write.previous`` for a change it reads), the change to the store computed once where
-    it applies one, and written by the technique :func:`chosen` for it."""
-    incremental = write.record.mode == Mode.INCREMENTAL
-    before = write.previous if incremental and write.record.read_bytes != 0 else None
-    revisable = UNREADABLE if incremental else ()
-    with bound_reads(spark, write.committing, before, revisable) as failed:
+    """Carry out ``write`` in one commit, under its settings: its sources' reads bound (and
+    at ``write.previous`` for a change it reads), the change to the store computed once
+    where it applies one, and written by the technique :func:`chosen` for it."""
+    applies_change = write.record.mode == Mode.INCREMENTAL
+    before = write.previous if applies_change and write.record.read_bytes != 0 else None
+    revisable = UNREADABLE if applies_change else ()
+    with (
+        session_settings(spark, write.settings),
+        bound_reads(spark, write.committing, before, revisable) as failed,
+    ):
         if failed is not None:  # a change data file gone
             return revision(spark, write, failed)
         change = computed(spark, write) if before is not None else None

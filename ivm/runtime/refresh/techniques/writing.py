@@ -1,5 +1,9 @@
-"""A refresh's write of its view's store, as every technique is given it (:class:`Write`), and
-what a technique comes to (:data:`Outcome`)."""
+"""A refresh's write of its view's store, as every technique is given it (:class:`Write`),
+what a technique comes to (:data:`Outcome`), and the writes a refresh makes: from what its
+phase ``plan`` read (:func:`prepared`, an :class:`Attempt`), the write that applies the
+change (:func:`incremental`) or recomputes the view (:func:`recompute`), as the decision
+says (:mod:`ivm.runtime.decision.decide`); a partition refresh's is
+:func:`~ivm.runtime.refresh.techniques.partition.partition_write`."""
 
 from __future__ import annotations
 
@@ -9,14 +13,31 @@ from typing import TypeAlias
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
+from ivm import codegen
 from ivm.compiler import CompiledView
-from ivm.runtime.catalog.history import RefreshRecord, RefreshResult, Technique
+from ivm.rules import Kind
+from ivm.runtime.catalog.definition import compile_definition
+from ivm.runtime.catalog.history import (
+    INSERTS_ONLY,
+    RefreshRecord,
+    RefreshResult,
+    Technique,
+)
+from ivm.runtime.catalog.properties import is_logged
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.decision.cost import CostModel
-from ivm.runtime.decision.decide import Revision
+from ivm.runtime.decision.decide import Facts, RefreshPlan, Revision
 from ivm.runtime.decision.terms import Mode
-from ivm.runtime.refresh.commit import Commit, LostRace
+from ivm.runtime.refresh.commit import Commit, LostRace, repair_catalog_view
+from ivm.runtime.refresh.gather import reshaped
 from ivm.runtime.refresh.phases import PhaseClock
+from ivm.runtime.spark.connect import Session
+from ivm.runtime.spark.settings import (
+    apply_settings,
+    evaluation_settings,
+    plan_settings,
+    store_write_settings,
+)
 
 Outcome: TypeAlias = RefreshResult | Revision | LostRace
 """What a write comes to: its result, once committed; or, for an incremental write that
@@ -24,17 +45,20 @@ learned it cannot apply the change, why (a :class:`Revision`: the refresh's deci
 revised, once); or that another write of the view committed first (:class:`LostRace`: the
 refresh starts again)."""
 
+LOOKUP_RECOMPUTED = "; every fact row was enriched anew with the dimension as it is now"
+"""What a recompute of a lookup join's state adds to its reason (see :mod:`ivm.rules.lookup`)."""
+
 
 @dataclass(frozen=True)
 class Write:
     """One write of the store of ``view`` by a refresh: the ``record`` it commits says its
     mode (``incremental``, ``full`` or ``partition``) and the source versions it brings the
     store to; it is computed from store version ``store_version`` (``schema``, the store's),
-    which reflects the sources at ``previous``, by the query of ``compiled``, and timed by
-    ``clock``. An incremental write keeps the cost ``model`` it was planned with, and judges
-    its delta query, once planned, against ``recheck_against`` (see
-    :class:`~ivm.runtime.decision.decide.RefreshPlan`); a partition write overwrites the
-    rows that match ``partition``."""
+    which reflects the sources at ``previous``, by the query of ``compiled``, under the
+    Spark ``settings`` for what it reads, and timed by ``clock``. An incremental write keeps
+    the cost ``model`` it was planned with, and judges its delta query, once planned,
+    against ``recheck_against`` (see :class:`~ivm.runtime.decision.decide.RefreshPlan`); a
+    partition write overwrites the rows that match ``partition``."""
 
     view: str
     compiled: CompiledView
@@ -47,6 +71,7 @@ class Write:
     recheck_against: int | None = None
     partition: exp.Condition | None = None
     logged: bool = False  # the store takes a change as an append (its layout is ``log``)
+    settings: dict[str, str] = field(default_factory=dict)
 
     @property
     def store(self) -> str:
@@ -79,3 +104,104 @@ class Write:
             technique=technique,
             **counts,
         )
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt at refreshing ``view`` (a view, or a state table), as its phase ``plan``
+    left it (:func:`prepared`): its store's ``properties`` and ``schema``, its definition
+    ``compiled`` under the settings it pins, what was wrong with its catalog view outside
+    ivm (``repaired``; None: nothing), and the ``clock`` that times the refresh."""
+
+    view: str
+    properties: dict[str, str]
+    compiled: CompiledView
+    schema: StructType
+    repaired: str | None
+    clock: PhaseClock
+
+    @property
+    def logged(self) -> bool:
+        """Whether the store takes a change as an append (its layout is ``log``)."""
+        return is_logged(self.properties)
+
+
+def prepared(spark: Session, view: str, properties: dict[str, str], clock: PhaseClock) -> Attempt:
+    """The phase ``plan`` of every refresh of ``view`` (its store's ``properties``): its
+    definition compiled under the settings it pins, its catalog view repaired if need be
+    (where the store has the columns the definition writes; where it has not, the refresh
+    recomputes it, and writes the catalog view anew)."""
+    with clock.phase("plan"):
+        compiled = compile_definition(spark, view, properties)
+        apply_settings(spark, plan_settings(compiled))
+        schema = spark.table(store_name(view)).schema
+        repaired = None
+        if reshaped(compiled, properties, schema) is None:
+            repaired = repair_catalog_view(spark, view, compiled, properties, schema)
+    return Attempt(view, properties, compiled, schema, repaired, clock)
+
+
+def incremental(attempt: Attempt, store_version: int, facts: Facts, plan: RefreshPlan) -> Write:
+    """The write that applies the change, as ``plan`` decided from ``facts`` (the store read
+    at ``store_version``): the rules for inserted rows only where the plan takes them, and
+    the delta terms of the sources that changed alone."""
+    inserting = attempt.compiled.inserting() if plan.inserts_only else None
+    record = RefreshRecord(
+        Mode.INCREMENTAL,
+        facts.current,
+        read_bytes=plan.change_bytes,
+        table_ids=facts.ids,
+        started_ms=attempt.clock.started_ms,
+        cost=facts.model.to_record(),
+        rules=None if inserting is None else INSERTS_ONLY,
+    )
+    return Write(
+        attempt.view,
+        (inserting or attempt.compiled).changed_only(facts.changed),
+        attempt.schema,
+        store_version,
+        facts.previous,
+        record,
+        attempt.clock,
+        model=facts.model,
+        recheck_against=plan.recheck_against,
+        logged=attempt.logged,
+    )
+
+
+def recompute(
+    spark: Session,
+    attempt: Attempt,
+    store_version: int,
+    facts: Facts,
+    plan: RefreshPlan,
+    model: CostModel,
+) -> Write:
+    """The write that recomputes the view, for the reason ``plan`` (decided from ``facts``,
+    or revised) gives, the cost ``model`` carried on; under the settings for reading the
+    sources whole, and writing the store in key order."""
+    assert plan.obstacle is not None
+    lookup = attempt.compiled.maintenance.rule.kind is Kind.LOOKUP
+    record = RefreshRecord(
+        Mode.FULL,
+        facts.current,
+        plan.obstacle.reason + (LOOKUP_RECOMPUTED if lookup else ""),
+        facts.full_bytes,
+        table_ids=facts.ids,
+        started_ms=attempt.clock.started_ms,
+        planned_bytes=facts.full_bytes,
+        cost=model.after(Mode.FULL, plan.prediction is not None).to_record(),
+        prediction=plan.prediction,
+    )
+    in_key_order = codegen.in_key_order(attempt.compiled.store)
+    return Write(
+        attempt.view,
+        attempt.compiled,
+        attempt.schema,
+        store_version,
+        facts.previous,
+        record,
+        attempt.clock,
+        logged=attempt.logged,
+        settings=evaluation_settings(spark, facts.full_bytes) | store_write_settings(in_key_order),
+    )
