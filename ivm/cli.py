@@ -426,6 +426,7 @@ def _cmd_package(args) -> int:
 
 def _cmd_run(args) -> int:
     from ivm.runtime.commands.scheduler import run
+    from ivm.runtime.observation import status_service
     from ivm.runtime.spark.connect_service import served
     from ivm.runtime.spark.session import resolve_home
 
@@ -439,7 +440,9 @@ def _cmd_run(args) -> int:
     signal.signal(signal.SIGINT, finish)
     signal.signal(signal.SIGTERM, finish)
     vacuum = {} if args.vacuum_every is None else {"vacuum_every": args.vacuum_every}
-    with served(spark, resolve_home(args.home)):  # to the ivm commands of the home
+    home = resolve_home(args.home)
+    # to the ivm commands of the home; ivm status from a session of its own
+    with served(spark, home), status_service.served(spark.newSession(), home):
         run(
             spark,
             tick=args.tick,
@@ -451,10 +454,22 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_status(args) -> int:
+    import os
+
     from ivm.runtime.catalog.graph import materialized_views
+    from ivm.runtime.observation import status_service
     from ivm.runtime.observation.describe import describe_view
     from ivm.runtime.observation.status import status_table, view_status
+    from ivm.runtime.spark.session import REMOTE_ENVIRONMENT, resolve_home
 
+    if not (args.verbose or args.remote or os.environ.get(REMOTE_ENVIRONMENT)):
+        answered = status_service.ask(resolve_home(args.home), args.views or None)
+        if answered is not None:  # by the ivm run of the home
+            for error in answered.errors:
+                print(error, file=sys.stderr, flush=True)
+            if answered.table or not answered.views:
+                print(answered.table or "no materialized views")
+            return 1 if answered.errors else 0
     spark = _session(args)
     views = _checked_views(spark, args.views) if args.views else materialized_views(spark)
     if not views:

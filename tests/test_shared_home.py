@@ -256,10 +256,10 @@ STATEMENTS = f"""
 
 @pytest.mark.slow
 def test_the_commands_that_read_beside_ivm_run_are_its_clients(tmp_path):
-    """Beside ``ivm run``, ``ivm status`` and ``ivm verify`` run in its JVM, through the Spark
-    Connect service it records in the home: with no Spark to start a JVM from (``SPARK_HOME``
-    names none), each does its work. When ``ivm run`` stops, so does the service, and its
-    record goes."""
+    """Beside ``ivm run``, ``ivm status`` and ``ivm verify`` run in its JVM: ``ivm verify``
+    through the Spark Connect service it records in the home, ``ivm status`` answered by
+    ``ivm run`` itself: with no Spark to start a JVM from (``SPARK_HOME`` names none), each
+    does its work. When ``ivm run`` stops, so do both services, and their records go."""
     home = tmp_path / "home"
     env = home_environment(home)
     runner = ivm(env, "run", "--tick", "0.5")
@@ -280,6 +280,22 @@ def test_the_commands_that_read_beside_ivm_run_are_its_clients(tmp_path):
         statuses = finished(ivm(no_jvm, "status"))
         assert_short(statuses, 2)
         assert re.search(r"^default\.by_region +1 s ", statuses, re.M), statuses
+        # ivm status is answered by ivm run itself, even without its Connect service, for
+        # every view and for the views named; a name that is no view is refused as ever
+        answers = home / "status_server"
+        assert oct(answers.stat().st_mode & 0o777) == "0o600"  # it holds the key
+        record.rename(tmp_path / "connect_server")
+        try:
+            answered = finished(ivm(no_jvm, "status"))
+            assert re.search(r"^default\.by_region +1 s ", answered, re.M), answered
+            named = finished(ivm(no_jvm, "status", "by_region"))
+            assert re.fullmatch(r"view .*\ndefault\.by_region +1 s .*\n", named), named
+        finally:
+            (tmp_path / "connect_server").rename(record)
+        refused = ivm(no_jvm, "status", "nosuch")
+        output, _ = refused.communicate(timeout=600)
+        assert refused.returncode == 2 and "nosuch" in output, output
+        assert_short(output, 2)
         verified = finished(ivm(no_jvm, "verify", "by_region"))
         assert_short(verified, 1)
         assert verified.startswith("ok: default.by_region equals its query"), verified
@@ -288,4 +304,4 @@ def test_the_commands_that_read_beside_ivm_run_are_its_clients(tmp_path):
         ran, _ = runner.communicate(timeout=120)
     assert runner.returncode == 0 and ran.rstrip().endswith("stopped"), ran[-3000:]
     assert_short(ran, 40)
-    assert not record.exists()
+    assert not record.exists() and not answers.exists()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import networkx as nx
 
 from ivm.errors import DependencyCycle
-from ivm.names import internal_database, join, split
+from ivm.names import internal_database, join, quote, split
 from ivm.runtime.catalog.history import latest_consumed
 from ivm.runtime.catalog.properties import STATE_OF
 from ivm.runtime.catalog.tables import STORE_SUFFIX, store_properties, view_of_store
@@ -24,7 +24,8 @@ def materialized_views(spark: Session, database: str | None = None) -> list[str]
     beside it; not those whose database was dropped (``DROP DATABASE … CASCADE`` leaves
     their stores in the internal database), which no query can read any more."""
     views = []
-    databases = {listed.name for listed in spark.catalog.listDatabases()}
+    # SHOW, not spark.catalog's listings, which read each table's metadata: 1.5 s, not 0.3
+    databases = {row.namespace for row in spark.sql("SHOW DATABASES").collect()}
     searched = (
         databases
         if database is None
@@ -32,9 +33,9 @@ def materialized_views(spark: Session, database: str | None = None) -> list[str]
     )
     with reading_each_log_once(reuse=True):  # each store's log and each listing once
         for searching in sorted(searched):
-            for table in spark.catalog.listTables(searching):
-                if table.name.endswith(STORE_SUFFIX) and not table.isTemporary:
-                    view = view_of_store(spark, join([searching, table.name]))
+            for table in spark.sql(f"SHOW TABLES IN {quote(searching)}").collect():
+                if table.tableName.endswith(STORE_SUFFIX) and not table.isTemporary:
+                    view = view_of_store(spark, join([searching, table.tableName]))
                     if (
                         view is not None
                         and split(view)[0] in databases
