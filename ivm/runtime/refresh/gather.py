@@ -83,10 +83,9 @@ def gather(
     requested: Obstacle | None = None,
 ) -> Facts:
     """What is known of a refresh of ``view`` (a view, or a state table; ``compiled``, its
-    store's ``properties`` and schema) before any of its change is read: its latest record,
-    the sources' logs. The sources' logs are read for the change only where the decision can
-    use it (nothing requested, some source changed, no policy or store that recomputes
-    anyway)."""
+    store's ``properties`` and schema) before any of its change is read. The sources' logs
+    are read for the change only where the decision can use it (nothing requested, some
+    source changed, no policy or store that recomputes anyway)."""
     policy = _policy(compiled, properties)
     store = DeltaLogReader.of(spark, store_name(view))
     recorded, last = latest_record(store)
