@@ -246,45 +246,13 @@ def assess(
     ('delta.deletedFileRetentionDuration' = 'interval 4 days')
     """
     rule = governing(change.kept)
-    warnings = []
-    if (
-        freshness_seconds is not None
-        and rule is not None
-        and rule.seconds is not None
-        and freshness_seconds > rule.seconds
-    ):
-        warnings.append(
-            f"the view's FRESHNESS ({_duration(freshness_seconds)}) is longer than "
-            f"{change.source} keeps its change ({rule}): a change may be removed before the "
-            f"view is due to take it, and its refresh then recomputes it in full. Keep "
-            f"{change.source}'s change longer: {_raise(change, freshness_seconds)}, or give "
-            f"the view a FRESHNESS under {_duration(rule.seconds)}"
-        )
+    warnings = _freshness_warnings(change, rule, freshness_seconds)
     if not change.pending or change.replaced:  # a replaced source is recomputed anyway
         return Assessment(None, tuple(warnings))
     refresh = f"REFRESH MATERIALIZED VIEW {view}"
-    if change.lost:
-        warnings.append(
-            f"the log of {change.source} no longer holds every commit after version "
-            f"{change.consumed}, which the view has not consumed: its next refresh recomputes "
-            f"it in full. Refresh it ({refresh}), and keep {change.source}'s change longer: "
-            f"{_raise(change, freshness_seconds)}"
-        )
-        return Assessment(
-            f"no longer (the log of {change.source} lacks commits after version {change.consumed})",
-            tuple(warnings),
-        )
-    if (unreadable := unreadable_change(change)) is not None:
-        warnings.append(
-            f"{unreadable} (a VACUUM that kept less than the table's retention deletes them "
-            f"early), and the view has not consumed it. Its next refresh recomputes it in "
-            f"full: run {refresh} (or {refresh} FULL where its REFRESH POLICY is INCREMENTAL "
-            f"STRICT, under which a refresh fails instead)"
-        )
-        return Assessment(
-            f"no longer (files of version {change.gone_from} of {change.source} are gone)",
-            tuple(warnings),
-        )
+    if (gone := _gone(change, refresh, freshness_seconds)) is not None:
+        kept_until, warning = gone
+        return Assessment(kept_until, (*warnings, warning))
     unknown = [str(r) for r in change.kept if r.seconds is None]
     if change.oldest_ms is None or rule is None or rule.seconds is None:
         why = "its commits record no time" if change.oldest_ms is None else "; ".join(unknown)
@@ -309,6 +277,52 @@ def assess(
             f"{_raise(change, freshness_seconds)}"
         )
     return Assessment(kept_until, tuple(warnings))
+
+
+def _freshness_warnings(
+    change: Unconsumed, rule: Retention | None, freshness_seconds: float | None
+) -> list[str]:
+    """The warning of a view whose FRESHNESS (``freshness_seconds``) is longer than the
+    source of ``change`` keeps its change (``rule``), if it is."""
+    if (
+        freshness_seconds is None
+        or rule is None
+        or rule.seconds is None
+        or freshness_seconds <= rule.seconds
+    ):
+        return []
+    return [
+        f"the view's FRESHNESS ({_duration(freshness_seconds)}) is longer than "
+        f"{change.source} keeps its change ({rule}): a change may be removed before the "
+        f"view is due to take it, and its refresh then recomputes it in full. Keep "
+        f"{change.source}'s change longer: {_raise(change, freshness_seconds)}, or give "
+        f"the view a FRESHNESS under {_duration(rule.seconds)}"
+    ]
+
+
+def _gone(
+    change: Unconsumed, refresh: str, freshness_seconds: float | None
+) -> tuple[str, str] | None:
+    """Until when the pending ``change`` is kept, and the warning, where some of it is gone
+    already: commits gone from its source's log, or files its change data feed reads
+    (``refresh``: the statement that refreshes the view)."""
+    if change.lost:
+        return (
+            f"no longer (the log of {change.source} lacks commits after version {change.consumed})",
+            f"the log of {change.source} no longer holds every commit after version "
+            f"{change.consumed}, which the view has not consumed: its next refresh recomputes "
+            f"it in full. Refresh it ({refresh}), and keep {change.source}'s change longer: "
+            f"{_raise(change, freshness_seconds)}",
+        )
+    if (unreadable := unreadable_change(change)) is not None:
+        return (
+            f"no longer (files of version {change.gone_from} of {change.source} are gone)",
+            f"{unreadable} (a VACUUM that kept less than the table's retention deletes them "
+            f"early), and the view has not consumed it. Its next refresh recomputes it in "
+            f"full: run {refresh} (or {refresh} FULL where its REFRESH POLICY is INCREMENTAL "
+            f"STRICT, under which a refresh fails instead)",
+        )
+    return None
 
 
 def _raise(change: Unconsumed, freshness_seconds: float | None) -> str:
