@@ -29,6 +29,13 @@ def refresh_and_check(spark, mode, reason=None):
     assert_equals_query(spark, "totals", TOTALS)
     last = ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW totals").first()
     assert (last.mode, last.reason, last.technique) == (mode, result.reason, result.technique)
+    # the ways the refresh weighed: the one it took first, the other with why not
+    (taken, other) = last.alternatives
+    assert (taken.mode, taken.chosen, taken.applicable) == (mode, True, True)
+    assert other.mode == ("full" if mode == "incremental" else "incremental") and other.reason
+    assert not other.chosen
+    if mode == "full":
+        assert other.reason == result.reason
     return result
 
 

@@ -125,6 +125,10 @@ def test_the_prediction_is_what_the_refresh_does(spark, views):
             assert result.mode == plan.mode, (obstacle, policy, str(plan), str(result))
             if plan.mode == "full":
                 assert plan.obstacle is not None and result.reason == plan.obstacle.reason
+            # the refresh records the ways the prediction weighed, and DESCRIBE shows them
+            weighed = "; ".join(map(str, plan.alternatives))
+            described = dict(ivm.sql(spark, f"DESCRIBE MATERIALIZED VIEW {view}").collect())
+            assert described["last refresh alternatives"] == weighed, (obstacle, policy)
             assert_equals_query(spark, view, TOTALS)
 
 

@@ -154,6 +154,7 @@ def incremental(attempt: Attempt, store_version: int, facts: Facts, plan: Refres
         started_ms=attempt.clock.started_ms,
         cost=facts.model.to_record(),
         rules=None if inserting is None else INSERTS_ONLY,
+        alternatives=[way.to_record() for way in plan.alternatives],
     )
     return Write(
         attempt.view,
@@ -192,6 +193,7 @@ def recompute(
         planned_bytes=facts.full_bytes,
         cost=model.after(Mode.FULL, plan.prediction is not None).to_record(),
         prediction=plan.prediction,
+        alternatives=[way.to_record() for way in plan.alternatives],
     )
     in_key_order = codegen.in_key_order(attempt.compiled.store)
     return Write(
