@@ -107,7 +107,7 @@ class RefreshView:
 class RefreshAll:
     """``REFRESH ALL MATERIALIZED VIEWS``."""
 
-    kind: ClassVar[str] = "REFRESH_ALL"
+    kind: ClassVar[str] = "REFRESH ALL"
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ class DescribeView:
 class DescribeHistory:
     """``DESCRIBE HISTORY MATERIALIZED VIEW``."""
 
-    kind: ClassVar[str] = "HISTORY"
+    kind: ClassVar[str] = "DESCRIBE HISTORY"
     name: str
 
 
