@@ -141,7 +141,7 @@ def _run_statement(spark: Session, statement: str, limit: int) -> None:
     as it is done, and fails at the end if one was not."""
     from ivm.frontend.statements import RefreshAll, parse_statement
     from ivm.runtime.commands.statements import sql
-    from ivm.runtime.refresh.execute import refresh_all
+    from ivm.runtime.refresh.every_view import refresh_all
 
     if not isinstance(parse_statement(statement), RefreshAll):
         _show(sql(spark, statement), limit)

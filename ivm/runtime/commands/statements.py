@@ -21,7 +21,8 @@ from ivm.runtime.commands.spark_statements import run_spark_statement
 from ivm.runtime.commands.views import alter_view, create_view, drop_view, explain_create
 from ivm.runtime.observation.describe import describe_view, refresh_history
 from ivm.runtime.observation.verify import verify
-from ivm.runtime.refresh.execute import refresh_all, refresh_partition, refresh_view
+from ivm.runtime.refresh.every_view import refresh_all
+from ivm.runtime.refresh.execute import refresh_partition, refresh_view
 from ivm.runtime.spark.connect import Session
 
 

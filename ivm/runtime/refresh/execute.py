@@ -21,21 +21,15 @@ of the store.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
-import networkx as nx
-from py4j.protocol import Py4JNetworkError
 from sqlglot import exp
 
-from ivm.errors import ViewsNotRefreshed
 from ivm.runtime.catalog.definition import compile_definition, named_view
-from ivm.runtime.catalog.graph import dependency_graph, materialized_views, refresh_order
 from ivm.runtime.catalog.history import RefreshResult
 from ivm.runtime.catalog.tables import qualified_name, store_name
 from ivm.runtime.decision.decide import Revision, decide, state_table_recomputed
 from ivm.runtime.decision.terms import Mode, Obstacle, ObstacleKind
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
-from ivm.runtime.messages import one_line
 from ivm.runtime.refresh import faults, techniques
 from ivm.runtime.refresh.commit import LostRace, retrying, spark_errors
 from ivm.runtime.refresh.gather import gather
@@ -101,48 +95,6 @@ def _refresh_one(spark: Session, view: str, forced: Obstacle | None) -> RefreshR
         view,
         lambda work, view, properties, clock: _refresh(work, view, properties, forced, clock),
     )
-
-
-def refresh_all(
-    spark: Session, views: list[str] | None = None, report: Callable[[str], None] | None = None
-) -> list[RefreshResult]:
-    """Refresh ``views`` (default: every materialized view) and the materialized views they
-    read, each after the views it reads; ``report`` is told each view's outcome, on a line,
-    as soon as it is known. The refreshes, in order.
-
-    A refresh that fails does not stop the others, but a view that reads a failed one,
-    directly or through others, is skipped: refreshed, it would join its other sources' new
-    rows with the failed view's old ones. If a view was not refreshed, once every other one
-    is, :class:`~ivm.errors.ViewsNotRefreshed` is raised instead, from the first failure's
-    error: it carries the refreshes, and why each view left was not refreshed."""
-    targets = (
-        materialized_views(spark) if views is None else [qualified_name(spark, v) for v in views]
-    )
-    graph = dependency_graph(spark, targets)
-    results, failures, failed = [], {}, []
-    first: Exception | None = None
-    for view in refresh_order(graph):
-        reads = nx.ancestors(graph, view)
-        if upstream := [v for v in failed if v in reads]:
-            failures[view] = f"skipped: it reads {', '.join(upstream)}, which failed"
-            line = f"refresh of {view} {failures[view]}"
-        else:
-            try:
-                results.append(refresh_view(spark, view))
-            except Py4JNetworkError:  # Spark's driver is gone: no view can be refreshed
-                raise
-            except Exception as error:  # the others go on; KeyboardInterrupt stops them
-                first = first or error
-                failed.append(view)
-                failures[view] = one_line(error)
-                line = f"refresh of {view} failed: {failures[view]}"
-            else:
-                line = str(results[-1])
-        if report is not None:
-            report(line)
-    if failures:
-        raise ViewsNotRefreshed(results, failures) from first
-    return results
 
 
 def refresh_partition(
