@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
@@ -146,57 +147,12 @@ def create_view(
     with isolated(spark) as work:
         # The checks read the catalog and each log once; nothing is written until they pass.
         with reading_each_log_once():
-            existing = store_properties(work, view)
-            if existing is None:
-                _check_user_database(view)
-            legacy_layout = has_legacy_layout(view)  # a view replaced keeps its layout
-            schema = catalog_schema(work)
-            compiled = compile(sql, schema, name=view, legacy_layout=legacy_layout)
-            spelled = analyse(work, sql, schema)
-            apply_settings(work, plan_settings(compiled))
-            states = [table for table, _ in compiled.states]
-            read = list(compiled.source_tables)
-            for table in read:
-                check_source(work, table)
-            logged = _logged_layout_chosen(work, layout)
-            states_logged = _logged_layout_chosen(work, setting=STATE_LAYOUT)
-            _check_partitioning(view, compiled, partitioned_by, logged)
-            is_view, has_catalog_view, store_gone = _what_exists(work, view, existing, replace)
-            if is_view and has_catalog_view:
-                if if_not_exists:
-                    return RefreshResult(view, Mode.NOOP, consumed_versions(work, view))
-                if not replace:
-                    raise ViewExists(
-                        f"{view} already exists",
-                        hint="use CREATE OR REPLACE MATERIALIZED VIEW to redefine it",
-                    )
-            _check_stores_free(work, [view, *states])
-            check_no_cycle(work, view, read)
-        if (is_view and not has_catalog_view) or store_gone:
-            # A store without its catalog view (its view dropped by Spark's DROP VIEW or DROP
-            # DATABASE … CASCADE, or its CREATE died before the catalog view), or a catalog
-            # view without its store (Spark's DROP TABLE): no one reads it, so the view
-            # created now starts afresh, with a history of its own.
-            _drop_parts(work, view)
-        if not legacy_layout:
-            _create_internal_database(work, view)
-        shared = (
-            {DEFINITION: sql.strip(), **pin(work)}
-            | ({} if policy is None else {POLICY: policy})
-            | retention_properties(DEFAULT_RETENTION_SECONDS if retention is None else retention)
+            checked = _check_create(work, view, sql, replace, if_not_exists, layout, partitioned_by)
+            if checked is None:  # the view exists: IF NOT EXISTS passes over it
+                return RefreshResult(view, Mode.NOOP, consumed_versions(work, view))
+        versions = _write_view(
+            work, view, sql, checked, freshness, retention, policy, partitioned_by
         )
-        for table, state in compiled.states:
-            state_properties = shared | {STATE_OF: view} | _layout(states_logged)
-            _create_store(work, table, state, state_properties, policy)
-        properties = shared | {VIEW: view} | _layout(logged)
-        if spelled is not None and tuple(spelled) != compiled.store.view_columns:
-            properties[COLUMNS] = json.dumps(spelled)
-        if freshness is not None:
-            properties[FRESHNESS] = str(freshness)
-        versions = _create_store(work, view, compiled, properties, policy, partitioned_by)
-        for table in state_tables(work, view):
-            if table not in states:  # a state of the definition this one replaced
-                _drop(work, table)
         faults.reach("create.after_write")
         rows = rows_written(work, store_name(view))
     return RefreshResult(
@@ -208,6 +164,103 @@ def create_view(
         seconds=time.perf_counter() - start,
         technique=Technique.RECOMPUTE,
     )
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """What the checks of a CREATE found, for its writes."""
+
+    compiled: CompiledView
+    spelled: list[str] | None  # the view's columns as Spark spells them (see analyse)
+    legacy_layout: bool  # its store and state tables are kept beside it (see has_legacy_layout)
+    logged: bool  # its store takes the log layout
+    states_logged: bool  # its state tables' stores do
+    remains: bool  # what is left of a view of its name, which the CREATE drops first
+
+
+def _check_create(
+    spark: Session,
+    view: str,
+    sql: str,
+    replace: bool,
+    if_not_exists: bool,
+    layout: str | None,
+    partitioned_by: tuple[str, ...],
+) -> _Checked | None:
+    """Check, writing nothing, that ``view`` can be created as the SELECT ``sql`` (see
+    :func:`create_view`), applying its plan's Spark settings to ``spark``; what the checks
+    found, or None where the view exists and ``if_not_exists`` passes over it."""
+    existing = store_properties(spark, view)
+    if existing is None:
+        _check_user_database(view)
+    legacy_layout = has_legacy_layout(view)  # a view replaced keeps its layout
+    schema = catalog_schema(spark)
+    compiled = compile(sql, schema, name=view, legacy_layout=legacy_layout)
+    spelled = analyse(spark, sql, schema)
+    apply_settings(spark, plan_settings(compiled))
+    states = [table for table, _ in compiled.states]
+    read = list(compiled.source_tables)
+    for table in read:
+        check_source(spark, table)
+    logged = _logged_layout_chosen(spark, layout)
+    states_logged = _logged_layout_chosen(spark, setting=STATE_LAYOUT)
+    _check_partitioning(view, compiled, partitioned_by, logged)
+    is_view, has_catalog_view, store_gone = _what_exists(spark, view, existing, replace)
+    if is_view and has_catalog_view:
+        if if_not_exists:
+            return None
+        if not replace:
+            raise ViewExists(
+                f"{view} already exists",
+                hint="use CREATE OR REPLACE MATERIALIZED VIEW to redefine it",
+            )
+    _check_stores_free(spark, [view, *states])
+    check_no_cycle(spark, view, read)
+    remains = (is_view and not has_catalog_view) or store_gone
+    return _Checked(compiled, spelled, legacy_layout, logged, states_logged, remains)
+
+
+def _write_view(
+    spark: Session,
+    view: str,
+    sql: str,
+    checked: _Checked,
+    freshness: int | None,
+    retention: int | None,
+    policy: str | None,
+    partitioned_by: tuple[str, ...],
+) -> dict[str, int]:
+    """Write the view ``view`` that :func:`_check_create` passed (``checked``) with the
+    CREATE's clauses (see :func:`create_view`): its state tables, then its store and catalog
+    view; the source versions it reflects."""
+    if checked.remains:
+        # A store without its catalog view (its view dropped by Spark's DROP VIEW or DROP
+        # DATABASE … CASCADE, or its CREATE died before the catalog view), or a catalog
+        # view without its store (Spark's DROP TABLE): no one reads it, so the view
+        # created now starts afresh, with a history of its own.
+        _drop_parts(spark, view)
+    if not checked.legacy_layout:
+        _create_internal_database(spark, view)
+    shared = (
+        {DEFINITION: sql.strip(), **pin(spark)}
+        | ({} if policy is None else {POLICY: policy})
+        | retention_properties(DEFAULT_RETENTION_SECONDS if retention is None else retention)
+    )
+    compiled = checked.compiled
+    for table, state in compiled.states:
+        state_properties = shared | {STATE_OF: view} | _layout(checked.states_logged)
+        _create_store(spark, table, state, state_properties, policy)
+    properties = shared | {VIEW: view} | _layout(checked.logged)
+    if checked.spelled is not None and tuple(checked.spelled) != compiled.store.view_columns:
+        properties[COLUMNS] = json.dumps(checked.spelled)
+    if freshness is not None:
+        properties[FRESHNESS] = str(freshness)
+    versions = _create_store(spark, view, compiled, properties, policy, partitioned_by)
+    states = [table for table, _ in compiled.states]
+    for table in state_tables(spark, view):
+        if table not in states:  # a state of the definition this one replaced
+            _drop(spark, table)
+    return versions
 
 
 def _what_exists(
