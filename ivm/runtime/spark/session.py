@@ -219,15 +219,25 @@ def session_conf(
     >>> f["spark.master"], f["spark.sql.shuffle.partitions"], "spark.ui.enabled" in f
     ('yarn', '9', False)
     """
-    # not at import time: keeps `python -m ivm.runtime.spark.jars` clean
-    from ivm.runtime.spark import jars
-
     conf = {k: str(v) for k, v in (conf or {}).items()}
     ambient = ambient or {}
     if master is not None:
         conf.setdefault("spark.master", master)
     effective_master = conf.get("spark.master") or ambient.get("spark.master") or "local[*]"
+    ours = _our_settings(home, app_name, effective_master, metastore, console_progress)
+    defaults = {k: v for k, v in ours.items() if k not in ambient}
+    return defaults, {**defaults, **conf, **_merged_lists(home, conf, ambient)}
 
+
+def _our_settings(
+    home: Path,
+    app_name: str,
+    master: str,
+    metastore: str | None,
+    console_progress: bool,
+) -> dict[str, str]:
+    """Every setting ivm gives a session of ``home`` on ``master`` (see
+    :func:`session_conf`), whether or not the user set it."""
     ours = {
         "spark.master": "local[*]",
         "spark.app.name": app_name,
@@ -237,11 +247,19 @@ def session_conf(
         CONNECTION_URL: f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
     }
     ours.update(connection_conf(metastore) if metastore else {})
-    if effective_master.startswith("local"):
+    if master.startswith("local"):
         ours.update(LOCAL_DEFAULTS)
     if console_progress:
         ours["spark.ui.showConsoleProgress"] = "true"
-    defaults = {k: v for k, v in ours.items() if k not in ambient}
+    return ours
+
+
+def _merged_lists(home: Path, conf: dict[str, str], ambient: dict[str, str]) -> dict[str, str]:
+    """The list settings of a session of ``home``, the user's (``conf``, else ``ambient``)
+    with ours added: Delta's extension, Delta's jars (or packages), the Java options of
+    Derby's and Spark's logs."""
+    # not at import time: keeps `python -m ivm.runtime.spark.jars` clean
+    from ivm.runtime.spark import jars
 
     def current(key: str) -> str | None:
         return conf.get(key, ambient.get(key))
@@ -265,7 +283,7 @@ def session_conf(
     flags += logs.log_options(home, java_options, spark_conf_dir())
     if flags:
         merged["spark.driver.extraJavaOptions"] = " ".join([java_options, *flags]).strip()
-    return defaults, {**defaults, **conf, **merged}
+    return merged
 
 
 def served_metastore(home: Path, given: str | None, settings: dict[str, str]) -> str | None:
@@ -376,17 +394,36 @@ def spark_session(
 
     remote = remote or os.environ.get(REMOTE_ENVIRONMENT)
     if remote:
-        spark = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
-        for key, value in (conf or {}).items():
-            spark.conf.set(key, str(value))
-        return spark
+        return _connect_client(remote, app_name, conf)
     home_path = resolve_home(home)
     if SparkContext._active_spark_context is not None:
         builder = SparkSession.builder
         if conf:
             builder = builder.config(map={k: str(v) for k, v in conf.items()})
         return builder.getOrCreate()
+    return _started_session(home_path, app_name, master, conf, metastore, console_progress)
 
+
+def _connect_client(remote: str, app_name: str, conf: dict[str, str] | None) -> SparkSession:
+    """A session that is a client of the Spark Connect server ``remote``, with ``conf`` set
+    on it."""
+    spark = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
+    for key, value in (conf or {}).items():
+        spark.conf.set(key, str(value))
+    return spark
+
+
+def _started_session(
+    home_path: Path,
+    app_name: str,
+    master: str | None,
+    conf: dict[str, str] | None,
+    metastore: str | None,
+    console_progress: bool,
+) -> SparkSession:
+    """Start the session of :func:`spark_session` where no SparkContext runs in this
+    process: its catalog served or opened embedded, its settings those of
+    :func:`session_conf`."""
     ambient = ambient_conf()
     home_path.mkdir(parents=True, exist_ok=True)
     given = metastore or os.environ.get(METASTORE_ENVIRONMENT)
@@ -417,9 +454,16 @@ def spark_session(
         quiet_query_error_logs()  # an error reaches its caller as the exception alone
     if is_connect(spark):  # spark.api.mode=connect: a local server with these settings
         return spark
+    _prepare_driver(spark, home_path, home_catalog=bool(served and not given))
+    return spark
 
+
+def _prepare_driver(spark: SparkSession, home_path: Path, *, home_catalog: bool) -> None:
+    """Prepare the driver of the session ``spark`` just started in this process: Spark's
+    log level, the catalog's tables created through the home's catalog server where it uses
+    it (``home_catalog``), Derby's log location."""
     spark.sparkContext.setLogLevel("ERROR")
-    if served and not given:  # the home's catalog server
+    if home_catalog:
         catalog_server.created(home_path, lambda: spark.sql("SHOW DATABASES").count())
     # Derby reads its log location when it boots (lazily, on first catalog access); this
     # covers JVMs launched without our extraJavaOptions (e.g. by spark-submit).
@@ -427,7 +471,6 @@ def spark_session(
     system = jvm.java.lang.System
     if system.getProperty(DERBY_LOG_FLAG) is None:
         system.setProperty(DERBY_LOG_FLAG, str(home_path / "derby.log"))
-    return spark
 
 
 QUERY_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
