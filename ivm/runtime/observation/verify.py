@@ -29,7 +29,9 @@ import uuid
 from dataclasses import dataclass
 
 from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame
 
+from ivm.compiler import CompiledView
 from ivm.errors import StateError
 from ivm.frontend.parse import canonical_name, parse_query, referenced_tables, replace_tables
 from ivm.names import DIALECT
@@ -108,18 +110,7 @@ def verify(
     columns where the exact comparison fails (0: none)."""
     name = qualified_name(spark, view)
     properties = view_properties(spark, name, "VERIFY")
-    if STATE_OF in properties:
-        raise StateError(
-            f"{name} is a state table of the materialized view {properties[STATE_OF]}",
-            hint=f"verify {properties[STATE_OF]}",
-        )
-    compiled = compile_definition(spark, name, properties)
-    if compiled.semantics is not None:
-        raise StateError(
-            f"{name} cannot be verified against its query: {compiled.semantics}",
-            hint="check it against the definition of its semantics (docs/sql.md, "
-            "Lookup joins), or refresh it FULL to enrich every row anew",
-        )
+    compiled = _verifiable_definition(spark, name, properties)
     log = DeltaLogReader(spark, store_name(name))
     store_version = log.version()
     store_schema = spark.table(store_name(name)).schema
@@ -133,6 +124,55 @@ def verify(
     sources, table_ids = _reflected(spark, latest_record(log)[1])
     database = resolution_database(name, properties)
     _check_sources(spark, name, _read_by(properties[DEFINITION], database), sources, table_ids)
+    rows, found, schema_difference = _compare_at_versions(
+        spark,
+        name,
+        compiled,
+        properties,
+        database,
+        sources,
+        store_version,
+        shown=shown,
+        float_tolerance=float_tolerance,
+    )
+    return Verification(name, sources, store_version, rows, found, schema_difference, catalog_view)
+
+
+def _verifiable_definition(spark: Session, name: str, properties: dict[str, str]) -> CompiledView:
+    """The compiled definition of the view ``name`` (its store's ``properties``); raises
+    :class:`StateError` for a state table, or a view whose semantics its query alone does
+    not give."""
+    if STATE_OF in properties:
+        raise StateError(
+            f"{name} is a state table of the materialized view {properties[STATE_OF]}",
+            hint=f"verify {properties[STATE_OF]}",
+        )
+    compiled = compile_definition(spark, name, properties)
+    if compiled.semantics is not None:
+        raise StateError(
+            f"{name} cannot be verified against its query: {compiled.semantics}",
+            hint="check it against the definition of its semantics (docs/sql.md, "
+            "Lookup joins), or refresh it FULL to enrich every row anew",
+        )
+    return compiled
+
+
+def _compare_at_versions(
+    spark: Session,
+    name: str,
+    compiled: CompiledView,
+    properties: dict[str, str],
+    database: str,
+    sources: dict[str, int],
+    store_version: int,
+    *,
+    shown: int,
+    float_tolerance: float,
+) -> tuple[int, Difference | None, str | None]:
+    """Compare the view ``name`` at ``store_version`` with its query (its definition, names
+    resolved in ``database``) on its ``sources`` as of their versions, each read through a
+    temporary view: the view's rows, how they differ and how the columns differ (see
+    :func:`_compare`)."""
     views, run = [], uuid.uuid4().hex[:8]
     snapshots = {table: SNAPSHOT.format(run, i) for i, table in enumerate(sources)}
     try:
@@ -154,22 +194,7 @@ def verify(
         views.append(store)
         got = spark.sql(store_view_query(spark, name, compiled, properties, store).sql(DIALECT))
         query = replace_tables(properties[DEFINITION], database, snapshots)
-        with session_settings(spark, settings(properties) or {}):
-            want = spark.sql(query)
-            schema_difference = column_difference(columns_of(got), columns_of(want))
-            found = (
-                None
-                if schema_difference
-                else difference(
-                    spark,
-                    got,
-                    want,
-                    shown=shown,
-                    tolerance=float_tolerance,
-                    settings=settings(properties),
-                )
-            )
-            rows = got.count()
+        return _compare(spark, got, query, properties, shown, float_tolerance)
     except PySparkException as error:
         raise StateError(
             f"cannot read {name} or its sources as of the versions it reflects "
@@ -180,7 +205,36 @@ def verify(
     finally:
         for temporary in views:
             spark.catalog.dropTempView(temporary)
-    return Verification(name, sources, store_version, rows, found, schema_difference, catalog_view)
+
+
+def _compare(
+    spark: Session,
+    got: DataFrame,
+    query: str,
+    properties: dict[str, str],
+    shown: int,
+    float_tolerance: float,
+) -> tuple[int, Difference | None, str | None]:
+    """Run ``query`` under the settings the view's ``properties`` pin and compare the view's
+    rows (``got``) with its result: how many rows the view has, how they differ (None:
+    equal, or not compared) and how the columns differ (None: they do not)."""
+    with session_settings(spark, settings(properties) or {}):
+        want = spark.sql(query)
+        schema_difference = column_difference(columns_of(got), columns_of(want))
+        found = (
+            None
+            if schema_difference
+            else difference(
+                spark,
+                got,
+                want,
+                shown=shown,
+                tolerance=float_tolerance,
+                settings=settings(properties),
+            )
+        )
+        rows = got.count()
+    return rows, found, schema_difference
 
 
 def _reflected(spark: Session, record: RefreshRecord) -> tuple[dict[str, int], dict[str, str]]:
