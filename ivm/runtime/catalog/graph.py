@@ -46,12 +46,12 @@ def materialized_views(spark: Session, database: str | None = None) -> list[str]
     return views
 
 
-def dependency_graph(spark: Session, views: list[str]) -> nx.DiGraph:
+def dependency_graph(spark: Session, views: list[str]) -> nx.DiGraph[str]:
     """``views`` and, transitively, the sources they read; materialized views are the nodes
     whose attribute ``materialized`` is true, state tables those whose ``state`` is. (In a
     block of :func:`~ivm.runtime.log.delta_log.reading_each_log_once`, each store's latest
     record is read once.)"""
-    graph = nx.DiGraph()
+    graph: nx.DiGraph[str] = nx.DiGraph()
     pending = list(views)
     while pending:
         view = pending.pop()
@@ -67,7 +67,7 @@ def dependency_graph(spark: Session, views: list[str]) -> nx.DiGraph:
     return graph
 
 
-def refresh_order(graph: nx.DiGraph) -> list[str]:
+def refresh_order(graph: nx.DiGraph[str]) -> list[str]:
     """The materialized views of ``graph``, each after every view it reads, by name where
     that leaves a choice (not the state tables: a view's refresh refreshes its own)."""
     return [

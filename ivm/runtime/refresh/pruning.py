@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from ivm import codegen
-from ivm.ir import Filter, Project, Restrict, Scan, children, columns, with_children
+from ivm.ir import Filter, Project, Relation, Restrict, Scan, children, columns, with_children
 from ivm.names import quote
 from ivm.runtime.log.file_lists import admitting
 from ivm.runtime.refresh.sources import SNAPSHOTS
@@ -61,7 +61,7 @@ MAX_RANGES = 32
 SET, KEY, RANK = "_ivm_set", "_ivm_key", "_ivm_rank"
 
 
-def prune(spark: Session, delta, change_bytes: int | None):
+def prune(spark: Session, delta: Relation, change_bytes: int | None) -> Relation:
     """``delta`` with each restricted snapshot scan also filtered by its keys' ranges, and a
     restriction to few values of one key filtered by them instead; the keys of every
     restriction are read in one Spark job (``change_bytes``: the size of the sources' change

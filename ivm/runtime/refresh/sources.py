@@ -27,7 +27,7 @@ exact in any order)::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any, cast
@@ -136,7 +136,7 @@ def table_version(spark: Session, table: str) -> int:
     return DeltaLogReader(spark, delta_table(spark, table)).version()
 
 
-def latest_sources(spark: Session, tables) -> tuple[dict[str, int], dict[str, str]]:
+def latest_sources(spark: Session, tables: Iterable[str]) -> tuple[dict[str, int], dict[str, str]]:
     """The latest version and the Delta table id of each of the source ``tables``."""
     logs = {table: DeltaLogReader.of(spark, delta_table(spark, table)) for table in tables}
     return (
@@ -145,7 +145,7 @@ def latest_sources(spark: Session, tables) -> tuple[dict[str, int], dict[str, st
     )
 
 
-def source_bytes(spark: Session, tables) -> dict[str, int | None]:
+def source_bytes(spark: Session, tables: Iterable[str]) -> dict[str, int | None]:
     """The size of each of the source ``tables`` (None where its log does not say)."""
     return {
         table: DeltaLogReader.of(spark, delta_table(spark, table)).size_in_bytes()
@@ -153,13 +153,13 @@ def source_bytes(spark: Session, tables) -> dict[str, int | None]:
     }
 
 
-def total_source_bytes(spark: Session, tables) -> int | None:
+def total_source_bytes(spark: Session, tables: Iterable[str]) -> int | None:
     """The size of all of the source ``tables``: what a full recompute reads at most; None
     if a log does not say."""
     return _total(source_bytes(spark, tables).values())
 
 
-def total_source_files(spark: Session, tables) -> int | None:
+def total_source_files(spark: Session, tables: Iterable[str]) -> int | None:
     """How many data files the source ``tables`` have in all; None if a log does not say."""
     return _total(
         DeltaLogReader.of(spark, delta_table(spark, table)).file_count() for table in tables
@@ -182,7 +182,7 @@ def _delta_read(spark: Session, name: str, **options) -> DataFrame:
 
 
 def snapshot(
-    spark: Session, table: str, columns, version: int, view: Upstream | None = None
+    spark: Session, table: str, columns: Sequence[str], version: int, view: Upstream | None = None
 ) -> DataFrame:
     """``columns`` of ``table`` as of ``version``; ``view``: ``table`` is that materialized
     view (:func:`upstream`)."""
@@ -459,7 +459,7 @@ def bind(
     before: dict[str, int] | None,
     after: dict[str, int],
     reads: Mapping[str, Collection[Read]],
-    wrap=lambda frame: frame,
+    wrap: Callable[[DataFrame], DataFrame] = lambda frame: frame,
     change_bytes: int | None = None,
     store: tuple[str, Callable[[], DataFrame]] | None = None,
 ) -> Bound:

@@ -55,9 +55,14 @@ one setting a user may choose fails ivm's statements:
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+from pyspark.sql import DataFrame
 
 from ivm.runtime.spark.connect import Session, is_connect
+
+if TYPE_CHECKING:
+    from ivm.compiler import CompiledView
 
 RESERVED_KEYWORDS = "spark.sql.ansi.enforceReservedKeywords"
 PROJECTION_CANDIDATES = "spark.sql.optimizer.expressionProjectionCandidateLimit"
@@ -113,7 +118,7 @@ STORE_FILE_ROWS = 100_000
 (:func:`store_write_settings`)."""
 
 
-def plan_settings(compiled) -> dict[str, str]:
+def plan_settings(compiled: CompiledView) -> dict[str, str]:
     """The Spark settings the statements of ``compiled`` (a CompiledView) need.
 
     >>> from ivm import compile
@@ -171,7 +176,7 @@ def planning_settings(spark: Session, file_count: int | None) -> dict[str, str]:
     return {WHOLE_STAGE_CODEGEN: "false", FACTORY_MODE: "NO_CODEGEN"}
 
 
-def planned_read_bytes(frame, kept_bytes: int | None) -> int | None:
+def planned_read_bytes(frame: DataFrame, kept_bytes: int | None) -> int | None:
     """At most what computing the DataFrame ``frame`` reads, from its optimized plan: the
     bytes of each Delta scan's files (Delta prunes them by the scan's filters and the files'
     min/max statistics while Spark optimizes, so the pruned snapshot reads of a delta query
@@ -182,7 +187,8 @@ def planned_read_bytes(frame, kept_bytes: int | None) -> int | None:
     None in a Spark Connect session, whose plans are the server's."""
     if is_connect(frame):
         return None
-    leaves: Any = frame._jdf.queryExecution().optimizedPlan().collectLeaves()  # py4j: a Seq
+    # py4j: a Seq (the JVM DataFrame of a classic session, which pyspark's types do not show)
+    leaves: Any = cast(Any, frame)._jdf.queryExecution().optimizedPlan().collectLeaves()
     total, reads_kept = 0, False
     for i in range(leaves.size()):
         leaf = leaves.apply(i)
