@@ -28,16 +28,17 @@ shows the store's columns.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Generator, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from py4j.protocol import Py4JJavaError
+from py4j.protocol import Py4JJavaError  # pyright: ignore[reportMissingTypeStubs]
 from pyspark.errors import AnalysisException, PySparkException
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql.types import StructType
+from sqlglot import exp
 
 from ivm import codegen
 from ivm.compiler import CompiledView
@@ -90,9 +91,9 @@ def isolated(spark: Session, pinned: dict[str, str] | None = None):
         yield own
 
 
-def execute(spark: Session, statement) -> list:
+def execute(spark: Session, statement: exp.Expr) -> list[Row]:
     """Run the sqlglot ``statement`` in ``spark``; its rows."""
-    return spark.sql(statement.sql(DIALECT)).collect()
+    return spark.sql(statement.sql(DIALECT)).collect()  # pyright: ignore[reportUnknownMemberType]
 
 
 def store_view_query(
@@ -214,7 +215,12 @@ def retrying(
     return result
 
 
-def _first_not_lost(spark: Session, view: str, attempt, clock: PhaseClock) -> RefreshResult:
+def _first_not_lost(
+    spark: Session,
+    view: str,
+    attempt: Callable[[Session, str, dict[str, str], PhaseClock], RefreshResult | LostRace],
+    clock: PhaseClock,
+) -> RefreshResult:
     """The first outcome of ``attempt`` (see :func:`retrying`) that is not a lost race."""
     for n in range(ATTEMPTS):
         with reading_each_log_once(reuse=n == 0):
@@ -254,7 +260,7 @@ def bound_reads(
     commit: Commit,
     before: dict[str, int] | None = None,
     revisable: Collection[Failure] = (),
-) -> Iterator[Failure | None]:
+) -> Generator[Failure | None, None, None]:
     """A block with the sources of ``commit``'s query bound at its record's versions (and at
     ``before`` for a change), in which a write computes what it commits and commits it
     (:func:`committed_write`); they are unbound after it. The block gets None; or, where
@@ -293,7 +299,9 @@ def bound_reads(
         unbind(spark, bound)
 
 
-def committed_write(spark: Session, commit: Commit, statement, **amend) -> list | LostRace:
+def committed_write(
+    spark: Session, commit: Commit, statement: exp.Expr, **amend: Any
+) -> list[Row] | LostRace:
     """Write the store by ``statement`` in one commit, as ``commit`` says, its sources bound
     (:func:`bound_reads`; steps 2 to 5 of the module's docstring); ``amend`` sets fields of
     the record known only once the write is planned. The statement's rows; or, for a write
@@ -339,7 +347,7 @@ def _commit_settings(view: str, record: RefreshRecord, read_version: int | None)
     return conf
 
 
-def _executed(spark: Session, statement, conf: dict[str, str]) -> list:
+def _executed(spark: Session, statement: exp.Expr, conf: dict[str, str]) -> list[Row]:
     """The rows of ``statement``, run under the settings ``conf``."""
     with session_settings(spark, conf):
         return execute(spark, statement)
@@ -415,7 +423,7 @@ def _classified(
 
 def _locations(spark: Session, tables: list[str]) -> dict[str, str]:
     """Where each of the Delta tables ``tables`` that still exists keeps its files."""
-    found = {}
+    found: dict[str, str] = {}
     for table in tables:
         reader = DeltaLogReader.of(spark, table)
         try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import networkx as nx
-from py4j.protocol import Py4JNetworkError
+from py4j.protocol import Py4JNetworkError  # pyright: ignore[reportMissingTypeStubs]
 
 from ivm.errors import ViewsNotRefreshed
 from ivm.runtime.catalog.graph import dependency_graph, materialized_views, refresh_order
@@ -34,10 +34,13 @@ def refresh_all(
         materialized_views(spark) if views is None else [qualified_name(spark, v) for v in views]
     )
     graph = dependency_graph(spark, targets)
-    results, failures, failed = [], {}, []
+    results: list[RefreshResult] = []
+    failures: dict[str, str] = {}
+    failed: list[str] = []
     first: Exception | None = None
     for view in refresh_order(graph):
-        reads = nx.ancestors(graph, view)
+        # networkx's stubs leave the type of ancestors' source unknown
+        reads = nx.ancestors(graph, view)  # pyright: ignore[reportUnknownMemberType]
         if upstream := [v for v in failed if v in reads]:
             failures[view] = f"skipped: it reads {', '.join(upstream)}, which failed"
             line = f"refresh of {view} {failures[view]}"

@@ -77,7 +77,7 @@ def _refresh_with_states(
     spark: Session, view: str, tables: list[str], forced: Obstacle | None
 ) -> RefreshResult:
     """Refresh the state tables ``tables`` of ``view``, then ``view`` from them."""
-    states = []
+    states: list[RefreshResult] = []
     for state in tables:
         states.append(_refresh_one(spark, state, forced))
         faults.reach("refresh.after_state")

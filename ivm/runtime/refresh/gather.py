@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from pyspark.sql.types import StructType
+
 from ivm.codegen.store import LOGGED
 from ivm.compiler import CompiledView
 from ivm.rules import Kind
@@ -44,7 +46,7 @@ from ivm.runtime.decision.decide import (
     state_table_recomputed,
 )
 from ivm.runtime.decision.terms import DEFAULT_POLICY, Obstacle, ObstacleKind, Policy
-from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
+from ivm.runtime.log.delta_log import Commit, DeltaLogReader, reading_each_log_once
 from ivm.runtime.refresh.retention import unreadable
 from ivm.runtime.refresh.sources import (
     appends_rows,
@@ -79,7 +81,7 @@ def gather(
     view: str,
     compiled: CompiledView,
     properties: dict[str, str],
-    store_schema,
+    store_schema: StructType,
     requested: Obstacle | None = None,
 ) -> Facts:
     """What is known of a refresh of ``view`` (a view, or a state table; ``compiled``, its
@@ -90,7 +92,8 @@ def gather(
     store = DeltaLogReader.of(spark, store_name(view))
     recorded, last = latest_record(store)
     requested = requested or _written_outside(store, recorded, properties)
-    model = CostModel.from_record(last.cost).observed(
+    # RefreshRecord.cost is an untyped dict (ivm/runtime/catalog/history.py)
+    model = CostModel.from_record(last.cost).observed(  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
         last.mode, last.planned_bytes, last.read_bytes, last.seconds
     )
     previous = last.sources
@@ -169,7 +172,8 @@ def read_change_size(
     the module's docstring). The changed sources' sizes cost a scan of their logs' state, so
     they are read only for a change over ``size_sources_over`` bytes, the least a cost rule
     can judge too large."""
-    change_bytes, logs, sized, inserts_only = 0, [], True, True
+    change_bytes, sized, inserts_only = 0, True, True
+    logs: list[DeltaLogReader] = []
     for table, upto in current.items():
         after = previous[table]
         log = None if upto < after else DeltaLogReader.of(spark, delta_table(spark, table))
@@ -195,7 +199,13 @@ def read_change_size(
     return ChangeSize(change_bytes, source_bytes, inserts_only)
 
 
-def _in_the_log(table: str, after: int, upto: int, log, commits) -> Obstacle | None:
+def _in_the_log(
+    table: str,
+    after: int,
+    upto: int,
+    log: DeltaLogReader | None,
+    commits: list[Commit] | None,
+) -> Obstacle | None:
     """What the log of the source ``table`` shows in the way of reading its change from
     version ``after`` to ``upto`` (``commits``, None where the log no longer holds them all),
     if anything."""
@@ -229,7 +239,9 @@ def _in_the_log(table: str, after: int, upto: int, log, commits) -> Obstacle | N
     return None
 
 
-def reshaped(compiled: CompiledView, properties: dict[str, str], store_schema) -> str | None:
+def reshaped(
+    compiled: CompiledView, properties: dict[str, str], store_schema: StructType
+) -> str | None:
     """Why the store of ``compiled`` (its ``properties``; ``store_schema``, its Spark schema)
     does not have the columns the definition now gives, if it does not: the definition's
     ``*`` was expanded anew over a source whose columns changed since the store was written.

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
-from py4j.protocol import Py4JJavaError
+from py4j.protocol import Py4JJavaError  # pyright: ignore[reportMissingTypeStubs]
 
 from ivm.runtime.spark.connect import Session, is_connect
 
@@ -90,7 +90,7 @@ class PhaseClock:
         except Py4JJavaError:  # a TimeoutException: count what Spark has seen
             pass
         tracker, store = context.statusTracker(), context.statusStore()
-        submitted = []
+        submitted: list[int] = []
         for job in tracker.getJobIdsForTag(self.tag):
             time_ = store.job(job).submissionTime()
             submitted.append(time_.get().getTime() if time_.isDefined() else 0)
@@ -99,7 +99,7 @@ class PhaseClock:
             end = ordered[i + 1].started_ms if i + 1 < len(ordered) else float("inf")
             phase.jobs = sum(phase.started_ms <= s < end for s in submitted)
 
-    def summary(self) -> dict[str, dict]:
+    def summary(self) -> dict[str, dict[str, float | None]]:
         """``{phase: {seconds, jobs}}`` of the phases run so far, as a refresh record keeps
         them."""
         self.count_jobs()

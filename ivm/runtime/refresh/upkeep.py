@@ -35,7 +35,7 @@ import math
 import time
 from dataclasses import dataclass
 
-from py4j.protocol import Py4JJavaError
+from py4j.protocol import Py4JJavaError  # pyright: ignore[reportMissingTypeStubs]
 from pyspark.errors import PySparkException
 
 from ivm import codegen
@@ -128,7 +128,7 @@ def compact(spark: Session, view: str) -> Upkeep | None:
     }
     try:
         with session_settings(spark, settings):
-            spark.sql(f"OPTIMIZE {store}").collect()
+            spark.sql(f"OPTIMIZE {store}").collect()  # pyright: ignore[reportUnknownMemberType]
     except (PySparkException, Py4JJavaError) as error:
         if classify(error) is Failure.LOST_RACE:
             return None
@@ -172,7 +172,7 @@ def fold_log(spark: Session, view: str, log: DeltaLogReader) -> Upkeep | None:
     statement = codegen.compaction_statement(compiled.store, store, column_types(spark, store))
     try:
         with session_settings(spark, settings(properties) or {}):
-            spark.sql(statement.sql(DIALECT)).collect()
+            spark.sql(statement.sql(DIALECT)).collect()  # pyright: ignore[reportUnknownMemberType]
     except (PySparkException, Py4JJavaError) as error:
         if classify(error) is Failure.LOST_RACE:
             return None
@@ -206,11 +206,11 @@ def vacuum(spark: Session, view: str) -> Upkeep:
     start = time.perf_counter()
     files = DeltaLogReader(spark, store).file_count()
     try:
-        spark.sql(f"VACUUM {store} LITE").collect()
+        spark.sql(f"VACUUM {store} LITE").collect()  # pyright: ignore[reportUnknownMemberType]
     except (PySparkException, Py4JJavaError) as error:
         if "LITE" not in str(error):
             raise
-        spark.sql(f"VACUUM {store}").collect()
+        spark.sql(f"VACUUM {store}").collect()  # pyright: ignore[reportUnknownMemberType]
     return Upkeep(store, "vacuum", files, files, time.perf_counter() - start)
 
 

@@ -21,7 +21,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from sqlglot import exp
 
 from ivm import codegen
@@ -111,7 +111,7 @@ def _planned(spark: Session, write: Write, delta: exp.Query) -> Change | Revisio
     change_bytes, model = write.record.read_bytes, write.model
     files = total_source_files(spark, write.record.sources)
     with session_settings(spark, planning_settings(spark, files)):
-        query = spark.sql(delta.sql(DIALECT))
+        query = spark.sql(delta.sql(DIALECT))  # pyright: ignore[reportUnknownMemberType]
         query_bytes = planned_read_bytes(query, change_bytes)
     plan = None if change_bytes is None or query_bytes is None else (change_bytes, query_bytes)
     observed = model.after(Mode.INCREMENTAL, False, plan)
@@ -131,7 +131,7 @@ def _planned(spark: Session, write: Write, delta: exp.Query) -> Change | Revisio
 
 def committed(
     spark: Session, write: Write, change: Change | None, statement: exp.Expr, technique: Technique
-) -> list | Revision | LostRace:
+) -> list[Row] | Revision | LostRace:
     """``statement``, the write of ``change`` (None: none was read) by ``technique``,
     committed (:func:`~ivm.runtime.refresh.commit.committed_write`) with the record's fields
     known once the delta query was planned: its rows; or the revision where Spark failed

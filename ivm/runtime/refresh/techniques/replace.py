@@ -4,6 +4,7 @@ commit, and the catalog view written anew."""
 
 from __future__ import annotations
 
+from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from ivm import codegen
@@ -59,10 +60,10 @@ def _replacing(spark: Session, store: str, full: exp.Query) -> exp.Expr:
     )
 
 
-def _columns_changed(spark: Session, query: exp.Query, store_schema) -> bool:
+def _columns_changed(spark: Session, query: exp.Query, store_schema: StructType) -> bool:
     """Whether the columns of ``query`` (the store's full query, its sources bound) are not
     those of the store's ``store_schema``, by name or type: a ``*`` expanded over a source's
     columns as they are now, or a source's column whose type changed (Delta's type
     widening), which an overwrite would cast to the old type."""
-    wanted = spark.sql(query.sql(DIALECT)).schema
+    wanted = spark.sql(query.sql(DIALECT)).schema  # pyright: ignore[reportUnknownMemberType]
     return [(f.name, f.dataType) for f in wanted] != [(f.name, f.dataType) for f in store_schema]

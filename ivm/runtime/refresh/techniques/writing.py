@@ -8,7 +8,7 @@ says (:mod:`ivm.runtime.decision.decide`); a partition refresh's is
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import TypeAlias, TypedDict, Unpack
 
 from pyspark.sql.types import StructType
 from sqlglot import exp
@@ -45,6 +45,15 @@ learned it cannot apply the change, why (a :class:`Revision`: the refresh's deci
 revised, once); or that another write of the view committed first (:class:`LostRace`: the
 refresh starts again)."""
 
+
+class RowCounts(TypedDict, total=False):
+    """The store rows a write changed, as its result counts them."""
+
+    rows_inserted: int
+    rows_updated: int
+    rows_deleted: int
+
+
 LOOKUP_RECOMPUTED = "; every fact row was enriched anew with the dimension as it is now"
 """What a recompute of a lookup join's state adds to its reason (see :mod:`ivm.rules.lookup`)."""
 
@@ -71,7 +80,7 @@ class Write:
     recheck_against: int | None = None
     partition: exp.Condition | None = None
     logged: bool = False  # the store takes a change as an append (its layout is ``log``)
-    settings: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, str] = field(default_factory=dict[str, str])
 
     @property
     def store(self) -> str:
@@ -91,7 +100,7 @@ class Write:
             self.logged,
         )
 
-    def result(self, technique: Technique, **counts) -> RefreshResult:
+    def result(self, technique: Technique, **counts: Unpack[RowCounts]) -> RefreshResult:
         """The result of this write, once committed by ``technique``, with its store rows
         ``counts``."""
         return RefreshResult(
