@@ -19,7 +19,7 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ivm.errors import StateError
@@ -272,21 +272,7 @@ def history(spark: Session, store: str) -> DataFrame:
     seconds = (F.unix_millis("timestamp") - F.col("record.started_ms")) / 1000
     # the write of an attempt that fell back to a full recompute is the final write's share
     before_write = F.map_filter("record.phases", lambda name, _: name != "write")
-    write = F.create_map(
-        F.lit("write"),
-        F.struct(
-            F.round(
-                seconds
-                - F.aggregate(
-                    F.map_values(before_write),
-                    F.lit(0.0),
-                    lambda total, phase: total + phase.seconds,
-                ),
-                3,
-            ).alias("seconds"),
-            F.lit(None).cast("int").alias("jobs"),
-        ),
-    )
+    write = _write_phase(seconds, before_write)
 
     def metric(*names):
         # a commit of the record alone (an UPDATE of no row) changed no row
@@ -316,4 +302,24 @@ def history(spark: Session, store: str) -> DataFrame:
             F.map_concat(before_write, write).alias("phases"),
         )
         .orderBy(F.col("version").desc())
+    )
+
+
+def _write_phase(seconds: Column, before_write: Column) -> Column:
+    """The ``write`` phase of a refresh that took ``seconds`` until its commit, as a map of
+    one phase: what the phases ``before_write`` leave of those seconds, its jobs unknown."""
+    return F.create_map(
+        F.lit("write"),
+        F.struct(
+            F.round(
+                seconds
+                - F.aggregate(
+                    F.map_values(before_write),
+                    F.lit(0.0),
+                    lambda total, phase: total + phase.seconds,
+                ),
+                3,
+            ).alias("seconds"),
+            F.lit(None).cast("int").alias("jobs"),
+        ),
     )
