@@ -18,6 +18,7 @@ import uuid
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -126,7 +127,7 @@ class RefreshRecord:
         default=None, metadata=_shown("MAP<STRING, STRUCT<seconds DOUBLE, jobs INT>>")
     )
     planned_bytes: int | None = None  # what it read as the cost model counts it
-    cost: dict | None = None  # the cost model it was planned with
+    cost: dict[str, Any] | None = None  # the cost model it was planned with
     # the cost model's prediction, where it chose
     prediction: str | None = field(default=None, metadata=_shown("STRING"))
     rules: str | None = field(default=None, metadata=_shown("STRING"))  # as RefreshResult.rules

@@ -92,8 +92,7 @@ def gather(
     store = DeltaLogReader.of(spark, store_name(view))
     recorded, last = latest_record(store)
     requested = requested or _written_outside(store, recorded, properties)
-    # RefreshRecord.cost is an untyped dict (ivm/runtime/catalog/history.py)
-    model = CostModel.from_record(last.cost).observed(  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+    model = CostModel.from_record(last.cost).observed(
         last.mode, last.planned_bytes, last.read_bytes, last.seconds
     )
     previous = last.sources

@@ -73,7 +73,7 @@ def partition_write(spark: Session, attempt: Attempt, partition: dict[str, exp.L
         reason=f"PARTITION ({spec})",
         table_ids=last.table_ids,
         started_ms=attempt.clock.started_ms,
-        cost=last.cost,  # the model carries on  # pyright: ignore[reportUnknownMemberType]
+        cost=last.cost,  # the model carries on
     )
     return Write(
         view,
