@@ -17,6 +17,7 @@ from ivm.frontend.statements import (
     VerifyView,
     parse_statement,
 )
+from ivm.runtime.catalog.history import RefreshResult
 from ivm.runtime.commands.spark_statements import run_spark_statement
 from ivm.runtime.commands.views import alter_view, create_view, drop_view, explain_create
 from ivm.runtime.observation.describe import describe_view, refresh_history
@@ -43,18 +44,7 @@ def sql(spark: Session, statement: str):
         case RefreshAll():
             return refresh_all(spark)
         case CreateView():
-            return create_view(
-                spark,
-                parsed.name,
-                parsed.query,
-                replace=parsed.replace,
-                if_not_exists=parsed.if_not_exists,
-                freshness=parsed.freshness,
-                retention=parsed.retention,
-                partitioned_by=parsed.partitioned_by,
-                policy=parsed.policy,
-                layout=parsed.layout,
-            )
+            return _create(spark, parsed)
         case ExplainCreate(create=create):
             return explain_create(
                 spark,
@@ -87,3 +77,19 @@ def sql(spark: Session, statement: str):
             return drop_view(spark, parsed.name, if_exists=parsed.if_exists)
         case _:
             assert_never(parsed)
+
+
+def _create(spark: Session, create: CreateView) -> RefreshResult:
+    """Run the CREATE MATERIALIZED VIEW statement ``create``, with its clauses."""
+    return create_view(
+        spark,
+        create.name,
+        create.query,
+        replace=create.replace,
+        if_not_exists=create.if_not_exists,
+        freshness=create.freshness,
+        retention=create.retention,
+        partitioned_by=create.partitioned_by,
+        policy=create.policy,
+        layout=create.layout,
+    )
