@@ -251,7 +251,12 @@ def catalog_schema(spark: Session) -> SchemaLookup:
 
 def column_types(spark: Session, table: str) -> dict[str, str]:
     """Each column of ``table`` (a store, say) and its Spark type, as Spark spells it."""
-    return {f.name: f.dataType.simpleString() for f in spark.table(table).schema}
+    return schema_types(spark.table(table).schema)
+
+
+def schema_types(schema: StructType) -> dict[str, str]:
+    """Each column of ``schema`` and its Spark type, as Spark spells it."""
+    return {f.name: f.dataType.simpleString() for f in schema}
 
 
 def source_schema(

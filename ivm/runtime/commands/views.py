@@ -57,10 +57,12 @@ from ivm.runtime.catalog.tables import (
     catalog_kind,
     catalog_schema,
     catalog_view,
+    column_types,
     check_name,
     has_legacy_layout,
     is_legacy_view,
     qualified_name,
+    schema_types,
     state_tables,
     store_name,
     store_properties,
@@ -362,7 +364,7 @@ def _create_store(
         ):
             if policy is not None:
                 schema = spark.sql(compiled.full_query.sql(DIALECT)).schema
-                admit(view, Policy(policy), never_incremental(compiled, _types(schema)))
+                admit(view, Policy(policy), never_incremental(compiled, schema_types(schema)))
             logged = is_logged(properties)
             committed_write(
                 spark,
@@ -527,7 +529,7 @@ def _maintenance(
         (
             reason
             for part, schema in _store_schemas(spark, compiled)
-            if (reason := never_incremental(part, _types(schema)))
+            if (reason := never_incremental(part, schema_types(schema)))
         ),
         None,
     )
@@ -536,11 +538,6 @@ def _maintenance(
         *compiled.explain().splitlines(),
         *read_estimate(spark, compiled).splitlines(),
     ]
-
-
-def _types(schema: StructType) -> dict[str, str]:
-    """The Spark SQL type of each column of ``schema``."""
-    return {f.name: f.dataType.simpleString() for f in schema}
 
 
 def _store_schemas(spark: Session, compiled: CompiledView) -> list[tuple[CompiledView, StructType]]:
@@ -583,7 +580,7 @@ def alter_view(
     if policy is not None:
         for table in [*state_tables(spark, view), view]:
             never = never_incremental(
-                compile_definition(spark, table), _types(spark.table(store_name(table)).schema)
+                compile_definition(spark, table), column_types(spark, store_name(table))
             )
             admit(table, Policy(policy), never)
         shared[POLICY] = policy

@@ -47,7 +47,13 @@ from ivm.names import DIALECT
 from ivm.runtime.catalog.definition import is_pinned, settings, spelled_columns, view_properties
 from ivm.runtime.catalog.history import USER_METADATA, RefreshRecord, RefreshResult, latest_record
 from ivm.runtime.catalog.properties import STORE, is_logged
-from ivm.runtime.catalog.tables import CatalogView, catalog_view, column_types, store_name
+from ivm.runtime.catalog.tables import (
+    CatalogView,
+    catalog_view,
+    column_types,
+    schema_types,
+    store_name,
+)
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.gather import CHANGE_DATA_UNAVAILABLE
@@ -110,11 +116,7 @@ def store_view_query(
     logged = is_logged(properties)
     types = None
     if logged:
-        types = (
-            column_types(spark, store)
-            if schema is None
-            else {f.name: f.dataType.simpleString() for f in schema}
-        )
+        types = column_types(spark, store) if schema is None else schema_types(schema)
     return codegen.view_query(
         compiled.store, store, spelled_columns(compiled, properties), logged=logged, types=types
     )

@@ -30,7 +30,7 @@ from ivm.rules import Kind
 from ivm.runtime.catalog.definition import compile_definition, view_properties
 from ivm.runtime.catalog.history import latest_record, written_outside
 from ivm.runtime.catalog.properties import POLICY, is_logged
-from ivm.runtime.catalog.tables import store_name
+from ivm.runtime.catalog.tables import schema_types, store_name
 from ivm.runtime.decision.cost import CostModel
 from ivm.runtime.decision.decide import (
     DEFAULT_MIN_BYTES,
@@ -98,9 +98,8 @@ def gather(
     previous = last.sources
     current, ids = latest_sources(spark, compiled.sources)
     other_columns = reshaped(compiled, properties, store_schema)
-    types = {f.name: f.dataType.simpleString() for f in store_schema}
     # the store's types say nothing of sums in columns it does not have
-    inexact = None if other_columns else never_incremental(compiled, types)
+    inexact = None if other_columns else never_incremental(compiled, schema_types(store_schema))
     replaced = replaced_source(last.table_ids, ids) is not None
     readable = (
         requested is None

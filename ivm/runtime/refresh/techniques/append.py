@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from ivm import codegen
 from ivm.runtime.catalog.history import Technique
+from ivm.runtime.catalog.tables import schema_types
 from ivm.runtime.refresh.techniques.change import STORE_CHANGE, Change, committed
 from ivm.runtime.refresh.techniques.writing import Outcome, Write
 from ivm.runtime.spark.connect import Session
@@ -21,7 +22,7 @@ def write(spark: Session, write: Write, change: Change | None) -> Outcome:
     """Append ``change``'s rows to the log of ``write``'s store. An append that Delta skips
     as done is found by the committed write's check."""
     assert change is not None and change.rows
-    types = {f.name: f.dataType.simpleString() for f in write.schema}
+    types = schema_types(write.schema)
     rows = exp.select("*").from_(STORE_CHANGE)
     statement = codegen.append_statement(write.compiled.store, write.store, rows, types)
     with session_settings(spark, evaluation_settings(spark, change.query_bytes)):

@@ -10,6 +10,7 @@ from sqlglot import exp
 from ivm import codegen
 from ivm.codegen.store import STORED
 from ivm.runtime.catalog.history import Technique
+from ivm.runtime.catalog.tables import schema_types
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.refresh.commit import LostRace, spark_errors
 from ivm.runtime.refresh.pruning import stored_key_ranges
@@ -37,7 +38,7 @@ def write(spark: Session, write: Write, change: Change | None) -> Outcome:
         within = None
         if store_bytes is None or store_bytes > SMALL_STORE_BYTES:
             within = stored_key_ranges(change.frame, compiled.store, STORED)
-    types = {f.name: f.dataType.simpleString() for f in write.schema}
+    types = schema_types(write.schema)
     rows = exp.select("*").from_(STORE_CHANGE)
     statement = codegen.merge_statement(compiled.store, store, rows, types, within=within)
     with session_settings(spark, _merge_settings(spark, store_bytes, change.query_bytes)):
