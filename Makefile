@@ -32,11 +32,11 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 jars: $(VENV)/.installed
 	$(PY) -m ivm.runtime.spark.jars
 
-# The class archive the Spark processes of the tests start from (tests/class_archive.py):
+# The class archive the Spark processes of the tests start from (tests/support/class_archive.py):
 # rebuilt with the environment, whose JVM and jars it must match.
 CLASS_ARCHIVE := $(VENV)/spark-classes.jsa
 $(CLASS_ARCHIVE): $(VENV)/.installed | jars
-	$(PY) tests/class_archive.py $@
+	$(PY) tests/support/class_archive.py $@
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/ivm demo

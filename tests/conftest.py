@@ -6,25 +6,23 @@ compared the view with its own SQL."""
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections import Counter
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from cdf import CDF
-from class_archive import QUIET
+from tests.support.cdf import CDF
+from tests.support.class_archive import QUIET
+from tests.support.servers import free_port, wait_for_port
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 CLASS_ARCHIVE = Path(sys.prefix) / "spark-classes.jsa"
-"""The class archive of the Spark processes the tests start (``tests/class_archive.py``),
+"""The class archive of the Spark processes the tests start (``tests/support/class_archive.py``),
 which ``make`` builds into the virtual environment."""
 
 SUBPROCESS_JAVA_OPTIONS = " ".join(
@@ -234,55 +232,6 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_sep("=", "checks of the views against their own SQL")
         for nodeid, text in sorted(_tallies):
             terminalreporter.write_line(f"{nodeid}: {text}")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("localhost", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for_port(port: int, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        with socket.socket() as probe:
-            if probe.connect_ex(("localhost", port)) == 0:
-                return
-        time.sleep(0.5)
-    raise AssertionError(f"nothing listens on port {port}")
-
-
-@contextmanager
-def connect_server(home: Path, log: Path):
-    """A Spark Connect server started by ``ivm connect-server`` on the catalog of ``home``
-    (its output in ``log``), for the block: its ``sc://`` address; stopped afterwards, which
-    frees the catalog for another process."""
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ivm.cli",
-            "--home",
-            str(home),
-            "connect-server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        stdout=open(log, "w"),
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        wait_for_port(port)
-        yield f"sc://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
 
 @pytest.fixture

@@ -14,8 +14,7 @@ from ivm.runtime.refresh import sources
 from ivm.testing import ScenarioFailed, UnsupportedType, check_view, check_views
 from ivm.testing.scenario import create_views
 from ivm.zset import WEIGHT
-
-from cdf import CDF
+from tests.support.cdf import CDF
 
 VIEW = (
     "CREATE MATERIALIZED VIEW totals AS\n"

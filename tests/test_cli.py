@@ -12,9 +12,8 @@ import pytest
 
 import ivm
 from ivm import cli
-
-from cdf import CDF
-from helpers import assert_equals_query
+from tests.support.cdf import CDF
+from tests.support.helpers import assert_equals_query
 
 IVM = str(Path(sys.executable).with_name("ivm"))
 SCHEMA = {"orders": {"id": "INT", "status": "STRING", "amount": "INT"}}

@@ -9,8 +9,7 @@ from ivm.rules import differentiate
 from ivm.rules.base import weight_of
 from ivm.rules.unchanged import is_empty
 from ivm.zset import COUNT, WEIGHT, Read
-
-from duck import assert_maintained, query_rows, view_rows
+from tests.support.duck import assert_maintained, query_rows, view_rows
 
 pytestmark = pytest.mark.fast
 

@@ -1,19 +1,22 @@
 """ivm through Spark Connect: a server started by ``ivm connect-server`` (Delta, and the
 catalog of its home), and a client of it that creates views (one with a logged store),
 refreshes them after inserts, deletes and updates, recomputes a partition, dies half-way
-through refreshes and recovers, verifies, and asks for status (``tests/connect_client.py``,
+through refreshes and recovers, verifies, and asks for status (``tests/support/connect_client.py``,
 each step checked against Spark's run of the view's query)."""
 
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from conftest import connect_server as served_by_connect
+
+from tests import support
+from tests.support.servers import connect_server as served_by_connect
 
 pytestmark = pytest.mark.slow
 
-CLIENT = os.path.join(os.path.dirname(__file__), "connect_client.py")
+CLIENT = Path(support.__file__).with_name("connect_client.py")
 
 
 @pytest.fixture

@@ -21,9 +21,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import connect_server
 
-from helpers import run_python
+from tests.support.helpers import run_python
+from tests.support.servers import connect_server
 
 PROJECT = Path(__file__).parent / "dbt_project"
 DBT = Path(sys.executable).parent / "dbt"

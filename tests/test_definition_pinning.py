@@ -12,8 +12,7 @@ from ivm.names import internal_database
 from ivm.runtime.catalog.history import RefreshRecord
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.observation.lag import lag_seconds
-
-from cdf import CDF
+from tests.support.cdf import CDF
 
 TIME_ZONE = "spark.sql.session.timeZone"
 ANSI = "spark.sql.ansi.enabled"

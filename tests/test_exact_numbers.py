@@ -8,9 +8,8 @@ import pytest
 
 import ivm
 from ivm import compile
-
-from cdf import CDF
-from helpers import assert_equals_query
+from tests.support.cdf import CDF
+from tests.support.helpers import assert_equals_query
 
 DECIMALS = {"d1": (18, 8), "d2": (38, 18), "d3": (38, 0), "d4": (10, 2), "d5": (38, 38)}
 

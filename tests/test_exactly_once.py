@@ -14,9 +14,8 @@ from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.execute import refresh_view
 from ivm.runtime.refresh.upkeep import LOG_FOLD_AT, compact
 from ivm.runtime.spark.settings import STORE_LAYOUT, session_settings
-
-from cdf import CDF
-from helpers import assert_equals_query, ivm_commits, rows
+from tests.support.cdf import CDF
+from tests.support.helpers import assert_equals_query, ivm_commits, rows
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 

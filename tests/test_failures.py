@@ -18,8 +18,7 @@ from ivm.runtime.refresh.execute import refresh_view
 from ivm.runtime.spark.failures import Failure, classify, missing_file
 from ivm.runtime.spark.settings import session_settings
 from ivm.store import OVERFLOW
-
-from cdf import CDF, vacuum_everything
+from tests.support.cdf import CDF, vacuum_everything
 
 ANSI = {"spark.sql.ansi.enabled": "true"}
 

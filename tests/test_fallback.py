@@ -6,9 +6,8 @@ import pytest
 import ivm
 from ivm.runtime.decision.decide import MIN_BYTES, RATIO
 from ivm.runtime.refresh.gather import predict
-
-from cdf import CDF, vacuum_everything
-from helpers import assert_equals_query
+from tests.support.cdf import CDF, vacuum_everything
+from tests.support.helpers import assert_equals_query
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 

@@ -8,9 +8,8 @@ import ivm
 from ivm.runtime.catalog.history import INSERTS_ONLY
 from ivm.runtime.refresh.execute import refresh_view
 from ivm.runtime.refresh.gather import INSERTS_ONLY_RULES
-
-from cdf import CDF
-from helpers import assert_equals_query
+from tests.support.cdf import CDF
+from tests.support.helpers import assert_equals_query
 
 LATEST = """SELECT k, ts, v FROM (
   SELECT k, ts, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts DESC) AS rn FROM events)

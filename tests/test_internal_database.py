@@ -18,8 +18,7 @@ from ivm.runtime.catalog.graph import materialized_views
 from ivm.runtime.commands import views
 from ivm.runtime.observation.changelog import view_changes
 from ivm.runtime.observation.status import view_status
-
-from helpers import SALES, assert_equals_query
+from tests.support.helpers import SALES, assert_equals_query
 
 TOP = (
     "SELECT c.region, COUNT(*) AS n FROM orders o JOIN customers c ON o.cust_id = c.id "

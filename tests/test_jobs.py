@@ -18,13 +18,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import free_port, wait_for_port
 
 import ivm
 from ivm.circuit import circuit
 from ivm.job import STANDALONE_MASTER, build_archive, job_program
 from ivm.runtime.spark.jars import delta_packages
 from ivm.runtime.spark.metastore import client_classpath
+from tests.support.servers import free_port, wait_for_port
 
 pytestmark = pytest.mark.long
 

@@ -18,8 +18,7 @@ import ivm
 from ivm.errors import StateError
 from ivm.runtime.observation.verify import verify
 from ivm.runtime.refresh.execute import refresh_view
-
-from cdf import CDF
+from tests.support.cdf import CDF
 
 # minutes of refreshes against the definition: make test-integration, as the stateful machine
 pytestmark = pytest.mark.slow

@@ -7,8 +7,7 @@ import ivm
 from ivm.errors import CatalogError, InvalidQuery, Position, ReservedName, ViewExists, ViewNotFound
 from ivm.runtime.observation.describe import consumed_versions
 from ivm.runtime.spark.settings import session_settings
-
-from cdf import CDF
+from tests.support.cdf import CDF
 
 
 @pytest.fixture

@@ -6,9 +6,8 @@ import ivm
 from ivm.codegen.store import LOGGED
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.spark.settings import session_settings
-
-from cdf import CDF
-from helpers import assert_equals_query, history
+from tests.support.cdf import CDF
+from tests.support.helpers import assert_equals_query, history
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 

@@ -25,8 +25,7 @@ from ivm.passes import PASSES, join_on_equalities, optimize
 from ivm.passes.pushdown import push_down_predicates
 from ivm.rules import differentiate
 from ivm.zset import Read
-
-from duck import query_rows, view_rows
+from tests.support.duck import query_rows, view_rows
 
 pytestmark = pytest.mark.fast
 

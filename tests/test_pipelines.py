@@ -8,9 +8,8 @@ import pytest
 import ivm
 from ivm.runtime.commands import scheduler
 from ivm.runtime.commands.scheduler import run, run_pass, watch
-
-from cdf import CDF
-from helpers import assert_equals_query
+from tests.support.cdf import CDF
+from tests.support.helpers import assert_equals_query
 
 POSITIVE = "SELECT k, a FROM r WHERE a > 0"
 PER_KEY = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM positive GROUP BY k"

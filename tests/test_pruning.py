@@ -12,9 +12,8 @@ from benchmarks.measure import Meter
 from ivm.ir import Project, Restrict, Scan
 from ivm.runtime.refresh.pruning import MAX_LISTED, MAX_RANGES, _filtered, _ranges
 from ivm.zset import Read
-
-from cdf import CDF
-from helpers import assert_equals_query
+from tests.support.cdf import CDF
+from tests.support.helpers import assert_equals_query
 
 TOTALS = (
     "SELECT d.grp, COUNT(*) AS n, SUM(f.v) AS total FROM facts f JOIN dims d "

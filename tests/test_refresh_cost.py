@@ -22,9 +22,8 @@ from ivm.runtime.refresh.phases import PHASES
 from ivm.runtime.refresh.techniques import merge as merge_technique
 from ivm.runtime.spark import settings
 from ivm.runtime.spark.settings import session_settings
-
-from cdf import CDF
-from helpers import SALES, assert_equals_query, history
+from tests.support.cdf import CDF
+from tests.support.helpers import SALES, assert_equals_query, history
 
 
 def test_a_refresh_records_where_its_time_went(spark, shop):

@@ -14,9 +14,8 @@ from ivm.runtime.catalog.tables import qualified_name, store_name
 from ivm.runtime.decision.cost import KEPT, REMEASURE_AFTER, CostModel
 from ivm.runtime.decision.decide import MIN_BYTES, RATIO, NotIncrementalizable
 from ivm.runtime.log.delta_log import DeltaLogReader
-
-from cdf import CDF
-from helpers import assert_equals_query, explain
+from tests.support.cdf import CDF
+from tests.support.helpers import assert_equals_query, explain
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 TOP = "SELECT k, a FROM r ORDER BY a DESC, k LIMIT 2"

@@ -10,8 +10,7 @@ from ivm.errors import IvmError
 from ivm.runtime.decision.decide import MIN_BYTES, RATIO
 from ivm.runtime.refresh.gather import predict
 from ivm.runtime.refresh.read_estimate import read_estimate
-
-from helpers import assert_equals_query, explain
+from tests.support.helpers import assert_equals_query, explain
 
 TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
 POLICIES = ("AUTO", "INCREMENTAL", "INCREMENTAL STRICT", "FULL")

@@ -7,8 +7,7 @@ from ivm.errors import CatalogError, Position, SqlSyntaxError, UnsupportedQuery
 from ivm.frontend.statements import CreateView, parse_statement
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.spark.settings import session_settings
-
-from cdf import CDF
+from tests.support.cdf import CDF
 
 SCHEMA = {"orders": {"id": "INT", "status": "STRING", "amount": "INT"}}
 

@@ -23,8 +23,7 @@ from ivm.runtime.refresh.retention import (
     retentions,
     unreadable_change,
 )
-
-from cdf import CDF, vacuum_everything
+from tests.support.cdf import CDF, vacuum_everything
 
 DAY, WEEK = 86400, 7 * 86400
 DAY_MS = DAY * 1000

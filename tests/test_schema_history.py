@@ -15,8 +15,7 @@ from ivm.runtime.observation.status import view_status
 from ivm.runtime.refresh.gather import predict
 from ivm.testing import Scenario, Source, run_scenario
 from ivm.testing.data import KEYWORDS_RESERVED, Column
-
-from helpers import assert_equals_query
+from tests.support.helpers import assert_equals_query
 
 MAPPED = "TBLPROPERTIES (delta.enableChangeDataFeed = true, 'delta.columnMapping.mode' = 'name')"
 SUMS = "SELECT k, SUM(w) AS sw, COUNT(w) AS cw FROM t GROUP BY k"

@@ -6,8 +6,7 @@ from pathlib import Path
 import pytest
 
 from ivm.runtime.spark.session import resolve_home, session_conf
-
-from helpers import run_python
+from tests.support.helpers import run_python
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -7,7 +7,8 @@ import sys
 import textwrap
 
 import pytest
-from conftest import free_port, wait_for_port
+
+from tests.support.servers import free_port, wait_for_port
 
 SETUP = """
 import ivm

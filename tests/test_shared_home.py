@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from ivm.runtime.spark import catalog_server, processes
-
-from cdf import CDF
+from tests.support.cdf import CDF
 
 FOREIGN = re.compile(
     r"^\s*at [\w$.<>]+\(|\bat org\.|^\s*\.\.\. \d+ more$"  # a Java frame

@@ -10,8 +10,7 @@ import ivm
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.refresh.upkeep import LOG_FOLD_AT
 from ivm.runtime.spark.settings import STORE_LAYOUT, session_settings
-
-from helpers import SALES, assert_equals_query, history
+from tests.support.helpers import SALES, assert_equals_query, history
 
 TOTALS = "SELECT status, COUNT(*) AS n FROM orders GROUP BY status"
 """A view over the ``shop`` fixture's orders, with a state of its own (its counts)."""

@@ -15,9 +15,8 @@ from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.execute import refresh_view
 from ivm.runtime.refresh.upkeep import LOG_FOLD_AT
 from ivm.runtime.spark.settings import STATE_LAYOUT, session_settings
-
-from cdf import CDF, vacuum_everything
-from helpers import assert_equals_query, history, ivm_commits, rows
+from tests.support.cdf import CDF, vacuum_everything
+from tests.support.helpers import assert_equals_query, history, ivm_commits, rows
 
 TOP = (
     "SELECT r.k, s.d, SUM(r.a) AS total, COUNT(*) AS n FROM r JOIN s ON r.k = s.k "

@@ -16,9 +16,8 @@ from ivm.runtime.refresh.sources import changes, snapshot, table_version, upstre
 from ivm.runtime.refresh.upkeep import LOG_FOLD_AT
 from ivm.runtime.spark.settings import STATE_LAYOUT, STORE_LAYOUT, session_settings
 from ivm.testing.data import LOGGED_STORES, MERGED_STATES
-
-from cdf import CDF
-from helpers import history
+from tests.support.cdf import CDF
+from tests.support.helpers import history
 
 VIEWS = {
     "grouped": (

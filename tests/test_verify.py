@@ -8,8 +8,7 @@ import pytest
 import ivm
 from ivm import cli
 from ivm.errors import CatalogError, StateError
-
-from cdf import CDF
+from tests.support.cdf import CDF
 
 
 @pytest.fixture

@@ -11,8 +11,7 @@ from ivm.runtime.catalog.properties import STATE_OF, VIEW
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.observation.describe import consumed_versions
 from ivm.runtime.spark.settings import session_settings
-
-from helpers import SALES, assert_equals_query, history
+from tests.support.helpers import SALES, assert_equals_query, history
 
 
 def test_view_shows_exactly_the_query_columns_and_rows(spark, shop):

@@ -28,8 +28,7 @@ from ivm.testing.scenario import (  # noqa: F401
     scratch_database,
     session_settings,
 )
-
-from strategies import SOURCES, Scenario
+from tests.property.strategies import SOURCES, Scenario
 
 
 def respell(name: str) -> str:

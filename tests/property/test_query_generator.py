@@ -14,9 +14,8 @@ from hypothesis import Phase, event, find, given, settings
 from hypothesis.errors import NoSuchExample
 
 import ivm
-from tests.duck import assert_maintained
-
-from strategies import CONSTRUCTS, LOOKUP_CONSTRUCTS, SCHEMAS, Query, drawn_queries
+from tests.property.strategies import CONSTRUCTS, LOOKUP_CONSTRUCTS, SCHEMAS, Query, drawn_queries
+from tests.support.duck import assert_maintained
 
 pytestmark = pytest.mark.fast
 

@@ -29,8 +29,8 @@ import pytest
 from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
 
-from harness import Approximate, Rewritten, View, run_scenario
-from strategies import (
+from tests.property.harness import Approximate, Rewritten, View, run_scenario
+from tests.property.strategies import (
     ANSI_OFF,
     TIMES,
     Query,
@@ -40,7 +40,7 @@ from strategies import (
     scenarios,
     unchanging_dimension_scenarios,
 )
-from views import FAMILIES
+from tests.property.views import FAMILIES
 
 pytestmark = pytest.mark.long
 

@@ -20,10 +20,10 @@ import pytest
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
-from harness import definition, oracle
-from reference import FAST, check_identity
-from strategies import SCHEMAS, drawn_queries, table_rows
-from views import FAMILIES
+from tests.property.harness import definition, oracle
+from tests.property.reference import FAST, check_identity
+from tests.property.strategies import SCHEMAS, drawn_queries, table_rows
+from tests.property.views import FAMILIES
 
 pytestmark = pytest.mark.fast
 

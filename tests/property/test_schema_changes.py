@@ -8,9 +8,9 @@ modules, and the long one already holds the longest scenario."""
 
 from decimal import Decimal
 
-from harness import run_scenario
-from strategies import TIMES, Scenario
-from views import FAMILIES
+from tests.property.harness import run_scenario
+from tests.property.strategies import TIMES, Scenario
+from tests.property.views import FAMILIES
 
 ALTERED = Scenario(
     tables={

@@ -26,8 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_sta
 import ivm
 from ivm.runtime.catalog.tables import catalog_view, qualified_name, store_name
 from ivm.runtime.refresh import faults
-
-from harness import (
+from tests.property.harness import (
     check_views,
     create_sources,
     definition,
@@ -35,8 +34,8 @@ from harness import (
     pinned_settings,
     refresh_views,
 )
-from strategies import SCHEMAS, ZONES, changes, table_rows
-from views import FAMILIES
+from tests.property.strategies import SCHEMAS, ZONES, changes, table_rows
+from tests.property.views import FAMILIES
 
 # Eight minutes of the two workers' CPU: CI runs it with the other long tests, in
 # make test-integration, so that make test stays within 20 minutes.

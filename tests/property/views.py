@@ -11,7 +11,7 @@ decimals (``r.b`` DECIMAL(18,8), ``t.x`` DECIMAL(38,18), ``t.`größe``` DECIMAL
 (``r.Rate``) and a timestamp (``s.`order```) through CAST(… AS DATE) and hour().
 """
 
-from harness import Approximate, Rewritten
+from tests.property.harness import Approximate, Rewritten
 
 FAMILIES: dict[str, dict[str, str | Rewritten]] = {
     "rows": {

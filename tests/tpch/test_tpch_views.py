@@ -12,15 +12,14 @@ them together, so the whole file costs few Spark jobs. A stage can also run alon
 from functools import reduce
 
 import pytest
-import tpch_batches
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 import ivm
 from benchmarks import tpch_data
 from benchmarks.tpch_queries import QUERIES
-
-from harness import check_views, create_views, example_database, refresh_views
+from tests.property.harness import check_views, create_views, example_database, refresh_views
+from tests.tpch import tpch_batches
 
 pytestmark = [pytest.mark.tpch, pytest.mark.long]
 

@@ -1,7 +1,7 @@
 """A Spark Connect client's use of ivm, run by ``tests/test_connect.py`` in a process of its
 own (PySpark chooses between its classic and its Connect functions per process):
 
-    python tests/connect_client.py sc://127.0.0.1:PORT
+    python tests/support/connect_client.py sc://127.0.0.1:PORT
 
 Every step checks the views against their queries, run by Spark; a failed check raises."""
 

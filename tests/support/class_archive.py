@@ -1,7 +1,7 @@
 """The class data sharing archive of the Spark processes the tests start (generated jobs, the
 command line, other sessions), which ``make`` builds before the tests:
 
-    python tests/class_archive.py .venv/spark-classes.jsa
+    python tests/support/class_archive.py .venv/spark-classes.jsa
 
 Such a process lives for a few statements, and much of its start is the JVM loading,
 parsing and verifying the classes of Spark, Delta, Hive's metastore client and Derby. A
