@@ -28,10 +28,12 @@ statistics admit one of its keys (:func:`_read_from_files`), so that Delta plans
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from decimal import Decimal
 from functools import reduce
 from itertools import pairwise
+from typing import Any, cast
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
@@ -40,7 +42,7 @@ from sqlglot import exp
 from ivm import codegen
 from ivm.ir import Filter, Project, Relation, Restrict, Scan, children, columns, with_children
 from ivm.names import quote
-from ivm.runtime.log.file_lists import admitting
+from ivm.runtime.log.file_lists import DataFile, admitting  # pyright: ignore[reportUnknownVariableType] (file_lists leaves admitting's files unannotated)
 from ivm.runtime.refresh.sources import SNAPSHOTS
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import evaluation_settings, planned_read_bytes, session_settings
@@ -60,13 +62,26 @@ MAX_RANGES = 32
 
 SET, KEY, RANK = "_ivm_set", "_ivm_key", "_ivm_rank"
 
+Key = int | Decimal | str | datetime.date
+"""A non-NULL key value pruned on: one with a literal form (:func:`_literal`)."""
+
+KeySet = tuple[Relation, str]
+"""``(affected, column)``: a restriction's relation of keys and its column pruned on."""
+
+KeyValues = tuple[list[Key], bool]
+"""A key's sorted non-NULL values, and whether NULL is among them."""
+
+Placed = tuple[str, list[Key], bool]
+"""The keys of a filter this pass put on a scan: its column, sorted non-NULL values and
+whether NULL is among them."""
+
 
 def prune(spark: Session, delta: Relation, change_bytes: int | None) -> Relation:
     """``delta`` with each restricted snapshot scan also filtered by its keys' ranges, and a
     restriction to few values of one key filtered by them instead; the keys of every
     restriction are read in one Spark job (``change_bytes``: the size of the sources' change
     data it reads, None if unknown)."""
-    wanted = {}
+    wanted: dict[KeySet, None] = {}
     _visit(
         delta,
         lambda node: wanted.update(
@@ -74,10 +89,10 @@ def prune(spark: Session, delta: Relation, change_bytes: int | None) -> Relation
         ),
     )
     keys = _distinct_keys(spark, list(wanted), change_bytes)
-    rewritten: dict = {}  # equal subtrees stay equal, so the SQL still shares them
-    placed: dict[Filter, tuple[str, list, bool]] = {}  # the filters put on scans, their keys
+    rewritten: dict[Relation, Relation] = {}  # equal subtrees stay equal: the SQL shares them
+    placed: dict[Filter, Placed] = {}  # the filters put on scans, their keys
 
-    def rewrite(node):
+    def rewrite(node: Relation) -> Relation:
         if node not in rewritten:
             new = (
                 with_children(node, tuple(rewrite(c) for c in children(node)))
@@ -96,7 +111,7 @@ def prune(spark: Session, delta: Relation, change_bytes: int | None) -> Relation
     return pruned
 
 
-def _read_from_files(spark: Session, delta, placed: dict[Filter, tuple[str, list, bool]]):
+def _read_from_files(spark: Session, delta: Relation, placed: dict[Filter, Placed]) -> None:
     """Bind each snapshot that may be read from its files (``spark.ivm.snapshotReads``
     ``files``: :data:`~ivm.runtime.refresh.sources.SNAPSHOTS`) again, as a Parquet read of
     its version's files; of those whose statistics admit its keys, where every scan of it
@@ -104,9 +119,9 @@ def _read_from_files(spark: Session, delta, placed: dict[Filter, tuple[str, list
     with its column, sorted non-NULL values and whether NULL is among them)."""
     if not SNAPSHOTS or isinstance(delta, Scan):
         return
-    uses: dict[str, list] = {}
+    uses: dict[str, list[Placed | None]] = {}
 
-    def note(node) -> None:
+    def note(node: Relation) -> None:
         for child in children(node):
             if isinstance(child, Scan) and child.read in (Read.BEFORE, Read.AFTER):
                 key = placed.get(node) if isinstance(node, Filter) else None
@@ -117,10 +132,15 @@ def _read_from_files(spark: Session, delta, placed: dict[Filter, tuple[str, list
         if (snapshot := SNAPSHOTS.get(name)) is None:
             continue
 
-        def keep(files, keys=keys):
+        def keep(
+            files: tuple[DataFile, ...], keys: list[Placed | None] = keys
+        ) -> tuple[DataFile, ...]:
             if any(key is None for key in keys):
                 return files
-            return tuple({f.path: f for key in keys for f in admitting(files, *key)}.values())
+            admitted = {
+                f.path: f for key in keys if key is not None for f in admitting(files, *key)
+            }
+            return tuple(admitted.values())
 
         if (frame := snapshot.from_files(spark, keep)) is not None:
             frame.createOrReplaceTempView(quote(name))
@@ -143,7 +163,9 @@ def stored_key_ranges(change: DataFrame, store: Store, alias: str) -> exp.Expr |
     return None if values is None else _key_ranges(exp.column(key, alias), *values)
 
 
-def _visit(node, action, seen=None) -> None:
+def _visit(
+    node: Relation, action: Callable[[Relation], object], seen: set[Relation] | None = None
+) -> None:
     """``action`` on every distinct node of the tree ``node``."""
     seen = set() if seen is None else seen
     if node not in seen:
@@ -153,11 +175,12 @@ def _visit(node, action, seen=None) -> None:
             _visit(child, action, seen)
 
 
-def _scan_keys(node: Restrict) -> tuple[Scan, tuple] | None:
+def _scan_keys(node: Restrict) -> tuple[Scan, tuple[exp.Expr | None, ...]] | None:
     """The snapshot scan the restriction ``node`` reads, through filters and projections,
     and its keys as expressions over that scan (None where a projection computes one);
     None where it reads no such scan."""
-    inner, keys = node.input, tuple(node.keys)
+    inner = node.input
+    keys: tuple[exp.Expr | None, ...] = tuple(node.keys)
     while isinstance(inner, (Filter, Project)):
         if isinstance(inner, Project):
             named = dict(inner.columns)
@@ -171,31 +194,34 @@ def _scan_keys(node: Restrict) -> tuple[Scan, tuple] | None:
     return inner, keys
 
 
-def _pruned(node) -> tuple[Scan, exp.Column, int] | None:
+def _pruned(node: Relation) -> tuple[Scan, exp.Column, int] | None:
     """The snapshot scan the restriction ``node`` reads, its first key that is a plain column
     of that scan, and that key's position; None where there is none."""
     if not isinstance(node, Restrict) or (found := _scan_keys(node)) is None:
         return None
     scan, keys = found
-    position = next(
+    found_key = next(
         (
-            i
+            (key, i)
             for i, key in enumerate(keys)
             if isinstance(key, exp.Column) and key.table == scan.alias and key.name in scan.columns
         ),
         None,
     )
-    return None if position is None else (scan, keys[position], position)
+    return None if found_key is None else (scan, *found_key)
 
 
-def _pruned_key(node) -> tuple | None:
+def _pruned_key(node: Relation) -> KeySet | None:
     """``(affected, column)``: the relation of keys that :func:`_pruned` finds, and its
     column; equal restrictions share it."""
-    found = _pruned(node)
-    return None if found is None else (node.affected, columns(node.affected)[found[2]])
+    if not isinstance(node, Restrict) or (found := _pruned(node)) is None:
+        return None
+    return node.affected, columns(node.affected)[found[2]]
 
 
-def _filtered(node: Restrict, values: list, has_null: bool, placed: dict | None = None):
+def _filtered(
+    node: Restrict, values: list[Key], has_null: bool, placed: dict[Filter, Placed] | None = None
+) -> Relation:
     """``node`` with its scan filtered by the ranges of its key's sorted non-NULL ``values``
     (:func:`_key_ranges`), under the filters and projections it reads through; for one key
     of at most :data:`MAX_LISTED` values, also by the values themselves, in place of the
@@ -208,17 +234,18 @@ def _filtered(node: Restrict, values: list, has_null: bool, placed: dict | None 
     if listed:
         predicate = exp.and_(predicate, _key_list(column, values, has_null))
 
-    def filtered(inner):
+    def filtered(inner: Relation) -> Relation:
         if inner == scan:
             if placed is not None:
                 placed[Filter(inner, predicate)] = (column.name, values, has_null)
             return Filter(inner, predicate)
-        return with_children(inner, (filtered(inner.input),))
+        # between the restriction and its scan: filters and projections (_scan_keys)
+        return with_children(inner, (filtered(cast(Filter | Project, inner).input),))
 
     return filtered(node.input) if listed else replace(node, input=filtered(node.input))
 
 
-def _key_list(column: exp.Column, values: list, has_null: bool) -> exp.Expr:
+def _key_list(column: exp.Column, values: Sequence[Key], has_null: bool) -> exp.Expr:
     """A predicate on the scanned ``column`` that exactly the keys satisfy (null-safely, as
     the restriction matches), given the keys' non-NULL ``values``."""
     admitted: list[exp.Expr] = []
@@ -229,7 +256,7 @@ def _key_list(column: exp.Column, values: list, has_null: bool) -> exp.Expr:
     return exp.or_(*admitted) if admitted else exp.false()
 
 
-def _key_ranges(column: exp.Column, values: list, has_null: bool) -> exp.Expr:
+def _key_ranges(column: exp.Column, values: Sequence[Key], has_null: bool) -> exp.Expr:
     """A predicate on the scanned ``column`` that every key satisfies, given the keys'
     sorted non-NULL ``values``. A NULL key is a key (the restriction matches null-safely):
     IS NULL admits it."""
@@ -245,8 +272,8 @@ def _key_ranges(column: exp.Column, values: list, has_null: bool) -> exp.Expr:
 
 
 def _distinct_keys(
-    spark: Session, wanted: list[tuple], change_bytes: int | None
-) -> dict[tuple, tuple[list, bool] | None]:
+    spark: Session, wanted: list[KeySet], change_bytes: int | None
+) -> dict[KeySet, KeyValues | None]:
     """For each ``(affected, column)`` of ``wanted``: the sorted non-NULL values of the
     column and whether it holds a NULL; None if it has more than :data:`MAX_KEYS` distinct
     values or a value without a literal form. One Spark job reads them all: the distinct
@@ -255,7 +282,7 @@ def _distinct_keys(
     if not wanted:
         return {}
     frames = [
-        spark.sql(codegen.to_sql(affected, pretty=False))
+        spark.sql(codegen.to_sql(affected, pretty=False))  # pyright: ignore[reportUnknownMemberType]
         .select(F.lit(i).alias(SET), F.col(name).alias(f"{KEY}{i}"))
         .distinct()
         for i, (affected, name) in enumerate(wanted)
@@ -267,23 +294,23 @@ def _distinct_keys(
     read_bytes = planned_read_bytes(ranked, change_bytes)
     with session_settings(spark, evaluation_settings(spark, read_bytes)):
         rows = ranked.collect()
-    found: dict[int, list] = {i: [] for i in range(len(wanted))}
+    found: dict[int, list[Any]] = {i: [] for i in range(len(wanted))}
     for row in rows:
         found[row[SET]].append(row[f"{KEY}{row[SET]}"])
     return {request: _key_values(found[i]) for i, request in enumerate(wanted)}
 
 
-def _key_values(found: list) -> tuple[list, bool] | None:
+def _key_values(found: Sequence[Any]) -> KeyValues | None:
     """The sorted non-NULL values of the keys ``found`` (sorted, at most ``MAX_KEYS + 1``)
     and whether a NULL is among them; None if there are more than :data:`MAX_KEYS` or a
     value has no literal form."""
-    values = [v for v in found if v is not None]
+    values: list[Key] = [v for v in found if v is not None]
     if len(found) > MAX_KEYS or not all(_literal(v) is not None for v in values):
         return None
     return values, len(values) < len(found)
 
 
-def _ranges(values: list) -> list[tuple[exp.Expr, exp.Expr]]:
+def _ranges(values: Sequence[Key]) -> list[tuple[exp.Expr, exp.Expr]]:
     """At most :data:`MAX_RANGES` ``(low, high)`` literal pairs covering the sorted
     ``values``: split at the widest gaps where values can be subtracted, else evenly."""
     cuts: list[int]
@@ -293,7 +320,8 @@ def _ranges(values: list) -> list[tuple[exp.Expr, exp.Expr]]:
         cuts = list(range(1, len(values)))
     else:
         try:
-            gaps = [(values[i] - values[i - 1], i) for i in range(1, len(values))]
+            # the keys of a column are of one type: numbers and dates subtract, strings raise
+            gaps = [(cast(Any, values[i]) - values[i - 1], i) for i in range(1, len(values))]
             cuts = sorted(i for _, i in sorted(gaps, reverse=True)[: MAX_RANGES - 1])
         except TypeError:  # strings: no distance between values
             step = len(values) / MAX_RANGES
@@ -302,13 +330,13 @@ def _ranges(values: list) -> list[tuple[exp.Expr, exp.Expr]]:
     return [(_literal_of(values[a]), _literal_of(values[b - 1])) for a, b in pairwise(bounds)]
 
 
-def _literal_of(value) -> exp.Expr:
+def _literal_of(value: Key) -> exp.Expr:
     form = _literal(value)
     assert form is not None  # _distinct_keys keeps only values that have a literal form
     return form
 
 
-def _literal(value) -> exp.Expr | None:
+def _literal(value: object) -> exp.Expr | None:
     """``value`` as a Spark SQL literal of its type; None for types not pruned on."""
     if isinstance(value, bool):
         return None

@@ -59,7 +59,7 @@ from ivm.runtime.catalog.history import RefreshRecord, latest_consumed
 from ivm.runtime.catalog.properties import DELETED_FILE_RETENTION, LOG_RETENTION, STATE_OF
 from ivm.runtime.catalog.tables import store_properties
 from ivm.runtime.decision.decide import replaced_source
-from ivm.runtime.log.delta_log import DeltaLogReader, once
+from ivm.runtime.log.delta_log import DeltaLogReader, once  # pyright: ignore[reportUnknownVariableType] (delta_log leaves once's key a bare tuple)
 from ivm.runtime.refresh.sources import delta_table
 from ivm.runtime.refresh.upkeep import MIN_RETENTION_SECONDS
 from ivm.runtime.spark.connect import Session
@@ -381,7 +381,7 @@ def unconsumed(spark: Session, record: RefreshRecord) -> list[Unconsumed]:
     sources, from their logs: in a block of
     :func:`~ivm.runtime.log.delta_log.reading_each_log_once`, each log and each range of its
     commits is read once, however often this is asked."""
-    found = []
+    found: list[Unconsumed] = []
     for source, consumed in record.sources.items():
         table = delta_table(spark, source)
         log = DeltaLogReader.of(spark, table)

@@ -100,7 +100,7 @@ def folded_rows(
     of ``types``) as of ``version``, its log folded in
     (:func:`ivm.codegen.store.folded_query`)."""
     query = codegen.folded_query(store, table, types, version)
-    return spark.sql(query.sql(DIALECT))
+    return spark.sql(query.sql(DIALECT))  # pyright: ignore[reportUnknownMemberType]
 
 
 def delta_table(spark: Session, table: str) -> str:
@@ -166,13 +166,13 @@ def total_source_files(spark: Session, tables: Iterable[str]) -> int | None:
     )
 
 
-def _total(values) -> int | None:
+def _total(values: Iterable[int | None]) -> int | None:
     """The sum of ``values``; None if one of them is unknown (None)."""
     known = list(values)
     return None if None in known else sum(v for v in known if v is not None)
 
 
-def _delta_read(spark: Session, name: str, **options) -> DataFrame:
+def _delta_read(spark: Session, name: str, **options: str | int) -> DataFrame:
     """The Delta table ``name`` read with ``options``: from its location, as its log (read
     once per refresh) says, where a read by name would look the table up in the catalog
     again (which costs more than planning the read); by name if the log is not at hand."""
@@ -195,7 +195,7 @@ def snapshot(
     return _shaped(rows, columns, view)
 
 
-def _shaped(rows: DataFrame, columns, view: Upstream | None) -> DataFrame:
+def _shaped(rows: DataFrame, columns: Sequence[str], view: Upstream | None) -> DataFrame:
     """A snapshot's ``columns`` from the rows of its table (of its store, for a ``view``)."""
     if view is not None and view.repeats:
         rows = rows.withColumn("_copy", F.explode(F.sequence(F.lit(1), F.col(COUNT))))
@@ -232,7 +232,12 @@ SNAPSHOTS: dict[str, SnapshotRead] = {}
 
 
 def changes(
-    spark: Session, table: str, columns, after: int, upto: int, view: Upstream | None = None
+    spark: Session,
+    table: str,
+    columns: Sequence[str],
+    after: int,
+    upto: int,
+    view: Upstream | None = None,
 ) -> DataFrame:
     """The net change of ``columns`` of ``table`` over versions ``(after, upto]``, weighted;
     ``upto`` > ``after``; ``view``: ``table`` is that materialized view (:func:`upstream`)."""
@@ -368,7 +373,7 @@ def kept(
     settings = evaluation_settings(spark, read_bytes)
     with session_settings(spark, settings):
         if collect and collects(spark, settings):
-            java: Any = frame._jdf  # py4j: the JVM Dataset
+            java = _dataset(frame)
             rows = java.collectAsList()
             return Kept(_local(spark, rows, java.schema()), rows.size())
         checkpoint = frame.localCheckpoint(eager=False)  # plans (and, adaptive, runs) it
@@ -407,10 +412,10 @@ def kept_together(
         for i, frame in enumerate(parts)
     ]
     together = kept(spark, reduce(DataFrame.union, tagged), read_bytes, collect=True).frame
-    split = {}
+    split: dict[str, Kept] = {}
     for i, (name, frame) in enumerate(frames.items()):
-        part: Any = together.where(F.col(PART) == i).select(f"{PART}{i}.*")._jdf  # py4j
-        rows, schema = part.collectAsList(), cast(Any, frame._jdf).schema()
+        part = _dataset(together.where(F.col(PART) == i).select(f"{PART}{i}.*"))
+        rows, schema = part.collectAsList(), _dataset(frame).schema()
         split[name] = Kept(_local(spark, rows, schema), rows.size())
     return split
 
@@ -420,8 +425,13 @@ def release(checkpoint: DataFrame) -> None:
     Spark Connect client drops them with its last reference to the checkpoint)."""
     if is_connect(checkpoint):
         return
-    frame: Any = checkpoint._jdf  # py4j: the JVM Dataset, whose plan is a LogicalRDD
+    frame = _dataset(checkpoint)  # its plan is a LogicalRDD
     frame.queryExecution().analyzed().rdd().unpersist(False)
+
+
+def _dataset(frame: DataFrame) -> Any:
+    """The JVM Dataset behind a classic DataFrame (py4j, untyped)."""
+    return cast(Any, frame)._jdf
 
 
 def empty(spark: Session, schema: StructType) -> DataFrame:
@@ -430,7 +440,7 @@ def empty(spark: Session, schema: StructType) -> DataFrame:
     which Spark must run a job to find empty (a Spark Connect client sends it as a local
     relation)."""
     if is_connect(spark):
-        return spark.createDataFrame([], schema)
+        return spark.createDataFrame([], schema)  # pyright: ignore[reportUnknownMemberType] (an overload takes pyarrow's Table, untyped)
     jvm = driver_jvm(spark)
     return _local(
         spark,
@@ -439,7 +449,7 @@ def empty(spark: Session, schema: StructType) -> DataFrame:
     )
 
 
-def _local(spark: Session, rows, schema) -> DataFrame:
+def _local(spark: Session, rows: object, schema: object) -> DataFrame:
     """A local relation of the JVM ``rows`` (a java.util.List of Rows) of the JVM ``schema``:
     the rows never pass through Python."""
     return DataFrame(java_session(spark).createDataFrame(rows, schema), cast(SparkSession, spark))
@@ -449,8 +459,8 @@ def _local(spark: Session, rows, schema) -> DataFrame:
 class Bound:
     """The relations a delta query reads, registered as temporary views."""
 
-    names: list[str] = field(default_factory=list)
-    checkpoints: list[DataFrame] = field(default_factory=list)
+    names: list[str] = field(default_factory=list[str])
+    checkpoints: list[DataFrame] = field(default_factory=list[DataFrame])
 
 
 def bind(
@@ -488,7 +498,7 @@ def bind(
 
 
 def _snapshots(
-    spark: Session, table: str, columns, view: Upstream | None
+    spark: Session, table: str, columns: Sequence[str], view: Upstream | None
 ) -> Callable[[int], DataFrame]:
     """``table``'s snapshot at a version, a version read twice resolved once."""
     resolved: dict[int, DataFrame] = {}
@@ -502,7 +512,14 @@ def _snapshots(
 
 
 def _bind_each(
-    spark: Session, sources, before, after, wrap, reads, bound: Bound, change_bytes: int | None
+    spark: Session,
+    sources: Mapping[str, tuple[str, ...]],
+    before: Mapping[str, int] | None,
+    after: Mapping[str, int],
+    wrap: Callable[[DataFrame], DataFrame],
+    reads: Mapping[str, Collection[Read]],
+    bound: Bound,
+    change_bytes: int | None,
 ) -> None:
     views = {table: upstream(spark, table) for table in sources}
     moved = {
@@ -517,7 +534,7 @@ def _bind_each(
     for table, columns in sources.items():
         wanted = reads.get(table, ())
         at = _snapshots(spark, table, columns, views[table])
-        frames = {}
+        frames: dict[Read, DataFrame] = {}
         if before is None or Read.AFTER in wanted:
             frames[Read.AFTER] = at(after[table])
         if before is not None and Read.BEFORE in wanted:
@@ -537,12 +554,16 @@ def _bind_each(
             )
         for read, frame in frames.items():
             name = relation_name(table, read)
-            wrapping = wrap if not bound.names else (lambda rows: rows)
+            wrapping: Callable[[DataFrame], DataFrame] = (
+                wrap if not bound.names else (lambda rows: rows)
+            )
             wrapping(frame).createOrReplaceTempView(quote(name))
             bound.names.append(name)
             view = views[table]
             if by_files and read is not Read.DELTA and not (view is not None and view.logged):
-                version = after[table] if read is Read.AFTER else cast(dict, before)[table]
+                version = (
+                    after[table] if read is Read.AFTER else cast(Mapping[str, int], before)[table]
+                )
                 SNAPSHOTS[name] = SnapshotRead(table, tuple(columns), version, view, wrapping)
 
 
