@@ -76,10 +76,10 @@ test-integration: $(VENV)/.installed jars $(CLASS_ARCHIVE)
 # test-integration and make test-deep run them all): the integration tier's six longest,
 # and three of make test's, the logged store layout's, the shared catalog's and the refresh
 # prediction's (526 s of tests in a run that took CI to 46 minutes, past its 45).
-CI_TURNS := tests/tpch,tests/test_lookup_join.py \
-	tests/test_connect.py,tests/property/test_stateful_refresh.py,tests/test_dbt.py \
+CI_TURNS := tests/tpch,tests/rules/test_lookup_join.py \
+	tests/runtime/spark/test_connect.py,tests/property/test_stateful_refresh.py,tests/dbt/test_dbt.py \
 	tests/test_jobs.py \
-	tests/test_store_layout.py,tests/test_shared_catalog.py,tests/test_refresh_prediction.py
+	tests/runtime/refresh/test_store_layout.py,tests/runtime/catalog/test_shared_catalog.py,tests/runtime/decision/test_refresh_prediction.py
 CI_TURN = $(shell expr $(SEED) % $(words $(CI_TURNS)) + 1)
 test-all:
 	$(MAKE) test TEST_MARKERS= SEED=$(SEED) RERUN_AS=test-all TEST_LEAVES_OUT="$(subst $(comma), \

@@ -332,5 +332,5 @@ def test_drawn_lookup_queries_equal_recompute(spark, scenario, drawn):
     """Drawn queries with lookup joins over drawn changes of r and s, one example a run (two
     in ``make test-deep``): t, the lookup joins' dimension, stays as created, so each fact row
     meets what it would meet now, and the oracle is the query with ordinary joins
-    (``tests/test_lookup_join.py`` checks what a change of the dimension does)."""
+    (``tests/rules/test_lookup_join.py`` checks what a change of the dimension does)."""
     run_scenario(spark, scenario, {f"q{i}": sql for i, sql in enumerate(drawn)})

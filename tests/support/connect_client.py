@@ -1,5 +1,5 @@
-"""A Spark Connect client's use of ivm, run by ``tests/test_connect.py`` in a process of its
-own (PySpark chooses between its classic and its Connect functions per process):
+"""A Spark Connect client's use of ivm, run by ``tests/runtime/spark/test_connect.py`` in a
+process of its own (PySpark chooses between its classic and its Connect functions per process):
 
     python tests/support/connect_client.py sc://127.0.0.1:PORT
 

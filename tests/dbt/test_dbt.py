@@ -1,4 +1,4 @@
-"""A dbt project on ivm (``tests/dbt_project``), run by the real ``dbt`` command.
+"""A dbt project on ivm (``tests/dbt/dbt_project``), run by the real ``dbt`` command.
 
 Two Delta sources with change data feed (orders, customers) and one without (payments); three
 models kept as materialized views (a join aggregate, a dedup, a view on that aggregate) and

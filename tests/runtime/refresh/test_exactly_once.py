@@ -32,7 +32,7 @@ REFRESH_POINTS = [
     p for p in faults.WRITE_POINTS if p.startswith("refresh.") and p != "refresh.after_state"
 ]
 """The points of a view's own write (``totals`` has no state table: see
-tests/test_state_tables.py)."""
+tests/runtime/commands/test_state_tables.py)."""
 
 
 @pytest.mark.parametrize("point", REFRESH_POINTS)

@@ -11,7 +11,7 @@ import pytest
 
 pytestmark = pytest.mark.fast
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_import_ivm_and_compile_load_no_pyspark():

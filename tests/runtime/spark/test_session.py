@@ -8,7 +8,7 @@ import pytest
 from ivm.runtime.spark.session import resolve_home, session_conf
 from tests.support.helpers import run_python
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 
 
 # --- configuration (no JVM) -------------------------------------------------------------
@@ -41,7 +41,8 @@ def test_user_settings_win_and_lists_merge():
         "org.example.Ext,io.delta.sql.DeltaSparkSessionExtension"
     )
     assert final["spark.driver.extraJavaOptions"].startswith(
-        "-Xss4m -Dderby.stream.error.file=/h/derby.log "  # then the log's (tests/test_console.py)
+        # then the log's (tests/runtime/spark/test_console.py)
+        "-Xss4m -Dderby.stream.error.file=/h/derby.log "
     )
     assert final["spark.hadoop.javax.jdo.option.ConnectionURL"] == (
         "jdbc:derby:;databaseName=/h/metastore_db;create=true"

@@ -32,7 +32,7 @@ from ivm.cli import parser
 
 pytestmark = pytest.mark.fast
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 SHELL = {"sh", "shell", "bash", "console"}
