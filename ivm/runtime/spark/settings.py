@@ -31,7 +31,7 @@ one setting a user may choose fails ivm's statements:
   table is little data, and so is the delta query that joins it with a few files of the
   other sources. Spark's setting for evaluation without compiled code,
   ``spark.sql.codegen.factoryMode``, is one Spark keeps for its own tests, and what it does is
-  pinned with the Spark version ivm requires (see ``tests/test_refresh_cost.py``).
+  pinned with the Spark version ivm requires (see ``tests/runtime/refresh/test_refresh_cost.py``).
   The same holds for the planning of a statement over sources of few files
   (:func:`planning_settings`): while Spark optimizes a statement, Delta skips files by
   running, for each filtered scan, a Spark job that evaluates the filter over the statistics
