@@ -37,6 +37,7 @@ from ivm.runtime.catalog.tables import (
     catalog_view,
     current_database,
     has_legacy_layout,
+    qualified_name,
     store_name,
     store_properties,
 )
@@ -135,10 +136,12 @@ def not_a_view(spark: Session, name: str, statement: str | None = None) -> ViewN
     )
 
 
-def named_view(spark: Session, view: str, statement: str) -> dict[str, str]:
-    """The store properties of the materialized view ``view`` that ``statement`` (``REFRESH``,
-    ``ALTER``) names: ViewNotFound where it is none (:func:`not_a_view`), CatalogError where it
-    is a state table, a part of its view that the statement of that view acts on too."""
+def named_view(spark: Session, name: str, statement: str) -> str:
+    """The qualified name (:func:`~ivm.runtime.catalog.tables.qualified_name`) of the
+    materialized view ``name`` that ``statement`` (``REFRESH``, ``ALTER``) names: ViewNotFound
+    where it is none (:func:`not_a_view`), CatalogError where it is a state table, a part of
+    its view that the statement of that view acts on too."""
+    view = qualified_name(spark, name)
     properties = view_properties(spark, view, statement)
     if STATE_OF in properties:
         owner = properties[STATE_OF]
@@ -146,7 +149,7 @@ def named_view(spark: Session, view: str, statement: str) -> dict[str, str]:
             f"{view} is a state table of the materialized view {owner}, not a view of its own",
             hint=f"{statement} MATERIALIZED VIEW {owner}, which takes its state tables with it",
         )
-    return properties
+    return view
 
 
 def resolution_database(view: str, properties: dict[str, str]) -> str:

@@ -574,8 +574,7 @@ def alter_view(
 ) -> None:
     """Set the freshness, the retention or the refresh policy of the view ``name`` (the
     last two of its state tables too), or suspend or resume its refreshes by ``ivm run``."""
-    view = qualified_name(spark, name)
-    named_view(spark, view, "ALTER")
+    view = named_view(spark, name, "ALTER")
     shared = {}
     if policy is not None:
         for table in [*state_tables(spark, view), view]:

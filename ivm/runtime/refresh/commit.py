@@ -198,17 +198,27 @@ def repair_catalog_view(
     return problem
 
 
+@dataclass(frozen=True)
+class AttemptScope:
+    """What one attempt of :func:`retrying` runs in: a ``session`` of its own under the
+    settings the view's CREATE pinned, the ``view``, its store's ``properties`` as read at the
+    attempt's start, and the ``clock`` that times every attempt's phases."""
+
+    session: Session
+    view: str
+    properties: dict[str, str]
+    clock: PhaseClock
+
+
 def retrying(
-    spark: Session,
-    view: str,
-    attempt: Callable[[Session, str, dict[str, str], PhaseClock], RefreshResult | LostRace],
+    spark: Session, view: str, attempt: Callable[[AttemptScope], RefreshResult | LostRace]
 ) -> RefreshResult:
-    """``attempt(session, view, properties, clock)``, a refresh of ``view``, in a session of
-    its own under the settings the view's CREATE pinned, each Delta log it plans from read
-    once (the first time, those an enclosing :func:`reading_each_log_once` read stand);
-    again, from a fresh read of the store, while it returns :class:`LostRace` (at most
-    :data:`ATTEMPTS` times). Its result, with the seconds and Spark jobs of each phase of
-    every attempt, timed by one ``clock`` (:mod:`ivm.runtime.refresh.phases`)."""
+    """``attempt(scope)``, a refresh of ``view``, in a session of its own under the settings
+    the view's CREATE pinned, each Delta log it plans from read once (the first time, those
+    an enclosing :func:`reading_each_log_once` read stand); again, from a fresh read of the
+    store, while it returns :class:`LostRace` (at most :data:`ATTEMPTS` times). Its result,
+    with the seconds and Spark jobs of each phase of every attempt, timed by one clock
+    (:mod:`ivm.runtime.refresh.phases`)."""
     clock = PhaseClock(spark)
     with clock.running():
         result = _first_not_lost(spark, view, attempt, clock)
@@ -220,7 +230,7 @@ def retrying(
 def _first_not_lost(
     spark: Session,
     view: str,
-    attempt: Callable[[Session, str, dict[str, str], PhaseClock], RefreshResult | LostRace],
+    attempt: Callable[[AttemptScope], RefreshResult | LostRace],
     clock: PhaseClock,
 ) -> RefreshResult:
     """The first outcome of ``attempt`` (see :func:`retrying`) that is not a lost race."""
@@ -228,7 +238,7 @@ def _first_not_lost(
         with reading_each_log_once(reuse=n == 0):
             properties = view_properties(spark, view)
             with isolated(spark, settings(properties)) as work:
-                outcome = attempt(work, view, properties, clock)
+                outcome = attempt(AttemptScope(work, view, properties, clock))
         if not isinstance(outcome, LostRace):
             return outcome
     raise ConcurrentRefresh(

@@ -26,14 +26,18 @@ from sqlglot import exp
 
 from ivm.runtime.catalog.definition import compile_definition, named_view
 from ivm.runtime.catalog.history import RefreshResult
-from ivm.runtime.catalog.tables import qualified_name, store_name
-from ivm.runtime.decision.decide import Revision, decide, state_table_recomputed
-from ivm.runtime.decision.terms import Mode, Obstacle, ObstacleKind
-from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
+from ivm.runtime.decision import (
+    Mode,
+    Obstacle,
+    ObstacleKind,
+    Revision,
+    decide,
+    state_table_recomputed,
+)
+from ivm.runtime.log.delta_log import reading_each_log_once
 from ivm.runtime.refresh import faults, techniques
-from ivm.runtime.refresh.commit import LostRace, retrying, spark_errors
+from ivm.runtime.refresh.commit import AttemptScope, LostRace, retrying, spark_errors
 from ivm.runtime.refresh.gather import gather
-from ivm.runtime.refresh.phases import PhaseClock
 from ivm.runtime.refresh.upkeep import compact_after_refresh
 from ivm.runtime.spark.connect import Session
 
@@ -56,10 +60,9 @@ def refresh_view(spark: Session, name: str, *, full: bool = False) -> RefreshRes
     Each store the refresh wrote is then compacted if it is due (:mod:`ivm.runtime.refresh.upkeep`);
     a compaction that fails is reported in the result, not raised.
     """
-    view = qualified_name(spark, name)
-    forced = Obstacle(ObstacleKind.REQUESTED, f"REFRESH {view} FULL") if full else None
     with reading_each_log_once():
-        named_view(spark, view, "REFRESH")
+        view = named_view(spark, name, "REFRESH")
+        forced = Obstacle(ObstacleKind.REQUESTED, f"REFRESH {view} FULL") if full else None
         tables = [state for state, _ in compile_definition(spark, view).states]
         # with nothing written first, the refresh plans from these reads
         result = None if tables else _refresh_one(spark, view, forced)
@@ -90,11 +93,7 @@ def _refresh_with_states(
 def _refresh_one(spark: Session, view: str, forced: Obstacle | None) -> RefreshResult:
     """Refresh the store of ``view`` (a view, or a state table) alone; ``forced``: what makes
     it recompute whatever else stands in the way."""
-    return retrying(
-        spark,
-        view,
-        lambda work, view, properties, clock: _refresh(work, view, properties, forced, clock),
-    )
+    return retrying(spark, view, lambda scope: _refresh(scope, forced))
 
 
 def refresh_partition(
@@ -106,41 +105,24 @@ def refresh_partition(
     The partition is computed from the source versions the store already reflects, so the
     store stays one consistent state; a later refresh applies newer changes as usual.
     """
-    view = qualified_name(spark, name)
-    named_view(spark, view, "REFRESH")
-    return retrying(
-        spark,
-        view,
-        lambda work, view, properties, clock: _refresh_partition(
-            work, view, properties, partition, clock
-        ),
-    )
+    view = named_view(spark, name, "REFRESH")
+    return retrying(spark, view, lambda scope: _refresh_partition(scope, partition))
 
 
 def _refresh_partition(
-    spark: Session,
-    view: str,
-    properties: dict[str, str],
-    partition: dict[str, exp.Literal],
-    clock: PhaseClock,
+    scope: AttemptScope, partition: dict[str, exp.Literal]
 ) -> RefreshResult | LostRace:
     """Carry out a partition refresh: a store checked as a refresh checks it, the sources
     at the versions it reflects, one partition overwritten."""
     start = time.perf_counter()
-    attempt = techniques.prepared(spark, view, properties, clock)
-    write = techniques.partition_write(spark, attempt, partition)
-    outcome = techniques.carry_out(spark, write)
+    attempt = techniques.prepared(scope)
+    write = techniques.partition_write(scope.session, attempt, partition)
+    outcome = techniques.carry_out(scope.session, write)
     assert not isinstance(outcome, Revision)  # a recompute is not revised
     return _finished(outcome, start, attempt)
 
 
-def _refresh(
-    spark: Session,
-    view: str,
-    properties: dict[str, str],
-    forced: Obstacle | None,
-    clock: PhaseClock,
-) -> RefreshResult | LostRace:
+def _refresh(scope: AttemptScope, forced: Obstacle | None) -> RefreshResult | LostRace:
     """One attempt at a refresh of ``view``: the phase ``plan`` (its definition compiled,
     :func:`~ivm.runtime.refresh.techniques.writing.prepared`), the facts gathered before any
     of the change is read (:mod:`ivm.runtime.refresh.gather`), the decision
@@ -152,19 +134,19 @@ def _refresh(
     recomputes or fails as the policy says. A write that another refresh of the view beat
     returns :class:`~ivm.runtime.refresh.commit.LostRace`, and the refresh starts again."""
     start = time.perf_counter()
-    attempt = techniques.prepared(spark, view, properties, clock)
-    with clock.phase("versions"), spark_errors(view, spark, attempt.compiled.sources):
-        facts = gather(spark, view, attempt.compiled, properties, attempt.schema, forced)
+    spark, view = scope.session, scope.view
+    attempt = techniques.prepared(scope)
+    with scope.clock.phase("versions"), spark_errors(view, spark, attempt.compiled.sources):
+        facts = gather(spark, view, attempt.compiled, scope.properties, attempt.schema, forced)
         plan = decide(facts)
         if plan.mode is Mode.NOOP:
             nothing = RefreshResult(view, Mode.NOOP, facts.current, facts.previous)
             return _finished(nothing, start, attempt)
         if plan.fails:
             raise plan.error(view)
-        store_version = DeltaLogReader.of(spark, store_name(view)).version()
     outcome, model = None, facts.model
     if plan.mode is Mode.INCREMENTAL:
-        write = techniques.incremental(attempt, store_version, facts, plan)
+        write = techniques.incremental(attempt, facts, plan)
         outcome = techniques.carry_out(spark, write)
         if isinstance(outcome, Revision):  # what reading the change showed: decided again
             plan = plan.revised(facts.policy, outcome)
@@ -172,7 +154,7 @@ def _refresh(
                 raise plan.error(view)
             model = outcome.model or model
     if outcome is None or isinstance(outcome, Revision):  # a recompute, as planned or revised
-        write = techniques.recompute(spark, attempt, store_version, facts, plan, model)
+        write = techniques.recompute(spark, attempt, facts, plan, model)
         outcome = techniques.carry_out(spark, write)
     assert not isinstance(outcome, Revision)  # a recompute is not revised
     return _finished(outcome, start, attempt)

@@ -28,7 +28,8 @@ from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.decision.cost import CostModel
 from ivm.runtime.decision.decide import Facts, RefreshPlan, Revision
 from ivm.runtime.decision.terms import Mode
-from ivm.runtime.refresh.commit import Commit, LostRace, repair_catalog_view
+from ivm.runtime.log.delta_log import DeltaLogReader
+from ivm.runtime.refresh.commit import AttemptScope, Commit, LostRace, repair_catalog_view
 from ivm.runtime.refresh.gather import reshaped
 from ivm.runtime.refresh.phases import PhaseClock
 from ivm.runtime.spark.connect import Session
@@ -118,14 +119,16 @@ class Write:
 @dataclass(frozen=True)
 class Attempt:
     """One attempt at refreshing ``view`` (a view, or a state table), as its phase ``plan``
-    left it (:func:`prepared`): its store's ``properties`` and ``schema``, its definition
-    ``compiled`` under the settings it pins, what was wrong with its catalog view outside
-    ivm (``repaired``; None: nothing), and the ``clock`` that times the refresh."""
+    left it (:func:`prepared`): its store's ``properties``, ``schema`` and the version
+    ``store_version`` of its log they were read at, its definition ``compiled`` under the
+    settings it pins, what was wrong with its catalog view outside ivm (``repaired``; None:
+    nothing), and the ``clock`` that times the refresh."""
 
     view: str
     properties: dict[str, str]
     compiled: CompiledView
     schema: StructType
+    store_version: int
     repaired: str | None
     clock: PhaseClock
 
@@ -135,25 +138,29 @@ class Attempt:
         return is_logged(self.properties)
 
 
-def prepared(spark: Session, view: str, properties: dict[str, str], clock: PhaseClock) -> Attempt:
-    """The phase ``plan`` of every refresh of ``view`` (its store's ``properties``): its
-    definition compiled under the settings it pins, its catalog view repaired if need be
-    (where the store has the columns the definition writes; where it has not, the refresh
-    recomputes it, and writes the catalog view anew)."""
-    with clock.phase("plan"):
+def prepared(scope: AttemptScope) -> Attempt:
+    """The phase ``plan`` of every refresh of ``scope``'s view: its definition compiled
+    under the settings it pins, its catalog view repaired if need be (where the store has
+    the columns the definition writes; where it has not, the refresh recomputes it, and
+    writes the catalog view anew). The store's version is read from its log as the facts
+    are (:func:`~ivm.runtime.log.delta_log.DeltaLogReader.of`, once per attempt): a write
+    computed from it commits only over it."""
+    spark, view, properties = scope.session, scope.view, scope.properties
+    with scope.clock.phase("plan"):
         compiled = compile_definition(spark, view, properties)
         apply_settings(spark, plan_settings(compiled))
         schema = spark.table(store_name(view)).schema
+        store_version = DeltaLogReader.of(spark, store_name(view)).version()
         repaired = None
         if reshaped(compiled, properties, schema) is None:
             repaired = repair_catalog_view(spark, view, compiled, properties, schema)
-    return Attempt(view, properties, compiled, schema, repaired, clock)
+    return Attempt(view, properties, compiled, schema, store_version, repaired, scope.clock)
 
 
-def incremental(attempt: Attempt, store_version: int, facts: Facts, plan: RefreshPlan) -> Write:
-    """The write that applies the change, as ``plan`` decided from ``facts`` (the store read
-    at ``store_version``): the rules for inserted rows only where the plan takes them, and
-    the delta terms of the sources that changed alone."""
+def incremental(attempt: Attempt, facts: Facts, plan: RefreshPlan) -> Write:
+    """The write that applies the change, as ``plan`` decided from ``facts``: the rules for
+    inserted rows only where the plan takes them, and the delta terms of the sources that
+    changed alone."""
     inserting = attempt.compiled.inserting() if plan.inserts_only else None
     record = RefreshRecord(
         Mode.INCREMENTAL,
@@ -169,7 +176,7 @@ def incremental(attempt: Attempt, store_version: int, facts: Facts, plan: Refres
         attempt.view,
         (inserting or attempt.compiled).changed_only(facts.changed),
         attempt.schema,
-        store_version,
+        attempt.store_version,
         facts.previous,
         record,
         attempt.clock,
@@ -182,7 +189,6 @@ def incremental(attempt: Attempt, store_version: int, facts: Facts, plan: Refres
 def recompute(
     spark: Session,
     attempt: Attempt,
-    store_version: int,
     facts: Facts,
     plan: RefreshPlan,
     model: CostModel,
@@ -209,7 +215,7 @@ def recompute(
         attempt.view,
         attempt.compiled,
         attempt.schema,
-        store_version,
+        attempt.store_version,
         facts.previous,
         record,
         attempt.clock,
