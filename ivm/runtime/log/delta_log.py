@@ -66,7 +66,7 @@ def reading_each_log_once(reuse: bool = False):
         _read_once.reset(token)
 
 
-def once(key: tuple, read: Callable[[], T]) -> T:
+def once(key: tuple[object, ...], read: Callable[[], T]) -> T:
     """``read()``, the first time ``key`` is asked for in a block of
     :func:`reading_each_log_once`; every time outside one."""
     answers = _read_once.get()

@@ -102,7 +102,9 @@ class Listing:
             return spark.read.schema(self.schema).parquet(*(f.path for f in chosen))
 
 
-def admitting(files, column: str, values: list, has_null: bool) -> tuple[DataFile, ...]:
+def admitting(
+    files: tuple[DataFile, ...], column: str, values: list[Any], has_null: bool
+) -> tuple[DataFile, ...]:
     """The ``files`` that may hold a row whose ``column`` is among ``values`` (sorted) or
     NULL; all of them where a value is not an integer (statistics of other types are
     compared as Delta writes them, which this prototype does not)."""

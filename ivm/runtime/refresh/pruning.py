@@ -42,7 +42,7 @@ from sqlglot import exp
 from ivm import codegen
 from ivm.ir import Filter, Project, Relation, Restrict, Scan, children, columns, with_children
 from ivm.names import quote
-from ivm.runtime.log.file_lists import DataFile, admitting  # pyright: ignore[reportUnknownVariableType] (file_lists leaves admitting's files unannotated)
+from ivm.runtime.log.file_lists import DataFile, admitting
 from ivm.runtime.refresh.sources import SNAPSHOTS
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import evaluation_settings, planned_read_bytes, session_settings

@@ -59,7 +59,7 @@ from ivm.runtime.catalog.history import RefreshRecord, latest_consumed
 from ivm.runtime.catalog.properties import DELETED_FILE_RETENTION, LOG_RETENTION, STATE_OF
 from ivm.runtime.catalog.tables import store_properties
 from ivm.runtime.decision.decide import replaced_source
-from ivm.runtime.log.delta_log import DeltaLogReader, once  # pyright: ignore[reportUnknownVariableType] (delta_log leaves once's key a bare tuple)
+from ivm.runtime.log.delta_log import DeltaLogReader, once
 from ivm.runtime.refresh.sources import delta_table
 from ivm.runtime.refresh.upkeep import MIN_RETENTION_SECONDS
 from ivm.runtime.spark.connect import Session
