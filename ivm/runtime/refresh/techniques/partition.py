@@ -56,9 +56,8 @@ def partition_write(spark: Session, attempt: Attempt, partition: dict[str, exp.L
             hint=f"REFRESH MATERIALIZED VIEW {view} recomputes it with its definition's columns",
         )
     with attempt.clock.phase("versions"):
-        log = DeltaLogReader(spark, store_name(view))
+        log = DeltaLogReader.of(spark, store_name(view))  # the reader the store version came from
         _check_columns(view, partition, [c for c in log.partition_columns() if c != LOGGED])
-        store_version = log.version()
         last = latest_record(log)[1]
         _, ids = latest_sources(spark, compiled.sources)
         if replaced := replaced_source(last.table_ids, ids):
@@ -79,7 +78,7 @@ def partition_write(spark: Session, attempt: Attempt, partition: dict[str, exp.L
         view,
         compiled,
         attempt.schema,
-        store_version,
+        attempt.store_version,
         last.sources,
         record,
         attempt.clock,
