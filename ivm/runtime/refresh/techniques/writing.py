@@ -149,8 +149,8 @@ def prepared(scope: AttemptScope) -> Attempt:
     with scope.clock.phase("plan"):
         compiled = compile_definition(spark, view, properties)
         apply_settings(spark, plan_settings(compiled))
-        schema = spark.table(store_name(view)).schema
-        store_version = DeltaLogReader.of(spark, store_name(view)).version()
+        store = DeltaLogReader.of(spark, store_name(view))
+        schema, store_version = store.schema(), store.version()
         repaired = None
         if reshaped(compiled, properties, schema) is None:
             repaired = repair_catalog_view(spark, view, compiled, properties, schema)
