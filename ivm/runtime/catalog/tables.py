@@ -22,7 +22,6 @@ import re
 from dataclasses import dataclass
 from functools import partial
 
-from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException
 from pyspark.sql.types import StructType
 from sqlglot import exp

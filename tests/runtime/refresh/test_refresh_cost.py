@@ -64,10 +64,8 @@ def test_a_refresh_without_change_asks_the_metastore_once_per_table_it_reads(spa
     database exists), the log of the store and of the source each found with one call, the
     catalog view read with one, the current database checked once. A second source costs one
     more. (SHOW TABLES, Delta's forTable by name, and tableExists before getTable made it 18.)"""
-    ivm.sql(
-        spark,
-        "CREATE MATERIALIZED VIEW paid AS SELECT status, SUM(amount) AS s FROM orders GROUP BY status",
-    )
+    paid = "SELECT status, SUM(amount) AS s FROM orders GROUP BY status"
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW paid AS {paid}")
     ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales AS {SALES}")
     calls = {}
     for view in ("paid", "sales", "paid", "sales"):  # the second time, the plans are kept
