@@ -23,7 +23,7 @@ from ivm.frontend.lookups import is_lookup
 from ivm.frontend.parse import parse_query, qualify_query, referenced_tables
 from ivm.frontend.positions import position_at_offset, position_of
 from ivm.names import DIALECT
-from ivm.runtime.spark.connect import Session
+from ivm.runtime.spark.connect import Session, is_connect, java_session
 from ivm.runtime.spark.failures import Failure, classify
 from ivm.runtime.spark.settings import RESERVED_KEYWORDS, session_settings
 
@@ -33,16 +33,31 @@ TEMPORARY_REASON = (
 )
 
 
+def _is_temporary_view(spark: Session, table: exp.Table) -> bool:
+    """Whether ``table`` names a temporary view of ``spark``: unqualified, a session's own,
+    or in Spark's database of global ones. In a classic session, asked of the session's
+    catalog alone, where ``spark.catalog.getTable`` asks the metastore too (four calls)."""
+    if is_connect(spark):
+        try:
+            return spark.catalog.getTable(table.sql(DIALECT)).isTemporary
+        except AnalysisException:
+            return False  # not found: the frontend says so
+    catalog = java_session(spark).sessionState().catalog()
+    if table.catalog:
+        return False
+    if not table.db:
+        return catalog.getTempView(table.name).isDefined()
+    if table.db.lower() == catalog.globalTempDatabase():
+        return catalog.getGlobalTempView(table.name).isDefined()
+    return False
+
+
 def refuse_temporary(spark: Session, sql: str) -> None:
     """Raise :class:`UnsupportedQuery` at the first temporary view or function ``sql``
     reads, as ``spark`` (the session that defines the view) resolves it."""
     query = parse_query(sql)
     for table in referenced_tables(query):
-        try:
-            found = spark.catalog.getTable(table.sql(DIALECT))
-        except AnalysisException:
-            continue  # not found: the frontend says so
-        if found.isTemporary:
+        if _is_temporary_view(spark, table):
             _refuse(
                 f"temporary view {table.sql(DIALECT)}",
                 table,

@@ -277,13 +277,22 @@ def source_schema(
     schema: dict[str, dict[str, dict[str, str]]] = {}
     for table in referenced_tables(query):
         db, name = (table.db or default_db).lower(), table.name.lower()
-        if not spark.catalog.tableExists(join([db, name])):
+        found = _schema(spark, join([db, name]))
+        if found is None:
             raise CatalogError(
                 f"table or view not found: {join([db, name])}",
                 sql,
                 position_of(table),
                 hint="check the name, or create the source table first",
             )
-        fields = spark.table(join([db, name])).schema.fields
-        schema.setdefault(db, {})[name] = {f.name: f.dataType.simpleString() for f in fields}
+        schema.setdefault(db, {})[name] = schema_types(found)
     return schema, default_db
+
+
+def _schema(spark: Session, table: str) -> StructType | None:
+    """The schema of the canonical ``table``; None where nothing has that name. A Delta
+    table's is read from its log (one metastore call, and the reader is the one the refresh
+    reads the table's versions with), a view's or another table's as Spark resolves it."""
+    if not is_connect(spark) and (log := DeltaLogReader.of(spark, table)).is_delta_table():
+        return log.schema()
+    return spark.table(table).schema if spark.catalog.tableExists(table) else None

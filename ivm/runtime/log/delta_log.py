@@ -157,6 +157,16 @@ class DeltaLogReader:
         JVM's actions); none where the log is read through SQL."""
         return [] if self._log is None else self._changes(self._log, first, last)
 
+    def is_delta_table(self) -> bool:
+        """Whether the table exists and is a Delta table (where the log is read directly: has
+        a committed version)."""
+        if self._snapshot is not None:
+            return int(self._snapshot.version()) >= 0
+        try:
+            return self.detail().format == "delta"
+        except AnalysisException:  # no such table
+            return False
+
     def schema(self) -> StructType:
         """The table's schema, as its log's metadata holds it (as Spark reads the table where
         the log is read through SQL)."""

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any, cast
 
-from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType, LongType, StructField, StructType
@@ -43,7 +42,7 @@ from ivm.names import DIALECT, quote
 from ivm.runtime.catalog.definition import compile_definition
 from ivm.runtime.catalog.properties import is_logged
 from ivm.runtime.catalog.tables import column_types, store_name, store_properties
-from ivm.runtime.log.delta_log import CDF_PROPERTY, DeltaLogReader, describe_detail
+from ivm.runtime.log.delta_log import CDF_PROPERTY, DeltaLogReader
 from ivm.runtime.log.file_lists import DataFile, listed
 from ivm.runtime.spark.connect import Session, driver_jvm, is_connect, java_session
 from ivm.runtime.spark.settings import SNAPSHOT_READS, evaluation_settings, session_settings
@@ -113,18 +112,14 @@ def check_source(spark: Session, table: str) -> None:
     or a materialized view."""
     if store_properties(spark, table) is not None:
         return
-    try:
-        detail = describe_detail(spark, table).first()
-        is_delta = detail is not None and detail.format == "delta"
-    except AnalysisException:
-        is_delta = False
-    if not is_delta:
+    log = DeltaLogReader.of(spark, table)
+    if not log.is_delta_table():
         raise SourceError(
             f"source {table} is not a Delta table",
             hint=f"a materialized view reads Delta tables; convert it, e.g. "
             f"CREATE TABLE {table}_delta USING DELTA AS SELECT * FROM {table}",
         )
-    if DeltaLogReader(spark, table).properties().get(CDF_PROPERTY, "false").lower() != "true":
+    if log.properties().get(CDF_PROPERTY, "false").lower() != "true":
         raise SourceError(
             f"source {table} does not have change data feed enabled",
             hint=f"enable it: ALTER TABLE {table} SET TBLPROPERTIES ({CDF_PROPERTY} = true)",
