@@ -10,10 +10,10 @@ from __future__ import annotations
 import networkx as nx
 
 from ivm.errors import DependencyCycle
-from ivm.names import internal_database, join, quote, split
+from ivm.names import internal_database, join, split
 from ivm.runtime.catalog.history import latest_consumed
 from ivm.runtime.catalog.properties import STATE_OF
-from ivm.runtime.catalog.tables import STORE_SUFFIX, store_properties, view_of_store
+from ivm.runtime.catalog.tables import databases, store_properties, stores_in, view_of_store
 from ivm.runtime.log.delta_log import reading_each_log_once
 from ivm.runtime.spark.connect import Session
 
@@ -24,25 +24,23 @@ def materialized_views(spark: Session, database: str | None = None) -> list[str]
     beside it; not those whose database was dropped (``DROP DATABASE … CASCADE`` leaves
     their stores in the internal database), which no query can read any more."""
     views = []
-    # SHOW, not spark.catalog's listings, which read each table's metadata: 1.5 s, not 0.3
-    databases = {row.namespace for row in spark.sql("SHOW DATABASES").collect()}
+    existing = databases(spark)
     searched = (
-        databases
+        existing
         if database is None
-        else databases & {database.lower(), internal_database(database.lower())}
+        else existing & {database.lower(), internal_database(database.lower())}
     )
     with reading_each_log_once(reuse=True):  # each store's log and each listing once
         for searching in sorted(searched):
-            for table in spark.sql(f"SHOW TABLES IN {quote(searching)}").collect():
-                if table.tableName.endswith(STORE_SUFFIX) and not table.isTemporary:
-                    view = view_of_store(spark, join([searching, table.tableName]))
-                    if (
-                        view is not None
-                        and split(view)[0] in databases
-                        and (database is None or split(view)[0] == database.lower())
-                        and STATE_OF not in (store_properties(spark, view) or {})
-                    ):
-                        views.append(view)
+            for store in sorted(stores_in(spark, searching)):
+                view = view_of_store(spark, join([searching, store]))
+                if (
+                    view is not None
+                    and split(view)[0] in existing
+                    and (database is None or split(view)[0] == database.lower())
+                    and STATE_OF not in (store_properties(spark, view) or {})
+                ):
+                    views.append(view)
     return views
 
 

@@ -87,7 +87,7 @@ def _store_properties(spark: Session, view: str) -> dict[str, str] | None:
     internal = internal_table(view, STORE_SUFFIX)
     for store in dict.fromkeys([internal, internal_table(view, STORE_SUFFIX, True)]):
         *db, name = split(store)
-        if name.lower() not in once(("stores", *db), partial(_stores, spark, join(db) or None)):
+        if name.lower() not in stores_in(spark, join(db) or None):
             continue
         properties = DeltaLogReader.of(spark, store).properties()
         if canonical(properties.get(VIEW) or "``") == view:
@@ -104,14 +104,27 @@ def view_of_store(spark: Session, store: str) -> str | None:
     """The materialized view (or state table) whose store is the canonical ``store``; None
     if it is no store."""
     *db, table = split(store)
-    if not table.endswith(STORE_SUFFIX) or table not in once(
-        ("stores", *db), lambda: _stores(spark, join(db) or None)
-    ):
+    if not table.endswith(STORE_SUFFIX) or table not in stores_in(spark, join(db) or None):
         return None
     view = DeltaLogReader.of(spark, store).properties().get(VIEW)
     if view is None or store_properties(spark, canonical(view)) is None:
         return None
     return canonical(view) if store_name(canonical(view)) == store else None
+
+
+def databases(spark: Session) -> frozenset[str]:
+    """The names of the catalog's databases: in a classic session, the metastore's listing of
+    names alone (one call; ``spark.catalog.listDatabases`` reads each database's entry)."""
+    if is_connect(spark):
+        return frozenset(row.namespace for row in spark.sql("SHOW DATABASES").collect())
+    names = java_session(spark).sharedState().externalCatalog().listDatabases()
+    return frozenset(names.apply(i) for i in range(names.size()))
+
+
+def stores_in(spark: Session, database: str | None) -> frozenset[str]:
+    """The names of the stores in ``database`` (None: the current one), in lower case; listed
+    once in a block of :func:`~ivm.runtime.log.delta_log.reading_each_log_once`."""
+    return once(("stores", database), partial(_stores, spark, database))
 
 
 def _stores(spark: Session, database: str | None) -> frozenset[str]:
