@@ -18,6 +18,9 @@ SALES = (
 )
 """A view over the ``shop`` fixture's orders and customers."""
 
+TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
+"""A view over the table ``r`` of the ``totals`` fixture (``tests/runtime/refresh``)."""
+
 
 def assert_equals_query(spark, view, query):
     """``view`` has the columns and rows of ``query``, as multisets."""

@@ -15,18 +15,7 @@ from ivm.runtime.refresh.execute import refresh_view
 from ivm.runtime.refresh.upkeep import LOG_FOLD_AT, compact
 from ivm.runtime.spark.settings import STORE_LAYOUT, session_settings
 from tests.support.cdf import CDF
-from tests.support.helpers import assert_equals_query, ivm_commits, rows
-
-TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
-
-
-@pytest.fixture
-def totals(spark, fresh_db):
-    spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {CDF}")
-    spark.sql("INSERT INTO r VALUES (1, 10), (2, 20), (2, 5)")
-    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
-    return fresh_db
-
+from tests.support.helpers import TOTALS, assert_equals_query, ivm_commits, rows
 
 REFRESH_POINTS = [
     p for p in faults.WRITE_POINTS if p.startswith("refresh.") and p != "refresh.after_state"

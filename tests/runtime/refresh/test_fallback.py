@@ -7,17 +7,7 @@ import ivm
 from ivm.runtime.decision.decide import MIN_BYTES, RATIO
 from ivm.runtime.refresh.gather import predict
 from tests.support.cdf import CDF, vacuum_everything
-from tests.support.helpers import assert_equals_query
-
-TOTALS = "SELECT k, COUNT(*) AS n, SUM(a) AS total FROM r GROUP BY k"
-
-
-@pytest.fixture
-def totals(spark, fresh_db):
-    spark.sql(f"CREATE TABLE r (k INT, a INT) USING DELTA {CDF}")
-    spark.sql("INSERT INTO r VALUES (1, 10), (2, 20), (2, 5)")
-    ivm.sql(spark, f"CREATE MATERIALIZED VIEW totals AS {TOTALS}")
-    return fresh_db
+from tests.support.helpers import TOTALS, assert_equals_query
 
 
 def refresh_and_check(spark, mode, reason=None):
