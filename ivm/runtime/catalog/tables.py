@@ -34,7 +34,7 @@ from ivm.names import CATALOG_NAME, canonical, internal_table, join, split
 from ivm.passes.states import STATE_SUFFIX
 from ivm.runtime.catalog.properties import STATE_OF, STORE, VIEW
 from ivm.runtime.log.delta_log import DeltaLogReader, once
-from ivm.runtime.spark.connect import Session, is_connect, java_session
+from ivm.runtime.spark.connect import Session, is_connect, metastore
 from ivm.runtime.spark.failures import conditions
 
 STORE_SUFFIX = "__ivm_store"
@@ -117,7 +117,7 @@ def databases(spark: Session) -> frozenset[str]:
     names alone (one call; ``spark.catalog.listDatabases`` reads each database's entry)."""
     if is_connect(spark):
         return frozenset(row.namespace for row in spark.sql("SHOW DATABASES").collect())
-    names = java_session(spark).sharedState().externalCatalog().listDatabases()
+    names = metastore(spark).listDatabases()
     return frozenset(names.apply(i) for i in range(names.size()))
 
 
@@ -133,9 +133,10 @@ def _stores(spark: Session, database: str | None) -> frozenset[str]:
     make one each. In a classic session, the metastore's listing of names alone: Spark's
     ``SHOW TABLES`` asks after each table it lists, 8-10 times the cost."""
     if not is_connect(spark):
-        catalog = java_session(spark).sharedState().externalCatalog()
         try:
-            names = catalog.listTables(database or current_database(spark), f"*{STORE_SUFFIX}")
+            names = metastore(spark).listTables(
+                database or current_database(spark), f"*{STORE_SUFFIX}"
+            )
         except AnalysisException as error:  # PySpark converts the JVM's errors
             if NO_DATABASE in conditions(error):
                 return frozenset()
@@ -202,9 +203,8 @@ def catalog_view(spark: Session, view: str) -> CatalogView | None:
     Spark Connect."""
     if not is_connect(spark):
         database, table = split(view)
-        catalog = java_session(spark).sharedState().externalCatalog()
         try:
-            found = catalog.getTable(database, table)
+            found = metastore(spark).getTable(database, table)
         except AnalysisException as error:  # one call, not two: tableExists, then getTable
             if conditions(error) & {"TABLE_OR_VIEW_NOT_FOUND", NO_DATABASE}:
                 return None

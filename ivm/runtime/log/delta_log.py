@@ -26,7 +26,7 @@ from pyspark.sql.types import StructType
 
 from ivm.names import split
 from ivm.runtime.log.schema_history import MAPPING_OFF, schema_changes
-from ivm.runtime.spark.connect import Session, driver_jvm, is_connect, java_session
+from ivm.runtime.spark.connect import Session, driver_jvm, is_connect, java_session, metastore
 from ivm.runtime.spark.failures import FILE_NOT_FOUND, java_classes
 
 CDF_PROPERTY = "delta.enableChangeDataFeed"
@@ -116,6 +116,7 @@ class DeltaLogReader:
         self._detail: Row | None = None
         self._version: int | None = None
         self._commit_infos: dict[int, tuple[str | None, int | None]] = {}
+        self._is_view = False  # the metastore says the name is a view's
         if is_connect(spark):  # no JVM here: the log is read through SQL
             self._log = self._snapshot = None
             return
@@ -124,7 +125,11 @@ class DeltaLogReader:
             db, name = split(table)
             # the metastore's entry, asked for once: Delta's forTable(name) asks after the
             # database too, and costs 1.5-2 times as much
-            found = session.sharedState().externalCatalog().getTable(db, name)
+            found = metastore(spark).getTable(db, name)
+            if found.tableType().name() == "VIEW":  # a view has no log, and is no Delta table
+                self._log = self._snapshot = None
+                self._is_view = True
+                return
             self._log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(session, found)
             empty = jvm.scala.Option.empty()
             self._snapshot = self._log.update(False, empty, empty)
@@ -162,6 +167,8 @@ class DeltaLogReader:
         a committed version)."""
         if self._snapshot is not None:
             return int(self._snapshot.version()) >= 0
+        if self._is_view:
+            return False
         try:
             return self.detail().format == "delta"
         except AnalysisException:  # no such table

@@ -47,6 +47,13 @@ def java_session(spark: Session) -> Any:
     return cast(Any, spark)._jsparkSession
 
 
+def metastore(spark: Session) -> Any:
+    """The catalog behind a classic session's tables (the JVM's ``ExternalCatalog``: the Hive
+    metastore), asked directly: each of its calls is one metastore call, where Spark's own
+    catalog API and statements make several."""
+    return java_session(spark).sharedState().externalCatalog()
+
+
 def settings_of(spark: Session) -> dict[str, str]:
     """Every setting of ``spark``, as ``spark.conf.getAll`` gives them, fetched from a classic
     session's JVM as one JSON text: PySpark's ``getAll`` walks the Java map with a py4j call
