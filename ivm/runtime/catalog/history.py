@@ -127,6 +127,11 @@ class RefreshRecord:
         default=None, metadata=_shown("MAP<STRING, STRUCT<seconds DOUBLE, jobs INT>>")
     )
     planned_bytes: int | None = None  # what it read as the cost model counts it
+    # table → how the delta query read its snapshots (ivm.runtime.refresh.pruning's
+    # SnapshotReads: from the files its keys admit, or through Delta and why)
+    snapshot_reads: dict[str, str] | None = field(
+        default=None, metadata=_shown("MAP<STRING, STRING>")
+    )
     cost: dict[str, Any] | None = None  # the cost model it was planned with
     # the cost model's prediction, where it chose
     prediction: str | None = field(default=None, metadata=_shown("STRING"))
@@ -263,11 +268,12 @@ def history(spark: Session, store: str) -> DataFrame:
     those for inserted rows only (:data:`INSERTS_ONLY`), how it wrote the store
     (:class:`Technique`), the ways it weighed (``alternatives``: applying the change and
     recomputing, see :mod:`ivm.runtime.decision.decide`), the source versions it consumed,
-    the bytes it read, the store rows it inserted (an append: the change rows it logged),
-    updated and deleted, how long it took until its commit, and where that time went:
-    ``phases``, each phase's seconds and Spark jobs (see :mod:`ivm.runtime.refresh.phases`),
-    the ``write`` up to its commit included, its jobs uncounted (the commit is written before
-    they are known)."""
+    the bytes it read, how its delta query read the sources' snapshots (``snapshot_reads``,
+    see :mod:`ivm.runtime.refresh.pruning`), the store rows it inserted (an append: the
+    change rows it logged), updated and deleted, how long it took until its commit, and where
+    that time went: ``phases``, each phase's seconds and Spark jobs (see
+    :mod:`ivm.runtime.refresh.phases`), the ``write`` up to its commit included, its jobs
+    uncounted (the commit is written before they are known)."""
     record = F.from_json("userMetadata", f"ivm {record_type()}").ivm
     metrics = F.col("operationMetrics")
     seconds = (F.unix_millis("timestamp") - F.col("record.started_ms")) / 1000
@@ -296,6 +302,7 @@ def history(spark: Session, store: str) -> DataFrame:
             "record.alternatives",
             "record.sources",
             "record.read_bytes",
+            "record.snapshot_reads",
             metric("numTargetRowsInserted", "numOutputRows").alias("rows_inserted"),
             metric("numTargetRowsUpdated").alias("rows_updated"),
             metric("numTargetRowsDeleted").alias("rows_deleted"),

@@ -1,4 +1,4 @@
-"""A table version's data files, listed from its log and kept across refreshes (a prototype).
+"""A table version's data files, listed from its log and kept across refreshes.
 
 Delta plans every read of a table version the same way: it reconstructs the version's state
 from the log (a Spark job, for a version read for the first time), then filters the files'
@@ -11,19 +11,26 @@ one before it by the files its commit added and removed. So the list can be kept
 the commits in between read by name from the log (:meth:`DeltaLogReader.actions`), and the
 first list of a session taken from Delta once. A read of the version is then a Parquet read
 of exactly those files, and a read restricted to keys keeps only the files whose statistics
-admit one of the keys (:func:`admitting`), both without a Spark job.
+admit one of the keys (:func:`admitting`), both without a Spark job. Statistics are compared
+as Delta's own data skipping compares them: integers, decimals and dates by value, strings
+by code point (UTF-8's binary order; a truncated maximum carries Delta's tie-breaker), other
+types not at all (every file admitted).
 
-Only tables whose files *are* their rows qualify (:func:`listed` says None otherwise): no
-partition columns (their values are not in the files), no column mapping and no deletion
-vectors (reader version 1), and commits in between that set no metadata or protocol.
-Turned on by ``spark.ivm.snapshotReads=files`` (:data:`~ivm.runtime.spark.settings.SNAPSHOT_READS`).
+Only tables whose files *are* their rows qualify; for the others :func:`listed` says why
+not (:class:`Unlisted`), and Delta plans the read: partition columns (their values are not
+in the files), column mapping or deletion vectors (any reader version above 1), a read
+through Spark Connect (no log at hand). Commits in between that set metadata or protocol
+are listed by Delta afresh. On by default; ``spark.ivm.snapshotReads=delta``
+(:data:`~ivm.runtime.spark.settings.SNAPSHOT_READS`) has Delta plan every read.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 from bisect import bisect_left
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import cached_property
 from typing import Any, cast
 from urllib.parse import unquote
@@ -58,27 +65,52 @@ class DataFile:
     def _ranges(self) -> tuple[dict, dict, dict] | None:
         if self.stats is None:
             return None
-        parsed = json.loads(self.stats)
+        parsed = json.loads(self.stats, parse_float=Decimal)
         return (
             parsed.get("minValues", {}),
             parsed.get("maxValues", {}),
             parsed.get("nullCount", {}),
         )
 
-    def may_hold(self, column: str, values: list[int], has_null: bool) -> bool:
-        """Whether the file may hold a row whose ``column`` is one of the sorted integer
-        ``values`` (or NULL, where ``has_null``): False only where its statistics exclude
-        them all."""
+    def may_hold(self, column: str, values: list[Any], has_null: bool) -> bool:
+        """Whether the file may hold a row whose ``column`` is one of the sorted ``values``
+        (all of one type: see :func:`admitting`), or NULL where ``has_null``: False only
+        where its statistics exclude them all."""
         ranges = self._ranges
         if ranges is None:
             return True
         low, high, nulls = (r.get(column) for r in ranges)
         if has_null and (nulls is None or nulls > 0):
             return True
-        if not isinstance(low, int) or not isinstance(high, int):  # no statistics of it
+        if not values:
+            return False
+        low, high = _comparable(low, values[0]), _comparable(high, values[0])
+        if low is None or high is None:  # no statistics of it, or none to compare
             return True
         first = bisect_left(values, low)
         return first < len(values) and values[first] <= high
+
+
+def _comparable(statistic: Any, key: Any) -> Any:
+    """A file's minimum or maximum ``statistic`` of a column (as parsed from Delta's JSON,
+    decimals as :class:`~decimal.Decimal`) as a value of the type of ``key``; None where it
+    has none or cannot be compared with it."""
+    if statistic is None or isinstance(key, bool) or isinstance(statistic, bool):
+        return None
+    if isinstance(key, int):
+        return statistic if isinstance(statistic, int) else None
+    if isinstance(key, Decimal):
+        return Decimal(statistic) if isinstance(statistic, (int, Decimal)) else None
+    if isinstance(key, datetime.datetime):  # Delta truncates a timestamp's to milliseconds
+        return None
+    if isinstance(key, datetime.date):
+        try:
+            return datetime.date.fromisoformat(statistic) if isinstance(statistic, str) else None
+        except ValueError:
+            return None
+    if isinstance(key, str):
+        return statistic if isinstance(statistic, str) else None
+    return None
 
 
 @dataclass(frozen=True)
@@ -105,26 +137,48 @@ class Listing:
 def admitting(
     files: tuple[DataFile, ...], column: str, values: list[Any], has_null: bool
 ) -> tuple[DataFile, ...]:
-    """The ``files`` that may hold a row whose ``column`` is among ``values`` (sorted) or
-    NULL; all of them where a value is not an integer (statistics of other types are
-    compared as Delta writes them, which this prototype does not)."""
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+    """The ``files`` that may hold a row whose ``column`` is among ``values`` (non-NULL,
+    sorted in the column's order, all of one type) or NULL; all of them where the values are
+    of a type whose statistics are not compared (see the module's docstring).
+
+    >>> stats = '{"minValues": {"d": "2024-01-01"}, "maxValues": {"d": "2024-01-31"}}'
+    >>> jan = DataFile("jan.parquet", 1, stats)
+    >>> def days(*keys):
+    ...     return [f.path for f in admitting((jan,), "d", list(keys), False)]
+    >>> days(datetime.date(2024, 1, 2)), days(datetime.date(2024, 2, 2))
+    (['jan.parquet'], [])
+    """
+    if len({type(v) for v in values}) > 1:
         return tuple(files)
     return tuple(f for f in files if f.may_hold(column, values, has_null))
 
 
+@dataclass(frozen=True)
+class Unlisted:
+    """Why a table version's reads are planned by Delta, not read from its listed files."""
+
+    reason: str
+
+
+CONNECT = Unlisted("a Spark Connect session has no log at hand")
+CHAR_TYPES = "__CHAR_VARCHAR_TYPE_STRING"
+"""The metadata key by which a Delta schema marks a CHAR or VARCHAR column: Spark pads a
+CHAR's values as it reads the table, not as it writes them."""
+COLLATIONS = "__COLLATIONS"
+"""The metadata key by which a schema gives a string column a collation other than binary."""
+
 _listings: dict[tuple[str, str, str], dict[int, Listing]] = {}
 
 
-def listed(spark: Session, table: str, version: int) -> Listing | None:
-    """The files of ``table`` (a Delta table's name) at ``version``; None where the table
-    does not qualify (see the module's docstring) or its log cannot be read directly."""
+def listed(spark: Session, table: str, version: int) -> Listing | Unlisted:
+    """The files of ``table`` (a Delta table's name) at ``version``; or why it is read
+    through Delta (see the module's docstring)."""
     if is_connect(spark):
-        return None
+        return CONNECT
     reader = DeltaLogReader.of(spark, table)
     location = reader.location()  # None where the log is read through SQL
     if location is None:
-        return None
+        return CONNECT
     key = (spark.sparkContext.applicationId, location, reader.table_id())
     kept = _listings.setdefault(key, {})
     if version in kept:
@@ -133,7 +187,7 @@ def listed(spark: Session, table: str, version: int) -> Listing | None:
     found = _advanced(reader, kept[max(earlier)], version) if earlier else None
     if found is None:
         found = _from_delta(spark, reader, location, version)
-    if found is not None:
+    if isinstance(found, Listing):
         kept[version] = found
         for old in sorted(kept)[:-LISTINGS_KEPT]:
             del kept[old]
@@ -166,25 +220,42 @@ def _advanced(reader: DeltaLogReader, listing: Listing, version: int) -> Listing
 
 def _from_delta(
     spark: Session, reader: DeltaLogReader, location: str, version: int
-) -> Listing | None:
+) -> Listing | Unlisted:
     """The files of ``version`` as Delta lists them (its state reconstruction: one Spark job);
-    None where the table does not qualify."""
+    or why the table does not qualify."""
     snapshot = reader.snapshot_at(version)
     if snapshot is None:
-        return None
-    protocol, metadata = snapshot.protocol(), snapshot.metadata()
-    if protocol.minReaderVersion() != 1 or not metadata.partitionColumns().isEmpty():
-        return None
-    schema = StructType.fromJson(json.loads(metadata.schemaString()))
+        return Unlisted(f"version {version} is no longer in the log")
+    if (why := _unqualified(snapshot.protocol(), snapshot.metadata())) is not None:
+        return why
+    schema = StructType.fromJson(json.loads(snapshot.metadata().schemaString()))
     rows = DataFrame(snapshot.allFiles().toDF(), cast(Any, spark)).select(
         "path", "size", "stats", "deletionVector"
     )
     files = []
     for row in rows.collect():
         if row.deletionVector is not None:
-            return None
+            return Unlisted("deletion vectors")
         files.append(DataFile(_absolute(location, row.path), int(row.size), row.stats))
     return Listing(location, version, schema, tuple(files))
+
+
+def _unqualified(protocol: Any, metadata: Any) -> Unlisted | None:
+    """Why a table version of ``protocol`` and ``metadata`` (the JVM's) is not read from its
+    files; None where it may be."""
+    partitions = metadata.partitionColumns()
+    if not partitions.isEmpty():
+        named = ", ".join(partitions.apply(i) for i in range(partitions.size()))
+        return Unlisted(f"partitioned by {named}")
+    if protocol.minReaderVersion() != 1:
+        return Unlisted(
+            f"reader version {protocol.minReaderVersion()} (column mapping, deletion vectors "
+            f"or another reader feature)"
+        )
+    schema = str(metadata.schemaString())
+    if CHAR_TYPES in schema or COLLATIONS in schema:
+        return Unlisted("CHAR, VARCHAR or collated string columns")
+    return None
 
 
 def _absolute(location: str, path: str) -> str:

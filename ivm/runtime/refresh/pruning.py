@@ -20,9 +20,10 @@ an aggregate, a broadcast and their jobs)::
 
     R ⋉ K  =  σ_{k ∈ [a1, b1] ∪ … ∪ [an, bn]  ∧  k ∈ {v1, …, vm}} R     (K = {v1, …, vm})
 
-Where snapshots are read from their files (``spark.ivm.snapshotReads=files``, a prototype),
+Where snapshots are read from their files (``spark.ivm.snapshotReads=files``, the default),
 this pass skips the files itself: it binds each snapshot again over the files whose
-statistics admit one of its keys (:func:`_read_from_files`), so that Delta plans no read.
+statistics admit one of its keys (:func:`_read_from_files`), so that Delta plans no read;
+it says, for each table, how its snapshots are read (:data:`SnapshotReads`).
 """
 
 from __future__ import annotations
@@ -42,10 +43,15 @@ from sqlglot import exp
 from ivm import codegen
 from ivm.ir import Filter, Project, Relation, Restrict, Scan, children, columns, with_children
 from ivm.names import quote
-from ivm.runtime.log.file_lists import DataFile, admitting
+from ivm.runtime.log.file_lists import DataFile, Unlisted, admitting
 from ivm.runtime.refresh.sources import SNAPSHOTS
 from ivm.runtime.spark.connect import Session
-from ivm.runtime.spark.settings import evaluation_settings, planned_read_bytes, session_settings
+from ivm.runtime.spark.settings import (
+    FILES,
+    evaluation_settings,
+    planned_read_bytes,
+    session_settings,
+)
 from ivm.store import Store
 from ivm.zset import Read, relation_name
 
@@ -71,16 +77,23 @@ KeySet = tuple[Relation, str]
 KeyValues = tuple[list[Key], bool]
 """A key's sorted non-NULL values, and whether NULL is among them."""
 
+SnapshotReads = dict[str, str]
+"""How a refresh read each table's snapshots: ``files: 3 of 120`` (the files read of those
+listed, over the versions it read), or ``delta: <why>`` where Delta planned the read
+(:class:`~ivm.runtime.log.file_lists.Unlisted`)."""
+
 Placed = tuple[str, list[Key], bool]
 """The keys of a filter this pass put on a scan: its column, sorted non-NULL values and
 whether NULL is among them."""
 
 
-def prune(spark: Session, delta: Relation, change_bytes: int | None) -> Relation:
+def prune(
+    spark: Session, delta: Relation, change_bytes: int | None
+) -> tuple[Relation, SnapshotReads]:
     """``delta`` with each restricted snapshot scan also filtered by its keys' ranges, and a
     restriction to few values of one key filtered by them instead; the keys of every
     restriction are read in one Spark job (``change_bytes``: the size of the sources' change
-    data it reads, None if unknown)."""
+    data it reads, None if unknown). And how each table's snapshots are read."""
     wanted: dict[KeySet, None] = {}
     _visit(
         delta,
@@ -107,18 +120,22 @@ def prune(spark: Session, delta: Relation, change_bytes: int | None) -> Relation
         return rewritten[node]
 
     pruned = rewrite(delta)
-    _read_from_files(spark, pruned, placed)
-    return pruned
+    return pruned, _read_from_files(spark, pruned, placed)
 
 
-def _read_from_files(spark: Session, delta: Relation, placed: dict[Filter, Placed]) -> None:
+def _read_from_files(
+    spark: Session, delta: Relation, placed: dict[Filter, Placed]
+) -> SnapshotReads:
     """Bind each snapshot that may be read from its files (``spark.ivm.snapshotReads``
     ``files``: :data:`~ivm.runtime.refresh.sources.SNAPSHOTS`) again, as a Parquet read of
     its version's files; of those whose statistics admit its keys, where every scan of it
     in ``delta`` is filtered by keys (``placed``: the filters this pass put on scans, each
-    with its column, sorted non-NULL values and whether NULL is among them)."""
-    if not SNAPSHOTS or isinstance(delta, Scan):
-        return
+    with its column, sorted non-NULL values and whether NULL is among them). How each
+    table's snapshots were read."""
+    reads: SnapshotReads = {}
+    files_read: dict[str, list[int]] = {}  # table → files read, files listed (all versions)
+    if isinstance(delta, Scan):
+        return reads
     uses: dict[str, list[Placed | None]] = {}
 
     def note(node: Relation) -> None:
@@ -129,7 +146,7 @@ def _read_from_files(spark: Session, delta: Relation, placed: dict[Filter, Place
 
     _visit(delta, note)
     for name, keys in uses.items():
-        if (snapshot := SNAPSHOTS.get(name)) is None:
+        if (snapshot := SNAPSHOTS.get((id(spark), name))) is None:
             continue
 
         def keep(
@@ -142,8 +159,15 @@ def _read_from_files(spark: Session, delta: Relation, placed: dict[Filter, Place
             }
             return tuple(admitted.values())
 
-        if (frame := snapshot.from_files(spark, keep)) is not None:
-            frame.createOrReplaceTempView(quote(name))
+        found = snapshot.from_files(spark, keep)
+        if isinstance(found, Unlisted):
+            reads[snapshot.table] = f"delta: {found.reason}"
+            continue
+        frame, chosen, listed = found
+        frame.createOrReplaceTempView(quote(name))
+        counted = files_read.setdefault(snapshot.table, [0, 0])
+        counted[0], counted[1] = counted[0] + chosen, counted[1] + listed
+    return reads | {table: f"{FILES}: {n} of {of}" for table, (n, of) in files_read.items()}
 
 
 def stored_key_ranges(change: DataFrame, store: Store, alias: str) -> exp.Expr | None:

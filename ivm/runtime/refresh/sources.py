@@ -43,9 +43,14 @@ from ivm.runtime.catalog.definition import compile_definition
 from ivm.runtime.catalog.properties import is_logged
 from ivm.runtime.catalog.tables import column_types, store_name, store_properties
 from ivm.runtime.log.delta_log import CDF_PROPERTY, DeltaLogReader
-from ivm.runtime.log.file_lists import DataFile, listed
+from ivm.runtime.log.file_lists import DataFile, Unlisted, listed
 from ivm.runtime.spark.connect import Session, driver_jvm, is_connect, java_session
-from ivm.runtime.spark.settings import SNAPSHOT_READS, evaluation_settings, session_settings
+from ivm.runtime.spark.settings import (
+    FILES,
+    SNAPSHOT_READS,
+    evaluation_settings,
+    session_settings,
+)
 from ivm.store import Store
 from ivm.zset import COUNT, WEIGHT, Read, relation_name
 
@@ -201,8 +206,9 @@ def _shaped(rows: DataFrame, columns: Sequence[str], view: Upstream | None) -> D
 class SnapshotRead:
     """A snapshot bound for a delta query: ``columns`` of ``table`` at ``version`` (through
     its store, for a ``view``), the first bound passed through ``wrap``. Where snapshots are
-    read from their files (``spark.ivm.snapshotReads`` ``files``), the refresh binds it again,
-    once it knows which files the delta query needs (:func:`ivm.runtime.refresh.pruning.prune`)."""
+    read from their files (``spark.ivm.snapshotReads`` ``files``, the default), the refresh
+    binds it again, once it knows which files the delta query needs
+    (:func:`ivm.runtime.refresh.pruning.prune`)."""
 
     table: str
     columns: tuple[str, ...]
@@ -212,18 +218,22 @@ class SnapshotRead:
 
     def from_files(
         self, spark: Session, keep: Callable[[tuple[DataFile, ...]], tuple[DataFile, ...]]
-    ) -> DataFrame | None:
-        """The snapshot as a Parquet read of the files ``keep`` keeps of its version's;
-        None where its table does not qualify (:func:`ivm.runtime.log.file_lists.listed`)."""
+    ) -> tuple[DataFrame, int, int] | Unlisted:
+        """The snapshot as a Parquet read of the files ``keep`` keeps of its version's, with
+        how many it keeps of how many; or why its table does not qualify
+        (:func:`ivm.runtime.log.file_lists.listed`)."""
         name = self.table if self.view is None else store_name(self.table)
         listing = listed(spark, name, self.version)
-        if listing is None:
-            return None
-        return self.wrap(_shaped(listing.read(spark, keep(listing.files)), self.columns, self.view))
+        if isinstance(listing, Unlisted):
+            return listing
+        chosen = keep(listing.files)
+        frame = self.wrap(_shaped(listing.read(spark, chosen), self.columns, self.view))
+        return frame, len(chosen), len(listing.files)
 
 
-SNAPSHOTS: dict[str, SnapshotRead] = {}
-"""The snapshots bound now that may be read from their files, by relation name."""
+SNAPSHOTS: dict[tuple[int, str], SnapshotRead] = {}
+"""The snapshots bound now that may be read from their files, by the session that bound them
+(``id``: refreshes in threads bind in sessions of their own) and relation name."""
 
 
 def changes(
@@ -525,7 +535,7 @@ def _bind_each(
     }
     together = kept_together(spark, moved, change_bytes)
     # a delta query's snapshots may be bound again from their files (see SnapshotRead)
-    by_files = before is not None and spark.conf.get(SNAPSHOT_READS, "delta") == "files"
+    by_files = before is not None and spark.conf.get(SNAPSHOT_READS, "delta") == FILES
     for table, columns in sources.items():
         wanted = reads.get(table, ())
         at = _snapshots(spark, table, columns, views[table])
@@ -559,12 +569,14 @@ def _bind_each(
                 version = (
                     after[table] if read is Read.AFTER else cast(Mapping[str, int], before)[table]
                 )
-                SNAPSHOTS[name] = SnapshotRead(table, tuple(columns), version, view, wrapping)
+                SNAPSHOTS[id(spark), name] = SnapshotRead(
+                    table, tuple(columns), version, view, wrapping
+                )
 
 
 def unbind(spark: Session, bound: Bound) -> None:
     for name in bound.names:
         spark.catalog.dropTempView(name)
-        SNAPSHOTS.pop(name, None)
+        SNAPSHOTS.pop((id(spark), name), None)
     for checkpoint in bound.checkpoints:
         release(checkpoint)

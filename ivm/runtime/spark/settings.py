@@ -84,7 +84,7 @@ STATE_LAYOUT = "spark.ivm.stateLayout"
 refresh that reads a logged state table reads it folded, as a view over a logged view
 does."""
 
-SNAPSHOT_READS = "spark.ivm.snapshotReads"
+SNAPSHOT_READS, FILES = "spark.ivm.snapshotReads", "files"
 """How a refresh reads a table version: ``delta`` (the default: Delta plans each read) or
 ``files`` (the version's files listed from the log and kept across refreshes, a read
 restricted to keys reading the files whose statistics admit them:

@@ -5,6 +5,7 @@ leaves the view as it is committed without writing a file."""
 import datetime
 import itertools
 import json
+import re
 from decimal import Decimal
 
 import pytest
@@ -419,6 +420,14 @@ def test_a_snapshot_read_from_its_files_reads_those_of_the_change_keys(
         assert result.mode == "incremental"
         assert_equals_query(spark, "picked_files", query)
         delta_jobs.setdefault(reads, []).append(result.phases["delta"].jobs)
+        recorded = ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW picked_files").first()
+        if reads == "delta":
+            assert recorded.snapshot_reads is None
+        else:  # facts' files read where they hold a changed key: few of those listed
+            assert set(recorded.snapshot_reads) == {f"{fresh_db}.facts", f"{fresh_db}.picks"}
+            read, of = map(int, re.findall(r"\d+", recorded.snapshot_reads[f"{fresh_db}.facts"]))
+            assert recorded.snapshot_reads[f"{fresh_db}.facts"].startswith("files: ")
+            assert 0 < read and 3 * read <= of, recorded.snapshot_reads
         if round_ == 1:  # both tables listed the round before: listed from their commits
             assert len(from_delta) == before, from_delta
     assert max(delta_jobs["files"][1:]) < delta_jobs["delta"][0], delta_jobs

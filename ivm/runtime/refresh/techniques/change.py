@@ -31,7 +31,7 @@ from ivm.runtime.decision.decide import DEFAULT_MIN_BYTES, MIN_BYTES, Revision
 from ivm.runtime.decision.terms import Mode, Obstacle, ObstacleKind
 from ivm.runtime.refresh.commit import LostRace, committed_write, spark_call
 from ivm.runtime.refresh.gather import CHANGE_DATA_UNAVAILABLE
-from ivm.runtime.refresh.pruning import prune
+from ivm.runtime.refresh.pruning import SnapshotReads, prune
 from ivm.runtime.refresh.retention import unreadable
 from ivm.runtime.refresh.sources import Kept, kept, release, total_source_files
 from ivm.runtime.refresh.techniques.writing import Write
@@ -96,18 +96,24 @@ def computed(spark: Session, write: Write) -> Change | Revision:
         )
     if isinstance(pruned, Failure):
         return revision(spark, write, pruned)
-    delta = codegen.to_select(pruned)
+    delta, snapshot_reads = codegen.to_select(pruned[0]), pruned[1]
     with clock.phase("delta"):
         change = spark_call(
-            view, spark, compiled.sources, lambda: _planned(spark, write, delta), REVISABLE
+            view,
+            spark,
+            compiled.sources,
+            lambda: _planned(spark, write, delta, snapshot_reads),
+            REVISABLE,
         )
     return revision(spark, write, change) if isinstance(change, Failure) else change
 
 
-def _planned(spark: Session, write: Write, delta: exp.Query) -> Change | Revision:
+def _planned(
+    spark: Session, write: Write, delta: exp.Query, snapshot_reads: SnapshotReads
+) -> Change | Revision:
     """The change computed by the delta query ``delta``, planned and kept; or, where the
     cost model, given the plan, predicts a recompute cheaper, the revision (the change read
-    is spent)."""
+    is spent). ``snapshot_reads``: how its snapshots are read, for the record."""
     change_bytes, model = write.record.read_bytes, write.model
     files = total_source_files(spark, write.record.sources)
     with session_settings(spark, planning_settings(spark, files)):
@@ -115,7 +121,11 @@ def _planned(spark: Session, write: Write, delta: exp.Query) -> Change | Revisio
         query_bytes = planned_read_bytes(query, change_bytes)
     plan = None if change_bytes is None or query_bytes is None else (change_bytes, query_bytes)
     observed = model.after(Mode.INCREMENTAL, False, plan)
-    planned: dict[str, Any] = {"planned_bytes": query_bytes, "cost": observed.to_record()}
+    planned: dict[str, Any] = {
+        "planned_bytes": query_bytes,
+        "cost": observed.to_record(),
+        "snapshot_reads": snapshot_reads or None,
+    }
     if write.recheck_against is not None:
         min_bytes = number_setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES)
         cheaper, planned["prediction"] = model.after_planning(

@@ -1,0 +1,83 @@
+"""A table version's files as listed from its log, and the statistics that skip them: compared
+with the files that hold each value as Delta itself wrote them (integers, decimals, dates, and
+strings long enough for Delta to truncate their statistics, beyond the Basic Multilingual
+Plane too), every file that holds a key is admitted, and files are skipped; the tables that
+cannot be read from their files say why."""
+
+from collections import defaultdict
+
+import pytest
+from pyspark.sql import functions as F
+
+from ivm.runtime.log.delta_log import reading_each_log_once
+from ivm.runtime.log.file_lists import Listing, Unlisted, admitting, listed
+
+COLUMNS = ("i", "b", "d", "day", "s")
+LONG = "x" * 40  # longer than the 32 characters Delta keeps of a string's statistics
+
+
+def _rows(part: int) -> str:
+    """The rows of one INSERT: its own range of each column, NULLs in every other one."""
+    rows = [
+        f"({part * 10 + n}, {part * 10**12 + n}, {part}.{n:02d}, "
+        f"DATE'2024-0{part + 1}-1{n}', '{LONG if part == 2 else ''}{chr(0x61 + part)}{n}')"
+        for n in range(3)
+    ]
+    if part % 2:
+        rows.append("(NULL, NULL, NULL, NULL, NULL)")
+    rows.append(f"(NULL, NULL, NULL, NULL, '\U0001f600{part}')")  # beyond the BMP
+    return ", ".join(rows)
+
+
+@pytest.fixture
+def typed(spark, fresh_db):
+    """``typed``: four INSERTs, each its own range of values (Spark may write an INSERT's rows
+    to several files)."""
+    spark.sql(
+        "CREATE TABLE typed (i INT, b BIGINT, d DECIMAL(10, 2), day DATE, s STRING) USING DELTA"
+    )
+    for part in range(4):
+        spark.sql(f"INSERT INTO typed VALUES {_rows(part)}")
+    return f"{fresh_db}.typed"
+
+
+def _listing(spark, table: str) -> Listing:
+    with reading_each_log_once():
+        version = spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").first().version
+        found = listed(spark, table, version)
+    assert isinstance(found, Listing), found
+    return found
+
+
+def test_every_file_that_holds_a_key_is_admitted_and_others_skipped(spark, typed):
+    listing = _listing(spark, typed)
+    assert len(listing.files) >= 4
+    rows = spark.table(typed).select(*COLUMNS, F.col("_metadata.file_path").alias("path"))
+    holding: dict[tuple[str, object], set[str]] = defaultdict(set)
+    for row in rows.collect():
+        for column in COLUMNS:
+            holding[column, row[column]].add(row.path.removeprefix("file:"))
+    skipped = set()
+    for (column, value), paths in holding.items():
+        keys = [] if value is None else [value]
+        admitted = {
+            f.path.removeprefix("file:")
+            for f in admitting(listing.files, column, keys, value is None)
+        }
+        assert paths <= admitted, (column, value)
+        if len(admitted) < len(listing.files):
+            skipped.add(column)
+    assert skipped == set(COLUMNS)
+
+
+def test_keys_of_several_types_admit_every_file(spark, typed):
+    listing = _listing(spark, typed)
+    assert admitting(listing.files, "i", [1, "1"], False) == listing.files
+
+
+def test_a_partitioned_table_is_read_through_delta_and_says_why(spark, fresh_db):
+    spark.sql("CREATE TABLE parted (k INT, p STRING) USING DELTA PARTITIONED BY (p)")
+    spark.sql("INSERT INTO parted VALUES (1, 'a')")
+    with reading_each_log_once():
+        found = listed(spark, f"{fresh_db}.parted", 1)
+    assert found == Unlisted("partitioned by p")
