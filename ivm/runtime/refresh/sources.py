@@ -535,7 +535,7 @@ def _bind_each(
     }
     together = kept_together(spark, moved, change_bytes)
     # a delta query's snapshots may be bound again from their files (see SnapshotRead)
-    by_files = before is not None and spark.conf.get(SNAPSHOT_READS, "delta") == FILES
+    by_files = before is not None and spark.conf.get(SNAPSHOT_READS, FILES) == FILES
     for table, columns in sources.items():
         wanted = reads.get(table, ())
         at = _snapshots(spark, table, columns, views[table])

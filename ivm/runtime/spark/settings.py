@@ -85,10 +85,10 @@ refresh that reads a logged state table reads it folded, as a view over a logged
 does."""
 
 SNAPSHOT_READS, FILES = "spark.ivm.snapshotReads", "files"
-"""How a refresh reads a table version: ``delta`` (the default: Delta plans each read) or
-``files`` (the version's files listed from the log and kept across refreshes, a read
-restricted to keys reading the files whose statistics admit them:
-:mod:`ivm.runtime.log.file_lists`); a prototype, measured in ``benchmarks/``."""
+"""How a refresh reads the table versions its delta query joins: ``files`` (the default: the
+version's files listed from the log and kept across refreshes, a read restricted to keys
+reading the files whose statistics admit them, :mod:`ivm.runtime.log.file_lists`; Delta plans
+the reads of tables that do not qualify) or ``delta`` (Delta plans each read)."""
 
 INTERPRETED_MAX_BYTES = "spark.ivm.interpretedMaxBytes"
 DEFAULT_INTERPRETED_MAX_BYTES = 2 * 1024 * 1024
