@@ -60,13 +60,11 @@ def refresh_view(spark: Session, name: str, *, full: bool = False) -> RefreshRes
     Each store the refresh wrote is then compacted if it is due (:mod:`ivm.runtime.refresh.upkeep`);
     a compaction that fails is reported in the result, not raised.
     """
-    with reading_each_log_once():
+    with reading_each_log_once():  # with nothing written first, refreshes plan from these reads
         view = named_view(spark, name, "REFRESH")
         forced = Obstacle(ObstacleKind.REQUESTED, f"REFRESH {view} FULL") if full else None
         tables = [state for state, _ in compile_definition(spark, view).states]
-        # with nothing written first, the refresh plans from these reads
-        result = None if tables else _refresh_one(spark, view, forced)
-    result = result or _refresh_with_states(spark, view, tables, forced)
+        result = _refresh_with_states(spark, view, tables, forced)
     result.upkeep = [
         step
         for written in [*result.states, result]
@@ -79,13 +77,19 @@ def refresh_view(spark: Session, name: str, *, full: bool = False) -> RefreshRes
 def _refresh_with_states(
     spark: Session, view: str, tables: list[str], forced: Obstacle | None
 ) -> RefreshResult:
-    """Refresh the state tables ``tables`` of ``view``, then ``view`` from them."""
+    """Refresh the state tables ``tables`` of ``view``, then ``view`` from them. Each plans
+    from the logs as the enclosing block read them until one of them writes; those after it
+    read them anew (a state table's refresh that found nothing to do leaves them as read)."""
     states: list[RefreshResult] = []
+    written = False
     for state in tables:
-        states.append(_refresh_one(spark, state, forced))
+        with reading_each_log_once(reuse=not written):
+            states.append(_refresh_one(spark, state, forced))
+        written = written or states[-1].mode is not Mode.NOOP
         faults.reach("refresh.after_state")
     forced = forced or state_table_recomputed([(s.view, s.mode) for s in states], "was")
-    result = _refresh_one(spark, view, forced)
+    with reading_each_log_once(reuse=not written):
+        result = _refresh_one(spark, view, forced)
     result.states = states
     return result
 
