@@ -16,12 +16,15 @@ as Delta's own data skipping compares them: integers, decimals and dates by valu
 by code point (UTF-8's binary order; a truncated maximum carries Delta's tie-breaker), other
 types not at all (every file admitted).
 
-Only tables whose files *are* their rows qualify; for the others :func:`listed` says why
-not (:class:`Unlisted`), and Delta plans the read: partition columns (their values are not
-in the files), column mapping or deletion vectors (any reader version above 1), a read
-through Spark Connect (no log at hand). Commits in between that set metadata or protocol
-are listed by Delta afresh. On by default; ``spark.ivm.snapshotReads=delta``
-(:data:`~ivm.runtime.spark.settings.SNAPSHOT_READS`) has Delta plan every read.
+A partitioned table's files hold its other columns, and the log each file's partition values:
+a read adds them to each partition's rows (:meth:`Listing.read`). Tables whose files are not
+so simply their rows do not qualify; for them :func:`listed` says why (:class:`Unlisted`),
+and Delta plans the read: column mapping or deletion vectors (any reader version above 1),
+CHAR or collated string columns, a partition column of a type whose text Delta reads its own
+way (:data:`PARTITION_TYPES`), a read through Spark Connect (no log at hand). A version past
+commits that set metadata or protocol is listed by Delta afresh. On by default;
+``spark.ivm.snapshotReads=delta`` (:data:`~ivm.runtime.spark.settings.SNAPSHOT_READS`) has
+Delta plan every read.
 """
 
 from __future__ import annotations
@@ -29,15 +32,27 @@ from __future__ import annotations
 import datetime
 import json
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
-from functools import cached_property
+from functools import cached_property, reduce
 from typing import Any, cast
 from urllib.parse import unquote
 
 from pyspark.sql import DataFrame
-from pyspark.sql.types import StructType
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BooleanType,
+    ByteType,
+    DateType,
+    DecimalType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+)
 
+from ivm.names import quote
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.spark.connect import Session, is_connect
 from ivm.runtime.spark.settings import session_settings
@@ -51,15 +66,26 @@ between; a farther one is listed by Delta afresh."""
 LISTINGS_KEPT = 4
 """Versions listed per table and session, the newest kept."""
 
+MAX_PARTITIONS_READ = 64
+"""A read of files of more partitions than this is planned by Delta: each partition's files
+are a Parquet read of their own (:meth:`Listing.read`), and Spark plans each."""
+
+
+Partition = tuple[tuple[str, str | None], ...]
+"""A file's partition values, by partition column, as the log holds them: text in the form
+the Delta protocol serializes each type to, None for NULL."""
+
 
 @dataclass(frozen=True)
 class DataFile:
-    """One data file of a version: its absolute ``path``, ``size`` in bytes, and Delta's
-    statistics (JSON, None where it wrote none)."""
+    """One data file of a version: its absolute ``path``, ``size`` in bytes, Delta's
+    statistics (JSON, None where it wrote none), and its ``partition`` values (none where
+    the table is not partitioned)."""
 
     path: str
     size: int
     stats: str | None
+    partition: Partition = ()
 
     @cached_property
     def _ranges(self) -> tuple[dict, dict, dict] | None:
@@ -75,7 +101,10 @@ class DataFile:
     def may_hold(self, column: str, values: list[Any], has_null: bool) -> bool:
         """Whether the file may hold a row whose ``column`` is one of the sorted ``values``
         (all of one type: see :func:`admitting`), or NULL where ``has_null``: False only
-        where its statistics exclude them all."""
+        where its statistics or its partition value exclude them all."""
+        partition = dict(self.partition)
+        if column in partition:
+            return _partition_holds(partition[column], values, has_null)
         ranges = self._ranges
         if ranges is None:
             return True
@@ -89,6 +118,32 @@ class DataFile:
             return True
         first = bisect_left(values, low)
         return first < len(values) and values[first] <= high
+
+
+def _partition_holds(value: str | None, values: list[Any], has_null: bool) -> bool:
+    """Whether a file of the partition ``value`` (as the log holds it) may hold one of the
+    sorted ``values``, or NULL where ``has_null``: False only where the value is none of
+    them."""
+    if value is None:
+        return has_null
+    if not values:
+        return False
+    key = values[0]
+    parsed: Any = None
+    if isinstance(key, bool):
+        parsed = None
+    elif isinstance(key, int):
+        parsed = int(value)
+    elif isinstance(key, Decimal):
+        parsed = Decimal(value)
+    elif isinstance(key, datetime.date) and not isinstance(key, datetime.datetime):
+        parsed = datetime.date.fromisoformat(value)
+    elif isinstance(key, str):
+        parsed = value
+    if parsed is None:
+        return True
+    at = bisect_left(values, parsed)
+    return at < len(values) and values[at] == parsed
 
 
 def _comparable(statistic: Any, key: Any) -> Any:
@@ -115,23 +170,55 @@ def _comparable(statistic: Any, key: Any) -> Any:
 
 @dataclass(frozen=True)
 class Listing:
-    """The data files of a table (at ``location``) at ``version``, and the version's
-    ``schema``."""
+    """The data files of a table (at ``location``) at ``version``, the version's ``schema``
+    and the columns it is partitioned by."""
 
     location: str
     version: int
     schema: StructType
     files: tuple[DataFile, ...]
+    partitioned_by: tuple[str, ...] = ()
+
+    def partitions(self, files: tuple[DataFile, ...]) -> int:
+        """How many partitions ``files`` are of."""
+        return len({f.partition for f in files})
 
     def read(self, spark: Session, files: tuple[DataFile, ...] | None = None) -> DataFrame:
-        """The rows of ``files`` (default: all of the version's), read as Parquet with the
-        version's schema: no schema inferred, no listing job."""
+        """The rows of ``files`` (default: all of the version's; at least one), read as
+        Parquet with the version's schema: no schema inferred, no listing job. The files of
+        a partitioned table hold the other columns: each partition's are read apart, its
+        values added as literals (cast from the log's text, as Delta does), and the reads
+        joined by a union."""
         chosen = self.files if files is None else files
-        if not chosen:
-            return spark.createDataFrame([], self.schema)
-        # listing more paths than this threshold is a Spark job; these are files, not folders
-        with session_settings(spark, {LISTING_THRESHOLD: "1000000"}):
-            return spark.read.schema(self.schema).parquet(*(f.path for f in chosen))
+        assert chosen, "a Parquet read of no file (a relation of no rows is the caller's)"
+        if not self.partitioned_by:
+            return _parquet(spark, self.schema, chosen)
+        stored = StructType([f for f in self.schema.fields if f.name not in self.partitioned_by])
+        parts: dict[Partition, list[DataFile]] = {}
+        for file in chosen:
+            parts.setdefault(file.partition, []).append(file)
+        reads = []
+        for partition, part_files in parts.items():
+            values = dict(partition)
+            rows = _parquet(spark, stored, tuple(part_files))
+            reads.append(
+                rows.select(
+                    *(
+                        F.lit(values[f.name]).cast(f.dataType).alias(f.name)
+                        if f.name in values
+                        else F.col(quote(f.name))
+                        for f in self.schema.fields
+                    )
+                )
+            )
+        return reduce(DataFrame.union, reads)
+
+
+def _parquet(spark: Session, schema: StructType, files: tuple[DataFile, ...]) -> DataFrame:
+    """The rows of ``files``, read as Parquet with ``schema``."""
+    # listing more paths than this threshold is a Spark job; these are files, not folders
+    with session_settings(spark, {LISTING_THRESHOLD: "1000000"}):
+        return spark.read.schema(schema).parquet(*(f.path for f in files))
 
 
 def admitting(
@@ -210,12 +297,14 @@ def _advanced(reader: DeltaLogReader, listing: Listing, version: int) -> Listing
             if kind == "AddFile":
                 if action.deletionVector() is not None:
                     return None
-                stats = action.stats()
-                added = DataFile(_absolute(location, action.path()), int(action.size()), stats)
-                files[added.path] = added
+                partition = _partition_of(action.partitionValues())
+                if partition is None:
+                    return None
+                path, size = _absolute(location, action.path()), int(action.size())
+                files[path] = DataFile(path, size, action.stats(), partition)
             elif kind == "RemoveFile":
                 files.pop(_absolute(location, action.path()), None)
-    return Listing(location, version, listing.schema, tuple(files.values()))
+    return replace(listing, version=version, files=tuple(files.values()))
 
 
 def _from_delta(
@@ -226,35 +315,74 @@ def _from_delta(
     snapshot = reader.snapshot_at(version)
     if snapshot is None:
         return Unlisted(f"version {version} is no longer in the log")
-    if (why := _unqualified(snapshot.protocol(), snapshot.metadata())) is not None:
+    metadata = snapshot.metadata()
+    schema = StructType.fromJson(json.loads(metadata.schemaString()))
+    columns = metadata.partitionColumns()
+    partitioned_by = tuple(columns.apply(i) for i in range(columns.size()))
+    if (why := _unqualified(snapshot.protocol(), metadata, schema, partitioned_by)) is not None:
         return why
-    schema = StructType.fromJson(json.loads(snapshot.metadata().schemaString()))
     rows = DataFrame(snapshot.allFiles().toDF(), cast(Any, spark)).select(
-        "path", "size", "stats", "deletionVector"
+        "path", "size", "stats", "deletionVector", "partitionValues"
     )
     files = []
     for row in rows.collect():
         if row.deletionVector is not None:
             return Unlisted("deletion vectors")
-        files.append(DataFile(_absolute(location, row.path), int(row.size), row.stats))
-    return Listing(location, version, schema, tuple(files))
+        partition = _partition_of(row.partitionValues or {})
+        if partition is None:
+            return Unlisted(EMPTY_PARTITION_VALUE)
+        files.append(DataFile(_absolute(location, row.path), int(row.size), row.stats, partition))
+    return Listing(location, version, schema, tuple(files), partitioned_by)
 
 
-def _unqualified(protocol: Any, metadata: Any) -> Unlisted | None:
-    """Why a table version of ``protocol`` and ``metadata`` (the JVM's) is not read from its
-    files; None where it may be."""
-    partitions = metadata.partitionColumns()
-    if not partitions.isEmpty():
-        named = ", ".join(partitions.apply(i) for i in range(partitions.size()))
-        return Unlisted(f"partitioned by {named}")
+PARTITION_TYPES = (
+    ByteType,
+    ShortType,
+    IntegerType,
+    LongType,
+    DecimalType,
+    DateType,
+    StringType,
+    BooleanType,
+)
+"""The types of partition columns whose values a read from the files casts from the log's
+text as Delta does; a table partitioned by a column of another type (a timestamp, whose
+text depends on the writer's time zone; a float) is read through Delta."""
+EMPTY_PARTITION_VALUE = "an empty partition value"
+
+
+def _partition_of(values: Any) -> Partition | None:
+    """A file's partition values (the JVM's map, or a dict), sorted by column; None where one
+    is an empty text (which Delta reads as NULL or as the empty string, by the type)."""
+    if not isinstance(values, dict):
+        keys = values.keys().iterator()
+        pairs = {}
+        while keys.hasNext():
+            key = keys.next()
+            pairs[key] = values.apply(key)
+        values = pairs
+    if any(value == "" for value in values.values()):
+        return None
+    return tuple(sorted(values.items()))
+
+
+def _unqualified(
+    protocol: Any, metadata: Any, schema: StructType, partitioned_by: tuple[str, ...]
+) -> Unlisted | None:
+    """Why a table version of ``protocol`` and ``metadata`` (the JVM's), ``schema``,
+    partitioned by ``partitioned_by``, is not read from its files; None where it may be."""
     if protocol.minReaderVersion() != 1:
         return Unlisted(
             f"reader version {protocol.minReaderVersion()} (column mapping, deletion vectors "
             f"or another reader feature)"
         )
-    schema = str(metadata.schemaString())
-    if CHAR_TYPES in schema or COLLATIONS in schema:
+    text = str(metadata.schemaString())
+    if CHAR_TYPES in text or COLLATIONS in text:
         return Unlisted("CHAR, VARCHAR or collated string columns")
+    types = {f.name: f.dataType for f in schema.fields}
+    other = [c for c in partitioned_by if not isinstance(types.get(c), PARTITION_TYPES)]
+    if other:
+        return Unlisted(f"partitioned by {', '.join(other)}, of a type read through Delta")
     return None
 
 

@@ -43,7 +43,7 @@ from ivm.runtime.catalog.definition import compile_definition
 from ivm.runtime.catalog.properties import is_logged
 from ivm.runtime.catalog.tables import column_types, store_name, store_properties
 from ivm.runtime.log.delta_log import CDF_PROPERTY, DeltaLogReader
-from ivm.runtime.log.file_lists import DataFile, Unlisted, listed
+from ivm.runtime.log.file_lists import MAX_PARTITIONS_READ, DataFile, Unlisted, listed
 from ivm.runtime.spark.connect import Session, driver_jvm, is_connect, java_session
 from ivm.runtime.spark.settings import (
     FILES,
@@ -227,7 +227,11 @@ class SnapshotRead:
         if isinstance(listing, Unlisted):
             return listing
         chosen = keep(listing.files)
-        frame = self.wrap(_shaped(listing.read(spark, chosen), self.columns, self.view))
+        if (parts := listing.partitions(chosen)) > MAX_PARTITIONS_READ:
+            return Unlisted(f"{parts} partitions read, more than {MAX_PARTITIONS_READ}")
+        # none: a relation the optimizer knows empty, which removes what only joins with it
+        rows = listing.read(spark, chosen) if chosen else empty(spark, listing.schema)
+        frame = self.wrap(_shaped(rows, self.columns, self.view))
         return frame, len(chosen), len(listing.files)
 
 

@@ -1,8 +1,8 @@
 """A table version's files as listed from its log, and the statistics that skip them: compared
 with the files that hold each value as Delta itself wrote them (integers, decimals, dates, and
 strings long enough for Delta to truncate their statistics, beyond the Basic Multilingual
-Plane too), every file that holds a key is admitted, and files are skipped; the tables that
-cannot be read from their files say why."""
+Plane too), every file that holds a key is admitted, and files are skipped; a partitioned
+table reads as Delta reads it; the tables that cannot be read from their files say why."""
 
 from collections import defaultdict
 
@@ -75,9 +75,32 @@ def test_keys_of_several_types_admit_every_file(spark, typed):
     assert admitting(listing.files, "i", [1, "1"], False) == listing.files
 
 
-def test_a_partitioned_table_is_read_through_delta_and_says_why(spark, fresh_db):
-    spark.sql("CREATE TABLE parted (k INT, p STRING) USING DELTA PARTITIONED BY (p)")
-    spark.sql("INSERT INTO parted VALUES (1, 'a')")
+def test_a_partitioned_table_reads_from_its_files_as_through_delta(spark, fresh_db):
+    """Partition values come from the log, cast as Delta casts them, NULL ones included; a
+    key of a partition column admits the files of its partitions alone."""
+    spark.sql(
+        "CREATE TABLE parted (k INT, p STRING, n INT, day DATE) USING DELTA "
+        "PARTITIONED BY (p, n, day)"
+    )
+    spark.sql(
+        "INSERT INTO parted VALUES (1, 'a', 1, DATE'2024-01-01'), (2, 'b b/=%', -2, NULL), "
+        "(3, NULL, NULL, DATE'2024-12-31'), (4, 'a', 1, DATE'2024-01-01')"
+    )
+    listing = _listing(spark, f"{fresh_db}.parted")
+    assert listing.partitioned_by == ("p", "n", "day")
+    from_files = listing.read(spark)
+    through_delta = spark.table(f"{fresh_db}.parted")
+    assert from_files.schema == through_delta.schema
+    assert sorted(from_files.collect()) == sorted(through_delta.collect())
+    assert {f.partition for f in admitting(listing.files, "n", [-2], False)} == {
+        (("day", None), ("n", "-2"), ("p", "b b/=%"))
+    }
+    assert len(admitting(listing.files, "p", [], True)) == 1  # the NULL partition's
+
+
+def test_a_table_partitioned_by_a_timestamp_is_read_through_delta_and_says_why(spark, fresh_db):
+    spark.sql("CREATE TABLE stamped (k INT, at TIMESTAMP) USING DELTA PARTITIONED BY (at)")
+    spark.sql("INSERT INTO stamped VALUES (1, TIMESTAMP'2024-01-01 10:00:00')")
     with reading_each_log_once():
-        found = listed(spark, f"{fresh_db}.parted", 1)
-    assert found == Unlisted("partitioned by p")
+        found = listed(spark, f"{fresh_db}.stamped", 1)
+    assert found == Unlisted("partitioned by at, of a type read through Delta")
