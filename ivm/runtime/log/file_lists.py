@@ -89,20 +89,23 @@ class DataFile:
 
     @cached_property
     def _ranges(self) -> tuple[dict, dict, dict] | None:
+        """The minimum, maximum and NULL count of each column, by its name in lower case
+        (Spark's names are case-insensitive)."""
         if self.stats is None:
             return None
         parsed = json.loads(self.stats, parse_float=Decimal)
-        return (
-            parsed.get("minValues", {}),
-            parsed.get("maxValues", {}),
-            parsed.get("nullCount", {}),
+        low, high, nulls = (
+            {name.lower(): value for name, value in parsed.get(part, {}).items()}
+            for part in ("minValues", "maxValues", "nullCount")
         )
+        return low, high, nulls
 
     def may_hold(self, column: str, values: list[Any], has_null: bool) -> bool:
         """Whether the file may hold a row whose ``column`` is one of the sorted ``values``
         (all of one type: see :func:`admitting`), or NULL where ``has_null``: False only
         where its statistics or its partition value exclude them all."""
-        partition = dict(self.partition)
+        column = column.lower()
+        partition = {name.lower(): value for name, value in self.partition}
         if column in partition:
             return _partition_holds(partition[column], values, has_null)
         ranges = self._ranges
@@ -130,16 +133,19 @@ def _partition_holds(value: str | None, values: list[Any], has_null: bool) -> bo
         return False
     key = values[0]
     parsed: Any = None
-    if isinstance(key, bool):
+    try:
+        if isinstance(key, bool):
+            parsed = None
+        elif isinstance(key, int):
+            parsed = int(value)
+        elif isinstance(key, Decimal):
+            parsed = Decimal(value)
+        elif isinstance(key, datetime.date) and not isinstance(key, datetime.datetime):
+            parsed = datetime.date.fromisoformat(value)
+        elif isinstance(key, str):
+            parsed = value
+    except (ValueError, ArithmeticError):  # not in the protocol's form: no judgement
         parsed = None
-    elif isinstance(key, int):
-        parsed = int(value)
-    elif isinstance(key, Decimal):
-        parsed = Decimal(value)
-    elif isinstance(key, datetime.date) and not isinstance(key, datetime.datetime):
-        parsed = datetime.date.fromisoformat(value)
-    elif isinstance(key, str):
-        parsed = value
     if parsed is None:
         return True
     at = bisect_left(values, parsed)

@@ -1,8 +1,9 @@
 """A table version's files as listed from its log, and the statistics that skip them: compared
 with the files that hold each value as Delta itself wrote them (integers, decimals, dates, and
 strings long enough for Delta to truncate their statistics, beyond the Basic Multilingual
-Plane too), every file that holds a key is admitted, and files are skipped; a partitioned
-table reads as Delta reads it; the tables that cannot be read from their files say why."""
+Plane too), every file that holds a key is admitted, and files are skipped (a column named in
+any case, as Spark resolves names); a partitioned table reads as Delta reads it; the tables
+that cannot be read from their files say why."""
 
 from collections import defaultdict
 
@@ -62,7 +63,7 @@ def test_every_file_that_holds_a_key_is_admitted_and_others_skipped(spark, typed
         keys = [] if value is None else [value]
         admitted = {
             f.path.removeprefix("file:")
-            for f in admitting(listing.files, column, keys, value is None)
+            for f in admitting(listing.files, column.upper(), keys, value is None)
         }
         assert paths <= admitted, (column, value)
         if len(admitted) < len(listing.files):
