@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import threading
 from bisect import bisect_left
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -261,6 +262,7 @@ COLLATIONS = "__COLLATIONS"
 """The metadata key by which a schema gives a string column a collation other than binary."""
 
 _listings: dict[tuple[str, str, str], dict[int, Listing]] = {}
+_listings_lock = threading.Lock()
 
 
 def listed(spark: Session, table: str, version: int) -> Listing | Unlisted:
@@ -273,17 +275,20 @@ def listed(spark: Session, table: str, version: int) -> Listing | Unlisted:
     if location is None:
         return CONNECT
     key = (spark.sparkContext.applicationId, location, reader.table_id())
-    kept = _listings.setdefault(key, {})
-    if version in kept:
-        return kept[version]
-    earlier = [v for v in kept if version - MAX_COMMITS_APPLIED <= v < version]
-    found = _advanced(reader, kept[max(earlier)], version) if earlier else None
+    with _listings_lock:  # refreshes in threads list the same tables
+        kept = _listings.setdefault(key, {})
+        if version in kept:
+            return kept[version]
+        earlier = [v for v in kept if version - MAX_COMMITS_APPLIED <= v < version]
+        base = kept[max(earlier)] if earlier else None
+    found = _advanced(reader, base, version) if base is not None else None
     if found is None:
         found = _from_delta(spark, reader, location, version)
     if isinstance(found, Listing):
-        kept[version] = found
-        for old in sorted(kept)[:-LISTINGS_KEPT]:
-            del kept[old]
+        with _listings_lock:
+            kept[version] = found
+            for old in sorted(kept)[:-LISTINGS_KEPT]:
+                del kept[old]
     return found
 
 
