@@ -10,6 +10,7 @@ from collections import defaultdict
 import pytest
 from pyspark.sql import functions as F
 
+from ivm.runtime.log import file_lists
 from ivm.runtime.log.delta_log import reading_each_log_once
 from ivm.runtime.log.file_lists import Listing, Unlisted, admitting, listed
 
@@ -97,6 +98,23 @@ def test_a_partitioned_table_reads_from_its_files_as_through_delta(spark, fresh_
         (("day", None), ("n", "-2"), ("p", "b b/=%"))
     }
     assert len(admitting(listing.files, "p", [], True)) == 1  # the NULL partition's
+
+
+def test_a_partitioned_version_listed_from_its_commits_reads_as_through_delta(
+    spark, fresh_db, monkeypatch
+):
+    """A version after a listed one is listed from the commits in between (their files'
+    partition values read from the JVM's actions), not by Delta again."""
+    table = f"{fresh_db}.grown"
+    spark.sql(f"CREATE TABLE {table} (k INT, p STRING) USING DELTA PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {table} VALUES (1, 'a'), (2, NULL)")
+    first = _listing(spark, table)
+    spark.sql(f"INSERT INTO {table} VALUES (3, 'b'), (4, NULL)")
+    spark.sql(f"DELETE FROM {table} WHERE k = 1")
+    monkeypatch.setattr(file_lists, "_from_delta", lambda *args: pytest.fail("listed by Delta"))
+    later = _listing(spark, table)
+    assert later.version == first.version + 2
+    assert sorted(later.read(spark).collect()) == sorted(spark.table(table).collect())
 
 
 def test_a_table_partitioned_by_a_timestamp_is_read_through_delta_and_says_why(spark, fresh_db):
