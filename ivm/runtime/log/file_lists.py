@@ -101,14 +101,18 @@ class DataFile:
         )
         return low, high, nulls
 
+    @cached_property
+    def _partition_values(self) -> dict[str, str | None]:
+        """The file's partition values, by column name in lower case."""
+        return {name.lower(): value for name, value in self.partition}
+
     def may_hold(self, column: str, values: list[Any], has_null: bool) -> bool:
         """Whether the file may hold a row whose ``column`` is one of the sorted ``values``
         (all of one type: see :func:`admitting`), or NULL where ``has_null``: False only
         where its statistics or its partition value exclude them all."""
         column = column.lower()
-        partition = {name.lower(): value for name, value in self.partition}
-        if column in partition:
-            return _partition_holds(partition[column], values, has_null)
+        if column in self._partition_values:
+            return _partition_holds(self._partition_values[column], values, has_null)
         ranges = self._ranges
         if ranges is None:
             return True

@@ -134,7 +134,7 @@ def _read_from_files(
     table's snapshots were read."""
     reads: SnapshotReads = {}
     files_read: dict[str, list[int]] = {}  # table → files read, files listed (all versions)
-    if isinstance(delta, Scan):
+    if not SNAPSHOTS or isinstance(delta, Scan):
         return reads
     uses: dict[str, list[Placed | None]] = {}
 
