@@ -866,6 +866,11 @@ LOGGED_STORES = {
 in, and upkeep folds the log in after two appends, so that a scenario's refreshes read and
 write each store at every point of its cycle."""
 
+MERGES = {"spark.ivm.rewriteMaxBytes": "0"}
+"""Refreshes that MERGE every change into the store, however small (the runtime's
+``REWRITE_MAX_BYTES``): a store of a few rows, as a scenario's are, is otherwise rewritten
+with the change folded in."""
+
 MERGED_STATES = {"spark.ivm.stateLayout": "merge"}
 """Views created with merged state tables (logged is their default): each refresh merges the
 state table's change into its stored rows."""
@@ -886,10 +891,12 @@ def scenarios(
     and no other; in some the views are created with ANSI mode off, in others where
     Spark reserves keywords (:data:`KEYWORDS_RESERVED`); in some every other
     change inserts rows only, as into an append table (which views refresh by the rules for
-    inserted rows, :mod:`ivm.rules.append`). With ``store_layouts``, in some the views'
-    stores are logged as well as their state tables (:data:`LOGGED_STORES`), in others both
-    merged (:data:`MERGED_STATES`)."""
+    inserted rows, :mod:`ivm.rules.append`). In half of them the refreshes MERGE their
+    changes (:data:`MERGES`), in the others they rewrite the scenario's small stores. With
+    ``store_layouts``, in some the views' stores are logged as well as their state tables
+    (:data:`LOGGED_STORES`), in others both merged (:data:`MERGED_STATES`)."""
     settings = draw(st.sampled_from([{}, {}, ANSI_OFF, KEYWORDS_RESERVED]))
+    settings = settings | draw(st.sampled_from([{}, MERGES]))
     if store_layouts:
         settings = settings | draw(st.sampled_from([{}, {}, LOGGED_STORES, MERGED_STATES]))
     kinds = draw(st.sampled_from([CHANGE_KINDS, CHANGE_KINDS, APPENDS]))

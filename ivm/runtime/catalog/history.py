@@ -43,6 +43,7 @@ class Technique(StrEnum):
     and the history say (as Databricks logs a technique per refresh)."""
 
     MERGE = "merge"  # the change merged into the stored rows, row by row
+    REWRITE = "rewrite"  # a small store overwritten with the change folded into its rows
     APPEND = "append"  # the change appended to a logged store's log, folded on read
     RECORD_ONLY = "record only"  # no stored row changed: the commit carries the record
     RECOMPUTE = "recompute"  # the store overwritten with the query's rows
@@ -84,6 +85,8 @@ class RefreshResult:
         text += f"; sources: {versions}"
         if self.technique is Technique.APPEND:
             text += f"; appended: {self.rows_inserted} change rows, folded on read"
+        elif self.technique is Technique.REWRITE:
+            text += f"; rewritten: {self.rows_inserted} store rows, the change folded in"
         elif self.mode != Mode.NOOP:
             text += (
                 f"; store rows: +{self.rows_inserted} inserted, ~{self.rows_updated} "

@@ -8,9 +8,13 @@ update of that group, not as the deletion of one row and the insertion of an unr
 Within a commit the retractions (``-U``, ``-D``) come before the additions. A store row that
 stands for ``n`` identical view rows appears ``n`` times.
 
-A logged store's change data feed holds appended accumulator changes, not rows: its changelog
-is found by comparing the view's rows folded before and after each commit, at the keys the
-commit touched (:func:`_row_feed`), and reads as a merged store's would.
+A commit that rewrote the store (a small store's refresh, a recompute) removed every stored row
+and inserted the new ones: its deletions and insertions are compared by key
+(:func:`_consolidated`), so that a row it left as it was does not appear, and a changed one
+appears as an update. A logged store's change data feed holds appended accumulator changes,
+not rows: its changelog is found by comparing the view's rows folded before and after each
+commit, at the keys the commit touched (:func:`_row_feed`), and reads as a merged store's
+would.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ def view_changes(
     feed = reader.table(store_name(view))
     if is_logged(view_properties(spark, view)):
         feed = _row_feed(spark, store, store_name(view), feed)
+    else:
+        feed = _consolidated(store, feed)
     if store.repeat_rows:
         feed = feed.withColumn("_copy", F.explode(F.sequence(F.lit(1), F.col(COUNT))))
     op = F.create_map(*(F.lit(x) for pair in OPERATIONS.items() for x in pair))[
@@ -106,15 +112,37 @@ def _row_feed(spark: Session, store: Store, table: str, feed: DataFrame) -> Data
     return reduce(DataFrame.unionByName, parts) if parts else feed
 
 
-def _compared(store: Store, before: DataFrame, after: DataFrame) -> DataFrame:
+COMMIT = ("_commit_version", "_commit_timestamp")
+"""The columns of a change feed that say which commit made a change."""
+
+
+def _consolidated(store: Store, feed: DataFrame) -> DataFrame:
+    """The change feed ``feed`` of a merged store with each commit's deletions and
+    insertions compared by key (:func:`_compared`): a row deleted and inserted alike is no
+    change, a key deleted and inserted with other values an update. A MERGE's updates are
+    kept as they are."""
+    columns = [*store.columns, *COMMIT]
+
+    def typed(*types: str) -> DataFrame:
+        return feed.where(F.col("_change_type").isin(*types))
+
+    before, after = (typed(t).select(*columns) for t in ("delete", "insert"))
+    updates = typed("update_preimage", "update_postimage").select(*columns, "_change_type")
+    return updates.unionByName(_compared(store, before, after, COMMIT))
+
+
+def _compared(
+    store: Store, before: DataFrame, after: DataFrame, commit: tuple[str, ...] = ()
+) -> DataFrame:
     """The store rows ``before`` and ``after`` a commit (at the keys it touched), as the
-    change types of a change feed (see :func:`_row_feed`)."""
-    columns = list(store.columns)
+    change types of a change feed (see :func:`_row_feed`); with ``commit``, the columns
+    that name a row's commit, of the rows of several commits, each compared with its own."""
+    columns = [*store.columns, *commit]
     renamed = after.select(*(F.col(quote(c)).alias(f"{AFTER}{i}") for i, c in enumerate(columns)))
     same_key = [
         before[quote(c)].eqNullSafe(renamed[f"{AFTER}{i}"])
         for i, c in enumerate(columns)
-        if store.is_key(c)
+        if store.is_key(c) or c in commit
     ] or [F.lit(True)]
     same_row = reduce(
         lambda x, y: x & y,

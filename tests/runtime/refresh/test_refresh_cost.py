@@ -23,6 +23,7 @@ from ivm.runtime.refresh.phases import PHASES
 from ivm.runtime.refresh.techniques import merge as merge_technique
 from ivm.runtime.spark import settings
 from ivm.runtime.spark.settings import session_settings
+from ivm.testing.data import MERGES
 from tests.support.cdf import CDF
 from tests.support.helpers import SALES, assert_equals_query, history
 
@@ -143,7 +144,8 @@ def test_commits_that_change_no_row_are_recorded_without_reading_a_change(spark,
     assert result.mode == "incremental" and result.rows_inserted == 0
     assert "delta" not in result.phases and result.phases["change"].jobs == 0
     spark.sql("INSERT INTO orders VALUES (5, 1, 1.25, 'ok')")
-    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales").rows_updated == 1
+    with session_settings(spark, MERGES):
+        assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales").rows_updated == 1
     assert_equals_query(spark, "sales", SALES)
 
 
@@ -157,7 +159,7 @@ def test_a_small_store_is_merged_into_in_fewer_jobs(spark, shop, monkeypatch):
     for small, amount in ((1 << 40, "1.25"), (0, "2.50")):
         monkeypatch.setattr(settings, "SMALL_STORE_BYTES", small)
         spark.sql(f"INSERT INTO orders VALUES (5, 1, {amount}, 'ok')")
-        with session_settings(spark, {settings.INTERPRETED_MAX_BYTES: "0"}):
+        with session_settings(spark, {settings.INTERPRETED_MAX_BYTES: "0"} | MERGES):
             result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
         assert result.mode == "incremental" and result.rows_updated == 1
         assert_equals_query(spark, "sales", SALES)
@@ -215,7 +217,8 @@ def test_a_keyed_store_is_written_in_key_order_and_a_change_is_merged_into_the_f
     assert all(high < low for (_, high), (low, _) in itertools.pairwise(ranges)), ranges
     spark.sql("UPDATE events SET x = x + 1 WHERE k BETWEEN 10 AND 14")
     spark.sql("INSERT INTO events VALUES (NULL, 5), (1000, 7)")
-    assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals").mode == "incremental"
+    with session_settings(spark, MERGES):
+        assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals").mode == "incremental"
     merge = history(spark, store)[-1]
     assert merge.operation == "MERGE"
     assert merge.operationMetrics["numTargetFilesRemoved"] == "1"

@@ -15,6 +15,7 @@ module               technique             writes
 ``record_only``      record only           the record alone: no stored row changes
 ``append``           append                the change's rows, to a logged store's log
 ``merge``            merge                 the change, MERGEd into the stored rows
+``rewrite``          rewrite               a small store's rows with the change folded in
 ``replace``          recompute             the query's rows over the store's (a new store,
                                            where its columns changed)
 ``partition``        partition overwrite   the query's rows of one partition
@@ -38,7 +39,14 @@ from ivm.runtime.catalog.history import Technique
 from ivm.runtime.decision.decide import Revision
 from ivm.runtime.decision.terms import Mode
 from ivm.runtime.refresh.commit import bound_reads
-from ivm.runtime.refresh.techniques import append, merge, partition, record_only, replace
+from ivm.runtime.refresh.techniques import (
+    append,
+    merge,
+    partition,
+    record_only,
+    replace,
+    rewrite,
+)
 from ivm.runtime.refresh.techniques.change import UNREADABLE, Change, computed, revision
 from ivm.runtime.refresh.techniques.partition import partition_write
 from ivm.runtime.refresh.techniques.writing import (
@@ -50,7 +58,12 @@ from ivm.runtime.refresh.techniques.writing import (
     recompute,
 )
 from ivm.runtime.spark.connect import Session
-from ivm.runtime.spark.settings import session_settings
+from ivm.runtime.spark.settings import (
+    DEFAULT_REWRITE_MAX_BYTES,
+    REWRITE_MAX_BYTES,
+    number_setting,
+    session_settings,
+)
 
 __all__ = [
     "TECHNIQUES",
@@ -69,17 +82,22 @@ TECHNIQUES: dict[Technique, Callable[[Session, Write, Change | None], Outcome]] 
     record_only.TECHNIQUE: record_only.write,
     append.TECHNIQUE: append.write,
     merge.TECHNIQUE: merge.write,
+    rewrite.TECHNIQUE: rewrite.write,
     replace.TECHNIQUE: replace.write,
     partition.TECHNIQUE: partition.write,
 }
 """Every technique, by the name it records."""
 
 
-def chosen(write: Write, change: Change | None) -> Technique:
+def chosen(
+    write: Write, change: Change | None, rewrite_max_bytes: float = DEFAULT_REWRITE_MAX_BYTES
+) -> Technique:
     """The technique that writes ``write``, given the ``change`` to the store (None: no
     change was read), and the one place it is chosen: a recompute replaces the store, a
     partition refresh overwrites its partition; a change with no rows (or of 0 bytes, not
-    read) commits the record alone, any other is appended to a logged store, or MERGEd."""
+    read) commits the record alone, any other is appended to a logged store, rewrites a
+    merged store of at most ``rewrite_max_bytes`` with the change folded in, or is MERGEd."""
+    small = write.store_bytes is not None and 0 < rewrite_max_bytes >= write.store_bytes
     match write.record.mode:
         case Mode.FULL:
             return Technique.RECOMPUTE
@@ -87,8 +105,10 @@ def chosen(write: Write, change: Change | None) -> Technique:
             return Technique.PARTITION_OVERWRITE
         case Mode.INCREMENTAL if change is None or not change.rows:
             return Technique.RECORD_ONLY
+        case Mode.INCREMENTAL if write.logged:
+            return Technique.APPEND
         case Mode.INCREMENTAL:
-            return Technique.APPEND if write.logged else Technique.MERGE
+            return Technique.REWRITE if small else Technique.MERGE
         case mode:
             raise AssertionError(f"a refresh does not write in mode {mode}")
 
@@ -110,7 +130,9 @@ def carry_out(spark: Session, write: Write) -> Outcome:
         if isinstance(change, Revision):
             return change
         try:
-            return TECHNIQUES[chosen(write, change)](spark, write, change)
+            rewrite_max_bytes = number_setting(spark, REWRITE_MAX_BYTES, DEFAULT_REWRITE_MAX_BYTES)
+            technique = chosen(write, change, rewrite_max_bytes)
+            return TECHNIQUES[technique](spark, write, change)
         finally:
             if change is not None:
                 change.release(spark)
