@@ -49,6 +49,7 @@ from ivm.runtime.refresh.techniques import (
 )
 from ivm.runtime.refresh.techniques.change import UNREADABLE, Change, computed, revision
 from ivm.runtime.refresh.techniques.partition import partition_write
+from ivm.runtime.refresh.techniques.rewrite import rewrites
 from ivm.runtime.refresh.techniques.writing import (
     Attempt,
     Outcome,
@@ -58,12 +59,7 @@ from ivm.runtime.refresh.techniques.writing import (
     recompute,
 )
 from ivm.runtime.spark.connect import Session
-from ivm.runtime.spark.settings import (
-    DEFAULT_REWRITE_MAX_BYTES,
-    REWRITE_MAX_BYTES,
-    number_setting,
-    session_settings,
-)
+from ivm.runtime.spark.settings import session_settings
 
 __all__ = [
     "TECHNIQUES",
@@ -89,15 +85,13 @@ TECHNIQUES: dict[Technique, Callable[[Session, Write, Change | None], Outcome]] 
 """Every technique, by the name it records."""
 
 
-def chosen(
-    write: Write, change: Change | None, rewrite_max_bytes: float = DEFAULT_REWRITE_MAX_BYTES
-) -> Technique:
+def chosen(write: Write, change: Change | None, small: Callable[[], bool]) -> Technique:
     """The technique that writes ``write``, given the ``change`` to the store (None: no
     change was read), and the one place it is chosen: a recompute replaces the store, a
     partition refresh overwrites its partition; a change with no rows (or of 0 bytes, not
     read) commits the record alone, any other is appended to a logged store, rewrites a
-    merged store of at most ``rewrite_max_bytes`` with the change folded in, or is MERGEd."""
-    small = write.store_bytes is not None and 0 < rewrite_max_bytes >= write.store_bytes
+    merged store that is ``small()`` (asked only here) with the change folded in, or is
+    MERGEd."""
     match write.record.mode:
         case Mode.FULL:
             return Technique.RECOMPUTE
@@ -108,7 +102,7 @@ def chosen(
         case Mode.INCREMENTAL if write.logged:
             return Technique.APPEND
         case Mode.INCREMENTAL:
-            return Technique.REWRITE if small else Technique.MERGE
+            return Technique.REWRITE if small() else Technique.MERGE
         case mode:
             raise AssertionError(f"a refresh does not write in mode {mode}")
 
@@ -130,8 +124,7 @@ def carry_out(spark: Session, write: Write) -> Outcome:
         if isinstance(change, Revision):
             return change
         try:
-            rewrite_max_bytes = number_setting(spark, REWRITE_MAX_BYTES, DEFAULT_REWRITE_MAX_BYTES)
-            technique = chosen(write, change, rewrite_max_bytes)
+            technique = chosen(write, change, lambda: rewrites(spark, write.store))
             return TECHNIQUES[technique](spark, write, change)
         finally:
             if change is not None:

@@ -2,8 +2,10 @@
 (:func:`ivm.codegen.store.refolded_query`). A MERGE first searches the store for the rows
 the change touches (a join, its own Spark jobs) and then rewrites the files that hold them;
 a store of a few files is rewritten whole by the one job that reads it and the change, sums
-them by key and writes the result. Its readers' change feed then holds every row of the
-store, deleted and inserted again, which they fold as the same change."""
+them by key and writes the result. The store's change data feed then holds every row
+deleted and inserted again: a view that reads the view takes its net change, in which a row
+deleted and inserted alike cancels out (:mod:`~ivm.runtime.refresh.sources`), and its
+changelog compares the two by key (:mod:`~ivm.runtime.observation.changelog`)."""
 
 from __future__ import annotations
 
@@ -12,15 +14,18 @@ from sqlglot import exp
 from ivm import codegen
 from ivm.runtime.catalog.history import Technique
 from ivm.runtime.catalog.tables import schema_types
-from ivm.runtime.log.delta_log import rows_written
+from ivm.runtime.log.delta_log import DeltaLogReader, rows_written
 from ivm.runtime.log.file_lists import Listing, listed
 from ivm.runtime.refresh.techniques.change import STORE_CHANGE, Change, committed
 from ivm.runtime.refresh.techniques.writing import Outcome, Write
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import (
+    DEFAULT_REWRITE_MAX_BYTES,
     FILES,
+    REWRITE_MAX_BYTES,
     SNAPSHOT_READS,
     evaluation_settings,
+    number_setting,
     session_settings,
 )
 
@@ -33,6 +38,14 @@ plan has no filter that constraints would let Spark infer or remove."""
 
 STORED_ROWS = "_ivm_stored_rows"
 """The temporary view of the stored rows, read from the files the store's log lists."""
+
+
+def rewrites(spark: Session, store: str) -> bool:
+    """Whether the merged ``store`` is small enough to take a change rewritten: at most
+    ``spark.ivm.rewriteMaxBytes``, as the checksum of its latest version says."""
+    largest = number_setting(spark, REWRITE_MAX_BYTES, DEFAULT_REWRITE_MAX_BYTES)
+    size = DeltaLogReader.of(spark, store).size_in_bytes()
+    return size is not None and 0 < largest >= size
 
 
 def write(spark: Session, write: Write, change: Change | None) -> Outcome:
@@ -67,10 +80,11 @@ def _stored_rows(spark: Session, write: Write) -> str:
 def _rewritten(spark: Session, write: Write, change: Change, folded: exp.Query) -> Outcome:
     """The store overwritten with the rows of ``folded``."""
     statement = codegen.overwrite_statement(write.store, folded)
+    store_bytes = DeltaLogReader.of(spark, write.store).size_in_bytes()
     read = (
         None
-        if write.store_bytes is None or change.query_bytes is None
-        else (write.store_bytes + change.query_bytes)
+        if store_bytes is None or change.query_bytes is None
+        else store_bytes + change.query_bytes
     )
     settings = evaluation_settings(spark, read) | {CONSTRAINT_PROPAGATION: "false"}
     with session_settings(spark, settings):

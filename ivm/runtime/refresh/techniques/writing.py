@@ -65,8 +65,7 @@ class Write:
     mode (``incremental``, ``full`` or ``partition``) and the source versions it brings the
     store to; it is computed from store version ``store_version`` (``schema``, the store's),
     which reflects the sources at ``previous``, by the query of ``compiled``, under the
-    Spark ``settings`` for what it reads, and timed by ``clock``; ``store_bytes``: the size
-    of that version (None: unknown). An incremental write keeps
+    Spark ``settings`` for what it reads, and timed by ``clock``. An incremental write keeps
     the cost ``model`` it was planned with, and judges its delta query, once planned,
     against ``recheck_against`` (see :class:`~ivm.runtime.decision.decide.RefreshPlan`); a
     partition write overwrites the rows that match ``partition``."""
@@ -83,7 +82,6 @@ class Write:
     partition: exp.Condition | None = None
     logged: bool = False  # the store takes a change as an append (its layout is ``log``)
     settings: dict[str, str] = field(default_factory=dict[str, str])
-    store_bytes: int | None = None
 
     @property
     def store(self) -> str:
@@ -121,10 +119,10 @@ class Write:
 @dataclass(frozen=True)
 class Attempt:
     """One attempt at refreshing ``view`` (a view, or a state table), as its phase ``plan``
-    left it (:func:`prepared`): its store's ``properties``, ``schema``, size (``store_bytes``)
-    and the version ``store_version`` of its log they were read at, its definition
-    ``compiled`` under the settings it pins, what was wrong with its catalog view outside ivm
-    (``repaired``; None: nothing), and the ``clock`` that times the refresh."""
+    left it (:func:`prepared`): its store's ``properties``, ``schema`` and the version
+    ``store_version`` of its log they were read at, its definition ``compiled`` under the
+    settings it pins, what was wrong with its catalog view outside ivm (``repaired``; None:
+    nothing), and the ``clock`` that times the refresh."""
 
     view: str
     properties: dict[str, str]
@@ -133,7 +131,6 @@ class Attempt:
     store_version: int
     repaired: str | None
     clock: PhaseClock
-    store_bytes: int | None = None
 
     @property
     def logged(self) -> bool:
@@ -153,13 +150,11 @@ def prepared(scope: AttemptScope) -> Attempt:
         compiled = compile_definition(spark, view, properties)
         apply_settings(spark, plan_settings(compiled))
         store = DeltaLogReader.of(spark, store_name(view))
-        schema, store_version, store_bytes = store.schema(), store.version(), store.size_in_bytes()
+        schema, store_version = store.schema(), store.version()
         repaired = None
         if reshaped(compiled, properties, schema) is None:
             repaired = repair_catalog_view(spark, view, compiled, properties, schema)
-    return Attempt(
-        view, properties, compiled, schema, store_version, repaired, scope.clock, store_bytes
-    )
+    return Attempt(view, properties, compiled, schema, store_version, repaired, scope.clock)
 
 
 def incremental(attempt: Attempt, facts: Facts, plan: RefreshPlan) -> Write:
@@ -188,7 +183,6 @@ def incremental(attempt: Attempt, facts: Facts, plan: RefreshPlan) -> Write:
         model=facts.model,
         recheck_against=plan.recheck_against,
         logged=attempt.logged,
-        store_bytes=attempt.store_bytes,
     )
 
 
