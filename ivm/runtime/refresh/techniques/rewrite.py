@@ -32,9 +32,8 @@ from ivm.runtime.spark.settings import (
 TECHNIQUE = Technique.REWRITE
 CONSTRAINT_PROPAGATION = "spark.sql.constraintPropagation.enabled"
 """Off for the rewrite: Spark 4.0's inference of a union's constraints fails (``key not
-found``) where one side is the kept change of a view that reads views, and a rewrite's
-plan has no filter that constraints would let Spark infer or remove."""
-
+found``) where one side is the kept change of a view that reads views; a rewrite's plan (a
+union summed by key, then a filter of the sums) gains nothing from inferred constraints."""
 
 STORED_ROWS = "_ivm_stored_rows"
 """The temporary view of the stored rows, read from the files the store's log lists."""
