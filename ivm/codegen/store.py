@@ -438,10 +438,18 @@ def refolded_query(
     """
     keys = [exp.column(k) for k in store.keys]
     accumulators = [exp.column(acc.name) for acc in store.accumulators]
+    overflowed = exp.func("RAISE_ERROR", exp.Literal.string(OVERFLOW))
+    # a change's sum is NULL only where it overflowed: fail, rather than let SUM skip it
+    changes = [
+        exp.alias_(exp.func("COALESCE", exp.column(acc.name), overflowed.copy()), acc.name)
+        if acc.kind == "sum"
+        else exp.column(acc.name)
+        for acc in store.accumulators
+    ]
     changed = exp.Subquery(this=change.copy(), alias=exp.TableAlias(this=exp.to_identifier(CHANGE)))
     inputs = exp.union(
         exp.select(*keys, *accumulators).from_(exp.to_table(target, dialect=DIALECT)),
-        exp.select(*(c.copy() for c in keys), *(a.copy() for a in accumulators)).from_(changed),
+        exp.select(*(c.copy() for c in keys), *changes).from_(changed),
         distinct=False,
     )
     values = folded_columns(store, types)

@@ -64,7 +64,12 @@ CHANGE_DATA_CONDITIONS = frozenset(
 VERSION_NOT_FOUND = "org.apache.spark.sql.delta.VersionNotFoundException"
 """Delta's log no longer (or not yet) holds a version: it names no condition."""
 MISSING_FILE_CONDITIONS = frozenset(
-    {"FAILED_READ_FILE.FILE_NOT_EXIST", "DELTA_FILE_NOT_FOUND", "DELTA_FILE_OR_DIR_NOT_FOUND"}
+    {
+        "FAILED_READ_FILE.FILE_NOT_EXIST",
+        "DELTA_FILE_NOT_FOUND",
+        "DELTA_FILE_OR_DIR_NOT_FOUND",
+        "PATH_NOT_FOUND",  # a Parquet read of listed files, as it is defined
+    }
 )
 """A read found a file missing; each names it in the message parameter ``path``."""
 FILE_NOT_FOUND = "java.io.FileNotFoundException"

@@ -16,6 +16,7 @@ from ivm.runtime.catalog.history import Technique
 from ivm.runtime.catalog.tables import schema_types
 from ivm.runtime.log.delta_log import DeltaLogReader, rows_written
 from ivm.runtime.log.file_lists import Listing, listed
+from ivm.runtime.refresh.commit import spark_errors
 from ivm.runtime.refresh.techniques.change import STORE_CHANGE, Change, committed
 from ivm.runtime.refresh.techniques.writing import Outcome, Write
 from ivm.runtime.spark.connect import Session
@@ -52,7 +53,8 @@ def write(spark: Session, write: Write, change: Change | None) -> Outcome:
     assert change is not None and change.rows
     types = schema_types(write.schema)
     rows = exp.select("*").from_(STORE_CHANGE)
-    stored = _stored_rows(spark, write)
+    with spark_errors(write.view, spark, write.compiled.sources):
+        stored = _stored_rows(spark, write)
     try:
         return _rewritten(
             spark, write, change, codegen.refolded_query(write.compiled.store, stored, rows, types)
