@@ -297,16 +297,10 @@ def append_statement(
     >>> append.sql("spark").split(" FROM ")[0]
     'INSERT INTO t SELECT k, CAST(NULL AS BIGINT) AS n, _ivm_count, TRUE AS _ivm_logged'
     """
-    sums = {acc.name for acc in store.accumulators if acc.kind == "sum"}
-    overflowed = exp.func("RAISE_ERROR", exp.Literal.string(OVERFLOW))
 
     def value(column: str) -> exp.Expr:
-        if store.is_key(column):
-            return exp.column(column)
-        if column in sums:
-            return exp.alias_(exp.func("COALESCE", exp.column(column), overflowed), column)
-        if any(column == acc.name for acc in store.accumulators):
-            return exp.column(column)
+        if store.is_key(column) or any(column == acc.name for acc in store.accumulators):
+            return _overflow_checked(store, column)
         return exp.alias_(_cast(exp.Null(), column, types), column)
 
     rows = exp.select(*(value(c) for c in store.columns), exp.alias_(exp.true(), LOGGED)).from_(
@@ -397,20 +391,7 @@ def folded_query(
         ),
         distinct=False,
     )
-    values = folded_columns(store, types)
-    folded = exp.select(*(exp.alias_(values[c], c) for c in store.columns)).from_(
-        sub(inputs, "_ivm_inputs")
-    )
-    if keys:
-        folded = folded.group_by(*keys)
-    else:
-        folded = folded.having(_some_rows())
-    if not store.single_row:
-        folded = (
-            exp.select("*")
-            .from_(sub(folded, "_ivm_folded"))
-            .where(exp.GT(this=exp.column(COUNT), expression=exp.Literal.number(0)))
-        )
+    folded = _summed_by_key(store, inputs, types)
     untouched = exp.select(*(exp.column(c) for c in store.columns)).from_(
         sub(joined("LEFT ANTI"), STORED)
     )
@@ -436,35 +417,47 @@ def refolded_query(
     >>> q.split(") AS _ivm_folded ")[1]
     'WHERE _ivm_count > 0 ORDER BY k'
     """
-    keys = [exp.column(k) for k in store.keys]
-    accumulators = [exp.column(acc.name) for acc in store.accumulators]
-    overflowed = exp.func("RAISE_ERROR", exp.Literal.string(OVERFLOW))
-    # a change's sum is NULL only where it overflowed: fail, rather than let SUM skip it
-    changes = [
-        exp.alias_(exp.func("COALESCE", exp.column(acc.name), overflowed.copy()), acc.name)
-        if acc.kind == "sum"
-        else exp.column(acc.name)
-        for acc in store.accumulators
-    ]
+    columns = [*store.keys, *(acc.name for acc in store.accumulators)]
     changed = exp.Subquery(this=change.copy(), alias=exp.TableAlias(this=exp.to_identifier(CHANGE)))
     inputs = exp.union(
-        exp.select(*keys, *accumulators).from_(exp.to_table(target, dialect=DIALECT)),
-        exp.select(*(c.copy() for c in keys), *changes).from_(changed),
+        exp.select(*map(exp.column, columns)).from_(exp.to_table(target, dialect=DIALECT)),
+        exp.select(*(_overflow_checked(store, c) for c in columns)).from_(changed),
         distinct=False,
     )
+    rows = _summed_by_key(store, inputs, types)
+    if in_key_order(store):
+        rows = rows.order_by(*(exp.column(k) for k in store.keys[:SORTED_KEYS]))
+    return rows
+
+
+def _summed_by_key(store: Store, inputs: exp.Query, types: Types | None) -> exp.Select:
+    """The rows of ``inputs`` (keys and accumulators of ``store``) summed by key and folded
+    (:func:`folded_columns`), less the groups whose count reaches 0 (a global aggregate
+    keeps its one row)."""
     values = folded_columns(store, types)
     folded = exp.select(*(exp.alias_(values[c], c) for c in store.columns)).from_(
         exp.Subquery(this=inputs, alias=exp.TableAlias(this=exp.to_identifier("_ivm_inputs")))
     )
-    folded = folded.group_by(*(k.copy() for k in keys)) if keys else folded.having(_some_rows())
-    rows = exp.select("*").from_(
-        exp.Subquery(this=folded, alias=exp.TableAlias(this=exp.to_identifier("_ivm_folded")))
+    keys = [exp.column(k) for k in store.keys]
+    folded = folded.group_by(*keys) if keys else folded.having(_some_rows())
+    if store.single_row:
+        return folded
+    return (
+        exp.select("*")
+        .from_(
+            exp.Subquery(this=folded, alias=exp.TableAlias(this=exp.to_identifier("_ivm_folded")))
+        )
+        .where(exp.GT(this=exp.column(COUNT), expression=exp.Literal.number(0)))
     )
-    if not store.single_row:
-        rows = rows.where(exp.GT(this=exp.column(COUNT), expression=exp.Literal.number(0)))
-    if in_key_order(store):
-        rows = rows.order_by(*(exp.column(k) for k in store.keys[:SORTED_KEYS]))
-    return rows
+
+
+def _overflow_checked(store: Store, column: str) -> exp.Expr:
+    """``column`` of a change row, failing where it is a sum that is NULL: a change's sum is
+    NULL only where it overflowed, and a fold's SUM would skip it."""
+    if not any(acc.name == column and acc.kind == "sum" for acc in store.accumulators):
+        return exp.column(column)
+    overflowed = exp.func("RAISE_ERROR", exp.Literal.string(OVERFLOW))
+    return exp.alias_(exp.func("COALESCE", exp.column(column), overflowed), column)
 
 
 def compaction_statement(store: Store, target: str, types: Types | None = None) -> exp.Merge:

@@ -45,12 +45,7 @@ from ivm.runtime.catalog.tables import column_types, store_name, store_propertie
 from ivm.runtime.log.delta_log import CDF_PROPERTY, DeltaLogReader
 from ivm.runtime.log.file_lists import MAX_PARTITIONS_READ, DataFile, Unlisted, listed
 from ivm.runtime.spark.connect import Session, driver_jvm, is_connect, java_session
-from ivm.runtime.spark.settings import (
-    FILES,
-    SNAPSHOT_READS,
-    evaluation_settings,
-    session_settings,
-)
+from ivm.runtime.spark.settings import evaluation_settings, reads_files, session_settings
 from ivm.store import Store
 from ivm.zset import COUNT, WEIGHT, Read, relation_name
 
@@ -539,7 +534,7 @@ def _bind_each(
     }
     together = kept_together(spark, moved, change_bytes)
     # a delta query's snapshots may be bound again from their files (see SnapshotRead)
-    by_files = before is not None and spark.conf.get(SNAPSHOT_READS, FILES) == FILES
+    by_files = before is not None and reads_files(spark)
     for table, columns in sources.items():
         wanted = reads.get(table, ())
         at = _snapshots(spark, table, columns, views[table])

@@ -230,6 +230,11 @@ def merge_settings(store_bytes: int | None) -> dict[str, str]:
     return {ADAPTIVE: "false", SHUFFLE_PARTITIONS: "1", WHOLE_STAGE_CODEGEN: "false"}
 
 
+def reads_files(spark: Session) -> bool:
+    """Whether ``spark`` reads table versions from their listed files (:data:`SNAPSHOT_READS`)."""
+    return spark.conf.get(SNAPSHOT_READS, FILES) == FILES
+
+
 def apply_settings(spark: Session, settings: dict[str, str]) -> None:
     """Set ``settings`` on ``spark``, a session of one view's statements alone."""
     for key, value in settings.items():

@@ -22,11 +22,10 @@ from ivm.runtime.refresh.techniques.writing import Outcome, Write
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.settings import (
     DEFAULT_REWRITE_MAX_BYTES,
-    FILES,
     REWRITE_MAX_BYTES,
-    SNAPSHOT_READS,
     evaluation_settings,
     number_setting,
+    reads_files,
     session_settings,
 )
 
@@ -69,7 +68,7 @@ def _stored_rows(spark: Session, write: Write) -> str:
     listed from its log (:mod:`~ivm.runtime.log.file_lists`), as :data:`STORED_ROWS`, so
     that Delta plans no read of the store (its listing of the store's files is a Spark job
     of its own); or, where they are not listed or there are none, the store itself."""
-    if spark.conf.get(SNAPSHOT_READS, FILES) != FILES:
+    if not reads_files(spark):
         return write.store
     listing = listed(spark, write.store, write.store_version)
     if not isinstance(listing, Listing) or not listing.files:
