@@ -12,7 +12,9 @@ A *committed write* (:class:`Commit`) is the only way ivm writes a store:
    ``(ivm:<view>, n)``, so it commits at most once per store version;
 4. pass ``<stage>.after_commit``;
 5. check that the store's latest record is this write's: Delta skips a transaction whose
-   version was committed already, and then another write got there first;
+   version was committed already, and then another write got there first (a record
+   committed alone, through Delta's transaction API, was checked as it committed:
+   :mod:`ivm.runtime.log.transaction`);
 6. unbind the reads, once the block is done.
 
 A write that dies before step 3's commit changes nothing; one that dies after it is done.
@@ -55,6 +57,7 @@ from ivm.runtime.catalog.tables import (
     store_name,
 )
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
+from ivm.runtime.log.transaction import record_committed
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.gather import CHANGE_DATA_UNAVAILABLE
 from ivm.runtime.refresh.phases import PhaseClock
@@ -312,13 +315,14 @@ def bound_reads(
 
 
 def committed_write(
-    spark: Session, commit: Commit, statement: exp.Expr, **amend: Any
+    spark: Session, commit: Commit, statement: exp.Expr | None, **amend: Any
 ) -> list[Row] | LostRace:
     """Write the store by ``statement`` in one commit, as ``commit`` says, its sources bound
     (:func:`bound_reads`; steps 2 to 5 of the module's docstring); ``amend`` sets fields of
-    the record known only once the write is planned. The statement's rows; or, for a write
-    computed from a store version, :class:`LostRace` where another write committed first (a
-    CREATE's commit that Delta refused fails as Delta failed it)."""
+    the record known only once the write is planned. ``statement`` None: the commit carries
+    the record alone (:func:`record_alone`). The statement's rows; or, for a write computed
+    from a store version, :class:`LostRace` where another write committed first (a CREATE's
+    commit that Delta refused fails as Delta failed it)."""
     timer = _timer(commit)
     faults.reach(f"{commit.stage}.before_write")
     with timer.phase("write"):
@@ -330,12 +334,20 @@ def committed_write(
             commit.view,
             spark,
             commit.compiled.sources,
-            lambda: _executed(spark, statement, conf),
+            lambda: (
+                _executed(spark, statement, conf)
+                if statement is not None
+                else record_alone(spark, commit, conf)
+            ),
             [] if commit.read_version is None else [Failure.LOST_RACE],
         )
     if isinstance(rows, Failure):  # Delta refused it: another commit changed what it read
         return LostRace()
+    if isinstance(rows, LostRace):
+        return rows
     faults.reach(f"{commit.stage}.after_commit")
+    if rows is None:  # committed through Delta's transaction API, which checked it
+        return []
     if commit.read_version is not None:
         with timer.phase("check"):
             latest = latest_record(DeltaLogReader(spark, store_name(commit.view)))[1]
@@ -357,6 +369,23 @@ def _commit_settings(view: str, record: RefreshRecord, read_version: int | None)
     if read_version is not None:
         conf |= {TXN_APP_ID: f"ivm:{view}", TXN_VERSION: str(read_version)}
     return conf
+
+
+def record_alone(
+    spark: Session, commit: Commit, conf: dict[str, str]
+) -> list[Row] | LostRace | None:
+    """Commit the record alone, under the settings ``conf`` (:func:`_commit_settings`):
+    through Delta's transaction API where the session has a JVM and the write is computed
+    from a store version (None once committed, a commit that needs no check after it; or
+    :class:`LostRace`); else as an ``UPDATE`` of no row (its rows)."""
+    if commit.read_version is not None:
+        with session_settings(spark, {USER_METADATA: conf[USER_METADATA]}):
+            done = record_committed(
+                spark, store_name(commit.view), conf[TXN_APP_ID], commit.read_version
+            )
+        if done is not None:
+            return None if done else LostRace()
+    return _executed(spark, codegen.record_only_statement(store_name(commit.view)), conf)
 
 
 def _executed(spark: Session, statement: exp.Expr, conf: dict[str, str]) -> list[Row]:

@@ -23,6 +23,12 @@ REFRESH_POINTS = [
 """The points of a view's own write (``totals`` has no state table: see
 tests/runtime/commands/test_state_tables.py)."""
 
+CHANGES = {
+    "rows": "INSERT INTO r VALUES (1, 1), (4, 4)",
+    # rewritten as it was: a change of no row, which commits the refresh's record alone
+    "record only": "UPDATE r SET a = a WHERE k = 1",
+}
+
 
 @pytest.mark.parametrize("point", REFRESH_POINTS)
 @pytest.mark.parametrize("full", [False, True], ids=["incremental", "full"])
@@ -40,6 +46,24 @@ def test_a_refresh_killed_at_any_point_is_completed_by_the_next(spark, totals, p
     ivm.sql(spark, "REFRESH MATERIALIZED VIEW totals")
     assert_equals_query(spark, "totals", TOTALS)
     assert len(ivm_commits(spark, "totals")) == commits + 1, "one commit applies the change"
+
+
+@pytest.mark.parametrize("point", ["refresh.before_write", "refresh.after_commit"])
+def test_a_record_alone_killed_at_any_point_is_completed_by_the_next(spark, totals, point):
+    """A change of no row commits the refresh's record alone, through Delta's transaction
+    API (a commit of no file: no job to die in): killed before it, nothing is recorded;
+    after it, the next refresh has nothing to do."""
+    spark.sql(CHANGES["record only"])
+    commits = len(ivm_commits(spark, "totals"))
+    with pytest.raises(Exception, match=f"injected fault at {point}"), faults.inject(point):
+        refresh_view(spark, "totals")
+    recorded = len(ivm_commits(spark, "totals")) - commits
+    assert recorded == (point == "refresh.after_commit")
+    result = refresh_view(spark, "totals")
+    assert result.mode == ("noop" if recorded else "incremental")
+    assert result.mode == "noop" or result.technique == "record only"
+    assert_equals_query(spark, "totals", TOTALS)
+    assert len(ivm_commits(spark, "totals")) == commits + 1, "one commit records the change"
 
 
 @pytest.fixture
@@ -126,16 +150,19 @@ def test_a_drop_killed_half_way_is_completed_by_dropping_again(spark, totals):
     assert not spark.catalog.tableExists(store_name(f"{totals}.totals"))
 
 
-def test_a_refresh_that_loses_a_race_applies_nothing_twice(spark, totals):
+@pytest.mark.parametrize("change", CHANGES.values(), ids=CHANGES.keys())
+def test_a_refresh_that_loses_a_race_applies_nothing_twice(spark, totals, change):
     """A competing refresh commits between this refresh's reads and its write: Delta's
-    idempotent transaction skips this write, and the refresh starts again."""
-    spark.sql("INSERT INTO r VALUES (1, 1), (4, 4)")
+    idempotent transaction skips this write (the record alone, committed through Delta's
+    transaction API, finds the competitor's), and the refresh starts again."""
+    spark.sql(change)
     competitor = []
     with faults.inject(
         "refresh.before_write", lambda: competitor.append(refresh_view(spark, "totals"))
     ):
         result = refresh_view(spark, "totals")
     assert competitor[0].mode == "incremental" and result.mode == "noop"
+    assert (competitor[0].technique == "record only") == (change == CHANGES["record only"])
     assert_equals_query(spark, "totals", TOTALS)
     versions = [c.userMetadata for c in ivm_commits(spark, "totals")]
     assert len(versions) == len(set(versions)) == 2

@@ -5,7 +5,6 @@ file."""
 
 from __future__ import annotations
 
-from ivm import codegen
 from ivm.runtime.catalog.history import Technique
 from ivm.runtime.refresh.techniques.change import Change, committed
 from ivm.runtime.refresh.techniques.writing import Outcome, Write
@@ -17,7 +16,7 @@ TECHNIQUE = Technique.RECORD_ONLY
 def write(spark: Session, write: Write, change: Change | None) -> Outcome:
     """Commit ``write``'s record alone: ``change`` (None: not read) has no rows."""
     assert change is None or not change.rows
-    done = committed(spark, write, change, codegen.record_only_statement(write.store), TECHNIQUE)
+    done = committed(spark, write, change, None, TECHNIQUE)
     if not isinstance(done, list):
         return done
     return write.result(TECHNIQUE)
