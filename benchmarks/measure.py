@@ -1,5 +1,5 @@
 """What one action costs in a Spark session: wall time, what it read, shuffled and wrote, the
-JVM's peak heap, and how many classes Spark compiled for it (Janino's compilations of
+JVM's peak heap, the Spark jobs it ran, and how many classes Spark compiled for it (Janino's compilations of
 generated code, which Spark caches by the code's text: a refresh that finds its code in the
 cache compiles none).
 
@@ -22,6 +22,7 @@ class Cost:
     bytes_shuffled: int
     heap_peak_bytes: int
     classes_compiled: int
+    jobs: int
 
 
 class Meter:
@@ -56,9 +57,17 @@ class Meter:
             found[(stage.stageId(), stage.attemptId())] = stage
         return found
 
+    def _jobs(self) -> set[int]:
+        """The ids of the Spark jobs the status store holds (run, running or failed)."""
+        self._context.listenerBus().waitUntilEmpty(60_000)
+        jobs = self._context.statusStore().jobsList(
+            self.spark.sparkContext._jvm.java.util.ArrayList()
+        )
+        return {jobs.apply(i).jobId() for i in range(jobs.size())}
+
     def cost(self, action) -> tuple[Cost, object]:
         """Run ``action()``; its cost and its result."""
-        before = set(self._stages())
+        before, jobs_before = set(self._stages()), self._jobs()
         for pool in self._heap_pools:
             pool.resetPeakUsage()
         compiled = self._compilations.getCount()
@@ -75,6 +84,7 @@ class Meter:
             bytes_shuffled=sum(s.shuffleReadBytes() for s in ran),
             heap_peak_bytes=heap,
             classes_compiled=compiled,
+            jobs=len(self._jobs() - jobs_before),
         ), result
 
 

@@ -199,10 +199,11 @@ def medians(rows: list[dict]) -> dict[tuple, dict]:
         "files_written",
         "bytes_written",
         "heap_peak_bytes",
+        "jobs",
     ]
     result = {}
     for key, group in groups.items():
-        result[key] = {f: median(_number(r[f]) for r in group) for f in figures}
+        result[key] = {f: median(_number(r.get(f, "")) for r in group) for f in figures}
         result[key]["modes"] = "/".join(sorted({r["mode"] for r in group}))
         result[key]["charged_with"] = group[0].get("charged_with", "")
         phases = [_phases(r.get("phases") or "") for r in group]
@@ -467,7 +468,7 @@ def write(
     with open(out / "measurements.csv", newline="") as file:
         rows = charge_upstream(list(csv.DictReader(file)))
     summary = medians(rows)
-    views = list(dict.fromkeys(r["view"] for r in rows))
+    views = list(dict.fromkeys(r["view"] for r in rows if r["kind"] != "floor"))
     labels = {view: _label(summary, view) for view in views}
     scales = sorted({r["scale"] for r in rows}, key=float)
     with open(out / "summary.csv", "w", newline="") as file:
@@ -550,11 +551,14 @@ def write(
     ]
     lines += _curve_table(
         "",
-        [f"SF {s} {k}" for s in scales for k in ("noop", "one_row")],
-        lambda view, column: _fixed_cell(summary, column.split()[1], view, column.split()[2]),
+        [f"SF {s} {k}" for s in scales for k in FIXED_COLUMNS],
+        lambda view, column: _fixed_cell(
+            summary, column.split()[1], view, column.split(maxsplit=2)[2]
+        ),
         views,
         labels,
     )
+    lines += _floor_lines(summary, scales)
 
     lines += _phase_tables(summary, scales, views, labels)
     lines += _compiled_table(rows, views, labels)
@@ -789,15 +793,41 @@ def _cell(summary, scale: str, fraction: float, view: str, kind: str = "incremen
     return f"{found['seconds']:.2f}" if found else ""
 
 
-def _fixed_cell(summary, scale: str, view: str, kind: str) -> str:
-    """A no-op or one-row refresh's median seconds; a one-row refresh that found no change
-    in its view's sources is marked a no-op."""
+FIXED_COLUMNS = ("noop", "noop jobs", "one_row", "one_row jobs", "one_row / floor")
+"""The fixed overhead's columns for each scale factor: medians of seconds and Spark jobs, and
+a one-row refresh's seconds over those of its floor (see ``benchmarks.run.Run.floor``)."""
+
+
+def _fixed_cell(summary, scale: str, view: str, column: str) -> str:
+    """A no-op or one-row refresh's median seconds or Spark jobs (``column``: one of
+    :data:`FIXED_COLUMNS`), or a one-row refresh's seconds over its floor's; a one-row
+    refresh that found no change in its view's sources is marked a no-op."""
+    kind, _, figure = column.partition(" ")
     found = summary.get((scale, 0.0, view, kind))
     if not found:
         return ""
+    if figure == "jobs":
+        return f"{found['jobs']:.0f}"
+    if figure:
+        floor = summary.get((scale, 0.0, "floor", "floor"))
+        return f"{found['seconds'] / floor['seconds']:.1f}×" if floor else ""
     return f"{found['seconds']:.2f}" + (
         " (no-op)" if kind == "one_row" and found["modes"] == "noop" else ""
     )
+
+
+def _floor_lines(summary, scales: list[str]) -> list[str]:
+    """What the floor of a one-row refresh cost at each scale factor, where it was measured."""
+    lines = []
+    for scale in scales:
+        floor = summary.get((scale, 0.0, "floor", "floor"))
+        if floor:
+            lines.append(
+                f"The floor at SF {scale} (read the one-row change from `lineitem`'s change "
+                f"data feed and append one row to a Delta table): {floor['seconds']:.2f} s, "
+                f"{floor['jobs']:.0f} Spark jobs."
+            )
+    return [*lines, ""] if lines else []
 
 
 def _growth(summary, scales: list[str], view: str) -> str:

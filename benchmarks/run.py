@@ -23,7 +23,9 @@ then for each batch fraction and repetition apply one change batch
 
 and compare the two tables (EXCEPT ALL both ways): a difference stops the benchmark. Then the
 fixed overhead: a refresh without source change (``noop``) and of a one-row change
-(``one_row``), each view compared with its query after each. The ``planner`` setting also
+(``one_row``), each view compared with its query after each, and beside them the floor of a
+one-row refresh (``floor``): read the one commit's change of ``lineitem`` and append one row
+to a Delta table, what no refresh of a one-row change can do without. The ``planner`` setting also
 refreshes two copies of each view, under ``REFRESH POLICY AUTO`` (``auto``) and ``FULL``
 (``recompute``), for each batch, and the report judges each choice of AUTO against the
 faster of the two modes. Every measurement is a row of ``measurements.csv`` (a refresh's
@@ -51,6 +53,9 @@ from ivm.runtime.refresh.gather import INSERTS_ONLY_RULES
 from ivm.runtime.spark.settings import STATE_LAYOUT, STORE_LAYOUT, session_settings
 
 RESULTS = Path(__file__).parent / "results"
+FLOOR = "floor"
+"""The name of the floor of a one-row refresh: its measurement's view and kind, and the table
+it appends to (see :meth:`Run.floor`)."""
 
 #: scale factor → the batch fractions run at it; views (None: all); repetitions.
 SETTINGS = {
@@ -113,6 +118,7 @@ FIELDS = [
     "bytes_written",
     "heap_peak_bytes",
     "classes_compiled",
+    "jobs",
     "phases",
     "compared",
 ]
@@ -186,7 +192,7 @@ class Run:
             "scale": self.scale,
             "fraction": fraction,
             "repetition": repetition,
-            "view": view.name,
+            "view": view if isinstance(view, str) else view.name,
             "kind": kind,
             "mode": mode,
             "files_written": files,
@@ -196,7 +202,7 @@ class Run:
                 f"{name}={p.seconds:.3f}/{p.jobs}" for name, p in (phases or {}).items()
             ),
         }
-        if kind in ("create", "full"):
+        if kind in ("create", "full", FLOOR):
             self.writer.writerow(row)
         else:
             self.uncompared.append(row)
@@ -243,6 +249,24 @@ class Run:
         self.record(fraction, repetition, view, kind, mode, cost, files, size, phases)
         if kind == "incremental" and result.mode != "incremental":
             log(f"  {name}: {result}")
+
+    def floor(self, repetition) -> None:
+        """Time the floor of a one-row refresh: read the change of ``lineitem``'s latest
+        commit (the one-row change) from its change data feed, and append one row to a Delta
+        table."""
+        version = self.spark.sql("DESCRIBE HISTORY lineitem LIMIT 1").first().version
+        self.spark.sql(f"CREATE TABLE IF NOT EXISTS {FLOOR} (changed BIGINT) USING DELTA")
+
+        def read_and_append():
+            change = self.spark.sql(
+                f"SELECT * FROM table_changes('lineitem', {version}, {version})"
+            )
+            self.spark.sql(f"INSERT INTO {FLOOR} VALUES ({len(change.collect())})")
+
+        if repetition == 1:  # as warm as the refreshes: its code compiled, its table known
+            read_and_append()
+        cost, _ = self.meter.cost(read_and_append)
+        self.record(0, repetition, FLOOR, FLOOR, FLOOR, cost)
 
     def recompute(self, fraction, repetition) -> None:
         """Time each view's full recompute, and compare the view (and its copies) with it."""
@@ -305,6 +329,7 @@ class Run:
             self.compare_with_queries()
             for statement in batches.one_row(self.spark, self.appends):
                 self.spark.sql(statement)
+            self.floor(repetition)
             self.refresh(0, repetition, "one_row")
             self.compare_with_queries()
         log(f"SF {self.scale}: done")

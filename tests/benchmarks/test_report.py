@@ -184,6 +184,32 @@ def test_a_one_row_refresh_that_found_no_change_is_marked_a_no_op():
     assert "| q1 |" in phases and "latest_order" not in phases
 
 
+@pytest.mark.fast
+def test_a_one_row_refresh_is_set_beside_its_floor_with_its_jobs():
+    rows = [
+        row("q1", "one_row", 1.5, fraction="0", jobs="4"),
+        row("q1", "one_row", 0.9, fraction="0", jobs="6", repetition=2),
+        row("floor", "floor", 0.4, fraction="0", jobs="3"),
+        row("floor", "floor", 0.2, fraction="0", jobs="3", repetition=2),
+    ]
+    summary = medians(rows)
+    assert _fixed_cell(summary, "1", "q1", "one_row jobs") == "5"
+    assert _fixed_cell(summary, "1", "q1", "one_row / floor") == "4.0×"  # 1.2 s / 0.3 s
+    assert _fixed_cell(medians(rows[:2]), "1", "q1", "one_row / floor") == ""  # not measured
+
+
+@pytest.mark.fast
+def test_the_floor_is_reported_beside_the_views_not_as_one(tmp_path):
+    rows = [
+        row("q1", "one_row", 1.5, fraction="0", jobs="4"),
+        row("floor", "floor", 0.3, fraction="0", jobs="3"),
+    ]
+    text = report(tmp_path, rows)
+    assert "| floor |" not in text
+    assert "| q1 | " in text and "5.0×" in text
+    assert "The floor at SF 1 (" in text and "0.30 s, 3 Spark jobs" in text
+
+
 def report(tmp_path: Path, rows: list[dict], **run) -> str:
     """The results.md that ``write`` makes of ``rows``."""
     with open(tmp_path / "measurements.csv", "w", newline="") as file:

@@ -49,7 +49,9 @@ def record_committed(spark: Session, table: str, app_id: str, read_version: int)
             return False
         now = jvm.scala.Option.apply(jvm.java.lang.Long.valueOf(int(time.time() * 1000)))
         actions = jvm.java.util.ArrayList()
-        actions.add(jvm.org.apache.spark.sql.delta.actions.SetTransaction(app_id, read_version, now))
+        actions.add(
+            jvm.org.apache.spark.sql.delta.actions.SetTransaction(app_id, read_version, now)
+        )
         update = getattr(jvm.org.apache.spark.sql.delta, "DeltaOperations$Update")
         txn.commit(
             jvm.scala.jdk.javaapi.CollectionConverters.asScala(actions).toList(),
