@@ -26,7 +26,7 @@ from pyspark.sql.types import StructType
 
 from ivm.names import split
 from ivm.runtime.log.schema_history import MAPPING_OFF, schema_changes
-from ivm.runtime.spark.connect import Session, driver_jvm, is_connect, java_session, metastore
+from ivm.runtime.spark.connect import Session, is_connect, java_class, java_session, metastore
 from ivm.runtime.spark.failures import FILE_NOT_FOUND, java_classes
 
 CDF_PROPERTY = "delta.enableChangeDataFeed"
@@ -121,7 +121,6 @@ class DeltaLogReader:
             self._log = self._snapshot = None
             return
         try:
-            jvm, session = driver_jvm(spark), java_session(spark)
             db, name = split(table)
             # the metastore's entry, asked for once: Delta's forTable(name) asks after the
             # database too, and costs 1.5-2 times as much
@@ -130,8 +129,9 @@ class DeltaLogReader:
                 self._log = self._snapshot = None
                 self._is_view = True
                 return
-            self._log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(session, found)
-            empty = jvm.scala.Option.empty()
+            delta_log = java_class(spark, "org.apache.spark.sql.delta.DeltaLog")
+            self._log = delta_log.forTable(java_session(spark), found)
+            empty = _scala_none(spark)
             self._snapshot = self._log.update(False, empty, empty)
         except Exception:  # internal API unavailable: fall back to the public one
             self._log = self._snapshot = None
@@ -345,15 +345,15 @@ class DeltaLogReader:
     def _actions_by_name(self, log, conf, version: int) -> list | None:
         """The actions of the commit file of ``version`` (read with the Hadoop settings
         ``conf``); None if there is no such file."""
-        jvm = driver_jvm(self.spark)
-        path = jvm.org.apache.spark.sql.delta.util.FileNames.unsafeDeltaFile(log.logPath(), version)
+        names = java_class(self.spark, "org.apache.spark.sql.delta.util.FileNames")
+        path = names.unsafeDeltaFile(log.logPath(), version)
         try:
             lines = log.store().read(path, conf)
         except Py4JJavaError as error:
             if java_classes(error)[:1] == [FILE_NOT_FOUND]:
                 return None
             raise
-        from_json = jvm.org.apache.spark.sql.delta.actions.Action.fromJson
+        from_json = java_class(self.spark, "org.apache.spark.sql.delta.actions.Action").fromJson
         return [from_json(lines.apply(i)) for i in range(lines.size())]
 
     @staticmethod
@@ -479,7 +479,7 @@ class DeltaLogReader:
             return None
         base = self._log.dataPath()
         files = base.getFileSystem(self._log.newDeltaHadoopConf())
-        operations = driver_jvm(self.spark).org.apache.spark.sql.delta.util.DeltaFileOperations
+        operations = java_class(self.spark, "org.apache.spark.sql.delta.util.DeltaFileOperations")
         checked = 0
         for first in range(after + 1, upto + 1, READ_BY_NAME):
             last = min(first + READ_BY_NAME - 1, upto)
@@ -512,7 +512,7 @@ def _change_files(actions: list) -> list[str]:
 
 def _scala_none(spark: Session):
     """Scala's ``None``, for the optional arguments of the log's methods."""
-    return driver_jvm(spark).scala.Option.empty()
+    return java_class(spark, "scala.Option").empty()
 
 
 def rows_written(spark: Session, table: str) -> int:

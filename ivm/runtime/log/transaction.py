@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ivm.names import split
-from ivm.runtime.spark.connect import Session, driver_jvm, is_connect, java_session, metastore
+from ivm.runtime.spark.connect import Session, is_connect, java_class, java_session, metastore
 
 
 def record_committed(spark: Session, table: str, app_id: str, read_version: int) -> bool | None:
@@ -37,34 +37,34 @@ def record_committed(spark: Session, table: str, app_id: str, read_version: int)
     runs makes Delta raise its conflict (``ConcurrentTransactionException``)."""
     if is_connect(spark):
         return None
-    jvm, session = driver_jvm(spark), java_session(spark)
+    session, none = java_session(spark), java_class(spark, "scala.Option").empty()
     db, name = split(table)
-    found = jvm.scala.Option.apply(metastore(spark).getTable(db, name))
-    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(session, found.get())
-    with _active(jvm, session):
-        txn = log.startTransaction(found, jvm.scala.Option.empty())
+    found = metastore(spark).getTable(db, name)
+    log = java_class(spark, "org.apache.spark.sql.delta.DeltaLog").forTable(session, found)
+    with _active(spark, session):
+        txn = log.startTransaction(java_class(spark, "scala.Some")(found), none)
         if txn.readVersion() == read_version:
             txn.readTxn().addOne(app_id)  # what txnVersion registers, without its lookup
         elif txn.txnVersion(app_id) >= read_version:
             return False
-        now = jvm.scala.Option.apply(jvm.java.lang.Long.valueOf(int(time.time() * 1000)))
-        actions = jvm.java.util.ArrayList()
+        now = java_class(spark, "scala.Some")(int(time.time() * 1000))
+        actions = java_class(spark, "java.util.ArrayList")()
         actions.add(
-            jvm.org.apache.spark.sql.delta.actions.SetTransaction(app_id, read_version, now)
+            java_class(spark, "org.apache.spark.sql.delta.actions.SetTransaction")(
+                app_id, read_version, now
+            )
         )
-        update = getattr(jvm.org.apache.spark.sql.delta, "DeltaOperations$Update")
-        txn.commit(
-            jvm.scala.jdk.javaapi.CollectionConverters.asScala(actions).toList(),
-            update(jvm.scala.Option.empty()),
-        )
+        converters = java_class(spark, "scala.jdk.javaapi.CollectionConverters")
+        update = java_class(spark, "org.apache.spark.sql.delta.DeltaOperations$Update")
+        txn.commit(converters.asScala(actions).toList(), update(none))
     return True
 
 
 @contextmanager
-def _active(jvm: Any, session: Any) -> Iterator[None]:
-    """A block in which ``session`` is the JVM's active session: Delta's transaction reads
-    its settings (``userMetadata`` among them) from the active session."""
-    sessions = jvm.org.apache.spark.sql.classic.SparkSession
+def _active(spark: Session, session: Any) -> Iterator[None]:
+    """A block in which the JVM session ``session`` is the active one: Delta's transaction
+    reads its settings (``userMetadata`` among them) from the active session."""
+    sessions = java_class(spark, "org.apache.spark.sql.classic.SparkSession")
     previous = sessions.getActiveSession()
     sessions.setActiveSession(session)
     try:
