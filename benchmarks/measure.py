@@ -1,7 +1,7 @@
 """What one action costs in a Spark session: wall time, what it read, shuffled and wrote, the
-JVM's peak heap, the Spark jobs it ran, and how many classes Spark compiled for it (Janino's compilations of
-generated code, which Spark caches by the code's text: a refresh that finds its code in the
-cache compiles none).
+JVM's peak heap, the Spark jobs it ran, and how many classes Spark compiled for it (Janino's
+compilations of generated code, which Spark caches by the code's text: a refresh that finds
+its code in the cache compiles none).
 
 Reads come from Spark's status store (the stages the action ran: their input records and
 bytes, and shuffle bytes), so they count every scan, the Delta log's included. In local mode
