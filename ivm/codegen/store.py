@@ -239,8 +239,9 @@ def merge_statement(
 
 def record_only_statement(target: str) -> exp.Update:
     """An ``UPDATE`` of no row: the commit of a change that leaves every stored row as it
-    is, carrying the refresh's record. It writes no file, and costs Delta less than a
-    ``MERGE`` of no rows (no join to plan and run).
+    is, carrying the refresh's record, where it cannot go through Delta's transaction API
+    (:mod:`ivm.runtime.log.transaction`: a Spark Connect session). It writes no file, and
+    costs Delta less than a ``MERGE`` of no rows (no join to plan and run).
 
     >>> record_only_statement("db.v__ivm_store").sql("spark")
     'UPDATE db.v__ivm_store SET _ivm_count = _ivm_count WHERE FALSE'
