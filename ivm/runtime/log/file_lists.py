@@ -80,13 +80,15 @@ the Delta protocol serializes each type to, None for NULL."""
 @dataclass(frozen=True)
 class DataFile:
     """One data file of a version: its absolute ``path``, ``size`` in bytes, Delta's
-    statistics (JSON, None where it wrote none), and its ``partition`` values (none where
-    the table is not partitioned)."""
+    statistics (JSON, None where it wrote none), its ``partition`` values (none where the
+    table is not partitioned), and its path as the log spells it (``logged``: URI-encoded,
+    relative to the table where it is inside it), by which a commit removes it."""
 
     path: str
     size: int
     stats: str | None
     partition: Partition = ()
+    logged: str = ""
 
     @cached_property
     def _ranges(self) -> tuple[dict, dict, dict] | None:
@@ -316,7 +318,7 @@ def _advanced(reader: DeltaLogReader, listing: Listing, version: int) -> Listing
                 if partition is None:
                     return None
                 path, size = _absolute(location, action.path()), int(action.size())
-                files[path] = DataFile(path, size, action.stats(), partition)
+                files[path] = DataFile(path, size, action.stats(), partition, action.path())
             elif kind == "RemoveFile":
                 files.pop(_absolute(location, action.path()), None)
     return replace(listing, version=version, files=tuple(files.values()))
@@ -346,7 +348,8 @@ def _from_delta(
         partition = _partition_of(row.partitionValues or {})
         if partition is None:
             return Unlisted(EMPTY_PARTITION_VALUE)
-        files.append(DataFile(_absolute(location, row.path), int(row.size), row.stats, partition))
+        path = _absolute(location, row.path)
+        files.append(DataFile(path, int(row.size), row.stats, partition, row.path))
     return Listing(location, version, schema, tuple(files), partitioned_by)
 
 

@@ -1,4 +1,5 @@
-"""A commit of a refresh's record alone, written through Delta's transaction API.
+"""Commits written through Delta's transaction API: a refresh's record alone, and the
+overwrite of a small store.
 
 A refresh whose change leaves every stored row as it is still commits, to record the source
 versions its store reflects. Through SQL that commit is an ``UPDATE … WHERE FALSE`` under
@@ -14,17 +15,28 @@ Delta's conflict check refuse the commit if another write of the view commits fi
 the store has moved on since ``n`` (a compaction, say), the lookup runs, as in SQL: a write
 of ``(ivm:<view>, ≥ n)`` there means another refresh got there first.
 
+A small store rewritten (:mod:`~ivm.runtime.refresh.techniques.rewrite`) is overwritten the
+same way: the files Delta writes for the new rows, a ``remove`` of each file the store's log
+lists at version ``n``, and the transaction. Through SQL, Delta's overwrite reconstructs the
+snapshot's state to find the files it removes (a Spark job) and looks up the transactions;
+here the files are those the refresh read the stored rows from, and a store that has moved
+on since ``n`` is a lost race.
+
 Classic sessions only: a Spark Connect client has no JVM, and commits through SQL.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from pyspark.sql import DataFrame
+
 from ivm.names import split
+from ivm.runtime.log.file_lists import DataFile
 from ivm.runtime.spark.connect import Session, is_connect, java_class, java_session, metastore
 
 
@@ -37,27 +49,97 @@ def record_committed(spark: Session, table: str, app_id: str, read_version: int)
     runs makes Delta raise its conflict (``ConcurrentTransactionException``)."""
     if is_connect(spark):
         return None
-    session, none = java_session(spark), java_class(spark, "scala.Option").empty()
-    db, name = split(table)
-    found = metastore(spark).getTable(db, name)
-    log = java_class(spark, "org.apache.spark.sql.delta.DeltaLog").forTable(session, found)
-    with _active(spark, session):
-        txn = log.startTransaction(java_class(spark, "scala.Some")(found), none)
+    with _transaction(spark, table) as txn:
         if txn.readVersion() == read_version:
             txn.readTxn().addOne(app_id)  # what txnVersion registers, without its lookup
         elif txn.txnVersion(app_id) >= read_version:
             return False
-        now = java_class(spark, "scala.Some")(int(time.time() * 1000))
-        actions = java_class(spark, "java.util.ArrayList")()
-        actions.add(
-            java_class(spark, "org.apache.spark.sql.delta.actions.SetTransaction")(
-                app_id, read_version, now
-            )
-        )
-        converters = java_class(spark, "scala.jdk.javaapi.CollectionConverters")
         update = java_class(spark, "org.apache.spark.sql.delta.DeltaOperations$Update")
-        txn.commit(converters.asScala(actions).toList(), update(none))
+        _commit(spark, txn, [_set_transaction(spark, app_id, read_version)], update(_none(spark)))
     return True
+
+
+def overwrite_committed(
+    spark: Session,
+    table: str,
+    app_id: str,
+    read_version: int,
+    rows: DataFrame,
+    replaced: tuple[DataFile, ...],
+) -> bool | None:
+    """Overwrite the Delta table ``table``, whose files at ``read_version`` are ``replaced``,
+    with ``rows`` (of its columns and types), in the transaction ``(app_id, read_version)``,
+    with the ``userMetadata`` that ``spark``'s settings carry, as Delta's overwrite: its
+    files written by Delta (statistics, constraints, partitions as a write of the table
+    makes them), ``replaced`` removed. True once committed; False where the table has
+    moved on since ``read_version`` (another commit came first: the files it replaces
+    are no longer the table's); None on a Connect session. A commit that lands while this
+    one runs makes Delta raise its conflict: it registers the whole table as read."""
+    if is_connect(spark):
+        return None
+    with _transaction(spark, table) as txn:
+        if txn.readVersion() != read_version:
+            return False
+        txn.readTxn().addOne(app_id)
+        txn.readWholeTable()
+        written = txn.writeFiles(rows._jdf)  # pyright: ignore[reportPrivateUsage]
+        actions = [written.apply(i) for i in range(written.size())]
+        now = int(time.time() * 1000)
+        parse = java_class(spark, "org.apache.spark.sql.delta.actions.Action").fromJson
+        actions += [parse(json.dumps({"remove": _removal(file, now)})) for file in replaced]
+        actions.append(_set_transaction(spark, app_id, read_version))
+        overwrite = java_class(spark, "org.apache.spark.sql.SaveMode").Overwrite
+        write = java_class(spark, "org.apache.spark.sql.delta.DeltaOperations$Write")
+        none = _none(spark)
+        _commit(spark, txn, actions, write(overwrite, none, none, none))
+    return True
+
+
+def _removal(file: DataFile, now: int) -> dict[str, Any]:
+    """The ``remove`` action of ``file`` at ``now`` (milliseconds), as the Delta protocol
+    spells it: a change of data, with the file's partition values and size."""
+    assert file.logged, file.path  # listed from the log, which spelled its path
+    return {
+        "path": file.logged,
+        "deletionTimestamp": now,
+        "dataChange": True,
+        "extendedFileMetadata": True,
+        "partitionValues": dict(file.partition),
+        "size": file.size,
+    }
+
+
+@contextmanager
+def _transaction(spark: Session, table: str) -> Iterator[Any]:
+    """A Delta transaction of ``table`` started at its latest version, in a block in which
+    ``spark``'s JVM session is the active one."""
+    session = java_session(spark)
+    db, name = split(table)
+    found = metastore(spark).getTable(db, name)
+    log = java_class(spark, "org.apache.spark.sql.delta.DeltaLog").forTable(session, found)
+    with _active(spark, session):
+        yield log.startTransaction(java_class(spark, "scala.Some")(found), _none(spark))
+
+
+def _set_transaction(spark: Session, app_id: str, version: int) -> Any:
+    """The action that records the transaction ``(app_id, version)``, dated now."""
+    now = java_class(spark, "scala.Some")(int(time.time() * 1000))
+    return java_class(spark, "org.apache.spark.sql.delta.actions.SetTransaction")(
+        app_id, version, now
+    )
+
+
+def _commit(spark: Session, txn: Any, actions: list[Any], operation: Any) -> None:
+    """Commit ``actions`` in ``txn`` as ``operation``."""
+    listed = java_class(spark, "java.util.ArrayList")()
+    for action in actions:
+        listed.add(action)
+    converters = java_class(spark, "scala.jdk.javaapi.CollectionConverters")
+    txn.commit(converters.asScala(listed).toList(), operation)
+
+
+def _none(spark: Session) -> Any:
+    return java_class(spark, "scala.Option").empty()
 
 
 @contextmanager

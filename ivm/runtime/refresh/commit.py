@@ -39,13 +39,14 @@ from typing import Any, TypeVar
 from py4j.protocol import Py4JJavaError  # pyright: ignore[reportMissingTypeStubs]
 from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from ivm import codegen
 from ivm.compiler import CompiledView
 from ivm.errors import ConcurrentRefresh, IvmError, SourceError, StateError
-from ivm.names import DIALECT
+from ivm.names import DIALECT, quote
 from ivm.runtime.catalog.definition import is_pinned, settings, spelled_columns, view_properties
 from ivm.runtime.catalog.history import USER_METADATA, RefreshRecord, RefreshResult, latest_record
 from ivm.runtime.catalog.properties import STORE, is_logged
@@ -57,7 +58,8 @@ from ivm.runtime.catalog.tables import (
     store_name,
 )
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
-from ivm.runtime.log.transaction import record_committed
+from ivm.runtime.log.file_lists import DataFile
+from ivm.runtime.log.transaction import overwrite_committed, record_committed
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.gather import CHANGE_DATA_UNAVAILABLE
 from ivm.runtime.refresh.phases import PhaseClock
@@ -314,15 +316,29 @@ def bound_reads(
         unbind(spark, bound)
 
 
+@dataclass(frozen=True)
+class Overwrite:
+    """The store (of columns ``schema``) overwritten with the rows of ``query``, its files at
+    the version the write was computed from being ``replaced``: committed through Delta's
+    transaction API (:func:`~ivm.runtime.log.transaction.overwrite_committed`: no state of
+    the store reconstructed to find them) where the session has a JVM, else by ``INSERT
+    OVERWRITE``."""
+
+    query: exp.Query
+    replaced: tuple[DataFile, ...]
+    schema: StructType
+
+
 def committed_write(
-    spark: Session, commit: Commit, statement: exp.Expr | None, **amend: Any
+    spark: Session, commit: Commit, statement: exp.Expr | Overwrite | None, **amend: Any
 ) -> list[Row] | LostRace:
     """Write the store by ``statement`` in one commit, as ``commit`` says, its sources bound
     (:func:`bound_reads`; steps 2 to 5 of the module's docstring); ``amend`` sets fields of
     the record known only once the write is planned. ``statement`` None: the commit carries
-    the record alone (:func:`record_alone`). The statement's rows; or, for a write computed
-    from a store version, :class:`LostRace` where another write committed first (a CREATE's
-    commit that Delta refused fails as Delta failed it)."""
+    the record alone (:func:`_record_alone`); an :class:`Overwrite`: the store's rows
+    replaced (:func:`_overwritten`). The statement's rows; or, for a write computed from a
+    store version, :class:`LostRace` where another write committed first (a CREATE's commit
+    that Delta refused fails as Delta failed it)."""
     timer = _timer(commit)
     faults.reach(f"{commit.stage}.before_write")
     with timer.phase("write"):
@@ -334,11 +350,7 @@ def committed_write(
             commit.view,
             spark,
             commit.compiled.sources,
-            lambda: (
-                _executed(spark, statement, conf)
-                if statement is not None
-                else record_alone(spark, commit, conf)
-            ),
+            lambda: _written(spark, commit, statement, conf),
             [] if commit.read_version is None else [Failure.LOST_RACE],
         )
     if isinstance(rows, Failure):  # Delta refused it: another commit changed what it read
@@ -371,7 +383,43 @@ def _commit_settings(view: str, record: RefreshRecord, read_version: int | None)
     return conf
 
 
-def record_alone(
+def _written(
+    spark: Session, commit: Commit, statement: exp.Expr | Overwrite | None, conf: dict[str, str]
+) -> list[Row] | LostRace | None:
+    """Commit the write ``statement`` (see :func:`committed_write`) under the settings
+    ``conf``: its rows; None where it was committed through Delta's transaction API, which
+    checked it as it committed; or :class:`LostRace`."""
+    if statement is None:
+        return _record_alone(spark, commit, conf)
+    if isinstance(statement, Overwrite):
+        return _overwritten(spark, commit, statement, conf)
+    return _executed(spark, statement, conf)
+
+
+def _overwritten(
+    spark: Session, commit: Commit, overwrite: Overwrite, conf: dict[str, str]
+) -> list[Row] | LostRace | None:
+    """Commit ``overwrite`` under the settings ``conf`` (:func:`_commit_settings`): through
+    Delta's transaction API where the session has a JVM and the write is computed from a
+    store version (None once committed, or :class:`LostRace`), each column cast to the
+    store's type as an ``INSERT`` casts it; else by ``INSERT OVERWRITE`` (its rows)."""
+    store = store_name(commit.view)
+    if commit.read_version is not None:
+        with session_settings(spark, {USER_METADATA: conf[USER_METADATA]}):
+            names = overwrite.schema.fieldNames()
+            rows = spark.sql(overwrite.query.sql(DIALECT)).toDF(*names)  # by position
+            typed = rows.select(
+                *(F.col(quote(f.name)).cast(f.dataType).alias(f.name) for f in overwrite.schema)
+            )
+            done = overwrite_committed(
+                spark, store, conf[TXN_APP_ID], commit.read_version, typed, overwrite.replaced
+            )
+        if done is not None:
+            return None if done else LostRace()
+    return _executed(spark, codegen.overwrite_statement(store, overwrite.query), conf)
+
+
+def _record_alone(
     spark: Session, commit: Commit, conf: dict[str, str]
 ) -> list[Row] | LostRace | None:
     """Commit the record alone, under the settings ``conf`` (:func:`_commit_settings`):

@@ -23,6 +23,7 @@ import copy
 import json
 import threading
 import warnings
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Union, cast
@@ -62,18 +63,18 @@ def java_session(spark: Session) -> Any:
     return cast(Any, spark)._jsparkSession
 
 
-_metastore: list[tuple[Any, Any]] = []
+_metastores: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 def metastore(spark: Session) -> Any:
     """The catalog behind a classic session's tables (the JVM's ``ExternalCatalog``: the Hive
     metastore), asked directly: each of its calls is one metastore call, where Spark's own
-    catalog API and statements make several. Every session of a SparkContext shares it: it
-    is looked up once per SparkContext."""
-    context = cast(Any, spark).sparkContext
-    if not _metastore or _metastore[0][0] is not context:
-        _metastore[:] = [(context, java_session(spark).sharedState().externalCatalog())]
-    return _metastore[0][1]
+    catalog API and statements make several. Looked up once per session (two calls to the
+    JVM each time otherwise)."""
+    found = _metastores.get(spark)
+    if found is None:
+        found = _metastores[spark] = java_session(spark).sharedState().externalCatalog()
+    return found
 
 
 def settings_of(spark: Session) -> dict[str, str]:

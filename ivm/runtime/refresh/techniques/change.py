@@ -29,7 +29,7 @@ from ivm.names import DIALECT
 from ivm.runtime.catalog.history import Technique
 from ivm.runtime.decision.decide import DEFAULT_MIN_BYTES, MIN_BYTES, Revision
 from ivm.runtime.decision.terms import Mode, Obstacle, ObstacleKind
-from ivm.runtime.refresh.commit import LostRace, committed_write, spark_call
+from ivm.runtime.refresh.commit import LostRace, Overwrite, committed_write, spark_call
 from ivm.runtime.refresh.gather import CHANGE_DATA_UNAVAILABLE
 from ivm.runtime.refresh.pruning import SnapshotReads, prune
 from ivm.runtime.refresh.retention import unreadable
@@ -140,7 +140,11 @@ def _planned(
 
 
 def committed(
-    spark: Session, write: Write, change: Change | None, statement: exp.Expr, technique: Technique
+    spark: Session,
+    write: Write,
+    change: Change | None,
+    statement: exp.Expr | Overwrite | None,
+    technique: Technique,
 ) -> list[Row] | Revision | LostRace:
     """``statement``, the write of ``change`` (None: none was read) by ``technique``,
     committed (:func:`~ivm.runtime.refresh.commit.committed_write`) with the record's fields

@@ -15,8 +15,8 @@ from ivm import codegen
 from ivm.runtime.catalog.history import Technique
 from ivm.runtime.catalog.tables import schema_types
 from ivm.runtime.log.delta_log import DeltaLogReader, rows_written
-from ivm.runtime.log.file_lists import Listing, listed
-from ivm.runtime.refresh.commit import spark_errors
+from ivm.runtime.log.file_lists import DataFile, Listing, listed
+from ivm.runtime.refresh.commit import Overwrite, spark_errors
 from ivm.runtime.refresh.techniques.change import STORE_CHANGE, Change, committed
 from ivm.runtime.refresh.techniques.writing import Outcome, Write
 from ivm.runtime.spark.connect import Session
@@ -53,33 +53,47 @@ def write(spark: Session, write: Write, change: Change | None) -> Outcome:
     types = schema_types(write.schema)
     rows = exp.select("*").from_(STORE_CHANGE)
     with spark_errors(write.view, spark, write.compiled.sources):
-        stored = _stored_rows(spark, write)
+        stored, files = _stored_rows(spark, write)
     try:
-        return _rewritten(
-            spark, write, change, codegen.refolded_query(write.compiled.store, stored, rows, types)
-        )
+        folded = codegen.refolded_query(write.compiled.store, stored, rows, types)
+        return _rewritten(spark, write, change, folded, files)
     finally:
         if stored == STORED_ROWS:
             spark.catalog.dropTempView(STORED_ROWS)
 
 
-def _stored_rows(spark: Session, write: Write) -> str:
-    """The relation a rewrite reads the stored rows from: the files of the store's version
-    listed from its log (:mod:`~ivm.runtime.log.file_lists`), as :data:`STORED_ROWS`, so
-    that Delta plans no read of the store (its listing of the store's files is a Spark job
-    of its own); or, where they are not listed or there are none, the store itself."""
+def _stored_rows(spark: Session, write: Write) -> tuple[str, tuple[DataFile, ...] | None]:
+    """The relation a rewrite reads the stored rows from, and the store's files at the
+    version it read where its log listed them (:mod:`~ivm.runtime.log.file_lists`): those
+    files, as :data:`STORED_ROWS`, so that Delta plans no read of the store (its listing of
+    the store's files is a Spark job of its own); or, where there are none, or they are not
+    listed, the store itself."""
     if not reads_files(spark):
-        return write.store
+        return write.store, None
     listing = listed(spark, write.store, write.store_version)
-    if not isinstance(listing, Listing) or not listing.files:
-        return write.store
+    if not isinstance(listing, Listing):
+        return write.store, None
+    if not listing.files:
+        return write.store, ()
     listing.read(spark).createOrReplaceTempView(STORED_ROWS)
-    return STORED_ROWS
+    return STORED_ROWS, listing.files
 
 
-def _rewritten(spark: Session, write: Write, change: Change, folded: exp.Query) -> Outcome:
-    """The store overwritten with the rows of ``folded``."""
-    statement = codegen.overwrite_statement(write.store, folded)
+def _rewritten(
+    spark: Session,
+    write: Write,
+    change: Change,
+    folded: exp.Query,
+    files: tuple[DataFile, ...] | None,
+) -> Outcome:
+    """The store, whose files are ``files`` where they are known, overwritten with the rows
+    of ``folded``: through Delta's transaction API where the files are known
+    (:class:`~ivm.runtime.refresh.commit.Overwrite`), else by ``INSERT OVERWRITE``."""
+    statement = (
+        codegen.overwrite_statement(write.store, folded)
+        if files is None
+        else Overwrite(folded, files, write.schema)
+    )
     store_bytes = DeltaLogReader.of(spark, write.store).size_in_bytes()
     read = (
         None
