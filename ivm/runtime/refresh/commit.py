@@ -406,8 +406,9 @@ def _overwritten(
     store = store_name(commit.view)
     if commit.read_version is not None:
         with session_settings(spark, {USER_METADATA: conf[USER_METADATA]}):
-            names = overwrite.schema.fieldNames()
-            rows = spark.sql(overwrite.query.sql(DIALECT)).toDF(*names)  # by position
+            query = overwrite.query.sql(DIALECT)
+            rows = spark.sql(query)  # pyright: ignore[reportUnknownMemberType]
+            rows = rows.toDF(*overwrite.schema.fieldNames())  # named by position
             typed = rows.select(
                 *(F.col(quote(f.name)).cast(f.dataType).alias(f.name) for f in overwrite.schema)
             )
