@@ -18,6 +18,7 @@ from ivm.ir import Filter, Scan
 from ivm.runtime.catalog import definition
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.log import file_lists
+from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.refresh import pruning
 from ivm.runtime.refresh.phases import PHASES
 from ivm.runtime.refresh.techniques import merge as merge_technique
@@ -33,12 +34,14 @@ def test_a_refresh_records_where_its_time_went(spark, shop):
     spark.sql("INSERT INTO orders VALUES (5, 1, 1.25, 'ok')")
     result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
 
-    assert list(result.phases) == list(PHASES)
+    # the small store is rewritten through Delta's transaction API, checked as it commits:
+    # no phase "check" follows
+    assert list(result.phases) == [p for p in PHASES if p != "check"]
     assert result.phases["change"].jobs >= 1 and result.phases["write"].jobs >= 1
     assert sum(p.seconds for p in result.phases.values()) <= result.seconds
     latest = ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW sales").first()
     recorded = latest.phases
-    assert set(recorded) == set(PHASES) - {"check"}  # the check follows the commit
+    assert set(recorded) == set(PHASES) - {"check"}
     assert recorded["write"].jobs is None and recorded["write"].seconds > 0
     for name in ("plan", "versions", "change", "prune", "delta"):
         assert recorded[name].seconds == pytest.approx(result.phases[name].seconds, abs=2e-3)
@@ -126,8 +129,11 @@ def test_a_change_the_view_does_not_see_commits_no_file(spark, shop):
     assert result.mode == "incremental"
     last = history(spark, store_name(f"{shop}.sales"))[-1]
     assert json.loads(last.userMetadata)["ivm"]["mode"] == "incremental"
-    added = {k: v for k, v in last.operationMetrics.items() if "Added" in k or "FilesAdded" in k}
-    assert added and set(added.values()) == {"0"}, added
+    [(_, actions)] = DeltaLogReader(spark, store_name(f"{shop}.sales")).actions(
+        last.version, last.version
+    )
+    kinds = {action.getClass().getSimpleName() for action in actions}
+    assert "AddFile" not in kinds and "SetTransaction" in kinds, kinds
     assert (result.rows_inserted, result.rows_updated, result.rows_deleted) == (0, 0, 0)
     recorded = ivm.sql(spark, "DESCRIBE HISTORY MATERIALIZED VIEW sales").first()
     assert (recorded.rows_inserted, recorded.rows_updated, recorded.rows_deleted) == (0, 0, 0)
