@@ -399,42 +399,56 @@ def _written(
 def _overwritten(
     spark: Session, commit: Commit, overwrite: Overwrite, conf: dict[str, str]
 ) -> list[Row] | LostRace | None:
-    """Commit ``overwrite`` under the settings ``conf`` (:func:`_commit_settings`): through
-    Delta's transaction API where the session has a JVM and the write is computed from a
-    store version (None once committed, or :class:`LostRace`), each column cast to the
-    store's type as an ``INSERT`` casts it; else by ``INSERT OVERWRITE`` (its rows)."""
+    """Commit ``overwrite`` (see :func:`_by_transaction_api`), each column cast to the
+    store's type as an ``INSERT`` casts it; else by ``INSERT OVERWRITE``."""
     store = store_name(commit.view)
-    if commit.read_version is not None:
-        with session_settings(spark, {USER_METADATA: conf[USER_METADATA]}):
-            query = overwrite.query.sql(DIALECT)
-            rows = spark.sql(query)  # pyright: ignore[reportUnknownMemberType]
-            rows = rows.toDF(*overwrite.schema.fieldNames())  # named by position
-            typed = rows.select(
-                *(F.col(quote(f.name)).cast(f.dataType).alias(f.name) for f in overwrite.schema)
-            )
-            done = overwrite_committed(
-                spark, store, conf[TXN_APP_ID], commit.read_version, typed, overwrite.replaced
-            )
-        if done is not None:
-            return None if done else LostRace()
-    return _executed(spark, codegen.overwrite_statement(store, overwrite.query), conf)
+
+    def through_api(app_id: str, read_version: int) -> bool | None:
+        query = overwrite.query.sql(DIALECT)
+        rows = spark.sql(query)  # pyright: ignore[reportUnknownMemberType]
+        rows = rows.toDF(*overwrite.schema.fieldNames())  # named by position
+        typed = rows.select(
+            *(F.col(quote(f.name)).cast(f.dataType).alias(f.name) for f in overwrite.schema)
+        )
+        return overwrite_committed(spark, store, app_id, read_version, typed, overwrite.replaced)
+
+    sql = codegen.overwrite_statement(store, overwrite.query)
+    return _by_transaction_api(spark, commit, conf, through_api, sql)
 
 
 def _record_alone(
     spark: Session, commit: Commit, conf: dict[str, str]
 ) -> list[Row] | LostRace | None:
-    """Commit the record alone, under the settings ``conf`` (:func:`_commit_settings`):
-    through Delta's transaction API where the session has a JVM and the write is computed
-    from a store version (None once committed, a commit that needs no check after it; or
-    :class:`LostRace`); else as an ``UPDATE`` of no row (its rows)."""
+    """Commit the record alone (see :func:`_by_transaction_api`); else as an ``UPDATE`` of
+    no row."""
+    store = store_name(commit.view)
+    return _by_transaction_api(
+        spark,
+        commit,
+        conf,
+        lambda app_id, read_version: record_committed(spark, store, app_id, read_version),
+        codegen.record_only_statement(store),
+    )
+
+
+def _by_transaction_api(
+    spark: Session,
+    commit: Commit,
+    conf: dict[str, str],
+    through_api: Callable[[str, int], bool | None],
+    sql: exp.Expr,
+) -> list[Row] | LostRace | None:
+    """A commit under the settings ``conf`` (:func:`_commit_settings`), made by
+    ``through_api(app_id, read_version)`` (:mod:`ivm.runtime.log.transaction`) where the
+    write is computed from a store version and the session has a JVM: None once committed,
+    a commit that needs no check after it, or :class:`LostRace`; else by the statement
+    ``sql`` (its rows)."""
     if commit.read_version is not None:
         with session_settings(spark, {USER_METADATA: conf[USER_METADATA]}):
-            done = record_committed(
-                spark, store_name(commit.view), conf[TXN_APP_ID], commit.read_version
-            )
+            done = through_api(conf[TXN_APP_ID], commit.read_version)
         if done is not None:
             return None if done else LostRace()
-    return _executed(spark, codegen.record_only_statement(store_name(commit.view)), conf)
+    return _executed(spark, sql, conf)
 
 
 def _executed(spark: Session, statement: exp.Expr, conf: dict[str, str]) -> list[Row]:
