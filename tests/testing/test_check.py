@@ -42,9 +42,12 @@ def test_a_planted_bug_is_found_and_its_reproduction_shows_it(
     (tmp_path / "totals.sql").write_text(VIEW)
     (tmp_path / "schema.json").write_text(json.dumps(SCHEMA))
     reader = sources.changes
-    monkeypatch.setattr(
-        sources, "changes", lambda *args, **kwargs: reader(*args, **kwargs).where(F.col(WEIGHT) > 0)
-    )
+
+    def inserts_only(*args, **kwargs):
+        net, how = reader(*args, **kwargs)
+        return net.where(F.col(WEIGHT) > 0), how
+
+    monkeypatch.setattr(sources, "changes", inserts_only)
     status = cli.main(
         [
             "check",

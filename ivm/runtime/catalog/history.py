@@ -135,6 +135,11 @@ class RefreshRecord:
     snapshot_reads: dict[str, str] | None = field(
         default=None, metadata=_shown("MAP<STRING, STRING>")
     )
+    # table → how the sources' changes were read (ivm.runtime.refresh.sources' ChangeReads:
+    # from the files their commits name, or by Delta's change data feed and why)
+    change_reads: dict[str, str] | None = field(
+        default=None, metadata=_shown("MAP<STRING, STRING>")
+    )
     cost: dict[str, Any] | None = None  # the cost model it was planned with
     # the cost model's prediction, where it chose
     prediction: str | None = field(default=None, metadata=_shown("STRING"))
@@ -272,7 +277,8 @@ def history(spark: Session, store: str) -> DataFrame:
     (:class:`Technique`), the ways it weighed (``alternatives``: applying the change and
     recomputing, see :mod:`ivm.runtime.decision.decide`), the source versions it consumed,
     the bytes it read, how its delta query read the sources' snapshots (``snapshot_reads``,
-    see :mod:`ivm.runtime.refresh.pruning`), the store rows it inserted (an append: the
+    see :mod:`ivm.runtime.refresh.pruning`) and their changes (``change_reads``, see
+    :mod:`ivm.runtime.log.change_files`), the store rows it inserted (an append: the
     change rows it logged), updated and deleted, how long it took until its commit, and where
     that time went: ``phases``, each phase's seconds and Spark jobs (see
     :mod:`ivm.runtime.refresh.phases`), the ``write`` up to its commit included, its jobs
@@ -306,6 +312,7 @@ def history(spark: Session, store: str) -> DataFrame:
             "record.sources",
             "record.read_bytes",
             "record.snapshot_reads",
+            "record.change_reads",
             metric("numTargetRowsInserted", "numOutputRows").alias("rows_inserted"),
             metric("numTargetRowsUpdated").alias("rows_updated"),
             metric("numTargetRowsDeleted").alias("rows_deleted"),

@@ -116,6 +116,8 @@ class DeltaLogReader:
         self._detail: Row | None = None
         self._version: int | None = None
         self._commit_infos: dict[int, tuple[str | None, int | None]] = {}
+        self._actions: dict[int, list] = {}  # a commit's actions, read once: a commit file
+        # never changes (a refresh reads them to size its change, then to read it)
         self._is_view = False  # the metastore says the name is a view's
         if is_connect(spark):  # no JVM here: the log is read through SQL
             self._log = self._snapshot = None
@@ -325,6 +327,8 @@ class DeltaLogReader:
         costs the same after a million commits as after ten; a file that is not there (a
         commit removed by log cleanup, or one not yet backfilled from a commit
         coordinator) is left to ``getChanges``."""
+        if all(v in self._actions for v in range(first, last + 1)):
+            return [(v, self._actions[v]) for v in range(first, last + 1)]
         if last - first + 1 <= READ_BY_NAME:
             by_name, conf = [], log.newDeltaHadoopConf()
             for version in range(first, last + 1):
@@ -332,6 +336,7 @@ class DeltaLogReader:
                     break
                 by_name.append((version, actions))
             else:
+                self._actions.update(by_name)
                 return by_name
         changes, listed = log.getChanges(first, False), []
         while changes.hasNext():
@@ -340,6 +345,7 @@ class DeltaLogReader:
                 break
             actions = pair._2()
             listed.append((int(pair._1()), [actions.apply(i) for i in range(actions.size())]))
+        self._actions.update(listed)
         return listed
 
     def _actions_by_name(self, log, conf, version: int) -> list | None:

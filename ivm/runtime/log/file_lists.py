@@ -50,6 +50,7 @@ from pyspark.sql.types import (
     LongType,
     ShortType,
     StringType,
+    StructField,
     StructType,
 )
 
@@ -204,27 +205,42 @@ class Listing:
         joined by a union."""
         chosen = self.files if files is None else files
         assert chosen, "a Parquet read of no file (a relation of no rows is the caller's)"
-        if not self.partitioned_by:
-            return _parquet(spark, self.schema, chosen)
-        stored = StructType([f for f in self.schema.fields if f.name not in self.partitioned_by])
         parts: dict[Partition, list[DataFile]] = {}
         for file in chosen:
             parts.setdefault(file.partition, []).append(file)
-        reads = []
-        for partition, part_files in parts.items():
-            values = dict(partition)
-            rows = _parquet(spark, stored, tuple(part_files))
-            reads.append(
-                rows.select(
-                    *(
-                        F.lit(values[f.name]).cast(f.dataType).alias(f.name)
-                        if f.name in values
-                        else F.col(quote(f.name))
-                        for f in self.schema.fields
-                    )
-                )
-            )
+        reads = [
+            partition_rows(spark, self.schema, self.partitioned_by, partition, tuple(files))
+            for partition, files in parts.items()
+        ]
         return reduce(DataFrame.union, reads)
+
+
+def partition_rows(
+    spark: Session,
+    schema: StructType,
+    partitioned_by: tuple[str, ...],
+    partition: Partition,
+    files: tuple[DataFile, ...],
+    held: tuple[StructField, ...] = (),
+) -> DataFrame:
+    """The rows of ``files``, all of ``partition``, of a table of ``schema`` partitioned by
+    ``partitioned_by``, read as Parquet: the files hold the columns other than the partition
+    columns (and the fields ``held``, which come last), the partition's values are added as
+    literals, cast from the log's text as Delta does."""
+    stored = StructType([f for f in schema.fields if f.name not in partitioned_by] + list(held))
+    rows = _parquet(spark, stored, files)
+    if not partitioned_by:
+        return rows
+    values = dict(partition)
+    return rows.select(
+        *(
+            F.lit(values[f.name]).cast(f.dataType).alias(f.name)
+            if f.name in values
+            else F.col(quote(f.name))
+            for f in schema.fields
+        ),
+        *(F.col(quote(f.name)) for f in held),
+    )
 
 
 def _parquet(spark: Session, schema: StructType, files: tuple[DataFile, ...]) -> DataFrame:
@@ -314,13 +330,13 @@ def _advanced(reader: DeltaLogReader, listing: Listing, version: int) -> Listing
             if kind == "AddFile":
                 if action.deletionVector() is not None:
                     return None
-                partition = _partition_of(action.partitionValues())
+                partition = partition_of(action.partitionValues())
                 if partition is None:
                     return None
-                path, size = _absolute(location, action.path()), int(action.size())
+                path, size = absolute_path(location, action.path()), int(action.size())
                 files[path] = DataFile(path, size, action.stats(), partition, action.path())
             elif kind == "RemoveFile":
-                files.pop(_absolute(location, action.path()), None)
+                files.pop(absolute_path(location, action.path()), None)
     return replace(listing, version=version, files=tuple(files.values()))
 
 
@@ -336,7 +352,7 @@ def _from_delta(
     schema = StructType.fromJson(json.loads(metadata.schemaString()))
     columns = metadata.partitionColumns()
     partitioned_by = tuple(columns.apply(i) for i in range(columns.size()))
-    if (why := _unqualified(snapshot.protocol(), metadata, schema, partitioned_by)) is not None:
+    if (why := unqualified(snapshot.protocol(), metadata, schema, partitioned_by)) is not None:
         return why
     rows = DataFrame(snapshot.allFiles().toDF(), cast(Any, spark)).select(
         "path", "size", "stats", "deletionVector", "partitionValues"
@@ -345,10 +361,10 @@ def _from_delta(
     for row in rows.collect():
         if row.deletionVector is not None:
             return Unlisted("deletion vectors")
-        partition = _partition_of(row.partitionValues or {})
+        partition = partition_of(row.partitionValues or {})
         if partition is None:
             return Unlisted(EMPTY_PARTITION_VALUE)
-        path = _absolute(location, row.path)
+        path = absolute_path(location, row.path)
         files.append(DataFile(path, int(row.size), row.stats, partition, row.path))
     return Listing(location, version, schema, tuple(files), partitioned_by)
 
@@ -369,7 +385,7 @@ text depends on the writer's time zone; a float) is read through Delta."""
 EMPTY_PARTITION_VALUE = "an empty partition value"
 
 
-def _partition_of(values: Any) -> Partition | None:
+def partition_of(values: Any) -> Partition | None:
     """A file's partition values (the JVM's map, or a dict), sorted by column; None where one
     is an empty text (which Delta reads as NULL or as the empty string, by the type)."""
     if not isinstance(values, dict):
@@ -384,7 +400,7 @@ def _partition_of(values: Any) -> Partition | None:
     return tuple(sorted(values.items()))
 
 
-def _unqualified(
+def unqualified(
     protocol: Any, metadata: Any, schema: StructType, partitioned_by: tuple[str, ...]
 ) -> Unlisted | None:
     """Why a table version of ``protocol`` and ``metadata`` (the JVM's), ``schema``,
@@ -404,7 +420,7 @@ def _unqualified(
     return None
 
 
-def _absolute(location: str, path: str) -> str:
+def absolute_path(location: str, path: str) -> str:
     """A data file's path as Spark reads it, from its (URI-encoded) path in the log."""
     if "://" in path or path.startswith("file:") or path.startswith("/"):
         return unquote(path)

@@ -63,7 +63,7 @@ from ivm.runtime.log.transaction import overwrite_committed, record_committed
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.gather import CHANGE_DATA_UNAVAILABLE
 from ivm.runtime.refresh.phases import PhaseClock
-from ivm.runtime.refresh.sources import bind, delta_table, folded_rows, snapshot, unbind
+from ivm.runtime.refresh.sources import Bound, bind, delta_table, folded_rows, snapshot, unbind
 from ivm.runtime.spark.connect import Session, session_of_its_own, set_settings, settings_of
 from ivm.runtime.spark.failures import Failure, classify, is_under, missing_file
 from ivm.runtime.spark.settings import session_settings
@@ -277,13 +277,13 @@ def bound_reads(
     commit: Commit,
     before: dict[str, int] | None = None,
     revisable: Collection[Failure] = (),
-) -> Generator[Failure | None, None, None]:
+) -> Generator[Bound | Failure, None, None]:
     """A block with the sources of ``commit``'s query bound at its record's versions (and at
     ``before`` for a change), in which a write computes what it commits and commits it
-    (:func:`committed_write`); they are unbound after it. The block gets None; or, where
-    binding them met one of the failures ``revisable`` (a change data file gone), that
-    failure, and nothing is bound. A block that learns it will not write returns, and
-    nothing was committed."""
+    (:func:`committed_write`); they are unbound after it. The block gets what was bound (how
+    the changes were read among it); or, where binding them met one of the failures
+    ``revisable`` (a change data file gone), that failure, and nothing is bound. A block that
+    learns it will not write returns, and nothing was committed."""
     view, compiled, version = commit.view, commit.compiled, commit.read_version
     own_rows = (
         None
@@ -311,7 +311,7 @@ def bound_reads(
         yield bound
         return
     try:
-        yield None
+        yield bound
     finally:
         unbind(spark, bound)
 

@@ -34,7 +34,14 @@ from typing import Any, cast
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DoubleType, FloatType, LongType, StructField, StructType
+from pyspark.sql.types import (
+    DoubleType,
+    FloatType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from ivm import codegen
 from ivm.errors import SourceError
@@ -42,14 +49,24 @@ from ivm.names import DIALECT, quote
 from ivm.runtime.catalog.definition import compile_definition
 from ivm.runtime.catalog.properties import is_logged
 from ivm.runtime.catalog.tables import column_types, store_name, store_properties
+from ivm.runtime.log.change_files import CHANGE_TYPE, ChangeFiles, change_files
 from ivm.runtime.log.delta_log import CDF_PROPERTY, DeltaLogReader
 from ivm.runtime.log.file_lists import MAX_PARTITIONS_READ, DataFile, Unlisted, listed
 from ivm.runtime.spark.connect import Session, driver_jvm, is_connect, java_session
-from ivm.runtime.spark.settings import evaluation_settings, reads_files, session_settings
+from ivm.runtime.spark.settings import (
+    CHANGE_READS,
+    DELTA,
+    FILES,
+    evaluation_settings,
+    reads_change_files,
+    reads_files,
+    session_settings,
+)
 from ivm.store import Store
 from ivm.zset import COUNT, WEIGHT, Read, relation_name
 
 INSERTED = ("insert", "update_postimage")
+CHANGE_TYPE_FIELD = StructField(CHANGE_TYPE, StringType())
 BITS = "_ivm_bits"
 """Grouping keys of a change's float columns, by their text (see :func:`changes`)."""
 PART = "_ivm_part"
@@ -242,21 +259,16 @@ def changes(
     after: int,
     upto: int,
     view: Upstream | None = None,
-) -> DataFrame:
+) -> tuple[DataFrame, str]:
     """The net change of ``columns`` of ``table`` over versions ``(after, upto]``, weighted;
-    ``upto`` > ``after``; ``view``: ``table`` is that materialized view (:func:`upstream`)."""
-    feed = _delta_read(
-        spark,
-        table if view is None else store_name(table),
-        readChangeFeed="true",
-        startingVersion=after + 1,
-        endingVersion=upto,
-    )
+    ``upto`` > ``after``; ``view``: ``table`` is that materialized view (:func:`upstream`).
+    And how it was read (an entry of :data:`ChangeReads`)."""
+    feed, how = change_feed(spark, table if view is None else store_name(table), after, upto)
     if view is not None and view.logged:
         feed = folded_sides(spark, view.store, store_name(table), feed, upto, view.types)
         sign = F.col(SIGN)
     else:
-        sign = F.when(F.col("_change_type").isin(*INSERTED), F.lit(1)).otherwise(F.lit(-1))
+        sign = F.when(F.col(CHANGE_TYPE).isin(*INSERTED), F.lit(1)).otherwise(F.lit(-1))
     weight = sign * F.col(COUNT) if view is not None and view.repeats else sign
     # Spark groups floats by value, -0.0 with 0.0: group them by their text, which keeps the
     # sign, and carry the value itself through.
@@ -271,12 +283,40 @@ def changes(
         F.col(c).cast("string").alias(f"{BITS}{i}") if c in floats else F.col(c)
         for i, c in enumerate(columns)
     ]
-    return (
+    net = (
         feed.groupBy(*keys)
         .agg(F.sum(weight).cast("bigint").alias(WEIGHT), *(F.first(c).alias(c) for c in floats))
         .where(F.col(WEIGHT) != 0)
         .select(*columns, WEIGHT)
     )
+    return net, how
+
+
+ChangeReads = dict[str, str]
+"""How a refresh read each source's change: ``files: N`` (the N files its commits name, read
+as Parquet: :mod:`ivm.runtime.log.change_files`) or ``delta: <why>`` where Delta's change data
+feed read it."""
+
+
+def change_feed(spark: Session, table: str, after: int, upto: int) -> tuple[DataFrame, str]:
+    """The change data feed of the Delta table ``table`` over versions ``(after, upto]``: its
+    columns and ``_change_type``, from the files its commits name where they qualify and the
+    session reads them (:data:`~ivm.runtime.spark.settings.CHANGE_READS`), else by Delta's
+    reader; and how it was read (an entry of :data:`ChangeReads`)."""
+    if reads_change_files(spark):
+        found = change_files(spark, table, after, upto)
+        if isinstance(found, ChangeFiles):
+            rows = found.read(spark)
+            if rows is None:  # no commit changed a row (a compaction)
+                rows = empty(spark, StructType([*found.schema.fields, CHANGE_TYPE_FIELD]))
+            return rows, f"{FILES}: {len(found.files)}"
+        why = found.reason
+    else:
+        why = f"{CHANGE_READS} is {DELTA}"
+    feed = _delta_read(
+        spark, table, readChangeFeed="true", startingVersion=after + 1, endingVersion=upto
+    )
+    return feed, f"{DELTA}: {why}"
 
 
 def folded_sides(
@@ -295,7 +335,7 @@ def folded_sides(
     keys = [F.col(quote(k)) for k in store.keys]
     accumulators = [acc.name for acc in store.accumulators]
     rows = at_keys(store, _delta_read(spark, table, versionAsOf=version), touched_keys(store, feed))
-    inserted = F.col("_change_type").isin(*INSERTED)
+    inserted = F.col(CHANGE_TYPE).isin(*INSERTED)
     # each store row counts on both sides; the feed's rows, undone, on the side before
     inputs = rows.select(
         *keys,
@@ -461,10 +501,12 @@ def _local(spark: Session, rows: object, schema: object) -> DataFrame:
 
 @dataclass
 class Bound:
-    """The relations a delta query reads, registered as temporary views."""
+    """The relations a delta query reads, registered as temporary views, and how the
+    sources' changes among them were read."""
 
     names: list[str] = field(default_factory=list[str])
     checkpoints: list[DataFrame] = field(default_factory=list[DataFrame])
+    change_reads: ChangeReads = field(default_factory=dict[str, str])
 
 
 def bind(
@@ -526,12 +568,14 @@ def _bind_each(
     change_bytes: int | None,
 ) -> None:
     views = {table: upstream(spark, table) for table in sources}
-    moved = {
-        table: changes(spark, table, columns, before[table], after[table], views[table])
-        for table, columns in sources.items()
-        if before is not None and Read.DELTA in reads.get(table, ())
-        if after[table] > before[table]
-    }
+    moved: dict[str, DataFrame] = {}
+    for table, columns in sources.items():
+        if before is None or Read.DELTA not in reads.get(table, ()):
+            continue
+        if after[table] > before[table]:
+            moved[table], bound.change_reads[table] = changes(
+                spark, table, columns, before[table], after[table], views[table]
+            )
     together = kept_together(spark, moved, change_bytes)
     # a delta query's snapshots may be bound again from their files (see SnapshotRead)
     by_files = before is not None and reads_files(spark)

@@ -84,11 +84,16 @@ STATE_LAYOUT = "spark.ivm.stateLayout"
 refresh that reads a logged state table reads it folded, as a view over a logged view
 does."""
 
-SNAPSHOT_READS, FILES = "spark.ivm.snapshotReads", "files"
+SNAPSHOT_READS, FILES, DELTA = "spark.ivm.snapshotReads", "files", "delta"
 """How a refresh reads the table versions its delta query joins: ``files`` (the default: the
 version's files listed from the log and kept across refreshes, a read restricted to keys
 reading the files whose statistics admit them, :mod:`ivm.runtime.log.file_lists`; Delta plans
 the reads of tables that do not qualify) or ``delta`` (Delta plans each read)."""
+
+CHANGE_READS = "spark.ivm.changeReads"
+"""How a refresh reads a source's change: ``files`` (the default: the files its commits name,
+read as Parquet, :mod:`ivm.runtime.log.change_files`; Delta's change data feed reads the
+tables and ranges that do not qualify) or ``delta`` (Delta's change data feed reads each)."""
 
 REWRITE_MAX_BYTES = "spark.ivm.rewriteMaxBytes"
 DEFAULT_REWRITE_MAX_BYTES = 1024 * 1024
@@ -233,6 +238,11 @@ def merge_settings(store_bytes: int | None) -> dict[str, str]:
 def reads_files(spark: Session) -> bool:
     """Whether ``spark`` reads table versions from their listed files (:data:`SNAPSHOT_READS`)."""
     return spark.conf.get(SNAPSHOT_READS, FILES) == FILES
+
+
+def reads_change_files(spark: Session) -> bool:
+    """Whether ``spark`` reads sources' changes from their commits' files (:data:`CHANGE_READS`)."""
+    return spark.conf.get(CHANGE_READS, FILES) == FILES
 
 
 def apply_settings(spark: Session, settings: dict[str, str]) -> None:

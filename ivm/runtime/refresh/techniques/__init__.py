@@ -59,6 +59,7 @@ from ivm.runtime.refresh.techniques.writing import (
     recompute,
 )
 from ivm.runtime.spark.connect import Session
+from ivm.runtime.spark.failures import Failure
 from ivm.runtime.spark.settings import session_settings
 
 __all__ = [
@@ -116,11 +117,11 @@ def carry_out(spark: Session, write: Write) -> Outcome:
     revisable = UNREADABLE if applies_change else ()
     with (
         session_settings(spark, write.settings),
-        bound_reads(spark, write.committing, before, revisable) as failed,
+        bound_reads(spark, write.committing, before, revisable) as bound,
     ):
-        if failed is not None:  # a change data file gone
-            return revision(spark, write, failed)
-        change = computed(spark, write) if before is not None else None
+        if isinstance(bound, Failure):  # a change data file gone
+            return revision(spark, write, bound)
+        change = computed(spark, write, bound.change_reads) if before is not None else None
         if isinstance(change, Revision):
             return change
         try:

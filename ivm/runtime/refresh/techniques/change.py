@@ -31,9 +31,9 @@ from ivm.runtime.decision.decide import DEFAULT_MIN_BYTES, MIN_BYTES, Revision
 from ivm.runtime.decision.terms import Mode, Obstacle, ObstacleKind
 from ivm.runtime.refresh.commit import LostRace, Overwrite, committed_write, spark_call
 from ivm.runtime.refresh.gather import CHANGE_DATA_UNAVAILABLE
-from ivm.runtime.refresh.pruning import SnapshotReads, prune
+from ivm.runtime.refresh.pruning import prune
 from ivm.runtime.refresh.retention import unreadable
-from ivm.runtime.refresh.sources import Kept, kept, release, total_source_files
+from ivm.runtime.refresh.sources import ChangeReads, Kept, kept, release, total_source_files
 from ivm.runtime.refresh.techniques.writing import Write
 from ivm.runtime.spark.connect import Session
 from ivm.runtime.spark.failures import Failure
@@ -81,10 +81,11 @@ class Change:
             release(self.kept.checkpoint)
 
 
-def computed(spark: Session, write: Write) -> Change | Revision:
+def computed(spark: Session, write: Write, change_reads: ChangeReads) -> Change | Revision:
     """The change to the store from ``write.previous`` to the record's source versions, its
-    reads bound: the delta query pruned, planned, judged once more against a recompute, and
-    kept. Or, where it cannot be applied, why (see the module's docstring)."""
+    reads bound (the sources' changes read as ``change_reads`` says, for the record): the
+    delta query pruned, planned, judged once more against a recompute, and kept. Or, where it
+    cannot be applied, why (see the module's docstring)."""
     view, compiled, clock = write.view, write.compiled, write.clock
     with clock.phase("prune"):
         pruned = spark_call(
@@ -96,24 +97,25 @@ def computed(spark: Session, write: Write) -> Change | Revision:
         )
     if isinstance(pruned, Failure):
         return revision(spark, write, pruned)
-    delta, snapshot_reads = codegen.to_select(pruned[0]), pruned[1]
+    delta = codegen.to_select(pruned[0])
+    reads = {"snapshot_reads": pruned[1] or None, "change_reads": change_reads or None}
     with clock.phase("delta"):
         change = spark_call(
             view,
             spark,
             compiled.sources,
-            lambda: _planned(spark, write, delta, snapshot_reads),
+            lambda: _planned(spark, write, delta, reads),
             REVISABLE,
         )
     return revision(spark, write, change) if isinstance(change, Failure) else change
 
 
 def _planned(
-    spark: Session, write: Write, delta: exp.Query, snapshot_reads: SnapshotReads
+    spark: Session, write: Write, delta: exp.Query, reads: dict[str, Any]
 ) -> Change | Revision:
     """The change computed by the delta query ``delta``, planned and kept; or, where the
     cost model, given the plan, predicts a recompute cheaper, the revision (the change read
-    is spent). ``snapshot_reads``: how its snapshots are read, for the record."""
+    is spent). ``reads``: how its snapshots and changes were read, for the record."""
     change_bytes, model = write.record.read_bytes, write.model
     files = total_source_files(spark, write.record.sources)
     with session_settings(spark, planning_settings(spark, files)):
@@ -124,7 +126,7 @@ def _planned(
     planned: dict[str, Any] = {
         "planned_bytes": query_bytes,
         "cost": observed.to_record(),
-        "snapshot_reads": snapshot_reads or None,
+        **reads,
     }
     if write.recheck_against is not None:
         min_bytes = number_setting(spark, MIN_BYTES, DEFAULT_MIN_BYTES)
