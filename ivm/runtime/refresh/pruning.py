@@ -38,6 +38,7 @@ from typing import Any, cast
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, DateType, DecimalType, IntegralType, StringType
 from sqlglot import exp
 
 from ivm import codegen
@@ -45,7 +46,7 @@ from ivm.ir import Filter, Project, Relation, Restrict, Scan, children, columns,
 from ivm.names import quote
 from ivm.runtime.log.file_lists import DataFile, Unlisted, admitting
 from ivm.runtime.refresh.sources import SNAPSHOTS
-from ivm.runtime.spark.connect import Session
+from ivm.runtime.spark.connect import Session, is_connect
 from ivm.runtime.spark.settings import (
     FILES,
     evaluation_settings,
@@ -300,16 +301,21 @@ def _distinct_keys(
 ) -> dict[KeySet, KeyValues | None]:
     """For each ``(affected, column)`` of ``wanted``: the sorted non-NULL values of the
     column and whether it holds a NULL; None if it has more than :data:`MAX_KEYS` distinct
-    values or a value without a literal form. One Spark job reads them all: the distinct
-    keys of each set in a column of its own, sorted by Spark (so in the column's own
-    order), at most ``MAX_KEYS + 1`` of a set sent back."""
+    values or a value without a literal form. Where the optimizer finds them all in local
+    relations, no Spark job reads them (:func:`_local_keys`); else one job reads them all:
+    the distinct keys of each set in a column of its own, sorted by Spark (so in the
+    column's own order), at most ``MAX_KEYS + 1`` of a set sent back."""
     if not wanted:
         return {}
+    keys = [
+        spark.sql(codegen.to_sql(affected, pretty=False)).select(F.col(name).alias(KEY))  # pyright: ignore[reportUnknownMemberType]
+        for affected, name in wanted
+    ]
+    if (local := _local_keys(keys)) is not None:
+        return {request: _key_values(found) for request, found in zip(wanted, local, strict=True)}
     frames = [
-        spark.sql(codegen.to_sql(affected, pretty=False))  # pyright: ignore[reportUnknownMemberType]
-        .select(F.lit(i).alias(SET), F.col(name).alias(f"{KEY}{i}"))
-        .distinct()
-        for i, (affected, name) in enumerate(wanted)
+        frame.select(F.lit(i).alias(SET), F.col(KEY).alias(f"{KEY}{i}")).distinct()
+        for i, frame in enumerate(keys)
     ]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
     in_set = Window.partitionBy(SET)
@@ -322,6 +328,36 @@ def _distinct_keys(
     for row in rows:
         found[row[SET]].append(row[f"{KEY}{row[SET]}"])
     return {request: _key_values(found[i]) for i, request in enumerate(wanted)}
+
+
+def _ordered_alike(data_type: DataType) -> bool:
+    """Whether Python sorts values of ``data_type`` as Spark does: integers, decimals, dates,
+    and strings of the binary collation (a collated string's order is the collation's)."""
+    return isinstance(data_type, (IntegralType, DecimalType, DateType)) or data_type == StringType()
+
+
+def _local_keys(keys: list[DataFrame]) -> list[list[Any]] | None:
+    """Each of the key columns ``keys`` (one column, :data:`KEY`) as its distinct values,
+    sorted (NULL first), at most ``MAX_KEYS + 1``, where Spark's optimizer finds them all in
+    the plan (each a projection or a filter of a change kept as a local relation, which it
+    evaluates as it optimizes): read without a Spark job. None where one needs a job (a key
+    joined with a snapshot, a change kept as a checkpoint), and in a Spark Connect session.
+
+    Sorted here, by Python, in the order Spark sorts them: the values pruned on
+    (:data:`Key`) are integers, decimals and dates, ordered by value in both, and strings,
+    whose code points Python compares in the order of their UTF-8 bytes, Spark's order
+    (:func:`_ordered_alike`)."""
+    if is_connect(keys[0]) or not all(_ordered_alike(f.schema[KEY].dataType) for f in keys):
+        return None
+    plans = [cast(Any, frame)._jdf.queryExecution().optimizedPlan() for frame in keys]
+    if any(plan.getClass().getSimpleName() != "LocalRelation" for plan in plans):
+        return None
+    found: list[list[Any]] = []
+    for frame in keys:
+        values = {row[KEY] for row in frame.collect()}  # a local relation's rows: no job
+        ordered: list[Any] = [None] if None in values else []
+        found.append(ordered + sorted(v for v in values if v is not None)[: MAX_KEYS + 1])
+    return found
 
 
 def _key_values(found: Sequence[Any]) -> KeyValues | None:

@@ -10,7 +10,14 @@ from sqlglot import exp
 import ivm
 from benchmarks.measure import Meter
 from ivm.ir import Project, Restrict, Scan
-from ivm.runtime.refresh.pruning import MAX_LISTED, MAX_RANGES, _filtered, _ranges
+from ivm.runtime.refresh.pruning import (
+    KEY,
+    MAX_LISTED,
+    MAX_RANGES,
+    _filtered,
+    _local_keys,
+    _ranges,
+)
 from ivm.zset import Read
 from tests.support.cdf import CDF
 from tests.support.helpers import assert_equals_query
@@ -132,3 +139,27 @@ def test_a_null_key_in_the_change_still_meets_its_rows(spark, fresh_db):
     assert ivm.sql(spark, "REFRESH MATERIALIZED VIEW matches").mode == "incremental"
     rows = {r.k: r.matched for r in spark.table("matches").collect()}
     assert rows == {r.k: r.matched for r in spark.sql(query).collect()}
+
+
+KEY_VALUES = {
+    "BIGINT": ["7", "-3", "NULL", "10000000000", "7", "0"],
+    "DECIMAL(12, 2)": ["1.50", "-0.25", "1.5", "NULL", "100.00"],
+    "DATE": ["DATE'2024-03-01'", "DATE'1999-12-31'", "NULL", "DATE'2024-02-29'"],
+    # code points across UTF-8's one- to four-byte forms, cases, and a prefix of another
+    "STRING": ["'b'", "'B'", "'ab'", "'a'", "'é'", "'z'", "'日本'", "'😀'", "NULL", "'a'"],
+}
+
+
+@pytest.mark.parametrize("key_type", list(KEY_VALUES))
+def test_keys_of_a_local_change_are_read_without_a_job_in_spark_s_order(spark, key_type):
+    """Keys that Spark's optimizer finds in a local relation (a kept change's projection) are
+    read and sorted in Python: the same distinct keys, in the order Spark sorts them, without
+    a Spark job; a string of another collation is left to Spark."""
+    rows = ", ".join(f"(CAST({v} AS {key_type}))" for v in KEY_VALUES[key_type])
+    keys = spark.sql(f"SELECT * FROM VALUES {rows} AS change({KEY})")
+    cost, found = Meter(spark).cost(lambda: _local_keys([keys]))
+    spark_order = [r[KEY] for r in keys.distinct().orderBy(KEY).collect()]
+    assert found == [spark_order] and cost.jobs == 0
+    if key_type == "STRING":
+        collated = keys.selectExpr(f"{KEY} COLLATE UTF8_LCASE AS {KEY}")
+        assert _local_keys([collated]) is None
