@@ -15,7 +15,7 @@ to size its change (:meth:`DeltaLogReader.commits`), and their files are read as
 the table's schema: no listing, no job to plan the read.
 
 A range qualifies where the table's files are simply its rows, as for a snapshot read from
-its files (:func:`~ivm.runtime.log.file_lists.unqualified`: reader version 1, so no column
+its files (:func:`~ivm.runtime.log.file_lists.qualified_version`: reader version 1, so no column
 mapping or deletion vectors; no CHAR or collated strings; partition columns of the types
 whose text is read as Delta reads it), and no commit in the range set metadata or protocol
 (a schema change, the change data feed turned on or off): Delta's reader, with its checks
@@ -25,7 +25,6 @@ and errors, reads the others. :func:`change_files` says why a range does not qua
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import reduce
 
@@ -43,7 +42,7 @@ from ivm.runtime.log.file_lists import (
     absolute_path,
     partition_of,
     partition_rows,
-    unqualified,
+    qualified_version,
 )
 from ivm.runtime.spark.connect import Session, is_connect
 
@@ -99,16 +98,11 @@ def change_files(spark: Session, table: str, after: int, upto: int) -> ChangeFil
     commits = reader.actions(after + 1, upto)
     if [v for v, _ in commits] != list(range(after + 1, upto + 1)):
         return Unlisted(f"a commit after version {after} is no longer in the log")
-    snapshot = reader.snapshot_at(upto)
-    if snapshot is None:
-        return Unlisted(f"version {upto} is no longer in the log")
-    metadata = snapshot.metadata()
-    schema = StructType.fromJson(json.loads(metadata.schemaString()))
-    columns = metadata.partitionColumns()
-    partitioned_by = tuple(columns.apply(i) for i in range(columns.size()))
-    if (why := unqualified(snapshot.protocol(), metadata, schema, partitioned_by)) is not None:
-        return why
-    feed = metadata.configuration().get(CDF_PROPERTY)
+    found = qualified_version(reader, upto)
+    if isinstance(found, Unlisted):
+        return found
+    snapshot, schema, partitioned_by = found
+    feed = snapshot.metadata().configuration().get(CDF_PROPERTY)
     if not (feed.isDefined() and feed.get().lower() == "true"):
         return Unlisted("the change data feed is off")
     files: list[tuple[Kind, DataFile]] = []

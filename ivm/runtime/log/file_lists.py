@@ -345,15 +345,10 @@ def _from_delta(
 ) -> Listing | Unlisted:
     """The files of ``version`` as Delta lists them (its state reconstruction: one Spark job);
     or why the table does not qualify."""
-    snapshot = reader.snapshot_at(version)
-    if snapshot is None:
-        return Unlisted(f"version {version} is no longer in the log")
-    metadata = snapshot.metadata()
-    schema = StructType.fromJson(json.loads(metadata.schemaString()))
-    columns = metadata.partitionColumns()
-    partitioned_by = tuple(columns.apply(i) for i in range(columns.size()))
-    if (why := unqualified(snapshot.protocol(), metadata, schema, partitioned_by)) is not None:
-        return why
+    found = qualified_version(reader, version)
+    if isinstance(found, Unlisted):
+        return found
+    snapshot, schema, partitioned_by = found
     rows = DataFrame(snapshot.allFiles().toDF(), cast(Any, spark)).select(
         "path", "size", "stats", "deletionVector", "partitionValues"
     )
@@ -367,6 +362,24 @@ def _from_delta(
         path = absolute_path(location, row.path)
         files.append(DataFile(path, int(row.size), row.stats, partition, row.path))
     return Listing(location, version, schema, tuple(files), partitioned_by)
+
+
+def qualified_version(
+    reader: DeltaLogReader, version: int
+) -> tuple[Any, StructType, tuple[str, ...]] | Unlisted:
+    """The JVM's snapshot of ``version`` of the table of ``reader``, its schema and the
+    columns it is partitioned by, where its files are simply its rows (see the module's
+    docstring); or why they are not."""
+    snapshot = reader.snapshot_at(version)
+    if snapshot is None:
+        return Unlisted(f"version {version} is no longer in the log")
+    metadata = snapshot.metadata()
+    schema = StructType.fromJson(json.loads(metadata.schemaString()))
+    columns = metadata.partitionColumns()
+    partitioned_by = tuple(columns.apply(i) for i in range(columns.size()))
+    if (why := _unqualified(snapshot.protocol(), metadata, schema, partitioned_by)) is not None:
+        return why
+    return snapshot, schema, partitioned_by
 
 
 PARTITION_TYPES = (
@@ -400,7 +413,7 @@ def partition_of(values: Any) -> Partition | None:
     return tuple(sorted(values.items()))
 
 
-def unqualified(
+def _unqualified(
     protocol: Any, metadata: Any, schema: StructType, partitioned_by: tuple[str, ...]
 ) -> Unlisted | None:
     """Why a table version of ``protocol`` and ``metadata`` (the JVM's), ``schema``,
