@@ -49,6 +49,7 @@ from ivm.runtime.spark.connect import Session, is_connect
 CHANGE_TYPE = "_change_type"
 """The column of a change data file (and of Delta's change data feed) saying what a row is:
 ``insert``, ``delete``, ``update_preimage`` or ``update_postimage``."""
+CHANGE_TYPE_FIELD = StructField(CHANGE_TYPE, StringType())
 CHANGE_FILE = None
 """The kind of a file whose rows carry their own :data:`CHANGE_TYPE` (a ``cdc`` file)."""
 
@@ -72,17 +73,13 @@ class ChangeFiles:
         groups: dict[tuple[Kind, tuple], list[DataFile]] = {}
         for kind, file in self.files:
             groups.setdefault((kind, file.partition), []).append(file)
-        change_type = StructField(CHANGE_TYPE, StringType())
-        reads = [
-            partition_rows(
-                spark, self.schema, self.partitioned_by, partition, tuple(files)
-            ).withColumn(CHANGE_TYPE, F.lit(kind))
-            if kind is not CHANGE_FILE
-            else partition_rows(
-                spark, self.schema, self.partitioned_by, partition, tuple(files), (change_type,)
+        reads = []
+        for (kind, partition), files in groups.items():
+            held = (CHANGE_TYPE_FIELD,) if kind is CHANGE_FILE else ()
+            rows = partition_rows(
+                spark, self.schema, self.partitioned_by, partition, tuple(files), held
             )
-            for (kind, partition), files in groups.items()
-        ]
+            reads.append(rows if kind is CHANGE_FILE else rows.withColumn(CHANGE_TYPE, F.lit(kind)))
         return reduce(DataFrame.union, reads) if reads else None
 
 

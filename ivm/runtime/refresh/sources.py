@@ -38,7 +38,6 @@ from pyspark.sql.types import (
     DoubleType,
     FloatType,
     LongType,
-    StringType,
     StructField,
     StructType,
 )
@@ -49,7 +48,12 @@ from ivm.names import DIALECT, quote
 from ivm.runtime.catalog.definition import compile_definition
 from ivm.runtime.catalog.properties import is_logged
 from ivm.runtime.catalog.tables import column_types, store_name, store_properties
-from ivm.runtime.log.change_files import CHANGE_TYPE, ChangeFiles, change_files
+from ivm.runtime.log.change_files import (
+    CHANGE_TYPE,
+    CHANGE_TYPE_FIELD,
+    ChangeFiles,
+    change_files,
+)
 from ivm.runtime.log.delta_log import CDF_PROPERTY, DeltaLogReader
 from ivm.runtime.log.file_lists import MAX_PARTITIONS_READ, DataFile, Unlisted, listed
 from ivm.runtime.spark.connect import Session, driver_jvm, is_connect, java_session
@@ -66,7 +70,6 @@ from ivm.store import Store
 from ivm.zset import COUNT, WEIGHT, Read, relation_name
 
 INSERTED = ("insert", "update_postimage")
-CHANGE_TYPE_FIELD = StructField(CHANGE_TYPE, StringType())
 BITS = "_ivm_bits"
 """Grouping keys of a change's float columns, by their text (see :func:`changes`)."""
 PART = "_ivm_part"
