@@ -1,5 +1,5 @@
-"""Commits written through Delta's transaction API: a refresh's record alone, and the
-overwrite of a small store.
+"""Commits written through Delta's transaction API: a refresh's record alone, an append to
+a logged store, and the overwrite of a small store.
 
 A refresh whose change leaves every stored row as it is still commits, to record the source
 versions its store reflects. Through SQL that commit is an ``UPDATE … WHERE FALSE`` under
@@ -14,6 +14,11 @@ read, has no later commit to look for, and registering the application id as rea
 Delta's conflict check refuse the commit if another write of the view commits first. Where
 the store has moved on since ``n`` (a compaction, say), the lookup runs, as in SQL: a write
 of ``(ivm:<view>, ≥ n)`` there means another refresh got there first.
+
+A logged store's append (:mod:`~ivm.runtime.refresh.techniques.append`) is the files Delta
+writes for the change's rows and the transaction, under the same rule: through SQL, Delta's
+``INSERT`` looks up the transactions, a state reconstruction of three Spark jobs. An append
+reads no stored row, so a fold of the log committed since ``n`` does not stop it.
 
 A small store rewritten (:mod:`~ivm.runtime.refresh.techniques.rewrite`) is overwritten the
 same way: the files Delta writes for the new rows, a ``remove`` of each file the store's log
@@ -50,12 +55,34 @@ def record_committed(spark: Session, table: str, app_id: str, read_version: int)
     if is_connect(spark):
         return None
     with _transaction(spark, table) as txn:
-        if txn.readVersion() == read_version:
-            txn.readTxn().addOne(app_id)  # what txnVersion registers, without its lookup
-        elif txn.txnVersion(app_id) >= read_version:
+        if not _first(txn, app_id, read_version):
             return False
         update = java_class(spark, "org.apache.spark.sql.delta.DeltaOperations$Update")
         _commit(spark, txn, [_set_transaction(spark, app_id, read_version)], update(_none(spark)))
+    return True
+
+
+def append_committed(
+    spark: Session, table: str, app_id: str, read_version: int, rows: DataFrame
+) -> bool | None:
+    """Append ``rows`` (of the Delta table ``table``'s columns and types) to ``table`` in the
+    transaction ``(app_id, read_version)``, with the ``userMetadata`` that ``spark``'s
+    settings carry, as Delta's ``INSERT``: its files written by Delta, no file removed.
+    True once committed; False where a commit of ``(app_id, ≥ read_version)`` is in the log
+    already (another write came first); None on a Connect session. The append reads no
+    stored row, so a commit of another application since ``read_version`` (a fold of a
+    logged store's log) does not stop it."""
+    if is_connect(spark):
+        return None
+    with _transaction(spark, table) as txn:
+        if not _first(txn, app_id, read_version):
+            return False
+        _commit(
+            spark,
+            txn,
+            [*_written(txn, rows), _set_transaction(spark, app_id, read_version)],
+            _write_operation(spark, "Append"),
+        )
     return True
 
 
@@ -82,17 +109,39 @@ def overwrite_committed(
             return False
         txn.readTxn().addOne(app_id)
         txn.readWholeTable()
-        written = txn.writeFiles(rows._jdf)  # pyright: ignore[reportPrivateUsage]
-        actions = [written.apply(i) for i in range(written.size())]
+        actions = _written(txn, rows)
         now = int(time.time() * 1000)
         parse = java_class(spark, "org.apache.spark.sql.delta.actions.Action").fromJson
         actions += [parse(json.dumps({"remove": _removal(file, now)})) for file in replaced]
         actions.append(_set_transaction(spark, app_id, read_version))
-        overwrite = java_class(spark, "org.apache.spark.sql.SaveMode").Overwrite
-        write = java_class(spark, "org.apache.spark.sql.delta.DeltaOperations$Write")
-        none = _none(spark)
-        _commit(spark, txn, actions, write(overwrite, none, none, none))
+        _commit(spark, txn, actions, _write_operation(spark, "Overwrite"))
     return True
+
+
+def _first(txn: Any, app_id: str, read_version: int) -> bool:
+    """Whether ``txn`` is the first commit of ``(app_id, read_version)``, the application id
+    registered as read so that Delta's conflict check refuses it if another such commit
+    lands first: without a lookup where ``txn`` starts at ``read_version`` (no later commit
+    to look for), else by Delta's lookup of the application's latest transaction."""
+    if txn.readVersion() == read_version:
+        txn.readTxn().addOne(app_id)  # what txnVersion registers, without its lookup
+        return True
+    return txn.txnVersion(app_id) < read_version
+
+
+def _written(txn: Any, rows: DataFrame) -> list[Any]:
+    """The ``add`` actions of the files ``txn`` writes for ``rows`` (Delta's write: its
+    partitions, statistics and constraints)."""
+    written = txn.writeFiles(rows._jdf)  # pyright: ignore[reportPrivateUsage]
+    return [written.apply(i) for i in range(written.size())]
+
+
+def _write_operation(spark: Session, mode: str) -> Any:
+    """Delta's ``WRITE`` operation in the save ``mode`` (``Append``, ``Overwrite``)."""
+    save_mode = getattr(java_class(spark, "org.apache.spark.sql.SaveMode"), mode)
+    write = java_class(spark, "org.apache.spark.sql.delta.DeltaOperations$Write")
+    none = _none(spark)
+    return write(save_mode, none, none, none)
 
 
 def _removal(file: DataFile, now: int) -> dict[str, Any]:

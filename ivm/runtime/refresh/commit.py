@@ -59,11 +59,22 @@ from ivm.runtime.catalog.tables import (
 )
 from ivm.runtime.log.delta_log import DeltaLogReader, reading_each_log_once
 from ivm.runtime.log.file_lists import DataFile
-from ivm.runtime.log.transaction import overwrite_committed, record_committed
+from ivm.runtime.log.transaction import (
+    append_committed,
+    overwrite_committed,
+    record_committed,
+)
 from ivm.runtime.refresh import faults
 from ivm.runtime.refresh.gather import CHANGE_DATA_UNAVAILABLE
 from ivm.runtime.refresh.phases import PhaseClock
-from ivm.runtime.refresh.sources import Bound, bind, delta_table, folded_rows, snapshot, unbind
+from ivm.runtime.refresh.sources import (
+    Bound,
+    bind,
+    delta_table,
+    folded_rows,
+    store_rows,
+    unbind,
+)
 from ivm.runtime.spark.connect import Session, session_of_its_own, set_settings, settings_of
 from ivm.runtime.spark.failures import Failure, classify, is_under, missing_file
 from ivm.runtime.spark.settings import session_settings
@@ -133,9 +144,9 @@ def stored_rows(
     """The store columns of the rows of ``view``'s store as of ``version``, as a change that
     reads the view's own rows needs them: each group's accumulators as a MERGE would have
     left them, so a ``logged`` store's log folded in."""
-    if not logged:
-        return snapshot(spark, store_name(view), compiled.store.columns, version)
     store = store_name(view)
+    if not logged:
+        return store_rows(spark, store, version).select(*map(quote, compiled.store.columns))
     return folded_rows(spark, compiled.store, store, version, column_types(spark, store))
 
 
@@ -317,6 +328,16 @@ def bound_reads(
 
 
 @dataclass(frozen=True)
+class Append:
+    """The rows of ``query`` appended to the store (of columns ``schema``): committed through
+    Delta's transaction API (:func:`~ivm.runtime.log.transaction.append_committed`: no
+    lookup of the store's transactions) where the session has a JVM, else by ``INSERT``."""
+
+    query: exp.Query
+    schema: StructType
+
+
+@dataclass(frozen=True)
 class Overwrite:
     """The store (of columns ``schema``) overwritten with the rows of ``query``, its files at
     the version the write was computed from being ``replaced``: committed through Delta's
@@ -330,13 +351,14 @@ class Overwrite:
 
 
 def committed_write(
-    spark: Session, commit: Commit, statement: exp.Expr | Overwrite | None, **amend: Any
+    spark: Session, commit: Commit, statement: exp.Expr | Append | Overwrite | None, **amend: Any
 ) -> list[Row] | LostRace:
     """Write the store by ``statement`` in one commit, as ``commit`` says, its sources bound
     (:func:`bound_reads`; steps 2 to 5 of the module's docstring); ``amend`` sets fields of
     the record known only once the write is planned. ``statement`` None: the commit carries
-    the record alone (:func:`_record_alone`); an :class:`Overwrite`: the store's rows
-    replaced (:func:`_overwritten`). The statement's rows; or, for a write computed from a
+    the record alone (:func:`_record_alone`); an :class:`Append`: rows added
+    (:func:`_appended`); an :class:`Overwrite`: the store's rows replaced
+    (:func:`_overwritten`). The statement's rows; or, for a write computed from a
     store version, :class:`LostRace` where another write committed first (a CREATE's commit
     that Delta refused fails as Delta failed it)."""
     timer = _timer(commit)
@@ -384,7 +406,10 @@ def _commit_settings(view: str, record: RefreshRecord, read_version: int | None)
 
 
 def _written(
-    spark: Session, commit: Commit, statement: exp.Expr | Overwrite | None, conf: dict[str, str]
+    spark: Session,
+    commit: Commit,
+    statement: exp.Expr | Append | Overwrite | None,
+    conf: dict[str, str],
 ) -> list[Row] | LostRace | None:
     """Commit the write ``statement`` (see :func:`committed_write`) under the settings
     ``conf``: its rows; None where it was committed through Delta's transaction API, which
@@ -393,27 +418,45 @@ def _written(
         return _record_alone(spark, commit, conf)
     if isinstance(statement, Overwrite):
         return _overwritten(spark, commit, statement, conf)
+    if isinstance(statement, Append):
+        return _appended(spark, commit, statement, conf)
     return _executed(spark, statement, conf)
 
 
 def _overwritten(
     spark: Session, commit: Commit, overwrite: Overwrite, conf: dict[str, str]
 ) -> list[Row] | LostRace | None:
-    """Commit ``overwrite`` (see :func:`_by_transaction_api`), each column cast to the
-    store's type as an ``INSERT`` casts it; else by ``INSERT OVERWRITE``."""
+    """Commit ``overwrite`` (see :func:`_by_transaction_api`); else by ``INSERT OVERWRITE``."""
     store = store_name(commit.view)
 
     def through_api(app_id: str, read_version: int) -> bool | None:
-        query = overwrite.query.sql(DIALECT)
-        rows = spark.sql(query)  # pyright: ignore[reportUnknownMemberType]
-        rows = rows.toDF(*overwrite.schema.fieldNames())  # named by position
-        typed = rows.select(
-            *(F.col(quote(f.name)).cast(f.dataType).alias(f.name) for f in overwrite.schema)
-        )
-        return overwrite_committed(spark, store, app_id, read_version, typed, overwrite.replaced)
+        rows = _typed(spark, overwrite.query, overwrite.schema)
+        return overwrite_committed(spark, store, app_id, read_version, rows, overwrite.replaced)
 
     sql = codegen.overwrite_statement(store, overwrite.query)
     return _by_transaction_api(spark, commit, conf, through_api, sql)
+
+
+def _appended(
+    spark: Session, commit: Commit, append: Append, conf: dict[str, str]
+) -> list[Row] | LostRace | None:
+    """Commit ``append`` (see :func:`_by_transaction_api`); else by ``INSERT``."""
+    store = store_name(commit.view)
+
+    def through_api(app_id: str, read_version: int) -> bool | None:
+        rows = _typed(spark, append.query, append.schema)
+        return append_committed(spark, store, app_id, read_version, rows)
+
+    sql = exp.Insert(this=exp.to_table(store, dialect=DIALECT), expression=append.query)
+    return _by_transaction_api(spark, commit, conf, through_api, sql)
+
+
+def _typed(spark: Session, query: exp.Query, schema: StructType) -> DataFrame:
+    """The rows of ``query``, its columns named by position after ``schema``'s and each cast
+    to its type, as an ``INSERT`` casts them."""
+    rows = spark.sql(query.sql(DIALECT))  # pyright: ignore[reportUnknownMemberType]
+    rows = rows.toDF(*schema.fieldNames())
+    return rows.select(*(F.col(quote(f.name)).cast(f.dataType).alias(f.name) for f in schema))
 
 
 def _record_alone(

@@ -27,6 +27,7 @@ exact in any order)::
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
@@ -55,7 +56,7 @@ from ivm.runtime.log.change_files import (
     change_files,
 )
 from ivm.runtime.log.delta_log import CDF_PROPERTY, DeltaLogReader
-from ivm.runtime.log.file_lists import MAX_PARTITIONS_READ, DataFile, Unlisted, listed
+from ivm.runtime.log.file_lists import MAX_PARTITIONS_READ, DataFile, Listing, Unlisted, listed
 from ivm.runtime.spark.connect import Session, driver_jvm, is_connect, java_session
 from ivm.runtime.spark.settings import (
     CHANGE_READS,
@@ -74,6 +75,8 @@ BITS = "_ivm_bits"
 """Grouping keys of a change's float columns, by their text (see :func:`changes`)."""
 PART = "_ivm_part"
 """Which source's change a row of the changes collected together is (see :func:`kept_together`)."""
+STORE_ROWS = "_ivm_store_rows_"
+"""The prefix of the temporary view of a logged store's rows while its fold is analysed."""
 SIGN, TOUCHED, PRESENT = "_ivm_sign", "_ivm_touched", "_ivm_present"
 """A logged upstream's folded rows before (-1) and after (+1) a change, the keys the change
 touched, and how many store rows a side has (see :func:`folded_sides`)."""
@@ -117,9 +120,29 @@ def folded_rows(
 ) -> DataFrame:
     """The store columns of the logged store ``table`` (described by ``store``, its columns
     of ``types``) as of ``version``, its log folded in
-    (:func:`ivm.codegen.store.folded_query`)."""
-    query = codegen.folded_query(store, table, types, version)
-    return spark.sql(query.sql(DIALECT))  # pyright: ignore[reportUnknownMemberType]
+    (:func:`ivm.codegen.store.folded_query`), its rows read once (:func:`store_rows`)."""
+    name = f"{STORE_ROWS}{uuid.uuid4().hex}"
+    store_rows(spark, table, version).createOrReplaceTempView(name)
+    try:  # the analysed query holds the rows' plan, not the temporary view's name
+        query = codegen.folded_query(store, name, types)
+        return spark.sql(query.sql(DIALECT))  # pyright: ignore[reportUnknownMemberType]
+    finally:
+        spark.catalog.dropTempView(name)
+
+
+def store_rows(spark: Session, table: str, version: int) -> DataFrame:
+    """The rows of the store ``table`` as of ``version``, stored and logged alike: read from
+    the files its log lists where the session reads snapshots so and the store qualifies
+    (:func:`ivm.runtime.log.file_lists.listed`; a store is ivm's own table, so it does
+    outside Spark Connect, up to :data:`MAX_PARTITIONS_READ` partitions), else by Delta,
+    which plans the read of each part of a fold apart (a Spark job each)."""
+    if reads_files(spark):
+        listing = listed(spark, table, version)
+        if isinstance(listing, Listing) and listing.partitions(listing.files) <= (
+            MAX_PARTITIONS_READ
+        ):
+            return listing.read(spark) if listing.files else empty(spark, listing.schema)
+    return _delta_read(spark, table, versionAsOf=version)
 
 
 def delta_table(spark: Session, table: str) -> str:
@@ -337,7 +360,7 @@ def folded_sides(
     and a side has it where that side has store rows."""
     keys = [F.col(quote(k)) for k in store.keys]
     accumulators = [acc.name for acc in store.accumulators]
-    rows = at_keys(store, _delta_read(spark, table, versionAsOf=version), touched_keys(store, feed))
+    rows = at_keys(store, store_rows(spark, table, version), touched_keys(store, feed))
     inserted = F.col(CHANGE_TYPE).isin(*INSERTED)
     # each store row counts on both sides; the feed's rows, undone, on the side before
     inputs = rows.select(

@@ -1,15 +1,17 @@
 """Commits through Delta's transaction API: each is Delta's idempotent transaction of the
 version it was computed from, as the SQL statements it replaces were, so that a second commit
 from that version (SQL's or the API's) is skipped or refused; an overwrite replaces exactly the
-files it was given, and its change data feed shows the rows deleted and inserted."""
+files it was given, and its change data feed shows the rows deleted and inserted; an append
+adds its rows after any other application's commit, in the one Spark job that writes them."""
 
 import json
 
 import pytest
 
+from benchmarks.measure import Meter
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.log.file_lists import Listing, listed
-from ivm.runtime.log.transaction import overwrite_committed, record_committed
+from ivm.runtime.log.transaction import append_committed, overwrite_committed, record_committed
 from ivm.runtime.spark.settings import session_settings
 
 APP = "ivm:test"
@@ -81,3 +83,33 @@ def test_a_record_is_committed_once_per_version_whichever_way_it_is_written(spar
         spark.sql(f"INSERT INTO {table} VALUES (9, 'z', 90)")
     assert version(spark, table) == read + 1
     assert rows(spark, f"SELECT k FROM {table}") == [(1,), (2,), (3,)]
+
+
+def test_an_append_adds_its_rows_once_per_version_in_one_job(spark, table):
+    """The append starts where its refresh read the table, the last commit written by SQL
+    (whose snapshot's state Delta has not reconstructed): one Spark job, the write, and no
+    lookup of the table's transactions."""
+    read = version(spark, table)
+    new = spark.createDataFrame([(4, "c", 40), (6, "a", 60)], "k INT, p STRING, v BIGINT")
+    with session_settings(spark, {METADATA: json.dumps({"by": "test"})}):
+        cost, done = Meter(spark).cost(lambda: append_committed(spark, table, APP, read, new))
+    assert done is True and cost.jobs == 1
+    assert rows(spark, f"SELECT k FROM {table}") == [(1,), (2,), (3,), (4,), (6,)]
+    latest = spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").first()
+    assert latest.operation == "WRITE" and latest.operationParameters["mode"] == "Append"
+    assert json.loads(latest.userMetadata) == {"by": "test"}
+    changes = f"SELECT _change_type, k FROM table_changes('{table}', {read + 1}, {read + 1})"
+    assert rows(spark, changes) == [("insert", 4), ("insert", 6)]
+    assert append_committed(spark, table, APP, read, new) is False  # found by the lookup
+    assert version(spark, table) == read + 1
+
+
+def test_an_append_commits_after_another_application_s_commit(spark, table):
+    """A commit since the version the append was computed from that is not its view's (a
+    fold of a logged store's log) does not stop it: the append reads no stored row."""
+    read = version(spark, table)
+    spark.sql(f"DELETE FROM {table} WHERE k = 2")  # another application's commit first
+    new = spark.createDataFrame([(4, "c", 40)], "k INT, p STRING, v BIGINT")
+    assert append_committed(spark, table, APP, read, new) is True
+    assert version(spark, table) == read + 2
+    assert rows(spark, f"SELECT k FROM {table}") == [(1,), (3,), (4,)]

@@ -14,7 +14,12 @@ from ivm.errors import CatalogError
 from ivm.runtime.catalog.tables import store_name
 from ivm.runtime.refresh.sources import changes, snapshot, table_version, upstream
 from ivm.runtime.refresh.upkeep import LOG_FOLD_AT
-from ivm.runtime.spark.settings import STATE_LAYOUT, STORE_LAYOUT, session_settings
+from ivm.runtime.spark.settings import (
+    SNAPSHOT_READS,
+    STATE_LAYOUT,
+    STORE_LAYOUT,
+    session_settings,
+)
 from ivm.testing.data import LOGGED_STORES, MERGED_STATES
 from tests.support.cdf import CDF
 from tests.support.helpers import history
@@ -241,6 +246,42 @@ def test_a_logged_views_change_over_any_range_is_its_folded_rows_at_the_end_less
                 for row in changes(spark, view, columns, a, b, source)[0].collect()
             }
             assert got == {tuple(row): n for row, n in want.items() if n}, (name, a, b)
+
+
+def delta_file_indexes(frame) -> int:
+    """How many of the relations ``frame`` reads are Delta's (planned by Delta, a listing
+    job each), not Parquet files listed by ivm."""
+    leaves = frame._jdf.queryExecution().optimizedPlan().collectLeaves()
+    relations = [leaves.apply(i) for i in range(leaves.size())]
+    return sum(
+        "Delta" in r.relation().location().getClass().getSimpleName()
+        for r in relations
+        if r.getClass().getSimpleName() == "LogicalRelation"
+    )
+
+
+def test_a_refresh_reads_a_logged_store_from_the_files_its_log_lists(spark, logged):
+    """A logged view's rows and its change, as a view over it reads them, come from the
+    files its log lists, stored and logged, not from reads Delta plans (a listing job for
+    each part of the fold); with ``spark.ivm.snapshotReads = delta``, from Delta's; the
+    same rows either way."""
+    spark.sql("INSERT INTO facts VALUES (1, 1, 3, 1.25), (2, NULL, -1, NULL), (3, 2, 4, 4.00)")
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW grouped AS {VIEWS['grouped']}")
+    _change(spark, random.Random(3), 10)
+    ivm.sql(spark, "REFRESH MATERIALIZED VIEW grouped")  # an append: stored and logged rows
+    view = f"{logged}.grouped"
+    source, last = upstream(spark, view), table_version(spark, view)
+    assert source is not None and source.logged
+    columns = source.store.view_columns
+    read = {}
+    for reads in ("files", "delta"):
+        with session_settings(spark, {SNAPSHOT_READS: reads}):
+            rows = snapshot(spark, view, columns, last, source)
+            change = changes(spark, view, columns, last - 1, last, source)[0]
+        delta_reads = delta_file_indexes(rows) + delta_file_indexes(change)
+        assert (delta_reads == 0) == (reads == "files"), (reads, delta_reads)
+        read[reads] = Counter(rows.collect()), Counter(change.collect())
+    assert read["files"] == read["delta"] and read["files"][1]
 
 
 def changelog(spark, view: str) -> list[Counter]:

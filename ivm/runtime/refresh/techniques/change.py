@@ -29,7 +29,7 @@ from ivm.names import DIALECT
 from ivm.runtime.catalog.history import Technique
 from ivm.runtime.decision.decide import DEFAULT_MIN_BYTES, MIN_BYTES, Revision
 from ivm.runtime.decision.terms import Mode, Obstacle, ObstacleKind
-from ivm.runtime.refresh.commit import LostRace, Overwrite, committed_write, spark_call
+from ivm.runtime.refresh.commit import Append, LostRace, Overwrite, committed_write, spark_call
 from ivm.runtime.refresh.gather import CHANGE_DATA_UNAVAILABLE
 from ivm.runtime.refresh.pruning import prune
 from ivm.runtime.refresh.retention import unreadable
@@ -145,7 +145,7 @@ def committed(
     spark: Session,
     write: Write,
     change: Change | None,
-    statement: exp.Expr | Overwrite | None,
+    statement: exp.Expr | Append | Overwrite | None,
     technique: Technique,
 ) -> list[Row] | Revision | LostRace:
     """``statement``, the write of ``change`` (None: none was read) by ``technique``,
