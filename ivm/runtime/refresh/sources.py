@@ -447,11 +447,20 @@ def kept(
             rows = java.collectAsList()
             return Kept(_local(spark, rows, java.schema()), rows.size())
         checkpoint = frame.localCheckpoint(eager=False)  # plans (and, adaptive, runs) it
-        count = checkpoint.count()  # the one job that computes and keeps the rows
+        count = _counted(checkpoint)  # the one job that computes and keeps the rows
     if count > 0:
         return Kept(checkpoint, count, checkpoint)
     release(checkpoint)
     return Kept(empty(spark, frame.schema), 0)
+
+
+def _counted(checkpoint: DataFrame) -> int:
+    """How many rows the local ``checkpoint`` holds, its rows computed and kept by one Spark
+    job that counts them where they are (a DataFrame's count aggregates them through a
+    shuffle, which adaptive execution runs as a second job)."""
+    if is_connect(checkpoint):
+        return checkpoint.count()
+    return int(_dataset(checkpoint).queryExecution().toRdd().count())
 
 
 def kept_together(

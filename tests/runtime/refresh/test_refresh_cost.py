@@ -14,6 +14,7 @@ from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
 from sqlglot import exp
 
 import ivm
+from benchmarks.measure import Meter
 from ivm.ir import Filter, Scan
 from ivm.runtime.catalog import definition
 from ivm.runtime.catalog.tables import store_name
@@ -21,6 +22,7 @@ from ivm.runtime.log import file_lists
 from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.refresh import pruning
 from ivm.runtime.refresh.phases import PHASES
+from ivm.runtime.refresh.sources import kept, release
 from ivm.runtime.refresh.techniques import merge as merge_technique
 from ivm.runtime.spark import settings
 from ivm.runtime.spark.settings import session_settings
@@ -390,6 +392,21 @@ def test_a_refresh_keeps_nothing_after_it(spark, shop):
     }
     assert not kept, kept
     assert_equals_query(spark, "sales", SALES)
+
+
+def test_rows_kept_by_the_executors_are_computed_and_counted_by_one_job(spark):
+    """A change too large to collect is kept as a local checkpoint: the job that computes
+    its rows counts them where they are (a DataFrame's count is a second job, adaptive),
+    and later reads take them from the checkpoint, without a job to compute them again."""
+    frame = spark.range(1000).selectExpr("id", "id % 7 AS k").where("k = 3")
+    with session_settings(spark, {settings.ADAPTIVE: "true"}):
+        cost, rows = Meter(spark).cost(lambda: kept(spark, frame, None))
+    try:
+        assert rows.rows == 143 and cost.jobs == 1, (rows.rows, cost.jobs)
+        assert sorted(r.id for r in rows.frame.collect()) == list(range(3, 1000, 7))
+    finally:
+        assert rows.checkpoint is not None
+        release(rows.checkpoint)
 
 
 def _persisted(spark) -> dict[int, str]:
