@@ -356,9 +356,9 @@ def committed_write(
     """Write the store by ``statement`` in one commit, as ``commit`` says, its sources bound
     (:func:`bound_reads`; steps 2 to 5 of the module's docstring); ``amend`` sets fields of
     the record known only once the write is planned. ``statement`` None: the commit carries
-    the record alone (:func:`_record_alone`); an :class:`Append`: rows added
-    (:func:`_appended`); an :class:`Overwrite`: the store's rows replaced
-    (:func:`_overwritten`). The statement's rows; or, for a write computed from a
+    the record alone (:func:`_record_alone`); an :class:`Append` (rows added) or an
+    :class:`Overwrite` (the store's rows replaced): through Delta's transaction API
+    (:func:`_rows_written`). The statement's rows; or, for a write computed from a
     store version, :class:`LostRace` where another write committed first (a CREATE's commit
     that Delta refused fails as Delta failed it)."""
     timer = _timer(commit)
@@ -416,38 +416,29 @@ def _written(
     checked it as it committed; or :class:`LostRace`."""
     if statement is None:
         return _record_alone(spark, commit, conf)
-    if isinstance(statement, Overwrite):
-        return _overwritten(spark, commit, statement, conf)
-    if isinstance(statement, Append):
-        return _appended(spark, commit, statement, conf)
+    if isinstance(statement, (Append, Overwrite)):
+        return _rows_written(spark, commit, statement, conf)
     return _executed(spark, statement, conf)
 
 
-def _overwritten(
-    spark: Session, commit: Commit, overwrite: Overwrite, conf: dict[str, str]
+def _rows_written(
+    spark: Session, commit: Commit, write: Append | Overwrite, conf: dict[str, str]
 ) -> list[Row] | LostRace | None:
-    """Commit ``overwrite`` (see :func:`_by_transaction_api`); else by ``INSERT OVERWRITE``."""
+    """Commit ``write``, its rows typed as the store's (see :func:`_by_transaction_api`);
+    else by ``INSERT`` or ``INSERT OVERWRITE``."""
     store = store_name(commit.view)
 
     def through_api(app_id: str, read_version: int) -> bool | None:
-        rows = _typed(spark, overwrite.query, overwrite.schema)
-        return overwrite_committed(spark, store, app_id, read_version, rows, overwrite.replaced)
-
-    sql = codegen.overwrite_statement(store, overwrite.query)
-    return _by_transaction_api(spark, commit, conf, through_api, sql)
-
-
-def _appended(
-    spark: Session, commit: Commit, append: Append, conf: dict[str, str]
-) -> list[Row] | LostRace | None:
-    """Commit ``append`` (see :func:`_by_transaction_api`); else by ``INSERT``."""
-    store = store_name(commit.view)
-
-    def through_api(app_id: str, read_version: int) -> bool | None:
-        rows = _typed(spark, append.query, append.schema)
+        rows = _typed(spark, write.query, write.schema)
+        if isinstance(write, Overwrite):
+            return overwrite_committed(spark, store, app_id, read_version, rows, write.replaced)
         return append_committed(spark, store, app_id, read_version, rows)
 
-    sql = exp.Insert(this=exp.to_table(store, dialect=DIALECT), expression=append.query)
+    sql = (
+        codegen.overwrite_statement(store, write.query)
+        if isinstance(write, Overwrite)
+        else exp.Insert(this=exp.to_table(store, dialect=DIALECT), expression=write.query)
+    )
     return _by_transaction_api(spark, commit, conf, through_api, sql)
 
 

@@ -59,6 +59,7 @@ from ivm.runtime.log.delta_log import CDF_PROPERTY, DeltaLogReader
 from ivm.runtime.log.file_lists import MAX_PARTITIONS_READ, DataFile, Listing, Unlisted, listed
 from ivm.runtime.spark.connect import Session, driver_jvm, is_connect, java_session
 from ivm.runtime.spark.settings import (
+    ADAPTIVE,
     CHANGE_READS,
     DELTA,
     FILES,
@@ -447,20 +448,19 @@ def kept(
             rows = java.collectAsList()
             return Kept(_local(spark, rows, java.schema()), rows.size())
         checkpoint = frame.localCheckpoint(eager=False)  # plans (and, adaptive, runs) it
-        count = _counted(checkpoint)  # the one job that computes and keeps the rows
+        count = _counted(spark, checkpoint)  # the one job that computes and keeps the rows
     if count > 0:
         return Kept(checkpoint, count, checkpoint)
     release(checkpoint)
     return Kept(empty(spark, frame.schema), 0)
 
 
-def _counted(checkpoint: DataFrame) -> int:
+def _counted(spark: Session, checkpoint: DataFrame) -> int:
     """How many rows the local ``checkpoint`` holds, its rows computed and kept by one Spark
-    job that counts them where they are (a DataFrame's count aggregates them through a
-    shuffle, which adaptive execution runs as a second job)."""
-    if is_connect(checkpoint):
+    job: the count's aggregation is planned without adaptive execution, which would run its
+    shuffle's map stage as a job of its own and gains nothing on a plan this simple."""
+    with session_settings(spark, {ADAPTIVE: "false"}):
         return checkpoint.count()
-    return int(_dataset(checkpoint).queryExecution().toRdd().count())
 
 
 def kept_together(

@@ -23,7 +23,9 @@ from ivm.runtime.log.delta_log import DeltaLogReader
 from ivm.runtime.refresh import pruning
 from ivm.runtime.refresh.phases import PHASES
 from ivm.runtime.refresh.sources import kept, release
+from ivm.runtime.refresh.techniques import append as append_technique
 from ivm.runtime.refresh.techniques import merge as merge_technique
+from ivm.runtime.refresh.techniques import rewrite as rewrite_technique
 from ivm.runtime.spark import settings
 from ivm.runtime.spark.settings import session_settings
 from ivm.testing.data import MERGES
@@ -264,6 +266,44 @@ def test_a_refresh_of_little_data_compiles_no_code_in_fewer_jobs(spark, shop):
     assert compiled[1] == 0 and compiled[2] > 0, compiled
     assert jobs[1] < jobs[2], jobs
     assert spark.conf.get(settings.FACTORY_MODE) == "FALLBACK", "the session keeps its own"
+
+
+@pytest.mark.parametrize("layout", ["LOG", "MERGE"])
+def test_a_small_change_is_written_as_little_data_whatever_computing_it_read(
+    spark, shop, monkeypatch, layout
+):
+    """The write of a kept change reads the change (and a small store's rows), not what
+    computing the change read: a change of a row or two, computed by a delta query that
+    read more than ``spark.ivm.interpretedMaxBytes``, is appended to a logged store, or
+    rewritten into a small merged one, under the settings of little data."""
+    module = append_technique if layout == "LOG" else rewrite_technique
+    used, plain = [], module.session_settings
+
+    def recorded(session, conf):
+        used.append(dict(conf))
+        return plain(session, conf)
+
+    monkeypatch.setattr(module, "session_settings", recorded)
+    # customers without orders, in a file whose keys span those of the orders: a read of
+    # the changed orders' customers reads it whole
+    spark.sql(
+        "INSERT INTO customers SELECT IF(id = 0, 0, id + 100), sha2(STRING(id), 256) "
+        "FROM range(5000)"
+    )
+    ivm.sql(spark, f"CREATE MATERIALIZED VIEW sales STORE LAYOUT {layout} AS {SALES}")
+    store = store_name(f"{shop}.sales")
+    # above the store and a change of two rows, below what the delta query reads
+    limit = DeltaLogReader(spark, store).size_in_bytes() + 1000
+    spark.sql("INSERT INTO orders VALUES (5, 1, 1.25, 'ok'), (6, 2, 3.00, 'ok')")
+    with session_settings(spark, {settings.INTERPRETED_MAX_BYTES: str(limit)}):
+        result = ivm.sql(spark, "REFRESH MATERIALIZED VIEW sales")
+    assert result.mode == "incremental"
+    written = history(spark, store)[-1]
+    assert written.operation == "WRITE", written.operation  # appended, or rewritten
+    planned = json.loads(written.userMetadata)["ivm"]["planned_bytes"]
+    assert planned > limit, planned
+    assert used and all(conf.items() >= settings.LITTLE_DATA.items() for conf in used), used
+    assert_equals_query(spark, "sales", SALES)
 
 
 def test_a_delta_query_is_judged_by_the_files_it_reads_after_pruning(spark, fresh_db):

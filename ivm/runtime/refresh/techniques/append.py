@@ -28,7 +28,7 @@ def write(spark: Session, write: Write, change: Change | None) -> Outcome:
     rows = exp.select("*").from_(STORE_CHANGE)
     insert = codegen.append_statement(write.compiled.store, write.store, rows, types)
     statement = Append(insert.expression, write.schema)
-    with session_settings(spark, evaluation_settings(spark, change.query_bytes)):
+    with session_settings(spark, evaluation_settings(spark, change.kept_bytes)):
         done = committed(spark, write, change, statement, TECHNIQUE)
     if not isinstance(done, list):
         return done

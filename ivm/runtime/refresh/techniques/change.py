@@ -47,6 +47,9 @@ from ivm.runtime.spark.settings import (
 STORE_CHANGE = "_ivm_store_change"
 """The temporary view of the change to the store, which the statement that writes it reads."""
 OVERFLOW_REASON = "a sum overflowed its type while folding the change"
+COLUMN_BYTES = 20
+"""What a column of a kept change is taken to weigh in a row: Spark's size of a string it
+knows nothing else of (``StringType.defaultSize``), above a number's 8 or a decimal's 16."""
 
 UNREADABLE: Collection[Failure] = (Failure.CHANGE_DATA_LOST,)
 """The failures that revise a refresh where it reads the change: a change data file gone."""
@@ -73,6 +76,13 @@ class Change:
     @property
     def frame(self) -> DataFrame:
         return self.kept.frame
+
+    @property
+    def kept_bytes(self) -> int:
+        """What the kept change weighs, estimated from its rows and columns
+        (:data:`COLUMN_BYTES` each): what a write reads of it, where ``query_bytes`` is what
+        computing it read (a join's snapshots, say)."""
+        return self.rows * len(self.frame.columns) * COLUMN_BYTES
 
     def release(self, spark: Session) -> None:
         """Drop the change's temporary view and the rows kept for it."""

@@ -41,7 +41,7 @@ def write(spark: Session, write: Write, change: Change | None) -> Outcome:
     types = schema_types(write.schema)
     rows = exp.select("*").from_(STORE_CHANGE)
     statement = codegen.merge_statement(compiled.store, store, rows, types, within=within)
-    with session_settings(spark, _merge_settings(spark, store_bytes, change.query_bytes)):
+    with session_settings(spark, _merge_settings(spark, store_bytes, change.kept_bytes)):
         merged = committed(spark, write, change, statement, TECHNIQUE)
     if not isinstance(merged, list):
         return merged
@@ -56,15 +56,13 @@ def write(spark: Session, write: Write, change: Change | None) -> Outcome:
     )
 
 
-def _merge_settings(
-    spark: Session, store_bytes: int | None, change_bytes: int | None
-) -> dict[str, str]:
-    """Settings for the MERGE into a store of ``store_bytes`` of a change computed from
-    ``change_bytes`` (at most its size): its source, the change to the store, is kept
-    already, so Delta need not materialize it again; those for the store's size
+def _merge_settings(spark: Session, store_bytes: int | None, change_bytes: int) -> dict[str, str]:
+    """Settings for the MERGE into a store of ``store_bytes`` of a kept change of about
+    ``change_bytes``: its source, the change to the store, is kept already, so Delta need
+    not materialize it again; those for the store's size
     (:func:`~ivm.runtime.spark.settings.merge_settings`); and those for the little data of a
     small store and change (:func:`~ivm.runtime.spark.settings.evaluation_settings`)."""
-    both = None if store_bytes is None or change_bytes is None else store_bytes + change_bytes
+    both = None if store_bytes is None else store_bytes + change_bytes
     return (
         {MATERIALIZE_SOURCE: "none"}
         | merge_settings(store_bytes)

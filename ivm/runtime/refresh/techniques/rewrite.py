@@ -95,11 +95,7 @@ def _rewritten(
         else Overwrite(folded, files, write.schema)
     )
     store_bytes = DeltaLogReader.of(spark, write.store).size_in_bytes()
-    read = (
-        None
-        if store_bytes is None or change.query_bytes is None
-        else store_bytes + change.query_bytes
-    )
+    read = None if store_bytes is None else store_bytes + change.kept_bytes
     settings = evaluation_settings(spark, read) | {CONSTRAINT_PROPAGATION: "false"}
     with session_settings(spark, settings):
         done = committed(spark, write, change, statement, TECHNIQUE)
