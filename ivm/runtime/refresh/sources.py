@@ -139,11 +139,22 @@ def store_rows(spark: Session, table: str, version: int) -> DataFrame:
     which plans the read of each part of a fold apart (a Spark job each)."""
     if reads_files(spark):
         listing = listed(spark, table, version)
-        if isinstance(listing, Listing) and listing.partitions(listing.files) <= (
-            MAX_PARTITIONS_READ
-        ):
-            return listing.read(spark) if listing.files else empty(spark, listing.schema)
+        if isinstance(listing, Listing):
+            rows = _files_read(spark, listing, listing.files)
+            if not isinstance(rows, Unlisted):
+                return rows
     return _delta_read(spark, table, versionAsOf=version)
+
+
+def _files_read(
+    spark: Session, listing: Listing, files: tuple[DataFile, ...]
+) -> DataFrame | Unlisted:
+    """The rows of ``files`` of ``listing``, read as Parquet; or why they are not (files of
+    more than :data:`MAX_PARTITIONS_READ` partitions). No file: a relation the optimizer
+    knows empty, which removes what only joins with it."""
+    if (parts := listing.partitions(files)) > MAX_PARTITIONS_READ:
+        return Unlisted(f"{parts} partitions read, more than {MAX_PARTITIONS_READ}")
+    return listing.read(spark, files) if files else empty(spark, listing.schema)
 
 
 def delta_table(spark: Session, table: str) -> str:
@@ -266,10 +277,9 @@ class SnapshotRead:
         if isinstance(listing, Unlisted):
             return listing
         chosen = keep(listing.files)
-        if (parts := listing.partitions(chosen)) > MAX_PARTITIONS_READ:
-            return Unlisted(f"{parts} partitions read, more than {MAX_PARTITIONS_READ}")
-        # none: a relation the optimizer knows empty, which removes what only joins with it
-        rows = listing.read(spark, chosen) if chosen else empty(spark, listing.schema)
+        rows = _files_read(spark, listing, chosen)
+        if isinstance(rows, Unlisted):
+            return rows
         frame = self.wrap(_shaped(rows, self.columns, self.view))
         return frame, len(chosen), len(listing.files)
 
